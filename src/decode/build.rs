@@ -1,0 +1,808 @@
+//! Turning decoded values into the model: the snapshot schema lives here, once.
+//!
+//! Every importer (the streaming pickle parser, JSON, and the `serde-pickle` reference used by
+//! tests) produces [`Node`]s and hands them to one [`Builder`]. The pickle parser converts trace
+//! entries and frames as soon as they are complete (so millions of them never exist as
+//! nodes); other importers hand over plain dicts and the builder converts them the same way.
+//! This module knows the snapshot keys and eras; it knows nothing of bytes or opcodes.
+
+use rustc_hash::FxHashMap;
+
+use super::DecodeError;
+use crate::model::{
+    Action, Annotation, AnnotationStage, Block, BlockState, Device, Frame, FrameId,
+    FrameInterner, HistoryEntry, Layout, Segment, SegmentType, Snapshot, StackId, Stacks, StrId,
+    Strings, Trace, TraceRow, Value, NO_STACK, NO_TIME,
+};
+
+/// The deepest nesting accepted anywhere (snapshots need about 6 levels).
+pub const MAX_DEPTH: usize = 128;
+
+/// A decoded value on its way into the model.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Node {
+    None,
+    Bool(bool),
+    Int(i64),
+    /// An integer outside `i64`, as decimal text.
+    BigInt(String),
+    Float(f64),
+    Str(StrId),
+    Bytes(Vec<u8>),
+    List(Vec<Node>),
+    Tuple(Vec<Node>),
+    Set(Vec<Node>),
+    Dict(Vec<(Node, Node)>),
+    /// A frame dict already interned.
+    Frame(FrameId),
+    /// A list of frames already interned.
+    Stack(StackId),
+    /// Trace entries already stored as rows `start..start + len` of the staging trace.
+    Rows(u32, u32),
+}
+
+impl Node {
+    fn kind(&self) -> &'static str {
+        match self {
+            Node::None => "None",
+            Node::Bool(_) => "a bool",
+            Node::Int(_) | Node::BigInt(_) => "an integer",
+            Node::Float(_) => "a float",
+            Node::Str(_) => "a string",
+            Node::Bytes(_) => "bytes",
+            Node::List(_) | Node::Stack(_) | Node::Rows(..) => "a list",
+            Node::Tuple(_) => "a tuple",
+            Node::Set(_) => "a set",
+            Node::Dict(_) | Node::Frame(_) => "a dict",
+        }
+    }
+}
+
+macro_rules! keys {
+    ($($name:ident = $text:literal),* $(,)?) => {
+        /// Strings interned first, so their ids are constants.
+        pub mod key {
+            keys!(@ids 0u32; $($name)*);
+        }
+        const KEY_TEXTS: &[&str] = &[$($text),*];
+    };
+    (@ids $n:expr; $first:ident $($rest:ident)*) => {
+        pub const $first: u32 = $n;
+        keys!(@ids $n + 1; $($rest)*);
+    };
+    (@ids $n:expr;) => {};
+}
+
+keys! {
+    ACTION = "action", ADDR = "addr", SIZE = "size", STREAM = "stream", TIME_US = "time_us",
+    FRAMES = "frames", DEVICE_FREE = "device_free", COMPILE_CONTEXT = "compile_context",
+    USER_METADATA = "user_metadata", POOL_ID = "pool_id", FORWARD_FRAMES = "forward_frames",
+    FILENAME = "filename", LINE = "line", NAME = "name",
+    SEGMENTS = "segments", DEVICE_TRACES = "device_traces",
+    ALLOCATOR_SETTINGS = "allocator_settings", EXTERNAL_ANNOTATIONS = "external_annotations",
+    DEVICE = "device", ADDRESS = "address", TOTAL_SIZE = "total_size",
+    ALLOCATED_SIZE = "allocated_size", ACTIVE_SIZE = "active_size",
+    REQUESTED_SIZE = "requested_size", SEGMENT_TYPE = "segment_type",
+    SEGMENT_POOL_ID = "segment_pool_id", IS_EXPANDABLE = "is_expandable", BLOCKS = "blocks",
+    STATE = "state", HISTORY = "history", REAL_SIZE = "real_size", STAGE = "stage",
+    NA = "N/A", EMPTY = "", LARGE = "large", SMALL = "small",
+    ACTIVE_ALLOCATED = "active_allocated", ACTIVE_PENDING_FREE = "active_pending_free",
+    INACTIVE = "inactive", START = "START", END = "END",
+    A_ALLOC = "alloc", A_FREE_REQUESTED = "free_requested", A_FREE_COMPLETED = "free_completed",
+    A_SEGMENT_ALLOC = "segment_alloc", A_SEGMENT_FREE = "segment_free",
+    A_SEGMENT_MAP = "segment_map", A_SEGMENT_UNMAP = "segment_unmap",
+    A_SNAPSHOT = "snapshot", A_OOM = "oom", A_ANNOTATE = "annotate",
+}
+
+/// Builds a [`Snapshot`] from nodes; owns the interning tables while decoding.
+pub struct Builder {
+    pub strings: Strings,
+    pub frames: Vec<Frame>,
+    frame_index: FrameInterner,
+    pub stacks: Stacks,
+    streams: Vec<u64>,
+    stream_index: FxHashMap<u64, u16>,
+    pools: Vec<(i64, i64)>,
+    /// Rows converted as they were decoded, before they are assigned to devices.
+    pub staging: Trace,
+    scratch_frames: Vec<FrameId>,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Where in the file a problem was found, for messages.
+#[derive(Clone, Copy)]
+pub struct At(pub Option<u64>);
+
+fn err(at: At, message: String) -> DecodeError {
+    DecodeError::new(at.0, message)
+}
+
+impl Builder {
+    pub fn new() -> Self {
+        let mut strings = Strings::default();
+        for text in KEY_TEXTS {
+            strings.intern(text);
+        }
+        Builder {
+            strings,
+            frames: Vec::new(),
+            frame_index: FrameInterner::default(),
+            stacks: Stacks::default(),
+            streams: Vec::new(),
+            stream_index: FxHashMap::default(),
+            pools: Vec::new(),
+            staging: Trace::default(),
+            scratch_frames: Vec::new(),
+        }
+    }
+
+    fn text(&self, id: StrId) -> &str {
+        self.strings.get(id)
+    }
+
+    fn key_name(&self, key: &Node) -> String {
+        match key {
+            Node::Str(id) => format!("'{}'", self.text(*id)),
+            other => other.kind().to_string(),
+        }
+    }
+
+    // ----- Conversions shared by every importer -------------------------------------------
+
+    /// Whether a dict with these keys is a frame (`filename`, `line`, `name`).
+    pub fn is_frame_keys<'a>(keys: impl Iterator<Item = &'a Node>) -> bool {
+        let mut seen = 0u8;
+        for k in keys {
+            match k {
+                Node::Str(key::FILENAME) => seen |= 1,
+                Node::Str(key::LINE) => seen |= 2,
+                Node::Str(key::NAME) => seen |= 4,
+                _ => {}
+            }
+        }
+        seen == 7
+    }
+
+    /// Interns a frame dict.
+    pub fn frame(&mut self, pairs: &[(Node, Node)], at: At) -> Result<FrameId, DecodeError> {
+        let (mut filename, mut line, mut name) = (None, None, None);
+        let mut extra = Vec::new();
+        for (k, v) in pairs {
+            match (k, v) {
+                (Node::Str(key::FILENAME), Node::Str(s)) => filename = Some(*s),
+                (Node::Str(key::NAME), Node::Str(s)) => name = Some(*s),
+                (Node::Str(key::LINE), Node::Int(i)) => line = Some(*i),
+                // PyTorch writes an unknown line as 2**64 - 1; keep it as -1.
+                (Node::Str(key::LINE), Node::BigInt(text)) if text.parse::<u64>().is_ok() => {
+                    line = Some(text.parse::<u64>().unwrap() as i64)
+                }
+                (Node::Str(key::FILENAME | key::NAME | key::LINE), other) => {
+                    return Err(err(
+                        at,
+                        format!("a frame's {} is {}", self.key_name(k), other.kind()),
+                    ))
+                }
+                (Node::Str(id), v) => extra.push((*id, self.value(v, 0)?)),
+                (other, _) => {
+                    return Err(err(at, format!("a frame has a key that is {}", other.kind())))
+                }
+            }
+        }
+        let (Some(filename), Some(line), Some(name)) = (filename, line, name) else {
+            return Err(err(at, "a frame lacks filename, line or name".into()));
+        };
+        let frame = Frame { filename, line, name, extra };
+        Ok(self.frame_index.intern(&mut self.frames, frame))
+    }
+
+    /// Interns a list of frames (ids) as a stack.
+    pub fn stack_of_ids(&mut self, frames: &[FrameId]) -> StackId {
+        self.stacks.intern(frames)
+    }
+
+    /// A stack from a `frames` value: an interned stack, or a list of frames or frame dicts.
+    fn stack(&mut self, node: &Node, what: &str, at: At) -> Result<StackId, DecodeError> {
+        match node {
+            Node::Stack(id) => Ok(*id),
+            Node::None => Ok(NO_STACK),
+            Node::List(items) => {
+                let mut ids = std::mem::take(&mut self.scratch_frames);
+                ids.clear();
+                for item in items {
+                    match item {
+                        Node::Frame(id) => ids.push(*id),
+                        Node::Dict(pairs) => ids.push(self.frame(pairs, at)?),
+                        other => {
+                            self.scratch_frames = ids;
+                            return Err(err(at, format!("{what} holds {}, not a frame", other.kind())));
+                        }
+                    }
+                }
+                let id = self.stacks.intern(&ids);
+                self.scratch_frames = ids;
+                Ok(id)
+            }
+            other => Err(err(at, format!("{what} is {}, not a list of frames", other.kind()))),
+        }
+    }
+
+    fn stream(&mut self, raw: u64, at: At) -> Result<u16, DecodeError> {
+        if let Some(&i) = self.stream_index.get(&raw) {
+            return Ok(i);
+        }
+        let i = u16::try_from(self.streams.len())
+            .map_err(|_| err(at, "more than 65,535 distinct streams".into()))?;
+        self.streams.push(raw);
+        self.stream_index.insert(raw, i);
+        Ok(i)
+    }
+
+    fn pool(&mut self, pool: (i64, i64)) -> u32 {
+        match self.pools.iter().position(|&p| p == pool) {
+            Some(i) => i as u32,
+            None => {
+                self.pools.push(pool);
+                (self.pools.len() - 1) as u32
+            }
+        }
+    }
+
+    /// Whether a dict with these keys is a trace entry (it has `action`).
+    pub fn is_trace_keys<'a>(mut keys: impl Iterator<Item = &'a Node>) -> bool {
+        keys.any(|k| matches!(k, Node::Str(key::ACTION)))
+    }
+
+    /// Stores a trace entry dict as a row of the staging trace and returns its index.
+    pub fn trace_row(&mut self, pairs: &[(Node, Node)], at: At) -> Result<u32, DecodeError> {
+        let row_index = self.staging.len() as u32;
+        let mut row = TraceRow {
+            action: Action::Other,
+            addr: 0,
+            size: 0,
+            stream: 0,
+            time_us: NO_TIME,
+            stack: NO_STACK,
+            compile_context: None,
+            user_metadata: None,
+            pool: None,
+            forward_stack: NO_STACK,
+            unknown_action: None,
+        };
+        let mut has_action = false;
+        let mut stream_raw = 0u64;
+        for (k, v) in pairs {
+            let Node::Str(kid) = k else {
+                return Err(err(at, format!("a trace entry has a key that is {}", k.kind())));
+            };
+            match *kid {
+                key::ACTION => {
+                    let Node::Str(name) = v else {
+                        return Err(err(at, format!("a trace entry's 'action' is {}", v.kind())));
+                    };
+                    has_action = true;
+                    row.action = action_of(*name);
+                    row.unknown_action =
+                        (row.action == Action::Other).then_some(*name);
+                }
+                key::ADDR | key::DEVICE_FREE => row.addr = self.u64_field(k, v, "trace entry", at)?,
+                key::SIZE => row.size = self.u64_field(k, v, "trace entry", at)?,
+                key::STREAM => stream_raw = self.u64_field(k, v, "trace entry", at)?,
+                key::TIME_US => row.time_us = self.i64_field(k, v, "trace entry", at)?,
+                key::FRAMES => row.stack = self.stack(v, "a trace entry's 'frames'", at)?,
+                key::FORWARD_FRAMES => {
+                    row.forward_stack = self.stack(v, "a trace entry's 'forward_frames'", at)?
+                }
+                key::COMPILE_CONTEXT if matches!(v, Node::Str(_)) => {
+                    let Node::Str(s) = v else { unreachable!() };
+                    row.compile_context = (*s != key::NA).then_some(*s);
+                }
+                key::USER_METADATA if matches!(v, Node::Str(_)) => {
+                    let Node::Str(s) = v else { unreachable!() };
+                    row.user_metadata = (*s != key::EMPTY).then_some(*s);
+                }
+                key::POOL_ID if pool_pair(v).is_some() => {
+                    row.pool = Some(self.pool(pool_pair(v).unwrap()));
+                }
+                other => {
+                    let value = self.value(v, 0)?;
+                    self.staging.extra.push((row_index, other, value));
+                }
+            }
+        }
+        if !has_action {
+            return Err(err(at, "a trace entry lacks 'action'".into()));
+        }
+        row.stream = self.stream(stream_raw, at)?;
+        self.staging.push(row);
+        Ok(row_index)
+    }
+
+    fn u64_field(&self, k: &Node, v: &Node, what: &str, at: At) -> Result<u64, DecodeError> {
+        match v {
+            Node::Int(i) if *i >= 0 => Ok(*i as u64),
+            Node::BigInt(s) => s.parse::<u64>().map_err(|_| {
+                err(at, format!("a {what}'s {} ({s}) does not fit in 64 bits", self.key_name(k)))
+            }),
+            Node::Int(i) => {
+                Err(err(at, format!("a {what}'s {} is negative ({i})", self.key_name(k))))
+            }
+            other => Err(err(
+                at,
+                format!("a {what}'s {} is {}, not an integer", self.key_name(k), other.kind()),
+            )),
+        }
+    }
+
+    fn i64_field(&self, k: &Node, v: &Node, what: &str, at: At) -> Result<i64, DecodeError> {
+        match v {
+            Node::Int(i) => Ok(*i),
+            // Some writers store times as floats.
+            Node::Float(f) if f.is_finite() => Ok(*f as i64),
+            other => Err(err(
+                at,
+                format!("a {what}'s {} is {}, not an integer", self.key_name(k), other.kind()),
+            )),
+        }
+    }
+
+    /// An owned [`Value`] for data the model keeps as written.
+    pub fn value(&self, node: &Node, depth: usize) -> Result<Value, DecodeError> {
+        if depth > MAX_DEPTH {
+            return Err(DecodeError::new(None, format!("values nest deeper than {MAX_DEPTH} levels")));
+        }
+        let list = |items: &[Node]| -> Result<Vec<Value>, DecodeError> {
+            items.iter().map(|n| self.value(n, depth + 1)).collect()
+        };
+        Ok(match node {
+            Node::None => Value::None,
+            Node::Bool(b) => Value::Bool(*b),
+            Node::Int(i) => Value::Int(*i),
+            Node::BigInt(s) => Value::BigInt(s.clone()),
+            Node::Float(f) => Value::Float(*f),
+            Node::Str(s) => Value::Str(self.text(*s).to_string()),
+            Node::Bytes(b) => Value::Bytes(b.clone()),
+            Node::List(items) => Value::List(list(items)?),
+            Node::Tuple(items) => Value::Tuple(list(items)?),
+            Node::Set(items) => Value::Set(list(items)?),
+            Node::Dict(pairs) => Value::Dict(
+                pairs
+                    .iter()
+                    .map(|(k, v)| Ok((self.value(k, depth + 1)?, self.value(v, depth + 1)?)))
+                    .collect::<Result<_, DecodeError>>()?,
+            ),
+            Node::Frame(id) => self.frame_value(*id),
+            Node::Stack(id) => {
+                Value::List(self.stacks.frames(*id).iter().map(|&f| self.frame_value(f)).collect())
+            }
+            Node::Rows(start, len) => {
+                Value::List((*start..start + len).map(|r| self.row_value(r as usize)).collect())
+            }
+        })
+    }
+
+    fn frame_value(&self, id: FrameId) -> Value {
+        let f = &self.frames[id as usize];
+        let s = |t: &str| Value::Str(t.to_string());
+        let mut pairs = vec![
+            (s("filename"), s(self.text(f.filename))),
+            (s("line"), Value::Int(f.line)),
+            (s("name"), s(self.text(f.name))),
+        ];
+        pairs.extend(f.extra.iter().map(|(k, v)| (s(self.text(*k)), v.clone())));
+        Value::Dict(pairs)
+    }
+
+    fn row_value(&self, row: usize) -> Value {
+        let t = &self.staging;
+        let s = |t: &str| Value::Str(t.to_string());
+        let action = match t.row(row).unknown_action {
+            Some(name) => self.text(name).to_string(),
+            None => t.action[row].name().to_string(),
+        };
+        let mut pairs = vec![
+            (s("action"), Value::Str(action)),
+            (s("addr"), Value::Int(t.addr[row] as i64)),
+            (s("size"), Value::Int(t.size[row] as i64)),
+            (s("stream"), Value::Int(self.streams[t.stream[row] as usize] as i64)),
+        ];
+        if t.time_us[row] != NO_TIME {
+            pairs.push((s("time_us"), Value::Int(t.time_us[row])));
+        }
+        if t.stack[row] != NO_STACK {
+            pairs.push((s("frames"), self.value(&Node::Stack(t.stack[row]), 0).unwrap_or(Value::None)));
+        }
+        Value::Dict(pairs)
+    }
+
+    // ----- The snapshot schema --------------------------------------------------------------
+
+    /// Builds the snapshot from the decoded root value.
+    pub fn finish(mut self, root: Node, at_end: At) -> Result<Snapshot, DecodeError> {
+        let mut snapshot = Snapshot::default();
+        let mut device_rows: Vec<(u32, Vec<(u32, u32)>)> = Vec::new();
+        let mut segments: Vec<(u32, Segment, Vec<Block>)> = Vec::new();
+        match root {
+            Node::Dict(pairs) => {
+                let has_schema = pairs.iter().any(|(k, _)| {
+                    matches!(k, Node::Str(key::SEGMENTS) | Node::Str(key::DEVICE_TRACES))
+                });
+                if !has_schema {
+                    return Err(not_a_snapshot(&self, &Node::Dict(pairs), at_end));
+                }
+                for (k, v) in pairs {
+                    match k {
+                        Node::Str(key::SEGMENTS) => self.segments(v, &mut segments, at_end)?,
+                        Node::Str(key::DEVICE_TRACES) => {
+                            device_rows = self.device_traces(v, at_end)?
+                        }
+                        Node::Str(key::ALLOCATOR_SETTINGS) => {
+                            snapshot.allocator_settings = Some(self.value(&v, 0)?)
+                        }
+                        Node::Str(key::EXTERNAL_ANNOTATIONS) => {
+                            snapshot.annotations = self.annotations(v, at_end)?
+                        }
+                        other => {
+                            let name = match &other {
+                                Node::Str(id) => self.text(*id).to_string(),
+                                k => self.value(k, 0)?.display(),
+                            };
+                            let value = self.value(&v, 0)?;
+                            snapshot.extra.push((name, value));
+                        }
+                    }
+                }
+            }
+            Node::List(_) => {
+                snapshot.layout = Layout::SegmentList;
+                self.segments(root, &mut segments, at_end)?;
+            }
+            other => return Err(not_a_snapshot(&self, &other, at_end)),
+        }
+        snapshot.devices = self.devices(device_rows, segments);
+        snapshot.strings = self.strings;
+        snapshot.frames = self.frames;
+        snapshot.stacks = self.stacks;
+        snapshot.streams = self.streams;
+        snapshot.pools = self.pools;
+        Ok(snapshot)
+    }
+
+    fn devices(
+        &mut self,
+        device_rows: Vec<(u32, Vec<(u32, u32)>)>,
+        segments: Vec<(u32, Segment, Vec<Block>)>,
+    ) -> Vec<Device> {
+        let mut devices: Vec<Device> = Vec::new();
+        fn device_mut(devices: &mut Vec<Device>, id: u32) -> &mut Device {
+            let i = match devices.iter().position(|d| d.id == id) {
+                Some(i) => i,
+                None => {
+                    devices.push(Device { id, ..Device::default() });
+                    devices.len() - 1
+                }
+            };
+            &mut devices[i]
+        }
+        // The common case: one device owns every staged row, in order. Move, don't copy.
+        let total = self.staging.len() as u32;
+        let owners: Vec<&(u32, Vec<(u32, u32)>)> =
+            device_rows.iter().filter(|(_, r)| !r.is_empty()).collect();
+        let single_owner = owners.len() == 1 && {
+            let ranges = &owners[0].1;
+            let mut next = 0;
+            ranges.iter().all(|&(s, n)| {
+                let ok = s == next;
+                next = s + n;
+                ok
+            }) && next == total
+        };
+        if single_owner {
+            let id = owners[0].0;
+            let mut trace = std::mem::take(&mut self.staging);
+            trace.finish();
+            let device = device_mut(&mut devices, id);
+            device.trace = trace;
+        }
+        for (id, ranges) in &device_rows {
+            let device = device_mut(&mut devices, *id);
+            device.has_trace_list = true;
+            if single_owner || ranges.is_empty() {
+                continue;
+            }
+            let mut trace = Trace::default();
+            for &(start, len) in ranges {
+                for row in start..start + len {
+                    let new_row = trace.len() as u32;
+                    trace.push(self.staging.row(row as usize));
+                    for (r, k, v) in self.staging.extra.iter().filter(|(r, _, _)| *r == row) {
+                        let _ = r;
+                        trace.extra.push((new_row, *k, v.clone()));
+                    }
+                }
+            }
+            trace.finish();
+            device.trace = trace;
+        }
+        for (id, mut segment, blocks) in segments {
+            let device = device_mut(&mut devices, id);
+            let start = device.blocks.len() as u32;
+            device.blocks.extend(blocks);
+            segment.blocks = start..device.blocks.len() as u32;
+            device.segments.push(segment);
+        }
+        devices.sort_by_key(|d| d.id);
+        devices
+    }
+
+    fn device_traces(&mut self, node: Node, at: At) -> Result<Vec<(u32, Vec<(u32, u32)>)>, DecodeError> {
+        let Node::List(lists) = node else {
+            return Err(err(at, format!("'device_traces' is {}, not a list", node.kind())));
+        };
+        let mut out = Vec::with_capacity(lists.len());
+        for (device, list) in lists.into_iter().enumerate() {
+            let mut ranges: Vec<(u32, u32)> = Vec::new();
+            let push = |ranges: &mut Vec<(u32, u32)>, start: u32, len: u32| match ranges.last_mut() {
+                Some((s, n)) if *s + *n == start => *n += len,
+                _ => ranges.push((start, len)),
+            };
+            match list {
+                Node::List(items) => {
+                    for (i, item) in items.into_iter().enumerate() {
+                        match item {
+                            Node::Rows(start, len) => push(&mut ranges, start, len),
+                            Node::Dict(pairs) if Self::is_trace_keys(pairs.iter().map(|p| &p.0)) => {
+                                let row = self.trace_row(&pairs, at)?;
+                                push(&mut ranges, row, 1);
+                            }
+                            other => {
+                                return Err(err(
+                                    at,
+                                    format!(
+                                        "device_traces[{device}][{i}] is {}, not a trace entry",
+                                        other.kind()
+                                    ),
+                                ))
+                            }
+                        }
+                    }
+                }
+                Node::Rows(start, len) => push(&mut ranges, start, len),
+                other => {
+                    return Err(err(
+                        at,
+                        format!("device_traces[{device}] is {}, not a list", other.kind()),
+                    ))
+                }
+            }
+            out.push((device as u32, ranges));
+        }
+        Ok(out)
+    }
+
+    fn segments(
+        &mut self,
+        node: Node,
+        out: &mut Vec<(u32, Segment, Vec<Block>)>,
+        at: At,
+    ) -> Result<(), DecodeError> {
+        let Node::List(items) = node else {
+            return Err(err(at, format!("'segments' is {}, not a list", node.kind())));
+        };
+        for (i, item) in items.into_iter().enumerate() {
+            let Node::Dict(pairs) = item else {
+                return Err(err(at, format!("segments[{i}] is {}, not a dict", item.kind())));
+            };
+            out.push(self.segment(pairs, i, at)?);
+        }
+        Ok(())
+    }
+
+    fn segment(
+        &mut self,
+        pairs: Vec<(Node, Node)>,
+        index: usize,
+        at: At,
+    ) -> Result<(u32, Segment, Vec<Block>), DecodeError> {
+        let what = "segment";
+        let mut segment = Segment { stack: NO_STACK, ..Segment::default() };
+        let mut device = 0u32;
+        let mut blocks_node = None;
+        let mut has_address = false;
+        for (k, v) in pairs {
+            let Node::Str(kid) = k else {
+                return Err(err(at, format!("segments[{index}] has a key that is {}", k.kind())));
+            };
+            match kid {
+                key::DEVICE => {
+                    device = u32::try_from(self.u64_field(&k, &v, what, at)?)
+                        .map_err(|_| err(at, format!("segments[{index}] has an absurd device index")))?
+                }
+                key::ADDRESS => {
+                    segment.address = self.u64_field(&k, &v, what, at)?;
+                    has_address = true;
+                }
+                key::TOTAL_SIZE => segment.total_size = self.u64_field(&k, &v, what, at)?,
+                key::ALLOCATED_SIZE => segment.allocated_size = Some(self.u64_field(&k, &v, what, at)?),
+                key::ACTIVE_SIZE => segment.active_size = Some(self.u64_field(&k, &v, what, at)?),
+                key::REQUESTED_SIZE => segment.requested_size = Some(self.u64_field(&k, &v, what, at)?),
+                key::STREAM => segment.stream = self.u64_field(&k, &v, what, at)?,
+                key::SEGMENT_TYPE if matches!(v, Node::Str(_)) => {
+                    segment.segment_type = match v {
+                        Node::Str(key::LARGE) => SegmentType::Large,
+                        Node::Str(key::SMALL) => SegmentType::Small,
+                        _ => SegmentType::Unknown,
+                    }
+                }
+                key::SEGMENT_POOL_ID if pool_pair(&v).is_some() => segment.pool_id = pool_pair(&v),
+                key::IS_EXPANDABLE if matches!(v, Node::Bool(_)) => {
+                    segment.is_expandable = v == Node::Bool(true)
+                }
+                key::FRAMES => segment.stack = self.stack(&v, "a segment's 'frames'", at)?,
+                key::BLOCKS => blocks_node = Some(v),
+                other => {
+                    let value = self.value(&v, 0)?;
+                    segment.extra.push((other, value));
+                }
+            }
+        }
+        if !has_address {
+            return Err(err(at, format!("segments[{index}] has no 'address'")));
+        }
+        let blocks = match blocks_node {
+            Some(node) => self.blocks(node, &segment, index, at)?,
+            None => Vec::new(),
+        };
+        Ok((device, segment, blocks))
+    }
+
+    fn blocks(&mut self, node: Node, segment: &Segment, seg_index: usize, at: At) -> Result<Vec<Block>, DecodeError> {
+        let Node::List(items) = node else {
+            return Err(err(at, format!("segments[{seg_index}]['blocks'] is {}, not a list", node.kind())));
+        };
+        let what = "block";
+        let mut blocks = Vec::with_capacity(items.len());
+        // Legacy blocks have no address: they are contiguous from the segment's start.
+        let mut next_address = segment.address;
+        for (i, item) in items.into_iter().enumerate() {
+            let Node::Dict(pairs) = item else {
+                return Err(err(at, format!("segments[{seg_index}]['blocks'][{i}] is {}, not a dict", item.kind())));
+            };
+            let mut block = Block { address: next_address, stack: NO_STACK, ..Block::default() };
+            for (k, v) in pairs {
+                let Node::Str(kid) = k else {
+                    return Err(err(at, format!("a block has a key that is {}", k.kind())));
+                };
+                match kid {
+                    key::ADDRESS => block.address = self.u64_field(&k, &v, what, at)?,
+                    key::SIZE => block.size = self.u64_field(&k, &v, what, at)?,
+                    key::REQUESTED_SIZE => block.requested_size = Some(self.u64_field(&k, &v, what, at)?),
+                    key::STATE => {
+                        let Node::Str(s) = v else {
+                            return Err(err(at, format!("a block's 'state' is {}", v.kind())));
+                        };
+                        block.state = match s {
+                            key::ACTIVE_ALLOCATED => BlockState::ActiveAllocated,
+                            key::ACTIVE_PENDING_FREE => BlockState::ActivePendingFree,
+                            key::INACTIVE => BlockState::Inactive,
+                            other => BlockState::Other(other),
+                        };
+                    }
+                    key::FRAMES => block.stack = self.stack(&v, "a block's 'frames'", at)?,
+                    key::HISTORY => block.history = self.history(v, at)?,
+                    other => {
+                        let value = self.value(&v, 0)?;
+                        block.extra.push((other, value));
+                    }
+                }
+            }
+            next_address = block.address.saturating_add(block.size);
+            blocks.push(block);
+        }
+        Ok(blocks)
+    }
+
+    fn history(&mut self, node: Node, at: At) -> Result<Vec<HistoryEntry>, DecodeError> {
+        let Node::List(items) = node else {
+            return Err(err(at, format!("a block's 'history' is {}, not a list", node.kind())));
+        };
+        let what = "history entry";
+        let mut out = Vec::with_capacity(items.len());
+        for item in items {
+            let pairs = match item {
+                Node::Dict(pairs) => pairs,
+                other => return Err(err(at, format!("a block's history holds {}", other.kind()))),
+            };
+            let mut entry = HistoryEntry { addr: 0, real_size: 0, stack: NO_STACK };
+            for (k, v) in pairs {
+                match k {
+                    Node::Str(key::ADDR) => entry.addr = self.u64_field(&k, &v, what, at)?,
+                    Node::Str(key::REAL_SIZE) => entry.real_size = self.u64_field(&k, &v, what, at)?,
+                    Node::Str(key::FRAMES) => entry.stack = self.stack(&v, "a history entry's 'frames'", at)?,
+                    _ => {}
+                }
+            }
+            out.push(entry);
+        }
+        Ok(out)
+    }
+
+    fn annotations(&mut self, node: Node, at: At) -> Result<Vec<Annotation>, DecodeError> {
+        let Node::List(items) = node else {
+            return Err(err(at, format!("'external_annotations' is {}, not a list", node.kind())));
+        };
+        let what = "annotation";
+        let mut out = Vec::with_capacity(items.len());
+        for item in items {
+            let Node::Dict(pairs) = item else {
+                return Err(err(at, format!("an external annotation is {}, not a dict", item.kind())));
+            };
+            let mut a = Annotation { name: key::EMPTY, stage: AnnotationStage::Start, device: 0, time_us: NO_TIME };
+            for (k, v) in pairs {
+                match (&k, &v) {
+                    (Node::Str(key::NAME), Node::Str(s)) => a.name = *s,
+                    (Node::Str(key::STAGE), Node::Str(s)) => {
+                        a.stage = match *s {
+                            key::START => AnnotationStage::Start,
+                            key::END => AnnotationStage::End,
+                            other => AnnotationStage::Other(other),
+                        }
+                    }
+                    (Node::Str(key::DEVICE), _) => {
+                        a.device = u32::try_from(self.u64_field(&k, &v, what, at)?).unwrap_or(u32::MAX)
+                    }
+                    (Node::Str(key::TIME_US), _) => a.time_us = self.i64_field(&k, &v, what, at)?,
+                    _ => {}
+                }
+            }
+            out.push(a);
+        }
+        Ok(out)
+    }
+}
+
+fn action_of(name: StrId) -> Action {
+    match name {
+        key::A_ALLOC => Action::Alloc,
+        key::A_FREE_REQUESTED => Action::FreeRequested,
+        key::A_FREE_COMPLETED => Action::FreeCompleted,
+        key::A_SEGMENT_ALLOC => Action::SegmentAlloc,
+        key::A_SEGMENT_FREE => Action::SegmentFree,
+        key::A_SEGMENT_MAP => Action::SegmentMap,
+        key::A_SEGMENT_UNMAP => Action::SegmentUnmap,
+        key::A_SNAPSHOT => Action::Snapshot,
+        key::A_OOM => Action::Oom,
+        key::A_ANNOTATE => Action::Annotate,
+        _ => Action::Other,
+    }
+}
+
+fn pool_pair(node: &Node) -> Option<(i64, i64)> {
+    match node {
+        Node::Tuple(items) | Node::List(items) => match items.as_slice() {
+            [Node::Int(a), Node::Int(b)] => Some((*a, *b)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn not_a_snapshot(builder: &Builder, root: &Node, at: At) -> DecodeError {
+    let described = match root {
+        Node::Dict(pairs) => {
+            let keys: Vec<String> = pairs.iter().take(6).map(|(k, _)| builder.key_name(k)).collect();
+            if pairs.iter().any(|(k, _)| matches!(k, Node::Str(s) if builder.text(*s) == "traceEvents")) {
+                return DecodeError::new(at.0, "this is a Chrome/Kineto trace ('traceEvents'), not a memory snapshot")
+                    .with_hint("Kineto traces are not supported yet: record a snapshot with torch.cuda.memory._record_memory_history() and _dump_snapshot()");
+            }
+            format!("a dict with keys {}", keys.join(", "))
+        }
+        other => other.kind().to_string(),
+    };
+    DecodeError::new(at.0, format!("not a memory snapshot: the top level is {described}, without 'segments' or 'device_traces'"))
+        .with_hint("expected the output of torch.cuda.memory._dump_snapshot()")
+}

@@ -1,0 +1,135 @@
+//! Chunked input: a window over a `Read` that never holds more of the stream than the value
+//! being decoded needs, and knows the stream offset of every byte for error messages.
+
+use std::io::{self, Read};
+
+use super::DecodeError;
+
+/// How much is requested from the reader at a time.
+pub const CHUNK: usize = 1 << 20;
+
+/// The largest single string or bytes value accepted (the buffer grows only as data arrives,
+/// so a lying length field costs nothing until this much data is actually read).
+pub const MAX_VALUE_BYTES: usize = 256 << 20;
+
+pub struct Input<R> {
+    reader: R,
+    buf: Vec<u8>,
+    pub pos: usize,
+    pub len: usize,
+    /// Stream offset of `buf[0]`.
+    base: u64,
+    eof: bool,
+}
+
+impl<R: Read> Input<R> {
+    pub fn new(reader: R) -> Self {
+        Input { reader, buf: vec![0; CHUNK], pos: 0, len: 0, base: 0, eof: false }
+    }
+
+    /// Stream offset of the next unread byte.
+    #[inline]
+    pub fn offset(&self) -> u64 {
+        self.base + self.pos as u64
+    }
+
+    #[inline]
+    pub fn available(&self) -> usize {
+        self.len - self.pos
+    }
+
+    /// Makes at least `want` bytes available unless the stream ends first.
+    /// Returns the number available afterwards.
+    pub fn fill(&mut self, want: usize) -> Result<usize, DecodeError> {
+        if self.available() >= want || self.eof {
+            return Ok(self.available());
+        }
+        // Slide the unread tail to the front.
+        if self.pos > 0 {
+            self.buf.copy_within(self.pos..self.len, 0);
+            self.base += self.pos as u64;
+            self.len -= self.pos;
+            self.pos = 0;
+        }
+        while self.len < want && !self.eof {
+            if self.len == self.buf.len() {
+                // Grow by one chunk at a time: only as much as has actually arrived.
+                self.buf.resize(self.len + CHUNK, 0);
+            }
+            let end = self.buf.len();
+            match self.reader.read(&mut self.buf[self.len..end]) {
+                Ok(0) => self.eof = true,
+                Ok(n) => self.len += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(read_error(self.base + self.len as u64, &e)),
+            }
+        }
+        Ok(self.available())
+    }
+
+    /// Takes exactly `n` bytes, or fails with a truncation error naming `what`.
+    #[inline]
+    pub fn take(&mut self, n: usize, what: &str) -> Result<&[u8], DecodeError> {
+        if self.available() < n {
+            if n > MAX_VALUE_BYTES {
+                return Err(DecodeError::at(
+                    self.offset(),
+                    format!("{what} declares {n} bytes, more than the {MAX_VALUE_BYTES}-byte limit for one value"),
+                ));
+            }
+            if self.fill(n)? < n {
+                return Err(truncated(self.base + self.len as u64, what));
+            }
+        }
+        let start = self.pos;
+        self.pos += n;
+        Ok(&self.buf[start..start + n])
+    }
+
+    /// True when no byte follows (reads ahead to know).
+    pub fn at_end(&mut self) -> Result<bool, DecodeError> {
+        Ok(self.fill(1)? == 0)
+    }
+}
+
+pub fn truncated(offset: u64, what: &str) -> DecodeError {
+    DecodeError::at(offset, format!("the file ends in the middle of {what}"))
+        .with_hint("the file is truncated: was it copied or downloaded completely?")
+}
+
+fn read_error(offset: u64, e: &io::Error) -> DecodeError {
+    if e.kind() == io::ErrorKind::InvalidInput || e.kind() == io::ErrorKind::InvalidData {
+        DecodeError::at(offset, format!("the compressed stream is corrupt: {e}"))
+            .with_hint("the gzip data is damaged or truncated")
+    } else if e.kind() == io::ErrorKind::UnexpectedEof {
+        truncated(offset, "the compressed stream")
+    } else {
+        DecodeError::at(offset, format!("reading the file failed: {e}"))
+    }
+}
+
+/// Counts raw bytes read and reports them, at most once per mebibyte and at the end.
+pub struct Counting<'p, R> {
+    pub inner: R,
+    pub count: u64,
+    reported: u64,
+    progress: &'p mut dyn FnMut(u64),
+}
+
+impl<'p, R> Counting<'p, R> {
+    pub fn new(inner: R, progress: &'p mut dyn FnMut(u64)) -> Self {
+        Counting { inner, count: 0, reported: 0, progress }
+    }
+}
+
+impl<R: Read> Read for Counting<'_, R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(out)?;
+        self.count += n as u64;
+        if n == 0 || self.count - self.reported >= 1 << 20 {
+            self.reported = self.count;
+            (self.progress)(self.count);
+        }
+        Ok(n)
+    }
+}

@@ -1,0 +1,101 @@
+//! Decoding: bytes in, [`Snapshot`] out.
+//!
+//! Detects the container (gzip, by magic bytes) and the encoding (pickle protocols 2–5 or
+//! JSON), and hands the stream to the matching importer. Importers feed one
+//! [`build::Builder`], which owns the snapshot schema; there is never a generic value tree of a
+//! whole pickle file. Not here: anything derived from the model (see [`crate::analysis`]).
+
+use std::io::{Cursor, Read};
+
+use crate::model::Snapshot;
+
+pub mod build;
+mod error;
+mod input;
+mod json;
+mod pickle;
+
+pub use error::DecodeError;
+use input::{Counting, Input};
+
+/// What the first bytes of a stream say it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Gzip,
+    Pickle,
+    Json,
+}
+
+/// Decodes a snapshot from any reader, reading it in chunks. `progress` is called with the
+/// number of raw input bytes consumed so far (before decompression), at most once per MiB.
+pub fn decode_reader<R: Read>(
+    reader: R,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Snapshot, DecodeError> {
+    let counting = Counting::new(reader, progress);
+    decode_stream(counting)
+}
+
+/// Decodes a snapshot held in memory.
+pub fn decode_bytes(bytes: &[u8]) -> Result<Snapshot, DecodeError> {
+    decode_reader(bytes, &mut |_| {})
+}
+
+fn decode_stream<R: Read>(reader: R) -> Result<Snapshot, DecodeError> {
+    let (head, stream) = read_head(reader)?;
+    match sniff(&head)? {
+        Format::Gzip => decode_plain(flate2::read::MultiGzDecoder::new(stream)),
+        Format::Pickle => pickle::decode(Input::new(stream)),
+        Format::Json => json::decode(stream),
+    }
+}
+
+/// Decodes a decompressed stream (gzip inside gzip is refused).
+fn decode_plain<R: Read>(reader: R) -> Result<Snapshot, DecodeError> {
+    let (head, stream) = read_head(reader)?;
+    match sniff(&head)? {
+        Format::Gzip => Err(DecodeError::at(0, "gzip inside gzip")
+            .with_hint("decompress the file once and open the result")),
+        Format::Pickle => pickle::decode(Input::new(stream)),
+        Format::Json => json::decode(stream),
+    }
+}
+
+/// Reads the first bytes for [`sniff`] and returns them with a stream that replays them.
+fn read_head<R: Read>(mut reader: R) -> Result<(Vec<u8>, std::io::Chain<Cursor<Vec<u8>>, R>), DecodeError> {
+    let mut head = [0u8; 4];
+    let mut got = 0;
+    while got < head.len() {
+        match reader.read(&mut head[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                return Err(DecodeError::at(got as u64, format!("reading the file failed: {e}"))
+                    .with_hint("for a .gz file, the compressed data may be damaged"))
+            }
+        }
+    }
+    let head = head[..got].to_vec();
+    Ok((head.clone(), Cursor::new(head).chain(reader)))
+}
+
+/// Identifies a stream from its first bytes.
+pub fn sniff(head: &[u8]) -> Result<Format, DecodeError> {
+    match head {
+        [] => Err(DecodeError::at(0, "the file is empty")),
+        [0x1f, 0x8b, ..] => Ok(Format::Gzip),
+        [0x80, ..] => Ok(Format::Pickle),
+        // Protocol 0/1 pickles start with MARK or an empty container.
+        [b'(' | b'}' | b']', ..] => Ok(Format::Pickle),
+        [b'{' | b'[' | b' ' | b'\n' | b'\r' | b'\t', ..] => Ok(Format::Json),
+        [b'P', b'K', 3, 4, ..] => Err(DecodeError::at(0, "this is a zip archive, not a memory snapshot")
+            .with_hint("torch.save checkpoints are zip archives; a snapshot comes from torch.cuda.memory._dump_snapshot()")),
+        [0xef, 0xbb, 0xbf, ..] => Ok(Format::Json),
+        _ => Err(DecodeError::at(0, format!(
+            "unrecognised file: it starts with bytes {}",
+            head.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" ")
+        ))
+        .with_hint("expected a pickle from torch.cuda.memory._dump_snapshot() (optionally gzipped) or its JSON form")),
+    }
+}

@@ -1,0 +1,966 @@
+//! A streaming reader for the plain-data subset of Python's pickle format (protocols 2–5).
+//!
+//! It interprets opcodes one by one over a chunked [`Input`], so a file never has to be in
+//! memory at once, and it refuses every opcode that would import, call or build a Python
+//! object: nothing is ever resolved or executed. Completed trace entries and frames are handed
+//! to the [`Builder`] the moment their parent consumes them, so millions of them never exist as
+//! generic values; the memo then refers to the converted value, which is how a frame dict shared
+//! by a million stacks is decoded once.
+//!
+//! Not here: what the keys mean (see `build`), gzip and format detection (see `decode`).
+
+use std::io::Read;
+
+use super::build::{At, Builder, Node, MAX_DEPTH};
+use super::input::{truncated, Input};
+use super::DecodeError;
+use crate::model::{FrameId, StackId, StrId};
+
+/// Limit on values waiting on the stack at once (a valid snapshot needs a few thousand).
+const MAX_STACK: usize = 1 << 22;
+/// Limit on open MARKs at once.
+const MAX_MARKS: usize = 4096;
+/// How far past the current end a `BINPUT` index may jump.
+const MAX_MEMO_GAP: usize = 1 << 16;
+
+/// A value on the pickle stack. Containers live in the parser's arena and are named by index.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Val {
+    None,
+    Bool(bool),
+    Int(i64),
+    /// Index into `Parser::bigs`.
+    Big(u32),
+    Float(f64),
+    Str(StrId),
+    /// Index into `Parser::blobs`.
+    Bytes(u32),
+    Obj(u32),
+    Frame(FrameId),
+    Stack(StackId),
+    /// Trace rows `start..start + len` (only inside lists).
+    Rows(u32, u32),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    List,
+    Dict,
+    Tuple,
+    Set,
+}
+
+const NO_MEMO: u32 = u32::MAX;
+
+struct Obj {
+    kind: Kind,
+    /// Items; for dicts, keys and values alternate.
+    items: Vec<Val>,
+    /// The memo slot holding this container, if any.
+    memo: u32,
+    /// Nesting height below this container (0 for a container of scalars).
+    height: u16,
+    /// The handle was copied (memo get, DUP): never recycle the slot.
+    aliased: bool,
+    /// What this container was converted to, for handles that outlive the conversion.
+    converted: Option<Val>,
+}
+
+/// Compact memo slot: 3-bit tag and 29-bit payload; anything else goes to `memo_boxed`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Slot(u32);
+
+impl Slot {
+    const HOLE: Slot = Slot(u32::MAX);
+    const PAYLOAD: u32 = (1 << 29) - 1;
+    const T_BOXED: u32 = 0;
+    const T_STR: u32 = 1;
+    const T_OBJ: u32 = 2;
+    const T_FRAME: u32 = 3;
+    const T_STACK: u32 = 4;
+    const T_NODE: u32 = 5;
+
+    fn tagged(tag: u32, payload: u32) -> Option<Slot> {
+        (payload <= Self::PAYLOAD).then_some(Slot(tag << 29 | payload))
+    }
+}
+
+/// Decodes one pickle from `input` into a snapshot.
+pub fn decode<R: Read>(input: Input<R>) -> Result<crate::model::Snapshot, DecodeError> {
+    let mut parser = Parser::new(input);
+    let root = parser.run()?;
+    let end = At(Some(parser.input.offset()));
+    let node = parser.to_node(root, 0)?;
+    parser.builder.finish(node, end)
+}
+
+struct Parser<R> {
+    input: Input<R>,
+    builder: Builder,
+    stack: Vec<Val>,
+    marks: Vec<usize>,
+    memo: Vec<Slot>,
+    memo_boxed: Vec<Val>,
+    memo_nodes: Vec<Node>,
+    release_stack: Vec<(u32, bool)>,
+    objs: Vec<Obj>,
+    free_objs: Vec<u32>,
+    bigs: Vec<String>,
+    blobs: Vec<Vec<u8>>,
+    scratch: Vec<Val>,
+    pairs: Vec<(Node, Node)>,
+    frame_ids: Vec<FrameId>,
+}
+
+fn op_name(op: u8) -> &'static str {
+    match op {
+        b'c' => "GLOBAL",
+        0x93 => "STACK_GLOBAL",
+        b'R' => "REDUCE",
+        b'b' => "BUILD",
+        b'i' => "INST",
+        b'o' => "OBJ",
+        0x81 => "NEWOBJ",
+        0x92 => "NEWOBJ_EX",
+        0x82 => "EXT1",
+        0x83 => "EXT2",
+        0x84 => "EXT4",
+        b'P' => "PERSID",
+        b'Q' => "BINPERSID",
+        0x97 => "NEXT_BUFFER",
+        0x98 => "READONLY_BUFFER",
+        b'I' => "INT",
+        b'L' => "LONG",
+        b'F' => "FLOAT",
+        b'S' => "STRING",
+        b'V' => "UNICODE",
+        b'p' => "PUT",
+        b'g' => "GET",
+        b'T' => "BINSTRING",
+        b'U' => "SHORT_BINSTRING",
+        _ => "unknown",
+    }
+}
+
+impl<R: Read> Parser<R> {
+    fn new(input: Input<R>) -> Self {
+        Parser {
+            input,
+            builder: Builder::new(),
+            stack: Vec::with_capacity(1024),
+            marks: Vec::with_capacity(64),
+            memo: Vec::new(),
+            memo_boxed: Vec::new(),
+            memo_nodes: Vec::new(),
+            release_stack: Vec::new(),
+            objs: Vec::new(),
+            free_objs: Vec::new(),
+            bigs: Vec::new(),
+            blobs: Vec::new(),
+            scratch: Vec::new(),
+            pairs: Vec::new(),
+            frame_ids: Vec::new(),
+        }
+    }
+
+    /// Runs opcodes up to `STOP` and returns the root value.
+    fn run(&mut self) -> Result<Val, DecodeError> {
+        loop {
+            if self.input.available() < 16 && self.input.fill(16)? == 0 {
+                return Err(truncated(self.input.offset(), "the pickle (no STOP opcode)"));
+            }
+            let at = self.input.offset();
+            let op = self.input.take(1, "an opcode")?[0];
+            match op {
+                // --- framing and protocol -------------------------------------------------
+                0x80 => {
+                    let proto = self.input.take(1, "PROTO")?[0];
+                    if proto > 5 {
+                        return Err(DecodeError::at(at, format!("pickle protocol {proto} is newer than 5, the newest this reader knows")));
+                    }
+                }
+                0x95 => {
+                    self.input.take(8, "FRAME")?;
+                }
+                b'.' => {
+                    let root = self.pop(at)?;
+                    if !self.stack.is_empty() || !self.marks.is_empty() {
+                        return Err(DecodeError::at(at, format!("STOP leaves {} values and {} marks unconsumed", self.stack.len(), self.marks.len())));
+                    }
+                    if !self.input.at_end()? {
+                        return Err(DecodeError::at(self.input.offset(), "data continues after the pickle's STOP opcode")
+                            .with_hint("trailing garbage: the file may be two files joined, or damaged"));
+                    }
+                    return Ok(root);
+                }
+                // --- scalars --------------------------------------------------------------
+                b'N' => self.push(Val::None, at)?,
+                0x88 => self.push(Val::Bool(true), at)?,
+                0x89 => self.push(Val::Bool(false), at)?,
+                b'J' => {
+                    let b = self.input.take(4, "BININT")?;
+                    let v = i32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                    self.push(Val::Int(v as i64), at)?;
+                }
+                b'K' => {
+                    let v = self.input.take(1, "BININT1")?[0];
+                    self.push(Val::Int(v as i64), at)?;
+                }
+                b'M' => {
+                    let b = self.input.take(2, "BININT2")?;
+                    let v = u16::from_le_bytes([b[0], b[1]]);
+                    self.push(Val::Int(v as i64), at)?;
+                }
+                0x8a => {
+                    let n = self.input.take(1, "LONG1")?[0] as usize;
+                    self.long(n, at)?;
+                }
+                0x8b => {
+                    let b = self.input.take(4, "LONG4")?;
+                    let n = i32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                    if n < 0 {
+                        return Err(DecodeError::at(at, format!("LONG4 has a negative length ({n})")));
+                    }
+                    self.long(n as usize, at)?;
+                }
+                b'G' => {
+                    let b = self.input.take(8, "BINFLOAT")?;
+                    let v = f64::from_be_bytes(b.try_into().unwrap());
+                    self.push(Val::Float(v), at)?;
+                }
+                0x8c => {
+                    let n = self.input.take(1, "SHORT_BINUNICODE")?[0] as usize;
+                    self.string(n, at)?;
+                }
+                b'X' => {
+                    let b = self.input.take(4, "BINUNICODE")?;
+                    let n = u32::from_le_bytes(b.try_into().unwrap()) as usize;
+                    self.string(n, at)?;
+                }
+                0x8d => {
+                    let n = self.length8("BINUNICODE8", at)?;
+                    self.string(n, at)?;
+                }
+                b'C' => {
+                    let n = self.input.take(1, "SHORT_BINBYTES")?[0] as usize;
+                    self.bytes(n, at)?;
+                }
+                b'B' => {
+                    let b = self.input.take(4, "BINBYTES")?;
+                    let n = u32::from_le_bytes(b.try_into().unwrap()) as usize;
+                    self.bytes(n, at)?;
+                }
+                0x8e => {
+                    let n = self.length8("BINBYTES8", at)?;
+                    self.bytes(n, at)?;
+                }
+                0x96 => {
+                    let n = self.length8("BYTEARRAY8", at)?;
+                    self.bytes(n, at)?;
+                }
+                // --- containers -----------------------------------------------------------
+                b'}' => {
+                    let o = self.new_obj(Kind::Dict);
+                    self.push(Val::Obj(o), at)?;
+                }
+                b']' => {
+                    let o = self.new_obj(Kind::List);
+                    self.push(Val::Obj(o), at)?;
+                }
+                b')' => {
+                    let o = self.new_obj(Kind::Tuple);
+                    self.push(Val::Obj(o), at)?;
+                }
+                0x8f => {
+                    let o = self.new_obj(Kind::Set);
+                    self.push(Val::Obj(o), at)?;
+                }
+                b'(' => {
+                    if self.marks.len() >= MAX_MARKS {
+                        return Err(DecodeError::at(at, format!("more than {MAX_MARKS} nested MARKs")));
+                    }
+                    self.marks.push(self.stack.len());
+                }
+                b't' | b'l' | b'd' | 0x91 => {
+                    let mark = self.pop_mark(at)?;
+                    let kind = match op {
+                        b't' => Kind::Tuple,
+                        b'l' => Kind::List,
+                        b'd' => Kind::Dict,
+                        _ => Kind::Set,
+                    };
+                    if kind == Kind::Dict && (self.stack.len() - mark) % 2 != 0 {
+                        return Err(DecodeError::at(at, "DICT with an odd number of items"));
+                    }
+                    let o = self.new_obj(kind);
+                    self.scratch.clear();
+                    self.scratch.extend(self.stack.drain(mark..));
+                    self.fill_obj(o, kind, at)?;
+                    self.stack.push(Val::Obj(o));
+                }
+                0x85..=0x87 => {
+                    let n = (op - 0x84) as usize;
+                    let floor = self.marks.last().copied().unwrap_or(0);
+                    if self.stack.len() < floor + n {
+                        return Err(DecodeError::at(at, format!("TUPLE{n} needs {n} values on the stack")));
+                    }
+                    let o = self.new_obj(Kind::Tuple);
+                    self.scratch.clear();
+                    let start = self.stack.len() - n;
+                    self.scratch.extend(self.stack.drain(start..));
+                    self.fill_obj(o, Kind::Tuple, at)?;
+                    self.stack.push(Val::Obj(o));
+                }
+                b'a' => {
+                    let v = self.pop(at)?;
+                    let target = self.top_obj(Kind::List, "APPEND", at)?;
+                    self.scratch.clear();
+                    self.scratch.push(v);
+                    self.fill_obj(target, Kind::List, at)?;
+                }
+                b'e' => {
+                    let mark = self.pop_mark(at)?;
+                    let target = self.obj_below(mark, Kind::List, "APPENDS", at)?;
+                    self.scratch.clear();
+                    self.scratch.extend(self.stack.drain(mark..));
+                    self.fill_obj(target, Kind::List, at)?;
+                }
+                b's' => {
+                    let v = self.pop(at)?;
+                    let k = self.pop(at)?;
+                    let target = self.top_obj(Kind::Dict, "SETITEM", at)?;
+                    self.scratch.clear();
+                    self.scratch.push(k);
+                    self.scratch.push(v);
+                    self.fill_obj(target, Kind::Dict, at)?;
+                }
+                b'u' => {
+                    let mark = self.pop_mark(at)?;
+                    if (self.stack.len() - mark) % 2 != 0 {
+                        return Err(DecodeError::at(at, "SETITEMS with an odd number of items"));
+                    }
+                    let target = self.obj_below(mark, Kind::Dict, "SETITEMS", at)?;
+                    self.scratch.clear();
+                    self.scratch.extend(self.stack.drain(mark..));
+                    self.fill_obj(target, Kind::Dict, at)?;
+                }
+                0x90 => {
+                    let mark = self.pop_mark(at)?;
+                    let target = self.obj_below(mark, Kind::Set, "ADDITEMS", at)?;
+                    self.scratch.clear();
+                    self.scratch.extend(self.stack.drain(mark..));
+                    self.fill_obj(target, Kind::Set, at)?;
+                }
+                // --- stack manipulation ---------------------------------------------------
+                b'0' => {
+                    let floor = self.marks.last().copied();
+                    match floor {
+                        Some(m) if m == self.stack.len() => {
+                            self.marks.pop();
+                        }
+                        _ => {
+                            self.pop(at)?;
+                        }
+                    }
+                }
+                b'1' => {
+                    let mark = self.pop_mark(at)?;
+                    self.stack.truncate(mark);
+                }
+                b'2' => {
+                    let v = *self.stack.last().ok_or_else(|| DecodeError::at(at, "DUP on an empty stack"))?;
+                    self.alias(v);
+                    self.push(v, at)?;
+                }
+                // --- memo -----------------------------------------------------------------
+                0x94 => {
+                    let idx = self.memo.len();
+                    self.memo_put(idx, at)?;
+                }
+                b'q' => {
+                    let idx = self.input.take(1, "BINPUT")?[0] as usize;
+                    self.memo_put(idx, at)?;
+                }
+                b'r' => {
+                    let b = self.input.take(4, "LONG_BINPUT")?;
+                    let idx = u32::from_le_bytes(b.try_into().unwrap()) as usize;
+                    self.memo_put(idx, at)?;
+                }
+                b'h' => {
+                    let idx = self.input.take(1, "BINGET")?[0] as usize;
+                    self.memo_get(idx, at)?;
+                }
+                b'j' => {
+                    let b = self.input.take(4, "LONG_BINGET")?;
+                    let idx = u32::from_le_bytes(b.try_into().unwrap()) as usize;
+                    self.memo_get(idx, at)?;
+                }
+                // --- refused --------------------------------------------------------------
+                b'c' | 0x93 | b'R' | b'b' | b'i' | b'o' | 0x81 | 0x92 | 0x82 | 0x83 | 0x84
+                | b'P' | b'Q' => return Err(self.code_opcode(op, at)),
+                0x97 | 0x98 => {
+                    return Err(DecodeError::at(at, format!("opcode {} (0x{op:02x}) refers to an out-of-band buffer, which a snapshot never has", op_name(op))))
+                }
+                b'I' | b'L' | b'F' | b'S' | b'V' | b'p' | b'g' | b'T' | b'U' => {
+                    return Err(DecodeError::at(at, format!("opcode {} (0x{op:02x}) belongs to pickle protocols 0–1, which this reader does not support", op_name(op)))
+                        .with_hint("re-save the snapshot with pickle protocol 2 or later (torch's default is 4)"))
+                }
+                _ => {
+                    let mut e = DecodeError::at(at, format!("byte 0x{op:02x} is not a pickle opcode"));
+                    if at == 0 {
+                        e = e.with_hint("this file is not a pickle");
+                    } else {
+                        e = e.with_hint("the file is corrupt");
+                    }
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    fn code_opcode(&mut self, op: u8, at: u64) -> DecodeError {
+        let mut message = format!(
+            "opcode {} (0x{op:02x}) would load or call Python code; refused, nothing was executed",
+            op_name(op)
+        );
+        if op == b'c' {
+            // Name the global for the user, without resolving it.
+            let mut name = Vec::new();
+            for _ in 0..2 {
+                for _ in 0..128 {
+                    match self.input.take(1, "GLOBAL") {
+                        Ok(&[b'\n']) | Err(_) => break,
+                        Ok(b) => name.push(b[0]),
+                    }
+                }
+                name.push(b'.');
+            }
+            name.pop();
+            let name = String::from_utf8_lossy(&name);
+            message = format!(
+                "opcode GLOBAL (0x63) would load {name:?}; refused, nothing was executed"
+            );
+        }
+        DecodeError::at(at, message).with_hint(
+            "this pickle contains code, not a snapshot: memory snapshots hold only plain data (torch.save checkpoints and other Python objects cannot be viewed)",
+        )
+    }
+
+    #[inline]
+    fn push(&mut self, v: Val, at: u64) -> Result<(), DecodeError> {
+        if self.stack.len() >= MAX_STACK {
+            return Err(DecodeError::at(at, format!("more than {MAX_STACK} values pending on the pickle stack")));
+        }
+        self.stack.push(v);
+        Ok(())
+    }
+
+    #[inline]
+    fn pop(&mut self, at: u64) -> Result<Val, DecodeError> {
+        let floor = self.marks.last().copied().unwrap_or(0);
+        if self.stack.len() <= floor {
+            return Err(DecodeError::at(at, "an opcode needs a value but the stack is empty"));
+        }
+        Ok(self.stack.pop().unwrap())
+    }
+
+    fn pop_mark(&mut self, at: u64) -> Result<usize, DecodeError> {
+        self.marks.pop().ok_or_else(|| DecodeError::at(at, "an opcode needs a MARK but none is open"))
+    }
+
+    fn length8(&mut self, what: &str, _at: u64) -> Result<usize, DecodeError> {
+        let b = self.input.take(8, what)?;
+        let n = u64::from_le_bytes(b.try_into().unwrap());
+        // Lengths beyond the address space cannot be honest; `take` bounds the rest.
+        Ok(usize::try_from(n).unwrap_or(usize::MAX))
+    }
+
+    fn long(&mut self, n: usize, at: u64) -> Result<(), DecodeError> {
+        let bytes = self.input.take(n, "a LONG integer")?;
+        let v = if n == 0 {
+            Val::Int(0)
+        } else if n <= 8 {
+            let negative = bytes[n - 1] & 0x80 != 0;
+            let mut buf = if negative { [0xff; 8] } else { [0; 8] };
+            buf[..n].copy_from_slice(bytes);
+            Val::Int(i64::from_le_bytes(buf))
+        } else {
+            let text = long_to_decimal(bytes);
+            match text.parse::<i64>() {
+                Ok(i) => Val::Int(i),
+                Err(_) => {
+                    self.bigs.push(text);
+                    Val::Big((self.bigs.len() - 1) as u32)
+                }
+            }
+        };
+        self.push(v, at)
+    }
+
+    fn string(&mut self, n: usize, at: u64) -> Result<(), DecodeError> {
+        let bytes = self.input.take(n, "a string")?;
+        let text = std::str::from_utf8(bytes).map_err(|e| {
+            DecodeError::at(at, format!("a string is not valid UTF-8 (at its byte {})", e.valid_up_to()))
+                .with_hint("the file is corrupt")
+        })?;
+        let id = self.builder.strings.intern(text);
+        self.push(Val::Str(id), at)
+    }
+
+    fn bytes(&mut self, n: usize, at: u64) -> Result<(), DecodeError> {
+        let bytes = self.input.take(n, "a bytes value")?.to_vec();
+        self.blobs.push(bytes);
+        self.push(Val::Bytes((self.blobs.len() - 1) as u32), at)
+    }
+
+    fn new_obj(&mut self, kind: Kind) -> u32 {
+        if let Some(o) = self.free_objs.pop() {
+            let obj = &mut self.objs[o as usize];
+            obj.kind = kind;
+            obj.items.clear();
+            obj.memo = NO_MEMO;
+            obj.height = 0;
+            obj.aliased = false;
+            obj.converted = None;
+            return o;
+        }
+        self.objs.push(Obj { kind, items: Vec::new(), memo: NO_MEMO, height: 0, aliased: false, converted: None });
+        (self.objs.len() - 1) as u32
+    }
+
+    fn alias(&mut self, v: Val) {
+        if let Val::Obj(o) = v {
+            self.objs[o as usize].aliased = true;
+        }
+    }
+
+    fn top_obj(&self, kind: Kind, op: &str, at: u64) -> Result<u32, DecodeError> {
+        let floor = self.marks.last().copied().unwrap_or(0);
+        match self.stack.last() {
+            Some(Val::Obj(o)) if self.stack.len() > floor && self.objs[*o as usize].kind == kind => Ok(*o),
+            _ => Err(DecodeError::at(at, format!("{op} needs a {} below its values", kind_name(kind)))),
+        }
+    }
+
+    fn obj_below(&self, mark: usize, kind: Kind, op: &str, at: u64) -> Result<u32, DecodeError> {
+        match mark.checked_sub(1).and_then(|i| self.stack.get(i)) {
+            Some(Val::Obj(o)) if self.objs[*o as usize].kind == kind => Ok(*o),
+            _ => Err(DecodeError::at(at, format!("{op} needs a {} below its MARK", kind_name(kind)))),
+        }
+    }
+
+    /// Moves `self.scratch` into container `target`, converting completed children.
+    fn fill_obj(&mut self, target: u32, kind: Kind, at: u64) -> Result<(), DecodeError> {
+        let mut items = std::mem::take(&mut self.scratch);
+        let mut height = self.objs[target as usize].height;
+        for i in 0..items.len() {
+            let dict_key = (kind == Kind::Dict && i % 2 == 1).then(|| items[i - 1]);
+            if let Val::Obj(o) = items[i] {
+                if o == target {
+                    self.scratch = items;
+                    return Err(DecodeError::at(at, "a container contains itself"));
+                }
+                match self.converted(o, kind == Kind::List, dict_key, at) {
+                    Ok(v) => items[i] = v,
+                    Err(e) => {
+                        self.scratch = items;
+                        return Err(e);
+                    }
+                }
+            }
+            let item = &items[i];
+            if let Val::Obj(o) = *item {
+                height = height.max(self.objs[o as usize].height.saturating_add(1));
+            }
+        }
+        if height as usize > MAX_DEPTH {
+            self.scratch = items;
+            return Err(DecodeError::at(at, format!("containers nest deeper than {MAX_DEPTH} levels")));
+        }
+        let obj = &mut self.objs[target as usize];
+        obj.height = height;
+        if kind == Kind::List {
+            for item in items.drain(..) {
+                match (item, obj.items.last_mut()) {
+                    (Val::Rows(s, n), Some(Val::Rows(ls, ln))) if *ls + *ln == s => *ln += n,
+                    (item, _) => obj.items.push(item),
+                }
+            }
+        } else {
+            obj.items.extend(items.drain(..));
+        }
+        self.scratch = items;
+        Ok(())
+    }
+
+    /// The value container `o` stands for once consumed: a trace row or an interned frame
+    /// when it is a trace entry or frame dict entering a list, an interned stack when it is a
+    /// list of frames entering a dict; otherwise the container itself.
+    fn converted(&mut self, o: u32, into_list: bool, dict_key: Option<Val>, at: u64) -> Result<Val, DecodeError> {
+        let obj = &self.objs[o as usize];
+        if let Some(v) = obj.converted {
+            return Ok(v);
+        }
+        let new = match obj.kind {
+            Kind::Dict if into_list => {
+                let keys = obj.items.iter().step_by(2);
+                let is_trace = keys.clone().any(|k| *k == Val::Str(super::build::key::ACTION));
+                let is_frame = !is_trace && {
+                    let mut seen = 0u8;
+                    for k in keys {
+                        match *k {
+                            Val::Str(super::build::key::FILENAME) => seen |= 1,
+                            Val::Str(super::build::key::LINE) => seen |= 2,
+                            Val::Str(super::build::key::NAME) => seen |= 4,
+                            _ => {}
+                        }
+                    }
+                    seen == 7
+                };
+                if !is_trace && !is_frame {
+                    return Ok(Val::Obj(o));
+                }
+                self.dict_pairs(o, at)?;
+                let pairs = std::mem::take(&mut self.pairs);
+                let result = if is_trace {
+                    self.builder.trace_row(&pairs, At(Some(at))).map(|r| Val::Rows(r, 1))
+                } else {
+                    self.builder.frame(&pairs, At(Some(at))).map(Val::Frame)
+                };
+                self.pairs = pairs;
+                result?
+            }
+            Kind::List
+                if dict_key.is_some()
+                    && obj.items.iter().all(|v| matches!(v, Val::Frame(_)))
+                    && (!obj.items.is_empty()
+                        || matches!(dict_key, Some(Val::Str(super::build::key::FRAMES | super::build::key::FORWARD_FRAMES)))) =>
+            {
+                self.frame_ids.clear();
+                self.frame_ids.extend(obj.items.iter().map(|v| match v {
+                    Val::Frame(f) => *f,
+                    _ => unreachable!(),
+                }));
+                Val::Stack(self.builder.stack_of_ids(&self.frame_ids))
+            }
+            _ => return Ok(Val::Obj(o)),
+        };
+        self.retire(o, new);
+        Ok(new)
+    }
+
+    /// Records that container `o` became `new`: the memo now yields `new`, and the slot is
+    /// recycled unless another handle to it may exist.
+    fn retire(&mut self, o: u32, new: Val) {
+        let obj = &mut self.objs[o as usize];
+        if obj.memo != NO_MEMO {
+            let slot = obj.memo as usize;
+            let encoded = match new {
+                Val::Frame(f) => Slot::tagged(Slot::T_FRAME, f),
+                Val::Stack(s) => Slot::tagged(Slot::T_STACK, s),
+                _ => None,
+            };
+            self.memo[slot] = match encoded {
+                Some(s) => s,
+                None => {
+                    self.memo_boxed.push(match new {
+                        // A row referred to again is a one-row list item.
+                        v => v,
+                    });
+                    Slot((self.memo_boxed.len() - 1) as u32 | Slot::T_BOXED << 29)
+                }
+            };
+        }
+        let obj = &mut self.objs[o as usize];
+        if obj.aliased {
+            obj.converted = Some(new);
+        } else {
+            self.release(o);
+        }
+    }
+
+    /// Recycles container `root` and the containers only it holds; their content now lives
+    /// in the model. A memo slot naming a released child keeps a copy of its value.
+    fn release(&mut self, root: u32) {
+        let mut pending = std::mem::take(&mut self.release_stack);
+        pending.clear();
+        pending.push((root, true));
+        while let Some((o, is_root)) = pending.pop() {
+            let memo = self.objs[o as usize].memo;
+            if !is_root && memo != NO_MEMO {
+                if let Ok(node) = self.to_node(Val::Obj(o), 0) {
+                    self.memo_nodes.push(node);
+                    let index = (self.memo_nodes.len() - 1) as u32;
+                    self.memo[memo as usize] = Slot::tagged(Slot::T_NODE, index).unwrap_or(Slot::HOLE);
+                }
+            }
+            for i in 0..self.objs[o as usize].items.len() {
+                if let Val::Obj(child) = self.objs[o as usize].items[i] {
+                    if !self.objs[child as usize].aliased && child != o {
+                        pending.push((child, false));
+                    }
+                }
+            }
+            self.objs[o as usize].items.clear();
+            self.free_objs.push(o);
+        }
+        self.release_stack = pending;
+    }
+
+    /// A fresh container (or scalar) holding `node`, for a memo reference to released data.
+    fn materialize(&mut self, node: &Node) -> Val {
+        match node {
+            Node::None => Val::None,
+            Node::Bool(b) => Val::Bool(*b),
+            Node::Int(i) => Val::Int(*i),
+            Node::BigInt(s) => {
+                self.bigs.push(s.clone());
+                Val::Big((self.bigs.len() - 1) as u32)
+            }
+            Node::Float(f) => Val::Float(*f),
+            Node::Str(s) => Val::Str(*s),
+            Node::Bytes(b) => {
+                self.blobs.push(b.clone());
+                Val::Bytes((self.blobs.len() - 1) as u32)
+            }
+            Node::Frame(f) => Val::Frame(*f),
+            Node::Stack(s) => Val::Stack(*s),
+            Node::Rows(s, n) => Val::Rows(*s, *n),
+            Node::List(items) | Node::Tuple(items) | Node::Set(items) => {
+                let kind = match node {
+                    Node::List(_) => Kind::List,
+                    Node::Tuple(_) => Kind::Tuple,
+                    _ => Kind::Set,
+                };
+                let vals: Vec<Val> = items.iter().map(|n| self.materialize(n)).collect();
+                let o = self.new_obj(kind);
+                self.objs[o as usize].items = vals;
+                self.objs[o as usize].aliased = true;
+                Val::Obj(o)
+            }
+            Node::Dict(pairs) => {
+                let mut vals = Vec::with_capacity(pairs.len() * 2);
+                for (k, v) in pairs {
+                    vals.push(self.materialize(k));
+                    vals.push(self.materialize(v));
+                }
+                let o = self.new_obj(Kind::Dict);
+                self.objs[o as usize].items = vals;
+                self.objs[o as usize].aliased = true;
+                Val::Obj(o)
+            }
+        }
+    }
+
+    /// Fills `self.pairs` with the key/value nodes of dict `o` (shallow for scalars).
+    fn dict_pairs(&mut self, o: u32, at: u64) -> Result<(), DecodeError> {
+        let mut pairs = std::mem::take(&mut self.pairs);
+        pairs.clear();
+        let n = self.objs[o as usize].items.len();
+        let mut i = 0;
+        while i + 1 < n {
+            let k = self.objs[o as usize].items[i];
+            let v = self.objs[o as usize].items[i + 1];
+            let k = self.to_node(k, 1);
+            let v = self.to_node(v, 1);
+            match (k, v) {
+                (Ok(k), Ok(v)) => pairs.push((k, v)),
+                (Err(e), _) | (_, Err(e)) => {
+                    self.pairs = pairs;
+                    return Err(DecodeError { offset: e.offset.or(Some(at)), ..e });
+                }
+            }
+            i += 2;
+        }
+        self.pairs = pairs;
+        Ok(())
+    }
+
+    fn memo_put(&mut self, idx: usize, at: u64) -> Result<(), DecodeError> {
+        let floor = self.marks.last().copied().unwrap_or(0);
+        if self.stack.len() <= floor {
+            return Err(DecodeError::at(at, "memoize with an empty stack"));
+        }
+        let v = *self.stack.last().unwrap();
+        let slot = match v {
+            Val::Str(s) => Slot::tagged(Slot::T_STR, s),
+            Val::Obj(o) => {
+                let obj = &mut self.objs[o as usize];
+                if obj.memo == NO_MEMO {
+                    obj.memo = idx as u32;
+                } else {
+                    // Memoized twice: the other slot keeps a handle.
+                    obj.aliased = true;
+                }
+                Slot::tagged(Slot::T_OBJ, o)
+            }
+            Val::Frame(f) => Slot::tagged(Slot::T_FRAME, f),
+            Val::Stack(s) => Slot::tagged(Slot::T_STACK, s),
+            _ => None,
+        };
+        let slot = match slot {
+            Some(s) => s,
+            None => {
+                self.memo_boxed.push(v);
+                Slot((self.memo_boxed.len() - 1) as u32 | Slot::T_BOXED << 29)
+            }
+        };
+        if idx < self.memo.len() {
+            self.memo[idx] = slot;
+        } else if idx == self.memo.len() {
+            self.memo.push(slot);
+        } else if idx - self.memo.len() <= MAX_MEMO_GAP {
+            self.memo.resize(idx, Slot::HOLE);
+            self.memo.push(slot);
+        } else {
+            return Err(DecodeError::at(at, format!("memo index {idx} jumps far past the {} entries stored so far", self.memo.len())));
+        }
+        if self.memo.len() > (Slot::PAYLOAD as usize) << 2 {
+            return Err(DecodeError::at(at, "the pickle memo grew beyond two billion entries"));
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn memo_get(&mut self, idx: usize, at: u64) -> Result<(), DecodeError> {
+        let slot = match self.memo.get(idx) {
+            Some(&s) if s != Slot::HOLE => s,
+            _ => {
+                return Err(DecodeError::at(at, format!("memo index {idx} was never stored ({} entries so far)", self.memo.len()))
+                    .with_hint("the file is corrupt"))
+            }
+        };
+        let payload = slot.0 & Slot::PAYLOAD;
+        let v = match slot.0 >> 29 {
+            Slot::T_STR => Val::Str(payload),
+            Slot::T_OBJ => {
+                let obj = &mut self.objs[payload as usize];
+                match obj.converted {
+                    Some(v) => v,
+                    None => {
+                        obj.aliased = true;
+                        Val::Obj(payload)
+                    }
+                }
+            }
+            Slot::T_FRAME => Val::Frame(payload),
+            Slot::T_STACK => Val::Stack(payload),
+            Slot::T_NODE => {
+                let node = self.memo_nodes[payload as usize].clone();
+                self.materialize(&node)
+            }
+            _ => self.memo_boxed[payload as usize],
+        };
+        self.push(v, at)
+    }
+
+    /// Converts a value (and everything below it) into a [`Node`] for the builder.
+    fn to_node(&self, v: Val, depth: usize) -> Result<Node, DecodeError> {
+        if depth > MAX_DEPTH {
+            return Err(DecodeError::new(None, format!("containers nest deeper than {MAX_DEPTH} levels")));
+        }
+        Ok(match v {
+            Val::None => Node::None,
+            Val::Bool(b) => Node::Bool(b),
+            Val::Int(i) => Node::Int(i),
+            Val::Big(i) => Node::BigInt(self.bigs[i as usize].clone()),
+            Val::Float(f) => Node::Float(f),
+            Val::Str(s) => Node::Str(s),
+            Val::Bytes(i) => Node::Bytes(self.blobs[i as usize].clone()),
+            Val::Frame(f) => Node::Frame(f),
+            Val::Stack(s) => Node::Stack(s),
+            Val::Rows(s, n) => Node::Rows(s, n),
+            Val::Obj(o) => {
+                let obj = &self.objs[o as usize];
+                if let Some(c) = obj.converted {
+                    return self.to_node(c, depth);
+                }
+                let items = || -> Result<Vec<Node>, DecodeError> {
+                    obj.items.iter().map(|&i| self.to_node(i, depth + 1)).collect()
+                };
+                match obj.kind {
+                    Kind::List => Node::List(items()?),
+                    Kind::Tuple => Node::Tuple(items()?),
+                    Kind::Set => Node::Set(items()?),
+                    Kind::Dict => Node::Dict(
+                        obj.items
+                            .chunks_exact(2)
+                            .map(|kv| Ok((self.to_node(kv[0], depth + 1)?, self.to_node(kv[1], depth + 1)?)))
+                            .collect::<Result<_, DecodeError>>()?,
+                    ),
+                }
+            }
+        })
+    }
+}
+
+fn kind_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::List => "list",
+        Kind::Dict => "dict",
+        Kind::Tuple => "tuple",
+        Kind::Set => "set",
+    }
+}
+
+/// Decimal text of a little-endian two's-complement integer of any width.
+fn long_to_decimal(bytes: &[u8]) -> String {
+    let negative = bytes.last().is_some_and(|b| b & 0x80 != 0);
+    // Magnitude as little-endian u32 limbs.
+    let mut mag: Vec<u8> = bytes.to_vec();
+    if negative {
+        // Two's complement negate: invert and add one.
+        let mut carry = 1u16;
+        for b in mag.iter_mut() {
+            let v = (!*b) as u16 + carry;
+            *b = v as u8;
+            carry = v >> 8;
+        }
+    }
+    let mut limbs: Vec<u32> = mag
+        .chunks(4)
+        .map(|c| {
+            let mut buf = [0u8; 4];
+            buf[..c.len()].copy_from_slice(c);
+            u32::from_le_bytes(buf)
+        })
+        .collect();
+    let mut digits = Vec::new();
+    while limbs.iter().any(|&l| l != 0) {
+        let mut rem = 0u64;
+        for limb in limbs.iter_mut().rev() {
+            let cur = (rem << 32) | *limb as u64;
+            *limb = (cur / 1_000_000_000) as u32;
+            rem = cur % 1_000_000_000;
+        }
+        digits.push(rem as u32);
+    }
+    let mut out = String::new();
+    if negative {
+        out.push('-');
+    }
+    match digits.split_last() {
+        None => out.push('0'),
+        Some((last, rest)) => {
+            out.push_str(&last.to_string());
+            for d in rest.iter().rev() {
+                out.push_str(&format!("{d:09}"));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::long_to_decimal;
+
+    #[test]
+    fn long_decimal_matches_python() {
+        // int.to_bytes(..., 'little', signed=True) of known values.
+        assert_eq!(long_to_decimal(&[0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01]), "18446744073709551616");
+        assert_eq!(long_to_decimal(&[0xff; 9]), "-1");
+        assert_eq!(long_to_decimal(&[0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0xff]), "-9223372036854775808");
+        assert_eq!(long_to_decimal(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00]), "18446744073709551615");
+    }
+}

@@ -1,0 +1,156 @@
+//! Interned strings, frames and stacks: each unique one is stored once and named by a `u32`.
+//!
+//! Real snapshots repeat the same few thousand frames millions of times; interning is what
+//! keeps the model small. These tables only grow while a snapshot is decoded.
+
+use rustc_hash::FxHashMap;
+
+use super::Value;
+
+pub type StrId = u32;
+pub type FrameId = u32;
+pub type StackId = u32;
+
+/// The stack id of "no stack recorded".
+pub const NO_STACK: StackId = u32::MAX;
+
+/// Interned UTF-8 strings.
+#[derive(Clone, Debug, Default)]
+pub struct Strings {
+    texts: Vec<Box<str>>,
+    index: FxHashMap<Box<str>, StrId>,
+}
+
+impl PartialEq for Strings {
+    fn eq(&self, other: &Self) -> bool {
+        self.texts == other.texts
+    }
+}
+
+impl Strings {
+    pub fn intern(&mut self, text: &str) -> StrId {
+        if let Some(&id) = self.index.get(text) {
+            return id;
+        }
+        let id = self.texts.len() as StrId;
+        self.texts.push(text.into());
+        self.index.insert(text.into(), id);
+        id
+    }
+
+    /// The id of `text` if it was interned.
+    pub fn lookup(&self, text: &str) -> Option<StrId> {
+        self.index.get(text).copied()
+    }
+
+    pub fn get(&self, id: StrId) -> &str {
+        &self.texts[id as usize]
+    }
+
+    pub fn len(&self) -> usize {
+        self.texts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.texts.is_empty()
+    }
+
+    pub fn heap_bytes(&self) -> usize {
+        let text: usize = self.texts.iter().map(|t| t.len()).sum();
+        // Each text is held twice (list and index) plus the table slots.
+        2 * text + self.texts.capacity() * 16 + self.index.capacity() * 24
+    }
+}
+
+/// One Python or C++ frame of a captured stack.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Frame {
+    pub filename: StrId,
+    /// Line number; -1 when PyTorch recorded it as unknown (2**64 - 1).
+    pub line: i64,
+    pub name: StrId,
+    /// Other keys (`fx_node_op`, `fx_original_trace`, …), as written.
+    pub extra: Vec<(StrId, Value)>,
+}
+
+/// Interned stacks: each unique sequence of frames (innermost first) stored once.
+#[derive(Clone, Debug)]
+pub struct Stacks {
+    frames: Vec<FrameId>,
+    /// `offsets[s]..offsets[s + 1]` are the frames of stack `s`.
+    offsets: Vec<u32>,
+    index: FxHashMap<Box<[FrameId]>, StackId>,
+}
+
+impl Default for Stacks {
+    fn default() -> Self {
+        Stacks { frames: Vec::new(), offsets: vec![0], index: FxHashMap::default() }
+    }
+}
+
+impl PartialEq for Stacks {
+    fn eq(&self, other: &Self) -> bool {
+        self.frames == other.frames && self.offsets == other.offsets
+    }
+}
+
+impl Stacks {
+    /// Interns a stack. The empty stack is [`NO_STACK`]: "no frames recorded".
+    pub fn intern(&mut self, frames: &[FrameId]) -> StackId {
+        if frames.is_empty() {
+            return NO_STACK;
+        }
+        if let Some(&id) = self.index.get(frames) {
+            return id;
+        }
+        let id = (self.offsets.len() - 1) as StackId;
+        self.frames.extend_from_slice(frames);
+        self.offsets.push(self.frames.len() as u32);
+        self.index.insert(frames.into(), id);
+        id
+    }
+
+    /// The frames of `stack`, innermost first.
+    pub fn frames(&self, stack: StackId) -> &[FrameId] {
+        if stack == NO_STACK {
+            return &[];
+        }
+        let s = stack as usize;
+        &self.frames[self.offsets[s] as usize..self.offsets[s + 1] as usize]
+    }
+
+    /// Number of unique non-empty stacks.
+    pub fn len(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn heap_bytes(&self) -> usize {
+        self.frames.capacity() * 8 + self.offsets.capacity() * 4 + self.index.capacity() * 24
+    }
+}
+
+/// Interns frames by content.
+#[derive(Clone, Debug, Default)]
+pub struct FrameInterner {
+    index: FxHashMap<(StrId, i64, StrId), FrameId>,
+}
+
+impl FrameInterner {
+    /// The id of `frame` in `frames`, adding it when new. Frames with extra keys are never
+    /// merged with each other, so nothing written is lost.
+    pub fn intern(&mut self, frames: &mut Vec<Frame>, frame: Frame) -> FrameId {
+        if !frame.extra.is_empty() {
+            frames.push(frame);
+            return (frames.len() - 1) as FrameId;
+        }
+        let key = (frame.filename, frame.line, frame.name);
+        *self.index.entry(key).or_insert_with(|| {
+            frames.push(frame);
+            (frames.len() - 1) as FrameId
+        })
+    }
+}

@@ -1,0 +1,192 @@
+//! The in-memory snapshot model every view is built on.
+//!
+//! One model for every input format and every PyTorch era: importers in [`crate::decode`]
+//! produce it, views and [`crate::analysis`] read it. Strings, frames and stacks are interned
+//! (each unique one stored once, referred to by a `u32` id); trace events are stored in columns
+//! so that views can scan, filter and group them cheaply. Nothing here knows about pickle,
+//! JSON or the browser.
+
+mod intern;
+mod trace;
+mod value;
+
+pub use intern::{Frame, FrameId, FrameInterner, StackId, Stacks, StrId, Strings, NO_STACK};
+pub use trace::{Action, Trace, TraceRow, NO_TIME};
+pub use value::Value;
+
+/// A decoded snapshot: everything `torch.cuda.memory._snapshot()` recorded.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Snapshot {
+    pub strings: Strings,
+    pub frames: Vec<Frame>,
+    pub stacks: Stacks,
+    /// Raw `cudaStream_t` values; trace rows refer to them by index.
+    pub streams: Vec<u64>,
+    /// Private pool ids `(owner, id)` referred to by index from trace rows.
+    pub pools: Vec<(i64, i64)>,
+    /// One entry per device that has a trace list or a segment, ascending by id.
+    pub devices: Vec<Device>,
+    /// `allocator_settings`, as written (absent before PyTorch 2.3).
+    pub allocator_settings: Option<Value>,
+    /// `external_annotations`: named phase markers.
+    pub annotations: Vec<Annotation>,
+    /// How the file was laid out at the top level.
+    pub layout: Layout,
+    /// Top-level keys this model does not know, kept as written.
+    pub extra: Vec<(String, Value)>,
+    /// Problems found while decoding that did not stop it.
+    pub notes: Vec<String>,
+}
+
+/// The top-level shape of the input.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Layout {
+    /// `{segments, device_traces, ...}`, as written by `_dump_snapshot`.
+    #[default]
+    Dict,
+    /// A bare list of segment dicts, as written by pickling `torch.cuda.memory_snapshot()`.
+    SegmentList,
+}
+
+/// Everything recorded for one CUDA device.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Device {
+    pub id: u32,
+    /// True when `device_traces` had a list for this device (even an empty one).
+    pub has_trace_list: bool,
+    pub trace: Trace,
+    /// Segments in file order.
+    pub segments: Vec<Segment>,
+    /// Blocks of all segments, in segment order; each segment refers to a range of them.
+    pub blocks: Vec<Block>,
+}
+
+/// One cudaMalloc'd region (or one expandable segment) at the time of the snapshot.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Segment {
+    pub address: u64,
+    pub total_size: u64,
+    /// As written by PyTorch; `None` when the key was absent.
+    pub allocated_size: Option<u64>,
+    pub active_size: Option<u64>,
+    pub requested_size: Option<u64>,
+    pub stream: u64,
+    pub segment_type: SegmentType,
+    /// `(owner, id)`; `(0, 0)` is the default pool. `None` when absent (before 2.1).
+    pub pool_id: Option<(i64, i64)>,
+    pub is_expandable: bool,
+    /// Stack of the cudaMalloc, when recorded.
+    pub stack: StackId,
+    /// Range of this segment's blocks in [`Device::blocks`].
+    pub blocks: std::ops::Range<u32>,
+    pub extra: Vec<(StrId, Value)>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SegmentType {
+    #[default]
+    Unknown,
+    Large,
+    Small,
+}
+
+/// A piece of a segment: allocated, waiting to be freed, or cached free memory.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Block {
+    pub address: u64,
+    pub size: u64,
+    pub requested_size: Option<u64>,
+    pub state: BlockState,
+    pub stack: StackId,
+    /// Legacy (2.0) per-block allocation history, oldest first.
+    pub history: Vec<HistoryEntry>,
+    pub extra: Vec<(StrId, Value)>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BlockState {
+    ActiveAllocated,
+    ActivePendingFree,
+    #[default]
+    Inactive,
+    /// A state this model does not know, kept by name.
+    Other(StrId),
+}
+
+impl BlockState {
+    /// Whether the block counts as allocated memory (everything but cached free memory).
+    pub fn is_allocated(self) -> bool {
+        !matches!(self, BlockState::Inactive)
+    }
+}
+
+/// One `history` item of a legacy block.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HistoryEntry {
+    pub addr: u64,
+    pub real_size: u64,
+    pub stack: StackId,
+}
+
+/// One `external_annotations` item: the start or end of a named scope.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Annotation {
+    pub name: StrId,
+    pub stage: AnnotationStage,
+    pub device: u32,
+    pub time_us: i64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AnnotationStage {
+    Start,
+    End,
+    Other(StrId),
+}
+
+impl Snapshot {
+    /// Device indices present in the snapshot (from traces or segments), ascending.
+    pub fn device_ids(&self) -> Vec<u32> {
+        self.devices.iter().map(|d| d.id).collect()
+    }
+
+    pub fn device(&self, id: u32) -> Option<&Device> {
+        self.devices.iter().find(|d| d.id == id)
+    }
+
+    /// The device to show first: most trace entries, then most segments, then lowest id.
+    pub fn default_device(&self) -> Option<u32> {
+        self.devices
+            .iter()
+            .max_by_key(|d| (d.trace.len(), d.segments.len(), std::cmp::Reverse(d.id)))
+            .map(|d| d.id)
+    }
+
+    /// The text of an interned string.
+    pub fn str(&self, id: StrId) -> &str {
+        self.strings.get(id)
+    }
+
+    /// The frames of a stack, innermost first (empty for [`NO_STACK`]).
+    pub fn stack_frames(&self, stack: StackId) -> impl Iterator<Item = &Frame> + '_ {
+        self.stacks.frames(stack).iter().map(move |&f| &self.frames[f as usize])
+    }
+
+    /// Heap bytes held by the model (columns, tables and interned text), for benchmarks.
+    pub fn heap_bytes(&self) -> usize {
+        let devices: usize = self
+            .devices
+            .iter()
+            .map(|d| {
+                d.trace.heap_bytes()
+                    + d.segments.capacity() * std::mem::size_of::<Segment>()
+                    + d.blocks.capacity() * std::mem::size_of::<Block>()
+            })
+            .sum();
+        devices
+            + self.strings.heap_bytes()
+            + self.frames.capacity() * std::mem::size_of::<Frame>()
+            + self.stacks.heap_bytes()
+            + self.streams.capacity() * 8
+    }
+}

@@ -1,0 +1,255 @@
+//! The allocator's trace ring buffer for one device, stored as columns.
+//!
+//! One row per `TraceEntry`, oldest first. Columns that most files leave at their default
+//! (`compile_context`, `user_metadata`, `pool_id`, `forward_frames`) take no memory until a row
+//! has a value. This module stores rows; pairing and curves are in [`crate::analysis`].
+
+use super::{StackId, StrId, Value, NO_STACK};
+
+/// `time_us` of a row that has none (files before PyTorch 2.2).
+pub const NO_TIME: i64 = i64::MIN;
+
+/// What a trace row records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Action {
+    Alloc = 0,
+    FreeRequested = 1,
+    FreeCompleted = 2,
+    SegmentAlloc = 3,
+    SegmentFree = 4,
+    SegmentMap = 5,
+    SegmentUnmap = 6,
+    Snapshot = 7,
+    Oom = 8,
+    Annotate = 9,
+    /// An action this model does not know; its name is in [`Trace::unknown_actions`].
+    Other = 10,
+}
+
+impl Action {
+    pub const KNOWN: [Action; 10] = [
+        Action::Alloc,
+        Action::FreeRequested,
+        Action::FreeCompleted,
+        Action::SegmentAlloc,
+        Action::SegmentFree,
+        Action::SegmentMap,
+        Action::SegmentUnmap,
+        Action::Snapshot,
+        Action::Oom,
+        Action::Annotate,
+    ];
+
+    /// The name PyTorch writes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Action::Alloc => "alloc",
+            Action::FreeRequested => "free_requested",
+            Action::FreeCompleted => "free_completed",
+            Action::SegmentAlloc => "segment_alloc",
+            Action::SegmentFree => "segment_free",
+            Action::SegmentMap => "segment_map",
+            Action::SegmentUnmap => "segment_unmap",
+            Action::Snapshot => "snapshot",
+            Action::Oom => "oom",
+            Action::Annotate => "annotate",
+            Action::Other => "other",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Action {
+        Action::KNOWN.into_iter().find(|a| a.name() == name).unwrap_or(Action::Other)
+    }
+}
+
+/// A dense `u32` column that stays empty until some row differs from `default`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LazyColumn {
+    values: Vec<u32>,
+}
+
+impl LazyColumn {
+    fn set(&mut self, row: usize, value: u32, default: u32) {
+        if self.values.is_empty() {
+            if value == default {
+                return;
+            }
+            self.values.resize(row, default);
+        }
+        if self.values.len() < row {
+            self.values.resize(row, default);
+        }
+        self.values.push(value);
+    }
+
+    fn finish(&mut self, len: usize, default: u32) {
+        if !self.values.is_empty() {
+            self.values.resize(len, default);
+        }
+    }
+
+    fn get(&self, row: usize, default: u32) -> u32 {
+        self.values.get(row).copied().unwrap_or(default)
+    }
+
+    /// Whether any row has a non-default value.
+    pub fn is_used(&self) -> bool {
+        !self.values.is_empty()
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.values.capacity() * 4
+    }
+}
+
+/// One row's values, as handed to [`Trace::push`] and returned by [`Trace::row`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct TraceRow {
+    pub action: Action,
+    /// `addr`; for `oom` rows, `device_free` (the free bytes PyTorch reported).
+    pub addr: u64,
+    pub size: u64,
+    /// Index into [`crate::model::Snapshot::streams`].
+    pub stream: u16,
+    pub time_us: i64,
+    pub stack: StackId,
+    /// `compile_context`, when set to something other than "N/A".
+    pub compile_context: Option<StrId>,
+    /// `user_metadata`, when not empty.
+    pub user_metadata: Option<StrId>,
+    /// Index into [`crate::model::Snapshot::pools`].
+    pub pool: Option<u32>,
+    pub forward_stack: StackId,
+    /// Name of an action this model does not know.
+    pub unknown_action: Option<StrId>,
+}
+
+const NONE_U32: u32 = u32::MAX;
+
+/// Trace rows of one device, as columns.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Trace {
+    pub action: Vec<Action>,
+    pub addr: Vec<u64>,
+    pub size: Vec<u64>,
+    pub stream: Vec<u16>,
+    pub time_us: Vec<i64>,
+    pub stack: Vec<StackId>,
+    compile_context: LazyColumn,
+    user_metadata: LazyColumn,
+    pool: LazyColumn,
+    forward_stack: LazyColumn,
+    /// `(row, name)` of rows whose action is [`Action::Other`].
+    pub unknown_actions: Vec<(u32, StrId)>,
+    /// `(row, key, value)` for keys this model does not know.
+    pub extra: Vec<(u32, StrId, Value)>,
+}
+
+impl Trace {
+    pub fn len(&self) -> usize {
+        self.action.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.action.is_empty()
+    }
+
+    pub fn push(&mut self, row: TraceRow) {
+        let index = self.action.len();
+        self.action.push(row.action);
+        self.addr.push(row.addr);
+        self.size.push(row.size);
+        self.stream.push(row.stream);
+        self.time_us.push(row.time_us);
+        self.stack.push(row.stack);
+        self.compile_context.set(index, row.compile_context.unwrap_or(NONE_U32), NONE_U32);
+        self.user_metadata.set(index, row.user_metadata.unwrap_or(NONE_U32), NONE_U32);
+        self.pool.set(index, row.pool.unwrap_or(NONE_U32), NONE_U32);
+        self.forward_stack.set(index, row.forward_stack, NO_STACK);
+        if let Some(name) = row.unknown_action {
+            self.unknown_actions.push((index as u32, name));
+        }
+    }
+
+    /// Pads the lazy columns to the full length; call once all rows are in.
+    pub fn finish(&mut self) {
+        let len = self.len();
+        self.compile_context.finish(len, NONE_U32);
+        self.user_metadata.finish(len, NONE_U32);
+        self.pool.finish(len, NONE_U32);
+        self.forward_stack.finish(len, NO_STACK);
+    }
+
+    pub fn compile_context(&self, row: usize) -> Option<StrId> {
+        Some(self.compile_context.get(row, NONE_U32)).filter(|&v| v != NONE_U32)
+    }
+
+    pub fn user_metadata(&self, row: usize) -> Option<StrId> {
+        Some(self.user_metadata.get(row, NONE_U32)).filter(|&v| v != NONE_U32)
+    }
+
+    pub fn pool(&self, row: usize) -> Option<u32> {
+        Some(self.pool.get(row, NONE_U32)).filter(|&v| v != NONE_U32)
+    }
+
+    pub fn forward_stack(&self, row: usize) -> StackId {
+        self.forward_stack.get(row, NO_STACK)
+    }
+
+    pub fn has_compile_context(&self) -> bool {
+        self.compile_context.is_used()
+    }
+
+    pub fn has_user_metadata(&self) -> bool {
+        self.user_metadata.is_used()
+    }
+
+    /// All values of one row.
+    pub fn row(&self, row: usize) -> TraceRow {
+        let unknown_action = if self.action[row] == Action::Other {
+            self.unknown_actions
+                .binary_search_by_key(&(row as u32), |&(r, _)| r)
+                .ok()
+                .map(|i| self.unknown_actions[i].1)
+        } else {
+            None
+        };
+        TraceRow {
+            action: self.action[row],
+            addr: self.addr[row],
+            size: self.size[row],
+            stream: self.stream[row],
+            time_us: self.time_us[row],
+            stack: self.stack[row],
+            compile_context: self.compile_context(row),
+            user_metadata: self.user_metadata(row),
+            pool: self.pool(row),
+            forward_stack: self.forward_stack(row),
+            unknown_action,
+        }
+    }
+
+    /// Appends all rows of `other` (used when a device's trace arrives in pieces).
+    pub fn append(&mut self, other: &Trace) {
+        let base = self.len() as u32;
+        for row in 0..other.len() {
+            self.push(other.row(row));
+        }
+        self.extra.extend(other.extra.iter().map(|(r, k, v)| (r + base, *k, v.clone())));
+    }
+
+    pub fn heap_bytes(&self) -> usize {
+        self.action.capacity()
+            + self.addr.capacity() * 8
+            + self.size.capacity() * 8
+            + self.stream.capacity() * 2
+            + self.time_us.capacity() * 8
+            + self.stack.capacity() * 4
+            + self.compile_context.heap_bytes()
+            + self.user_metadata.heap_bytes()
+            + self.pool.heap_bytes()
+            + self.forward_stack.heap_bytes()
+            + self.unknown_actions.capacity() * 8
+    }
+}
