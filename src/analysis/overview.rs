@@ -5,6 +5,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::replay::{replay, DeviceFacts};
+use super::Analysed;
+use crate::model::{Action, BlockState, Layout, Snapshot, Value, NO_TIME};
+
 /// How a metric's value is to be read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -46,14 +50,221 @@ pub struct Overview {
     pub warnings: Vec<WarningView>,
 }
 
-/// The overview of `device` in `snapshot`.
-pub fn overview(snapshot: &crate::model::Snapshot, device: u32) -> Overview {
-    let _ = snapshot;
-    Overview {
-        device,
-        metrics: Vec::new(),
-        era: String::new(),
-        allocator_settings: Vec::new(),
-        warnings: Vec::new(),
+/// The overview of `device` in `snapshot` (replays the trace; prefer [`Analysed::overview`]
+/// when the facts are already computed).
+pub fn overview(snapshot: &Snapshot, device: u32) -> Overview {
+    let analysed = Analysed {
+        snapshot: Snapshot::default(),
+        facts: snapshot.devices.iter().map(replay).collect(),
+    };
+    // Borrow the snapshot without cloning it.
+    let analysed = AnalysedRef { snapshot, facts: &analysed.facts };
+    analysed.build(device)
+}
+
+pub(crate) fn build(analysed: &Analysed, device: u32) -> Overview {
+    AnalysedRef { snapshot: &analysed.snapshot, facts: &analysed.facts }.build(device)
+}
+
+struct AnalysedRef<'a> {
+    snapshot: &'a Snapshot,
+    facts: &'a [DeviceFacts],
+}
+
+impl AnalysedRef<'_> {
+    fn build(&self, id: u32) -> Overview {
+        let snapshot = self.snapshot;
+        let mut out = Overview {
+            device: id,
+            metrics: Vec::new(),
+            era: era(snapshot),
+            allocator_settings: settings(snapshot),
+            warnings: Vec::new(),
+        };
+        let Some(index) = snapshot.devices.iter().position(|d| d.id == id) else {
+            return out;
+        };
+        let device = &snapshot.devices[index];
+        let facts = &self.facts[index];
+        let trace = &device.trace;
+        let mut m = Metrics::default();
+
+        let reserved_end: u64 = device.segments.iter().map(|s| s.total_size).sum();
+        let allocated_end: u64 =
+            device.blocks.iter().filter(|b| b.state.is_allocated()).map(|b| b.size).sum();
+        let requested_end: u64 = device
+            .blocks
+            .iter()
+            .filter(|b| b.state.is_allocated())
+            .map(|b| b.requested_size.unwrap_or(b.size))
+            .sum();
+        let pending_free: u64 = device
+            .blocks
+            .iter()
+            .filter(|b| b.state == BlockState::ActivePendingFree)
+            .map(|b| b.size)
+            .sum();
+        let cached_free: u64 =
+            device.blocks.iter().filter(|b| !b.state.is_allocated()).map(|b| b.size).sum();
+        let first_time = trace.time_us.iter().copied().find(|&t| t != NO_TIME);
+        let last_time = trace.time_us.iter().rev().copied().find(|&t| t != NO_TIME);
+        let since_start = |row: Option<u32>| -> Option<u64> {
+            let t = trace.time_us.get(row? as usize).copied().filter(|&t| t != NO_TIME)?;
+            Some(t.saturating_sub(first_time?).max(0) as u64)
+        };
+
+        let g = "memory";
+        m.add("peak-allocated-bytes", "Peak allocated", facts.peak_allocated.bytes, Unit::Bytes, g);
+        if let Some(row) = facts.peak_allocated.row {
+            m.add("peak-allocated-event", "Peak allocated at event", row as u64, Unit::Count, g);
+        }
+        if let Some(t) = since_start(facts.peak_allocated.row) {
+            m.add("peak-allocated-at-us", "Peak allocated at", t, Unit::Micros, g);
+        }
+        m.add("peak-reserved-bytes", "Peak reserved", facts.peak_reserved.bytes, Unit::Bytes, g);
+        if let Some(row) = facts.peak_reserved.row {
+            m.add("peak-reserved-event", "Peak reserved at event", row as u64, Unit::Count, g);
+        }
+        m.add("allocated-end-bytes", "Allocated at end", allocated_end, Unit::Bytes, g);
+        m.add("requested-end-bytes", "Requested at end", requested_end, Unit::Bytes, g);
+        m.add("reserved-end-bytes", "Reserved at end", reserved_end, Unit::Bytes, g);
+        m.add("cached-free-bytes", "Cached free (reserved − allocated)", cached_free, Unit::Bytes, g);
+        m.add("rounding-waste-bytes", "Rounding waste (allocated − requested)", allocated_end.saturating_sub(requested_end), Unit::Bytes, g);
+        if pending_free > 0 {
+            m.add("pending-free-bytes", "Awaiting free on other streams", pending_free, Unit::Bytes, g);
+        }
+        if reserved_end > 0 {
+            let ppm = (allocated_end as u128 * 1_000_000 / reserved_end as u128) as u64;
+            m.add("efficiency-ppm", "Efficiency (allocated / reserved)", ppm, Unit::Ppm, g);
+        }
+
+        let g = "counts";
+        m.add("segment-count", "Segments", device.segments.len() as u64, Unit::Count, g);
+        m.add("block-count", "Blocks", device.blocks.len() as u64, Unit::Count, g);
+        m.add("trace-entries", "Trace entries", trace.len() as u64, Unit::Count, g);
+        for action in Action::KNOWN.into_iter().chain([Action::Other]) {
+            let n = facts.action_counts[action as usize];
+            if n > 0 {
+                m.add(&format!("trace-{}-count", action.name().replace('_', "-")), &format!("  {}", action.name()), n, Unit::Count, g);
+            }
+        }
+        m.add("allocation-count", "Allocations", facts.allocations.len() as u64, Unit::Count, g);
+        let before = facts.frees_without_alloc + facts.live_blocks_without_alloc;
+        if before > 0 {
+            m.add("allocations-before-trace", "  of which before the trace", before, Unit::Count, g);
+        }
+        m.add("unique-stacks", "Unique stacks", snapshot.stacks.len() as u64, Unit::Count, g);
+        m.add("unique-frames", "Unique frames", snapshot.frames.len() as u64, Unit::Count, g);
+
+        let g = "time";
+        if let (Some(first), Some(last)) = (first_time, last_time) {
+            m.add("time-span-us", "Time span", last.saturating_sub(first).max(0) as u64, Unit::Micros, g);
+            m.add("first-time-us", "First event (µs since epoch)", first.max(0) as u64, Unit::Micros, g);
+        }
+
+        out.metrics = m.0;
+        out.warnings = facts
+            .findings
+            .iter()
+            .map(|f| WarningView { kind: f.kind.to_string(), message: f.message.clone() })
+            .collect();
+        for row in (0..trace.len()).filter(|&r| trace.action[r] == Action::Oom) {
+            let when = since_start(Some(row as u32))
+                .map(|t| format!(" at {:.3} s", t as f64 / 1e6))
+                .unwrap_or_default();
+            out.warnings.push(WarningView {
+                kind: "oom".into(),
+                message: format!(
+                    "Out of memory{when} (event {row}): a request of {} failed with {} free on the device.",
+                    format_bytes(trace.size[row]),
+                    format_bytes(trace.addr[row])
+                ),
+            });
+        }
+        out
+    }
+}
+
+#[derive(Default)]
+struct Metrics(Vec<Metric>);
+
+impl Metrics {
+    fn add(&mut self, key: &str, label: &str, value: u64, unit: Unit, group: &str) {
+        self.0.push(Metric {
+            key: key.to_string(),
+            label: label.trim().to_string(),
+            value,
+            unit,
+            group: group.to_string(),
+        });
+    }
+}
+
+/// The PyTorch release range the file's keys point to.
+pub fn era(snapshot: &Snapshot) -> String {
+    let f = &snapshot.features;
+    let has_trace = snapshot.devices.iter().any(|d| !d.trace.is_empty());
+    let e = if f.pool_id || f.forward_frames {
+        "newer than 2.10 (pool_id / forward_frames)"
+    } else if f.user_metadata {
+        "2.10 or later (user_metadata)"
+    } else if f.compile_context {
+        "2.7 – 2.9 (compile_context)"
+    } else if !snapshot.annotations.is_empty() {
+        "2.5 or later (external_annotations)"
+    } else if snapshot.allocator_settings.is_some() {
+        "2.3 or later (allocator_settings)"
+    } else if f.time_us {
+        "2.2 (time_us)"
+    } else if f.block_history {
+        "2.0 (block history)"
+    } else if has_trace || f.block_frames {
+        "2.1 (no time_us)"
+    } else {
+        "unknown (no versioned keys)"
+    };
+    if snapshot.layout == Layout::SegmentList {
+        format!("{e}; segment list only")
+    } else {
+        e.to_string()
+    }
+}
+
+fn settings(snapshot: &Snapshot) -> Vec<(String, String)> {
+    match &snapshot.allocator_settings {
+        Some(Value::Dict(pairs)) => pairs.iter().map(|(k, v)| (k.display(), v.display())).collect(),
+        Some(other) => vec![("allocator_settings".into(), other.display())],
+        None => Vec::new(),
+    }
+}
+
+/// Bytes in binary units with three significant digits ("1.50 GiB").
+pub fn format_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    let digits = if value >= 100.0 { 0 } else if value >= 10.0 { 1 } else { 2 };
+    format!("{value:.digits$} {}", UNITS[unit])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format_bytes;
+
+    #[test]
+    fn bytes_use_binary_units() {
+        assert_eq!(format_bytes(0), "0 B");
+        assert_eq!(format_bytes(1023), "1023 B");
+        assert_eq!(format_bytes(1024), "1.00 KiB");
+        assert_eq!(format_bytes(1536 * 1024 * 1024), "1.50 GiB");
+        assert_eq!(format_bytes(78_160_855_040), "72.8 GiB");
+        assert_eq!(format_bytes(200 << 20), "200 MiB");
     }
 }

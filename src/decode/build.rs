@@ -10,7 +10,7 @@ use rustc_hash::FxHashMap;
 
 use super::DecodeError;
 use crate::model::{
-    Action, Annotation, AnnotationStage, Block, BlockState, Device, Frame, FrameId,
+    Action, Annotation, AnnotationStage, Block, BlockState, Device, Features, Frame, FrameId,
     FrameInterner, HistoryEntry, Layout, Segment, SegmentType, Snapshot, StackId, Stacks, StrId,
     Strings, Trace, TraceRow, Value, NO_STACK, NO_TIME,
 };
@@ -105,6 +105,7 @@ pub struct Builder {
     pools: Vec<(i64, i64)>,
     /// Rows converted as they were decoded, before they are assigned to devices.
     pub staging: Trace,
+    features: Features,
     scratch_frames: Vec<FrameId>,
 }
 
@@ -137,6 +138,7 @@ impl Builder {
             stream_index: FxHashMap::default(),
             pools: Vec::new(),
             staging: Trace::default(),
+            features: Features::default(),
             scratch_frames: Vec::new(),
         }
     }
@@ -292,21 +294,31 @@ impl Builder {
                 key::ADDR | key::DEVICE_FREE => row.addr = self.u64_field(k, v, "trace entry", at)?,
                 key::SIZE => row.size = self.u64_field(k, v, "trace entry", at)?,
                 key::STREAM => stream_raw = self.u64_field(k, v, "trace entry", at)?,
-                key::TIME_US => row.time_us = self.i64_field(k, v, "trace entry", at)?,
-                key::FRAMES => row.stack = self.stack(v, "a trace entry's 'frames'", at)?,
+                key::TIME_US => {
+                    row.time_us = self.i64_field(k, v, "trace entry", at)?;
+                    self.features.time_us = true;
+                }
+                key::FRAMES => {
+                    row.stack = self.stack(v, "a trace entry's 'frames'", at)?;
+                    self.features.trace_frames |= row.stack != NO_STACK;
+                }
                 key::FORWARD_FRAMES => {
-                    row.forward_stack = self.stack(v, "a trace entry's 'forward_frames'", at)?
+                    row.forward_stack = self.stack(v, "a trace entry's 'forward_frames'", at)?;
+                    self.features.forward_frames = true;
                 }
                 key::COMPILE_CONTEXT if matches!(v, Node::Str(_)) => {
                     let Node::Str(s) = v else { unreachable!() };
                     row.compile_context = (*s != key::NA).then_some(*s);
+                    self.features.compile_context = true;
                 }
                 key::USER_METADATA if matches!(v, Node::Str(_)) => {
                     let Node::Str(s) = v else { unreachable!() };
                     row.user_metadata = (*s != key::EMPTY).then_some(*s);
+                    self.features.user_metadata = true;
                 }
                 key::POOL_ID if pool_pair(v).is_some() => {
                     row.pool = Some(self.pool(pool_pair(v).unwrap()));
+                    self.features.pool_id = true;
                 }
                 other => {
                     let value = self.value(v, 0)?;
@@ -464,6 +476,7 @@ impl Builder {
             other => return Err(not_a_snapshot(&self, &other, at_end)),
         }
         snapshot.devices = self.devices(device_rows, segments);
+        snapshot.features = self.features;
         snapshot.strings = self.strings;
         snapshot.frames = self.frames;
         snapshot.stacks = self.stacks;
@@ -638,9 +651,13 @@ impl Builder {
                         _ => SegmentType::Unknown,
                     }
                 }
-                key::SEGMENT_POOL_ID if pool_pair(&v).is_some() => segment.pool_id = pool_pair(&v),
+                key::SEGMENT_POOL_ID if pool_pair(&v).is_some() => {
+                    segment.pool_id = pool_pair(&v);
+                    self.features.segment_pool_ids = true;
+                }
                 key::IS_EXPANDABLE if matches!(v, Node::Bool(_)) => {
-                    segment.is_expandable = v == Node::Bool(true)
+                    segment.is_expandable = v == Node::Bool(true);
+                    self.features.expandable_segments |= segment.is_expandable;
                 }
                 key::FRAMES => segment.stack = self.stack(&v, "a segment's 'frames'", at)?,
                 key::BLOCKS => blocks_node = Some(v),
@@ -692,8 +709,14 @@ impl Builder {
                             other => BlockState::Other(other),
                         };
                     }
-                    key::FRAMES => block.stack = self.stack(&v, "a block's 'frames'", at)?,
-                    key::HISTORY => block.history = self.history(v, at)?,
+                    key::FRAMES => {
+                        block.stack = self.stack(&v, "a block's 'frames'", at)?;
+                        self.features.block_frames = true;
+                    }
+                    key::HISTORY => {
+                        block.history = self.history(v, at)?;
+                        self.features.block_history = true;
+                    }
                     other => {
                         let value = self.value(&v, 0)?;
                         block.extra.push((other, value));

@@ -34,8 +34,29 @@ pub struct Snapshot {
     pub layout: Layout,
     /// Top-level keys this model does not know, kept as written.
     pub extra: Vec<(String, Value)>,
-    /// Problems found while decoding that did not stop it.
-    pub notes: Vec<String>,
+    /// Which optional keys the file used, to tell its PyTorch era.
+    pub features: Features,
+}
+
+/// Optional keys seen anywhere in the file. Each arrived in a known PyTorch release.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Features {
+    /// Blocks with `history` and no `address` (2.0).
+    pub block_history: bool,
+    /// Blocks with their own `frames` (2.1).
+    pub block_frames: bool,
+    pub trace_frames: bool,
+    /// `time_us` on trace entries (2.2).
+    pub time_us: bool,
+    /// `compile_context` on trace entries (2.7).
+    pub compile_context: bool,
+    /// `user_metadata` on trace entries (2.10).
+    pub user_metadata: bool,
+    /// `pool_id` or `forward_frames` on trace entries (2026).
+    pub pool_id: bool,
+    pub forward_frames: bool,
+    pub expandable_segments: bool,
+    pub segment_pool_ids: bool,
 }
 
 /// The top-level shape of the input.

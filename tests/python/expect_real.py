@@ -33,7 +33,8 @@ Per file::
       pre_window_allocations   number of such baseline allocations
     unique_frames   distinct (filename, line, name) over trace entries, blocks,
                     segments and legacy block history
-    unique_stacks   distinct non-empty frame lists (as tuples of those triples)
+    unique_stacks   distinct non-empty frame lists (as tuples of those triples),
+                    including trace entries' forward_frames
     frame_references total frames in all those lists (shared lists counted each time)
     annotations     len(external_annotations) (0 when absent)
     file_bytes, gzip, format ("pickle"/"json"), protocol (pickle protocol byte)
@@ -93,6 +94,7 @@ def frame_lists(segments, traces):
     for tr in traces:
         for e in tr:
             yield e.get("frames")
+            yield e.get("forward_frames")
     for s in segments:
         yield s.get("frames")
         for b in s.get("blocks", ()):

@@ -1,0 +1,440 @@
+//! Replaying one device's trace: allocations with their events, memory curves, peaks, and a
+//! check of the trace against the final segments.
+//!
+//! Semantics follow PyTorch's own viewer so numbers can be compared: an allocation lives from
+//! `alloc` to `free_completed`, its size is the trace's (requested) size, events pair by
+//! address in order (addresses are reused), and allocations that existed before the trace
+//! window (frees without an alloc, live blocks without an alloc) form a baseline from the
+//! first event. Reserved memory moves with `segment_alloc`/`segment_map` and
+//! `segment_free`/`segment_unmap`. This module computes; it does not format or draw.
+
+use rustc_hash::FxHashMap;
+
+use crate::model::{Action, Device, StackId, NO_STACK};
+
+/// Row index of "no such event".
+pub const NO_ROW: u32 = u32::MAX;
+
+/// Where an allocation's record comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// Its `alloc` is in the trace.
+    Trace,
+    /// Freed in the trace, allocated before it (an unmatched `free_completed`).
+    FreedBeforeAlloc,
+    /// Alive in the final segments with no `alloc` in the trace.
+    LiveBlock,
+}
+
+/// One allocation with its events.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Allocation {
+    pub addr: u64,
+    /// Size as the trace records it (the requested size); for live blocks without a trace
+    /// record, the block's requested size.
+    pub size: u64,
+    pub alloc_row: u32,
+    pub free_requested_row: u32,
+    /// `free_completed` row, or [`NO_ROW`] when alive at the end.
+    pub free_row: u32,
+    pub stack: StackId,
+    pub origin: Origin,
+}
+
+impl Allocation {
+    pub fn is_alive_at_end(&self) -> bool {
+        self.free_row == NO_ROW
+    }
+}
+
+/// A maximum of a curve and where it is first reached.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Peak {
+    pub bytes: u64,
+    /// The row after which the value is first reached; `None` when the baseline (before the
+    /// first row) is already the peak.
+    pub row: Option<u32>,
+}
+
+/// A problem or notable fact found by the replay, with a stable kind.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    pub kind: &'static str,
+    pub message: String,
+}
+
+/// Everything derived from one device's trace and segments.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DeviceFacts {
+    /// Pre-window allocations first, then trace allocations in `alloc` order.
+    pub allocations: Vec<Allocation>,
+    /// Allocated bytes before the first row.
+    pub baseline_allocated: u64,
+    /// Allocated bytes after each row (one value per row).
+    pub allocated: Vec<u64>,
+    /// Reserved bytes before the first row.
+    pub baseline_reserved: u64,
+    /// `(row, reserved bytes after it)` for every row that changes reserved memory.
+    pub reserved_changes: Vec<(u32, u64)>,
+    pub peak_allocated: Peak,
+    pub peak_reserved: Peak,
+    /// Rows per action, indexed by `Action as usize`.
+    pub action_counts: [u64; 11],
+    pub frees_without_alloc: u64,
+    pub live_blocks_without_alloc: u64,
+    /// Allocations alive at the end of the trace that no allocated block accounts for.
+    pub missing_from_segments: u64,
+    pub missing_from_segments_bytes: u64,
+    pub findings: Vec<Finding>,
+}
+
+impl DeviceFacts {
+    /// Allocated bytes after the trace's last row (the baseline for an empty trace).
+    pub fn allocated_at_end(&self) -> u64 {
+        self.allocated.last().copied().unwrap_or(self.baseline_allocated)
+    }
+
+    /// Reserved bytes after `row` (`None` = before the first row).
+    pub fn reserved_after(&self, row: Option<u32>) -> u64 {
+        let Some(row) = row else { return self.baseline_reserved };
+        match self.reserved_changes.partition_point(|&(r, _)| r <= row) {
+            0 => self.baseline_reserved,
+            i => self.reserved_changes[i - 1].1,
+        }
+    }
+}
+
+/// Replays `device`'s trace against its segments.
+pub fn replay(device: &Device) -> DeviceFacts {
+    let trace = &device.trace;
+    let rows = trace.len();
+    let mut facts = DeviceFacts { allocated: Vec::with_capacity(rows), ..DeviceFacts::default() };
+    let mut trace_allocs: Vec<Allocation> = Vec::new();
+    let mut freed_before: Vec<Allocation> = Vec::new();
+    let mut open: FxHashMap<u64, u32> = FxHashMap::default();
+
+    // Pass 1: pair events and track the net change of allocated and reserved bytes.
+    let mut net: i128 = 0;
+    let mut min_net: i128 = 0;
+    let mut reserved_net: i128 = 0;
+    let mut reserved_min: i128 = 0;
+    let mut net_after: Vec<i64> = Vec::new();
+    for row in 0..rows {
+        let action = trace.action[row];
+        facts.action_counts[action as usize] += 1;
+        let addr = trace.addr[row];
+        let size = trace.size[row];
+        match action {
+            Action::Alloc => {
+                if let Some(prev) = open.insert(addr, trace_allocs.len() as u32) {
+                    // A second alloc at a live address: the free was lost; close it here.
+                    let prev = &mut trace_allocs[prev as usize];
+                    prev.free_row = row as u32;
+                    net -= prev.size as i128;
+                }
+                trace_allocs.push(Allocation {
+                    addr,
+                    size,
+                    alloc_row: row as u32,
+                    free_requested_row: NO_ROW,
+                    free_row: NO_ROW,
+                    stack: trace.stack[row],
+                    origin: Origin::Trace,
+                });
+                net += size as i128;
+            }
+            Action::FreeRequested => {
+                if let Some(&i) = open.get(&addr) {
+                    trace_allocs[i as usize].free_requested_row = row as u32;
+                }
+            }
+            Action::FreeCompleted => match open.remove(&addr) {
+                Some(i) => {
+                    let a = &mut trace_allocs[i as usize];
+                    a.free_row = row as u32;
+                    net -= a.size as i128;
+                }
+                None => {
+                    freed_before.push(Allocation {
+                        addr,
+                        size,
+                        alloc_row: NO_ROW,
+                        free_requested_row: NO_ROW,
+                        free_row: row as u32,
+                        stack: trace.stack[row],
+                        origin: Origin::FreedBeforeAlloc,
+                    });
+                    net -= size as i128;
+                }
+            },
+            Action::SegmentAlloc | Action::SegmentMap => {
+                reserved_net += size as i128;
+                facts.reserved_changes.push((row as u32, 0));
+            }
+            Action::SegmentFree | Action::SegmentUnmap => {
+                reserved_net -= size as i128;
+                reserved_min = reserved_min.min(reserved_net);
+                facts.reserved_changes.push((row as u32, 0));
+            }
+            _ => {}
+        }
+        min_net = min_net.min(net);
+        net_after.push(net.clamp(i64::MIN as i128, i64::MAX as i128) as i64);
+    }
+    // Mark which `free_requested` rows belong to pre-window allocations.
+    for a in &mut freed_before {
+        if a.free_row > 0 {
+            let prev = a.free_row as usize - 1;
+            if trace.action[prev] == Action::FreeRequested && trace.addr[prev] == a.addr {
+                a.free_requested_row = prev as u32;
+            }
+        }
+    }
+
+    // Pass 2: live blocks the trace does not account for existed before the window; trace
+    // allocations still open that no block accounts for disagree with the segments.
+    let mut live_blocks: Vec<Allocation> = Vec::new();
+    let mut block_at: FxHashMap<u64, usize> = FxHashMap::default();
+    for (i, block) in device.blocks.iter().enumerate() {
+        if block.state.is_allocated() {
+            block_at.insert(block.address, i);
+            if !open.contains_key(&block.address) {
+                live_blocks.push(Allocation {
+                    addr: block.address,
+                    size: block.requested_size.unwrap_or(block.size),
+                    alloc_row: NO_ROW,
+                    free_requested_row: NO_ROW,
+                    free_row: NO_ROW,
+                    stack: first_stack(block),
+                    origin: Origin::LiveBlock,
+                });
+            }
+        }
+    }
+    let has_segments = !device.segments.is_empty();
+    for (&addr, &i) in &open {
+        if has_segments && !block_at.contains_key(&addr) {
+            facts.missing_from_segments += 1;
+            facts.missing_from_segments_bytes += trace_allocs[i as usize].size;
+        }
+    }
+
+    facts.frees_without_alloc = freed_before.len() as u64;
+    facts.live_blocks_without_alloc = live_blocks.len() as u64;
+    let freed_before_bytes: u64 = freed_before.iter().map(|a| a.size).sum();
+    let live_block_bytes: u64 = live_blocks.iter().map(|a| a.size).sum();
+    // Frees without an alloc must have had their memory from the start; never let the curve
+    // dip below zero even if the trace is inconsistent.
+    let baseline = (freed_before_bytes + live_block_bytes) as i128;
+    let baseline = baseline.max(-min_net);
+    facts.baseline_allocated = baseline as u64;
+    facts.allocated = net_after.iter().map(|&n| (baseline + n as i128) as u64).collect();
+    facts.peak_allocated = peak(facts.baseline_allocated, &facts.allocated);
+
+    let reserved_end: u64 = device.segments.iter().map(|s| s.total_size).sum();
+    let mut baseline_reserved = reserved_end as i128 - reserved_net;
+    if baseline_reserved + reserved_min < 0 {
+        facts.findings.push(Finding {
+            kind: "reserved-inconsistent",
+            message: "segment events in the trace do not add up to the final segments; the reserved curve is approximate".into(),
+        });
+        baseline_reserved = -reserved_min;
+    }
+    facts.baseline_reserved = baseline_reserved as u64;
+    let mut reserved = baseline_reserved;
+    for change in &mut facts.reserved_changes {
+        let row = change.0 as usize;
+        match trace.action[row] {
+            Action::SegmentAlloc | Action::SegmentMap => reserved += trace.size[row] as i128,
+            _ => reserved -= trace.size[row] as i128,
+        }
+        change.1 = reserved as u64;
+    }
+    let mut peak_reserved = Peak { bytes: facts.baseline_reserved, row: None };
+    for &(row, bytes) in &facts.reserved_changes {
+        if bytes > peak_reserved.bytes {
+            peak_reserved = Peak { bytes, row: Some(row) };
+        }
+    }
+    facts.peak_reserved = peak_reserved;
+
+    let mut allocations = live_blocks;
+    allocations.extend(freed_before);
+    allocations.extend(trace_allocs);
+    facts.allocations = allocations;
+    findings(device, &mut facts);
+    facts
+}
+
+fn first_stack(block: &crate::model::Block) -> StackId {
+    if block.stack != NO_STACK {
+        return block.stack;
+    }
+    block.history.last().map_or(NO_STACK, |h| h.stack)
+}
+
+fn peak(baseline: u64, curve: &[u64]) -> Peak {
+    let mut best = Peak { bytes: baseline, row: None };
+    for (row, &bytes) in curve.iter().enumerate() {
+        if bytes > best.bytes {
+            best = Peak { bytes, row: Some(row as u32) };
+        }
+    }
+    best
+}
+
+fn findings(device: &Device, facts: &mut DeviceFacts) {
+    let trace = &device.trace;
+    let allocs = facts.action_counts[Action::Alloc as usize];
+    let before = facts.frees_without_alloc + facts.live_blocks_without_alloc;
+    if trace.is_empty() {
+        facts.findings.push(Finding {
+            kind: "trace-empty",
+            message: "The trace is empty: only the final segments are known. Call torch.cuda.memory._record_memory_history() before the allocations to record a timeline.".into(),
+        });
+    } else if allocs == 0 {
+        facts.findings.push(Finding {
+            kind: "trace-empty",
+            message: format!("The trace holds {} events but no allocation: only the final segments are known.", trace.len()),
+        });
+    }
+    if allocs > 0 && before > 0 {
+        facts.findings.push(Finding {
+            kind: "ring-buffer-wrapped",
+            message: format!(
+                "{} allocations existed before the first recorded event ({} freed during the trace, {} still alive): the trace ring buffer wrapped (max_entries) or recording started late. They are drawn as a baseline from the start.",
+                before, facts.frees_without_alloc, facts.live_blocks_without_alloc
+            ),
+        });
+    }
+    if facts.missing_from_segments > 0 {
+        facts.findings.push(Finding {
+            kind: "trace-segments-mismatch",
+            message: format!(
+                "{} allocations alive at the end of the trace ({} bytes) have no allocated block in the final segments: the trace and the segments disagree.",
+                facts.missing_from_segments, facts.missing_from_segments_bytes
+            ),
+        });
+    }
+    if allocs > 0 && (0..trace.len()).all(|r| trace.stack[r] == NO_STACK) {
+        facts.findings.push(Finding {
+            kind: "no-stacks",
+            message: "No stacks were recorded: pass stacks='python' or 'all' to _record_memory_history() to see who allocated what.".into(),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Block, BlockState, Segment, Trace, TraceRow, NO_TIME};
+
+    fn row(action: Action, addr: u64, size: u64) -> TraceRow {
+        TraceRow {
+            action,
+            addr,
+            size,
+            stream: 0,
+            time_us: NO_TIME,
+            stack: NO_STACK,
+            compile_context: None,
+            user_metadata: None,
+            pool: None,
+            forward_stack: NO_STACK,
+            unknown_action: None,
+        }
+    }
+
+    fn device(rows: &[(Action, u64, u64)], blocks: &[(u64, u64, BlockState)]) -> Device {
+        let mut trace = Trace::default();
+        for &(a, addr, size) in rows {
+            trace.push(row(a, addr, size));
+        }
+        trace.finish();
+        let total: u64 = blocks.iter().map(|b| b.1).sum();
+        let segments = if blocks.is_empty() {
+            vec![]
+        } else {
+            vec![Segment { address: blocks[0].0, total_size: total, blocks: 0..blocks.len() as u32, ..Segment::default() }]
+        };
+        Device {
+            id: 0,
+            has_trace_list: true,
+            trace,
+            segments,
+            blocks: blocks
+                .iter()
+                .map(|&(address, size, state)| Block { address, size, requested_size: Some(size), state, stack: NO_STACK, ..Block::default() })
+                .collect(),
+        }
+    }
+
+    use Action::*;
+    use BlockState::*;
+
+    #[test]
+    fn pairs_reused_addresses_in_order() {
+        let d = device(
+            &[(Alloc, 0x100, 10), (FreeRequested, 0x100, 10), (FreeCompleted, 0x100, 10), (Alloc, 0x100, 20)],
+            &[(0x100, 20, ActiveAllocated)],
+        );
+        let f = replay(&d);
+        assert_eq!(f.allocations.len(), 2);
+        assert_eq!((f.allocations[0].alloc_row, f.allocations[0].free_requested_row, f.allocations[0].free_row), (0, 1, 2));
+        assert_eq!((f.allocations[1].alloc_row, f.allocations[1].free_row), (3, NO_ROW));
+        assert_eq!(f.allocated, vec![10, 10, 0, 20]);
+        assert_eq!(f.peak_allocated, Peak { bytes: 20, row: Some(3) });
+        let kinds: Vec<_> = f.findings.iter().map(|x| x.kind).collect();
+        assert_eq!(kinds, ["no-stacks"]);
+    }
+
+    #[test]
+    fn unmatched_frees_and_untraced_blocks_form_the_baseline() {
+        let d = device(
+            &[(FreeRequested, 0x200, 50), (FreeCompleted, 0x200, 50), (Alloc, 0x300, 5)],
+            &[(0x300, 5, ActiveAllocated), (0x400, 7, ActiveAllocated), (0x500, 100, Inactive)],
+        );
+        let f = replay(&d);
+        assert_eq!(f.baseline_allocated, 57);
+        assert_eq!(f.allocated, vec![57, 7, 12]);
+        assert_eq!(f.peak_allocated, Peak { bytes: 57, row: None });
+        assert_eq!(f.frees_without_alloc, 1);
+        assert_eq!(f.live_blocks_without_alloc, 1);
+        let freed = f.allocations.iter().find(|a| a.origin == Origin::FreedBeforeAlloc).unwrap();
+        assert_eq!((freed.free_requested_row, freed.free_row), (0, 1));
+        assert!(f.findings.iter().any(|x| x.kind == "ring-buffer-wrapped"));
+        assert_eq!(f.allocated_at_end(), 12);
+    }
+
+    #[test]
+    fn reserved_curve_starts_from_what_the_segments_imply() {
+        let d = device(
+            &[(SegmentAlloc, 0x1000, 64), (Alloc, 0x1000, 8), (SegmentFree, 0x9000, 32)],
+            &[(0x1000, 8, ActiveAllocated), (0x1008, 56, Inactive)],
+        );
+        let f = replay(&d);
+        // End reserved 64 = baseline + 64 - 32, so the baseline was 32.
+        assert_eq!(f.baseline_reserved, 32);
+        assert_eq!(f.reserved_changes, vec![(0, 96), (2, 64)]);
+        assert_eq!(f.peak_reserved, Peak { bytes: 96, row: Some(0) });
+        assert_eq!(f.reserved_after(Some(1)), 96);
+        assert_eq!(f.reserved_after(None), 32);
+    }
+
+    #[test]
+    fn live_trace_allocations_missing_from_segments_are_reported() {
+        let d = device(&[(Alloc, 0x100, 10), (Alloc, 0x200, 30)], &[(0x100, 10, ActiveAllocated)]);
+        let f = replay(&d);
+        assert_eq!((f.missing_from_segments, f.missing_from_segments_bytes), (1, 30));
+        assert!(f.findings.iter().any(|x| x.kind == "trace-segments-mismatch"));
+        assert!(f.findings.iter().any(|x| x.kind == "no-stacks"));
+    }
+
+    #[test]
+    fn empty_trace_is_reported() {
+        let f = replay(&device(&[], &[(0x100, 10, ActiveAllocated)]));
+        assert_eq!(f.baseline_allocated, 10);
+        assert_eq!(f.peak_allocated, Peak { bytes: 10, row: None });
+        assert!(f.findings.iter().any(|x| x.kind == "trace-empty"));
+    }
+}

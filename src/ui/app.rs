@@ -1,0 +1,45 @@
+//! The root component: creates the page state and the actions handle, and lays out the
+//! toolbar, the list of open files, the selected file's view and the drop overlay.
+//!
+//! Owns no logic of its own beyond wiring; each area is its own component.
+
+use leptos::prelude::*;
+
+use super::actions::Actions;
+use super::drop_overlay::DropOverlay;
+use super::file_list::FileList;
+use super::file_view::FileView;
+use super::state::AppState;
+use super::toolbar::Toolbar;
+
+#[component]
+pub fn App() -> impl IntoView {
+    let state = RwSignal::new(AppState::new());
+    let actions = Actions::new(state);
+    let has_files = Memo::new(move |_| state.with(|s| !s.files().is_empty()));
+
+    view! {
+        <div class="app" class:has-files=has_files>
+            <header class="topbar">
+                <div class="brand">
+                    <span class="brand-mark" aria-hidden="true"></span>
+                    <span class="brand-name">"memsight"</span>
+                    <span class="brand-tagline">"PyTorch CUDA memory snapshots, in your browser"</span>
+                </div>
+                <Toolbar actions=actions />
+            </header>
+            <div class="workspace">
+                <aside class="sidebar" aria-label="Open files">
+                    <FileList state=state actions=actions />
+                    <p class="privacy-note">
+                        "Files are read on this device only: nothing is uploaded."
+                    </p>
+                </aside>
+                <main class="main" id="main">
+                    <FileView state=state actions=actions />
+                </main>
+            </div>
+            <DropOverlay actions=actions />
+        </div>
+    }
+}

@@ -1,0 +1,73 @@
+//! The list of open files: name, size and status of each, which one is shown, and a close
+//! button (which also cancels a load in progress).
+//!
+//! Reads the state; selecting and closing go through `Actions`.
+
+use leptos::prelude::*;
+
+use super::actions::Actions;
+use super::format;
+use super::state::{AppState, FileId};
+
+#[component]
+pub fn FileList(state: RwSignal<AppState>, actions: Actions) -> impl IntoView {
+    let ids = Memo::new(move |_| state.with(|s| s.files().iter().map(|f| f.id).collect::<Vec<_>>()));
+
+    view! {
+        <h2 class="sidebar-title">"Open files"</h2>
+        <Show
+            when=move || !ids.with(Vec::is_empty)
+            fallback=|| view! { <p class="empty-list">"No file open yet."</p> }
+        >
+            <ul class="file-list" id="file-list">
+                <For each=move || ids.get() key=|id| *id let:id>
+                    <FileItem id=id state=state actions=actions />
+                </For>
+            </ul>
+        </Show>
+    }
+}
+
+#[component]
+fn FileItem(id: FileId, state: RwSignal<AppState>, actions: Actions) -> impl IntoView {
+    let file = move |f: fn(&super::state::OpenFile) -> String| {
+        state.with(|s| s.file(id).map(f).unwrap_or_default())
+    };
+    let name = Memo::new(move |_| file(|f| f.name.clone()));
+    let size = Memo::new(move |_| file(|f| format::bytes(f.size)));
+    let status = Memo::new(move |_| file(|f| f.status_text()));
+    let kind = Memo::new(move |_| file(|f| f.status_kind().to_string()));
+    let selected = Memo::new(move |_| state.with(|s| s.selected_id() == Some(id)));
+
+    view! {
+        <li
+            class="file-item"
+            class:selected=selected
+            data-file-id=id.to_string()
+            data-status=kind
+        >
+            <button
+                class="file-select"
+                type="button"
+                aria-current=move || if selected.get() { "true" } else { "false" }
+                title=name
+                on:click=move |_| actions.select(id)
+            >
+                <span class="file-name">{name}</span>
+                <span class="file-meta">
+                    <span class="file-size">{size}</span>
+                    <span class="file-status">{status}</span>
+                </span>
+            </button>
+            <button
+                class="file-close"
+                type="button"
+                title="Close"
+                aria-label=move || format!("Close {}", name.get())
+                on:click=move |_| actions.close(id)
+            >
+                "×"
+            </button>
+        </li>
+    }
+}

@@ -1,0 +1,54 @@
+//! The main area: the selected file's load progress, its error, or its snapshot view; the
+//! welcome screen when nothing is open.
+//!
+//! Only chooses which view to show; re-renders when the selection or the file's stage changes,
+//! not on every progress message.
+
+use leptos::prelude::*;
+
+use super::actions::Actions;
+use super::error_report::ErrorReportView;
+use super::load_progress::LoadProgress;
+use super::snapshot_view::SnapshotView;
+use super::state::{AppState, FileId, Status};
+use super::welcome::Welcome;
+
+#[derive(Clone, Copy, PartialEq)]
+enum Stage {
+    Loading,
+    Ready,
+    Failed,
+}
+
+#[component]
+pub fn FileView(state: RwSignal<AppState>, actions: Actions) -> impl IntoView {
+    let shown: Memo<Option<(FileId, Stage)>> = Memo::new(move |_| {
+        state.with(|s| {
+            s.selected().map(|f| {
+                let stage = match f.status {
+                    Status::Loading { .. } => Stage::Loading,
+                    Status::Ready(_) => Stage::Ready,
+                    Status::Failed(_) => Stage::Failed,
+                };
+                (f.id, stage)
+            })
+        })
+    });
+
+    move || match shown.get() {
+        None => view! { <Welcome actions=actions /> }.into_any(),
+        Some((id, Stage::Loading)) => view! { <LoadProgress id=id state=state actions=actions /> }.into_any(),
+        Some((id, Stage::Failed)) => {
+            let file = state.with_untracked(|s| s.file(id).cloned());
+            let (name, report) = match file {
+                Some(f) => match f.status {
+                    Status::Failed(report) => (f.name, report),
+                    _ => return ().into_any(),
+                },
+                None => return ().into_any(),
+            };
+            view! { <ErrorReportView name=name report=report /> }.into_any()
+        }
+        Some((id, Stage::Ready)) => view! { <SnapshotView id=id state=state actions=actions /> }.into_any(),
+    }
+}

@@ -1,0 +1,258 @@
+//! Human-readable numbers for the page: binary byte units, counts with separators, durations,
+//! timestamps and percentages.
+//!
+//! Pure functions with no browser dependency, so they are unit-tested natively (see the
+//! `cfg(test)` block in `src/main.rs`). Not for parsing, and not for exact values: the page
+//! always keeps the exact integer next to a formatted one (`data-value`, `title`).
+
+use crate::analysis::overview::{Metric, Unit};
+
+const BYTE_UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+
+/// Bytes in binary units with three significant digits: `512 B`, `1.50 KiB`, `11.0 GiB`.
+pub fn bytes(n: u64) -> String {
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < BYTE_UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    // 1023.7 KiB would print as "1024 KiB": show it as the next unit instead.
+    if value >= 1023.5 && unit < BYTE_UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{} {}", three_digits(value), BYTE_UNITS[unit])
+}
+
+/// A signed byte difference: `+1.50 MiB`, `−512 B`, `0 B`.
+pub fn bytes_delta(n: i64) -> String {
+    match n {
+        0 => "0 B".to_string(),
+        n if n > 0 => format!("+{}", bytes(n as u64)),
+        n => format!("\u{2212}{}", bytes(n.unsigned_abs())),
+    }
+}
+
+/// `value` (≥ 1) with three significant digits: `1.50`, `11.0`, `512`.
+fn three_digits(value: f64) -> String {
+    if value < 9.995 {
+        format!("{value:.2}")
+    } else if value < 99.95 {
+        format!("{value:.1}")
+    } else {
+        format!("{value:.0}")
+    }
+}
+
+/// A count with thousands separators: `1,234,567`.
+pub fn count(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A duration given in microseconds: `850 µs`, `12.3 ms`, `4.56 s`, `3 min 07 s`, `2 h 05 min`.
+pub fn duration_us(us: u64) -> String {
+    if us < 1_000 {
+        format!("{us} µs")
+    } else if us < 1_000_000 {
+        format!("{} ms", three_digits(us as f64 / 1e3))
+    } else if us < 60_000_000 {
+        format!("{} s", three_digits(us as f64 / 1e6))
+    } else {
+        let secs = us / 1_000_000;
+        if secs < 3600 {
+            format!("{} min {:02} s", secs / 60, secs % 60)
+        } else {
+            format!("{} h {:02} min", secs / 3600, (secs % 3600) / 60)
+        }
+    }
+}
+
+/// A time given in microseconds since the Unix epoch, in UTC: `2024-02-18 08:44:43 UTC`.
+pub fn timestamp_us(us: u64) -> String {
+    let secs = us / 1_000_000;
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian calendar
+/// (Howard Hinnant's `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// Parts per million as a percentage with one decimal: `973_000` → `97.3%`.
+pub fn percent_ppm(ppm: u64) -> String {
+    // Round to tenths of a percent in integers so 999_950 shows as 100.0%, not 99.99…
+    let tenths = (ppm + 500) / 1_000;
+    format!("{}.{}%", tenths / 10, tenths % 10)
+}
+
+/// `part` of `whole` as a percentage for progress bars, clamped to 0–100.
+pub fn percent_of(part: u64, whole: u64) -> u32 {
+    if whole == 0 {
+        return 100;
+    }
+    ((part.min(whole) as u128 * 100) / whole as u128) as u32
+}
+
+/// Whether a `Micros` metric is a point in time (µs since the epoch) rather than a duration.
+pub fn is_timestamp(metric: &Metric) -> bool {
+    metric.unit == Unit::Micros && metric.key.ends_with("-time-us")
+}
+
+/// The value of a metric as shown on the page.
+pub fn metric_value(metric: &Metric) -> String {
+    match metric.unit {
+        Unit::Bytes => bytes(metric.value),
+        Unit::Count => count(metric.value),
+        Unit::Micros if is_timestamp(metric) => timestamp_us(metric.value),
+        Unit::Micros => duration_us(metric.value),
+        Unit::Ppm => percent_ppm(metric.value),
+    }
+}
+
+/// The exact value of a metric with its unit, for tooltips: `11,844,714,496 bytes`.
+pub fn metric_exact(metric: &Metric) -> String {
+    let n = count(metric.value);
+    match metric.unit {
+        Unit::Bytes => format!("{n} bytes"),
+        Unit::Count => n,
+        Unit::Micros if is_timestamp(metric) => format!("{n} µs since 1970-01-01 UTC"),
+        Unit::Micros => format!("{n} µs"),
+        Unit::Ppm => format!("{n} parts per million"),
+    }
+}
+
+/// A group key (`"memory"`, `"counts"`) as a heading: `Memory`, `Counts`.
+pub fn group_title(group: &str) -> String {
+    let mut chars = group.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect::<String>().replace(['_', '-'], " "),
+        None => "Other".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn metric(key: &str, value: u64, unit: Unit) -> Metric {
+        Metric {
+            key: key.into(),
+            label: key.into(),
+            value,
+            unit,
+            group: "memory".into(),
+        }
+    }
+
+    #[test]
+    fn bytes_use_binary_units_with_three_significant_digits() {
+        assert_eq!(bytes(0), "0 B");
+        assert_eq!(bytes(1023), "1023 B");
+        assert_eq!(bytes(1024), "1.00 KiB");
+        assert_eq!(bytes(1536), "1.50 KiB");
+        assert_eq!(bytes(10 * 1024), "10.0 KiB");
+        assert_eq!(bytes(512 * 1024 * 1024), "512 MiB");
+        assert_eq!(bytes(11_844_714_496), "11.0 GiB");
+        assert_eq!(bytes(1024 * 1024 - 1), "1.00 MiB");
+        assert_eq!(bytes(u64::MAX), "16.0 EiB");
+    }
+
+    #[test]
+    fn byte_deltas_carry_a_sign() {
+        assert_eq!(bytes_delta(0), "0 B");
+        assert_eq!(bytes_delta(2048), "+2.00 KiB");
+        assert_eq!(bytes_delta(-512), "\u{2212}512 B");
+        assert_eq!(bytes_delta(i64::MIN), "\u{2212}8.00 EiB");
+    }
+
+    #[test]
+    fn counts_have_thousands_separators() {
+        assert_eq!(count(0), "0");
+        assert_eq!(count(999), "999");
+        assert_eq!(count(1000), "1,000");
+        assert_eq!(count(1_234_567), "1,234,567");
+        assert_eq!(count(u64::MAX), "18,446,744,073,709,551,615");
+    }
+
+    #[test]
+    fn durations_pick_a_readable_unit() {
+        assert_eq!(duration_us(0), "0 µs");
+        assert_eq!(duration_us(850), "850 µs");
+        assert_eq!(duration_us(12_345), "12.3 ms");
+        assert_eq!(duration_us(4_560_000), "4.56 s");
+        assert_eq!(duration_us(187_000_000), "3 min 07 s");
+        assert_eq!(duration_us(7_500_000_000), "2 h 05 min");
+    }
+
+    #[test]
+    fn timestamps_are_utc_dates() {
+        assert_eq!(timestamp_us(0), "1970-01-01 00:00:00 UTC");
+        // 2024-02-18T08:44:43Z
+        assert_eq!(timestamp_us(1_708_245_883_000_000), "2024-02-18 08:44:43 UTC");
+        // A leap day.
+        assert_eq!(timestamp_us(1_709_208_000_000_000), "2024-02-29 12:00:00 UTC");
+    }
+
+    #[test]
+    fn percentages_round_to_tenths() {
+        assert_eq!(percent_ppm(0), "0.0%");
+        assert_eq!(percent_ppm(973_000), "97.3%");
+        assert_eq!(percent_ppm(999_950), "100.0%");
+        assert_eq!(percent_ppm(1_000_000), "100.0%");
+        assert_eq!(percent_ppm(1_234), "0.1%");
+        assert_eq!(percent_of(0, 0), 100);
+        assert_eq!(percent_of(50, 200), 25);
+        assert_eq!(percent_of(300, 200), 100);
+        assert_eq!(percent_of(u64::MAX - 1, u64::MAX), 99);
+    }
+
+    #[test]
+    fn metrics_format_by_unit_and_key() {
+        assert_eq!(metric_value(&metric("reserved-end-bytes", 1536, Unit::Bytes)), "1.50 KiB");
+        assert_eq!(metric_value(&metric("segment-count", 12345, Unit::Count)), "12,345");
+        assert_eq!(metric_value(&metric("time-span-us", 4_560_000, Unit::Micros)), "4.56 s");
+        assert_eq!(
+            metric_value(&metric("peak-allocated-time-us", 1_708_245_883_000_000, Unit::Micros)),
+            "2024-02-18 08:44:43 UTC"
+        );
+        assert_eq!(metric_value(&metric("efficiency-ppm", 973_000, Unit::Ppm)), "97.3%");
+        assert_eq!(metric_exact(&metric("reserved-end-bytes", 1536, Unit::Bytes)), "1,536 bytes");
+    }
+
+    #[test]
+    fn group_titles_are_capitalised() {
+        assert_eq!(group_title("memory"), "Memory");
+        assert_eq!(group_title("trace_actions"), "Trace actions");
+        assert_eq!(group_title(""), "Other");
+    }
+}

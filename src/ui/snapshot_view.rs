@@ -1,0 +1,82 @@
+//! A decoded snapshot: the file's header (name, size, decode time), the device picker, and the
+//! overview of the selected device (metric groups, era, allocator settings, warnings).
+//!
+//! Asks for nothing itself: overviews are requested by the state machine and arrive through
+//! the state.
+
+use leptos::prelude::*;
+
+use super::actions::Actions;
+use super::allocator_settings::AllocatorSettings;
+use super::device_picker::DevicePicker;
+use super::format;
+use super::metric_groups::MetricGroups;
+use super::state::{AppState, FileId, Status};
+use super::warnings::Warnings;
+
+#[component]
+pub fn SnapshotView(id: FileId, state: RwSignal<AppState>, actions: Actions) -> impl IntoView {
+    let (name, size, decode_ms) = state.with_untracked(|s| match s.file(id) {
+        Some(f) => {
+            let decode_ms = match &f.status {
+                Status::Ready(summary) => summary.decode_ms,
+                _ => 0.0,
+            };
+            (f.name.clone(), f.size, decode_ms)
+        }
+        None => (String::new(), 0, 0.0),
+    });
+    let devices = Memo::new(move |_| state.with(|s| s.file(id).map(|f| f.devices().to_vec()).unwrap_or_default()));
+    let device = Memo::new(move |_| state.with(|s| s.file(id).and_then(|f| f.device)));
+    let overview = Memo::new(move |_| state.with(|s| s.file(id).and_then(|f| f.overview().cloned())));
+
+    view! {
+        <section class="panel snapshot" id="snapshot" data-file-id=id.to_string()>
+            <header class="snapshot-header">
+                <div>
+                    <h1 class="panel-title file-title">{name}</h1>
+                    <p class="snapshot-meta">
+                        {format::bytes(size)} " · decoded in " {format::duration_us((decode_ms * 1000.0).max(0.0) as u64)}
+                    </p>
+                </div>
+                <DevicePicker
+                    devices=devices
+                    device=device
+                    on_pick=move |d| actions.select_device(id, d)
+                />
+            </header>
+            {move || {
+                if devices.with(Vec::is_empty) {
+                    return view! {
+                        <p class="empty-snapshot" id="empty-snapshot">
+                            "This snapshot holds no device: no segments and no trace entries were recorded."
+                        </p>
+                    }
+                    .into_any();
+                }
+                match overview.get() {
+                    None => view! { <p class="pending" aria-busy="true">"Preparing the overview…"</p> }.into_any(),
+                    Some(overview) => {
+                        view! {
+                            <div class="overview" id="overview" data-device=overview.device.to_string()>
+                                <Warnings warnings=overview.warnings.clone() />
+                                <MetricGroups metrics=overview.metrics.clone() />
+                                <div class="overview-facts">
+                                    <section class="fact-card">
+                                        <h2>"Format"</h2>
+                                        <p class="era" id="era">
+                                            {if overview.era.is_empty() { "Unknown".to_string() } else { overview.era.clone() }}
+                                        </p>
+                                        <p class="hint">"PyTorch release range inferred from the keys present in the file."</p>
+                                    </section>
+                                    <AllocatorSettings settings=overview.allocator_settings.clone() />
+                                </div>
+                            </div>
+                        }
+                        .into_any()
+                    }
+                }
+            }}
+        </section>
+    }
+}

@@ -1,0 +1,476 @@
+//! The page's state: which snapshot files are open, how far each one has loaded, which one
+//! and which device are shown, and the overviews received so far.
+//!
+//! Pure logic with no browser dependency, unit-tested natively (see the `cfg(test)` block in
+//! `src/main.rs`). Every change goes through a method that returns the [`Command`]s the page
+//! must carry out (send a request to a file's worker, end a worker, set a performance mark),
+//! so the state machine is tested without workers. Not the place for rendering or for the
+//! worker transport: components read this state through a signal, and `workers.rs` carries
+//! out the commands.
+
+use std::collections::BTreeMap;
+
+use crate::analysis::overview::Overview;
+use crate::protocol::{ErrorReport, LoadedSummary, Request, Response};
+
+/// Identifies one open file (and its worker) for the life of the page.
+pub type FileId = u64;
+
+/// User Timing marks set around every load (read by benchmarks with the User Timing API).
+pub const MARK_FILE_START: &str = "memsight:file-start";
+pub const MARK_DECODED: &str = "memsight:decoded";
+pub const MARK_FIRST_PAINT: &str = "memsight:first-paint";
+
+/// Where a file is in its life.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Status {
+    /// The worker is reading and decoding the file.
+    Loading { bytes_read: u64, total: u64 },
+    /// Decoded: the worker holds the model and answers view requests.
+    Ready(LoadedSummary),
+    /// Could not be decoded (or its worker died); the worker has been ended.
+    Failed(ErrorReport),
+}
+
+/// One open snapshot file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpenFile {
+    pub id: FileId,
+    pub name: String,
+    /// Size of the file in bytes.
+    pub size: u64,
+    pub status: Status,
+    /// The device shown, once the file is decoded.
+    pub device: Option<u32>,
+    /// Overviews received, by device.
+    pub overviews: BTreeMap<u32, Overview>,
+    /// The first overview after loading has not been shown yet (for `memsight:first-paint`).
+    awaiting_first_paint: bool,
+}
+
+impl OpenFile {
+    /// The overview of the device shown, when it has arrived.
+    pub fn overview(&self) -> Option<&Overview> {
+        self.device.and_then(|d| self.overviews.get(&d))
+    }
+
+    /// Devices the user can pick from (empty until decoded).
+    pub fn devices(&self) -> &[u32] {
+        match &self.status {
+            Status::Ready(summary) => &summary.devices,
+            _ => &[],
+        }
+    }
+
+    pub fn is_loading(&self) -> bool {
+        matches!(self.status, Status::Loading { .. })
+    }
+
+    /// A short status line for the file list.
+    pub fn status_text(&self) -> String {
+        match &self.status {
+            Status::Loading { bytes_read, total } => {
+                format!("Loading {}%", super::format::percent_of(*bytes_read, *total))
+            }
+            Status::Ready(summary) => match summary.devices.len() {
+                0 => "No devices".to_string(),
+                1 => "1 device".to_string(),
+                n => format!("{n} devices"),
+            },
+            Status::Failed(_) => "Failed".to_string(),
+        }
+    }
+
+    /// A stable keyword for styling and tests: `loading`, `ready` or `failed`.
+    pub fn status_kind(&self) -> &'static str {
+        match self.status {
+            Status::Loading { .. } => "loading",
+            Status::Ready(_) => "ready",
+            Status::Failed(_) => "failed",
+        }
+    }
+}
+
+/// Something the page must do after a state change.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Command {
+    /// Send a request to the file's worker.
+    Send(FileId, Request),
+    /// End the file's worker (frees its memory).
+    Terminate(FileId),
+    /// `performance.mark(name)` now.
+    Mark(&'static str),
+    /// `performance.mark(name)` once the page has rendered the current state.
+    MarkAfterRender(&'static str),
+}
+
+/// All open files and the selection.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AppState {
+    files: Vec<OpenFile>,
+    selected: Option<FileId>,
+    next_id: FileId,
+}
+
+impl AppState {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Open files, in the order they were opened.
+    pub fn files(&self) -> &[OpenFile] {
+        &self.files
+    }
+
+    pub fn file(&self, id: FileId) -> Option<&OpenFile> {
+        self.files.iter().find(|f| f.id == id)
+    }
+
+    fn file_mut(&mut self, id: FileId) -> Option<&mut OpenFile> {
+        self.files.iter_mut().find(|f| f.id == id)
+    }
+
+    pub fn selected_id(&self) -> Option<FileId> {
+        self.selected
+    }
+
+    pub fn selected(&self) -> Option<&OpenFile> {
+        self.selected.and_then(|id| self.file(id))
+    }
+
+    /// Starts loading a file: adds it, selects it, and asks for its worker to be started with
+    /// the returned `Load` request (the page spawns the worker; see `workers.rs`).
+    pub fn open(&mut self, name: &str, size: u64) -> (FileId, Vec<Command>) {
+        let id = self.add(name, size, Status::Loading { bytes_read: 0, total: size });
+        let load = Request::Load { name: name.to_string(), size };
+        (id, vec![Command::Mark(MARK_FILE_START), Command::Send(id, load)])
+    }
+
+    /// Adds a file that failed before any worker was started (e.g. the example could not be
+    /// fetched, or the worker could not be created).
+    pub fn open_failed(&mut self, name: &str, size: u64, error: ErrorReport) -> FileId {
+        self.add(name, size, Status::Failed(error))
+    }
+
+    fn add(&mut self, name: &str, size: u64, status: Status) -> FileId {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.files.push(OpenFile {
+            id,
+            name: name.to_string(),
+            size,
+            status,
+            device: None,
+            overviews: BTreeMap::new(),
+            awaiting_first_paint: true,
+        });
+        self.selected = Some(id);
+        id
+    }
+
+    /// Shows another open file. Unknown ids are ignored.
+    pub fn select(&mut self, id: FileId) {
+        if self.file(id).is_some() {
+            self.selected = Some(id);
+        }
+    }
+
+    /// Closes a file (or cancels its load): removes it and ends its worker. The selection moves
+    /// to the file that took its place in the list, else the one before it.
+    pub fn close(&mut self, id: FileId) -> Vec<Command> {
+        let Some(index) = self.files.iter().position(|f| f.id == id) else {
+            return Vec::new();
+        };
+        let file = self.files.remove(index);
+        if self.selected == Some(id) {
+            self.selected = self
+                .files
+                .get(index)
+                .or_else(|| index.checked_sub(1).and_then(|i| self.files.get(i)))
+                .map(|f| f.id);
+        }
+        match file.status {
+            // A failed file's worker has already been ended.
+            Status::Failed(_) => Vec::new(),
+            _ => vec![Command::Terminate(id)],
+        }
+    }
+
+    /// Shows another device of a decoded file, asking its worker for the overview if it has
+    /// not arrived yet.
+    pub fn select_device(&mut self, id: FileId, device: u32) -> Vec<Command> {
+        let Some(file) = self.file_mut(id) else {
+            return Vec::new();
+        };
+        if !file.devices().contains(&device) {
+            return Vec::new();
+        }
+        file.device = Some(device);
+        if file.overviews.contains_key(&device) {
+            Vec::new()
+        } else {
+            vec![Command::Send(id, Request::Overview { device })]
+        }
+    }
+
+    /// The worker of file `id` could not be started or died (a script error, not a message).
+    pub fn worker_failed(&mut self, id: FileId, error: ErrorReport) -> Vec<Command> {
+        self.apply(id, Response::Failed(error))
+    }
+
+    /// Applies a message from the worker of file `id`. Messages for closed files are ignored.
+    pub fn apply(&mut self, id: FileId, response: Response) -> Vec<Command> {
+        let Some(file) = self.file_mut(id) else {
+            return Vec::new();
+        };
+        match response {
+            Response::Progress { bytes_read, total } => {
+                if file.is_loading() {
+                    file.status = Status::Loading { bytes_read, total };
+                }
+                Vec::new()
+            }
+            Response::Loaded(summary) => {
+                if !file.is_loading() {
+                    return Vec::new();
+                }
+                let device = if summary.devices.contains(&summary.default_device) {
+                    Some(summary.default_device)
+                } else {
+                    summary.devices.first().copied()
+                };
+                file.device = device;
+                file.status = Status::Ready(summary);
+                let mut commands = vec![Command::Mark(MARK_DECODED)];
+                match device {
+                    Some(device) => commands.push(Command::Send(id, Request::Overview { device })),
+                    // Nothing to ask for: the empty snapshot is what gets painted.
+                    None => {
+                        file.awaiting_first_paint = false;
+                        commands.push(Command::MarkAfterRender(MARK_FIRST_PAINT));
+                    }
+                }
+                commands
+            }
+            Response::Overview(overview) => {
+                let device = overview.device;
+                file.overviews.insert(device, overview);
+                if file.awaiting_first_paint && file.device == Some(device) {
+                    file.awaiting_first_paint = false;
+                    vec![Command::MarkAfterRender(MARK_FIRST_PAINT)]
+                } else {
+                    Vec::new()
+                }
+            }
+            Response::Failed(error) => {
+                if matches!(file.status, Status::Failed(_)) {
+                    return Vec::new();
+                }
+                if let Status::Ready(_) = file.status {
+                    // The model was lost with its worker: say so rather than keep stale views.
+                    file.overviews.clear();
+                    file.device = None;
+                }
+                file.status = Status::Failed(error);
+                vec![Command::Terminate(id)]
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::overview::{Metric, Unit};
+
+    fn summary(devices: Vec<u32>, default_device: u32) -> LoadedSummary {
+        LoadedSummary { devices, default_device, file_bytes: 100, decode_ms: 1.0 }
+    }
+
+    fn overview(device: u32) -> Overview {
+        Overview {
+            device,
+            metrics: vec![Metric {
+                key: "reserved-end-bytes".into(),
+                label: "Reserved at end".into(),
+                value: 42,
+                unit: Unit::Bytes,
+                group: "memory".into(),
+            }],
+            era: "2.5 or later".into(),
+            allocator_settings: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    fn error(message: &str) -> ErrorReport {
+        ErrorReport { message: message.into(), offset: Some(7), hint: None }
+    }
+
+    #[test]
+    fn opening_selects_the_file_and_starts_its_load() {
+        let mut state = AppState::new();
+        let (a, commands) = state.open("a.pickle", 100);
+        assert_eq!(
+            commands,
+            vec![
+                Command::Mark(MARK_FILE_START),
+                Command::Send(a, Request::Load { name: "a.pickle".into(), size: 100 }),
+            ]
+        );
+        assert_eq!(state.selected_id(), Some(a));
+        let (b, _) = state.open("b.pickle", 5);
+        assert_ne!(a, b);
+        assert_eq!(state.selected_id(), Some(b));
+        assert_eq!(state.files().len(), 2);
+        assert_eq!(state.selected().unwrap().status_text(), "Loading 0%");
+        assert_eq!(state.selected().unwrap().status_kind(), "loading");
+    }
+
+    #[test]
+    fn a_full_load_marks_decoded_asks_for_the_overview_and_marks_first_paint_once() {
+        let mut state = AppState::new();
+        let (id, _) = state.open("a.pickle", 100);
+        assert!(state.apply(id, Response::Progress { bytes_read: 40, total: 100 }).is_empty());
+        assert_eq!(state.file(id).unwrap().status_text(), "Loading 40%");
+
+        let commands = state.apply(id, Response::Loaded(summary(vec![0, 1], 1)));
+        assert_eq!(
+            commands,
+            vec![Command::Mark(MARK_DECODED), Command::Send(id, Request::Overview { device: 1 })]
+        );
+        let file = state.file(id).unwrap();
+        assert_eq!(file.device, Some(1));
+        assert_eq!(file.devices(), &[0, 1]);
+        assert_eq!(file.status_text(), "2 devices");
+        assert!(file.overview().is_none());
+
+        let commands = state.apply(id, Response::Overview(overview(1)));
+        assert_eq!(commands, vec![Command::MarkAfterRender(MARK_FIRST_PAINT)]);
+        assert_eq!(state.file(id).unwrap().overview(), Some(&overview(1)));
+
+        // Switching devices asks once, and never marks first paint again.
+        assert_eq!(
+            state.select_device(id, 0),
+            vec![Command::Send(id, Request::Overview { device: 0 })]
+        );
+        assert!(state.apply(id, Response::Overview(overview(0))).is_empty());
+        assert!(state.select_device(id, 1).is_empty());
+        assert_eq!(state.file(id).unwrap().overview().unwrap().device, 1);
+        // Devices the file does not have are refused.
+        assert!(state.select_device(id, 9).is_empty());
+        assert_eq!(state.file(id).unwrap().device, Some(1));
+    }
+
+    #[test]
+    fn a_default_device_missing_from_the_list_falls_back_to_the_first() {
+        let mut state = AppState::new();
+        let (id, _) = state.open("a.pickle", 1);
+        state.apply(id, Response::Loaded(summary(vec![2, 3], 0)));
+        assert_eq!(state.file(id).unwrap().device, Some(2));
+    }
+
+    #[test]
+    fn an_empty_snapshot_is_painted_without_an_overview_request() {
+        let mut state = AppState::new();
+        let (id, _) = state.open("empty.pickle", 1);
+        let commands = state.apply(id, Response::Loaded(summary(vec![], 0)));
+        assert_eq!(
+            commands,
+            vec![Command::Mark(MARK_DECODED), Command::MarkAfterRender(MARK_FIRST_PAINT)]
+        );
+        assert_eq!(state.file(id).unwrap().status_text(), "No devices");
+    }
+
+    #[test]
+    fn a_failure_ends_the_worker_and_leaves_other_files_intact() {
+        let mut state = AppState::new();
+        let (good, _) = state.open("good.pickle", 10);
+        state.apply(good, Response::Loaded(summary(vec![0], 0)));
+        state.apply(good, Response::Overview(overview(0)));
+        let before = state.file(good).cloned();
+
+        let (bad, _) = state.open("bad.pickle", 10);
+        let commands = state.apply(bad, Response::Failed(error("truncated")));
+        assert_eq!(commands, vec![Command::Terminate(bad)]);
+        assert_eq!(state.file(bad).unwrap().status, Status::Failed(error("truncated")));
+        assert_eq!(state.file(good).cloned(), before);
+        // Late messages from the ended worker change nothing.
+        assert!(state.apply(bad, Response::Progress { bytes_read: 5, total: 10 }).is_empty());
+        assert!(state.apply(bad, Response::Failed(error("again"))).is_empty());
+        assert_eq!(state.file(bad).unwrap().status, Status::Failed(error("truncated")));
+        // Closing a failed file has no worker left to end.
+        assert!(state.close(bad).is_empty());
+        assert_eq!(state.selected_id(), Some(good));
+    }
+
+    #[test]
+    fn a_worker_dying_after_load_drops_its_views() {
+        let mut state = AppState::new();
+        let (id, _) = state.open("a.pickle", 10);
+        state.apply(id, Response::Loaded(summary(vec![0], 0)));
+        state.apply(id, Response::Overview(overview(0)));
+        let commands = state.worker_failed(id, error("worker crashed"));
+        assert_eq!(commands, vec![Command::Terminate(id)]);
+        let file = state.file(id).unwrap();
+        assert!(file.overview().is_none());
+        assert!(file.devices().is_empty());
+    }
+
+    #[test]
+    fn closing_moves_the_selection_to_a_neighbour_and_ends_the_worker() {
+        let mut state = AppState::new();
+        let (a, _) = state.open("a", 1);
+        let (b, _) = state.open("b", 1);
+        let (c, _) = state.open("c", 1);
+        state.select(b);
+        assert_eq!(state.close(b), vec![Command::Terminate(b)]);
+        assert_eq!(state.selected_id(), Some(c));
+        assert_eq!(state.close(c), vec![Command::Terminate(c)]);
+        assert_eq!(state.selected_id(), Some(a));
+        // Closing a file that is not selected keeps the selection.
+        let (d, _) = state.open("d", 1);
+        state.select(a);
+        state.close(d);
+        assert_eq!(state.selected_id(), Some(a));
+        state.close(a);
+        assert_eq!(state.selected_id(), None);
+        assert!(state.files().is_empty());
+        // Unknown ids are ignored everywhere.
+        assert!(state.close(a).is_empty());
+        assert!(state.apply(a, Response::Overview(overview(0))).is_empty());
+        state.select(a);
+        assert_eq!(state.selected_id(), None);
+    }
+
+    #[test]
+    fn messages_for_a_closed_file_are_ignored() {
+        let mut state = AppState::new();
+        let (a, _) = state.open("a", 1);
+        let (b, _) = state.open("b", 1);
+        state.close(a);
+        assert!(state.apply(a, Response::Loaded(summary(vec![0], 0))).is_empty());
+        assert_eq!(state.files().len(), 1);
+        assert_eq!(state.selected_id(), Some(b));
+    }
+
+    #[test]
+    fn a_file_that_failed_before_its_worker_started_is_listed() {
+        let mut state = AppState::new();
+        let id = state.open_failed("example.pickle", 0, error("HTTP 404"));
+        assert_eq!(state.selected_id(), Some(id));
+        assert_eq!(state.file(id).unwrap().status_kind(), "failed");
+        assert!(state.close(id).is_empty());
+    }
+
+    #[test]
+    fn progress_after_load_does_not_reset_the_status() {
+        let mut state = AppState::new();
+        let (id, _) = state.open("a", 10);
+        state.apply(id, Response::Loaded(summary(vec![0], 0)));
+        state.apply(id, Response::Progress { bytes_read: 1, total: 10 });
+        assert_eq!(state.file(id).unwrap().status_kind(), "ready");
+        // A second Loaded is ignored too.
+        assert!(state.apply(id, Response::Loaded(summary(vec![0], 0))).is_empty());
+    }
+}

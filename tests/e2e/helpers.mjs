@@ -1,0 +1,120 @@
+// Shared set-up for the end-to-end tests: the built site, Debian's Chromium driven by
+// playwright-core (no browser download), and small page helpers.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+import { serveStatic } from './server.mjs';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const DIST = path.join(ROOT, 'dist');
+/** Real snapshots, outside the repository (never copied into it). */
+export const REAL_FIXTURES = process.env.MEMSIGHT_REAL_FIXTURES ?? path.resolve(ROOT, '../shared/fixtures/real');
+export const EXPECTATIONS = path.join(ROOT, 'tests/expectations/real.json');
+export const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+/** The site is served under a sub-path, as on GitHub Pages, to check relative asset paths. */
+export const SUB_PATH = '/memsight/';
+
+export function assertBuilt() {
+  if (!fs.existsSync(path.join(DIST, 'index.html'))) {
+    throw new Error('dist/ is not built: run `./x test` (or `trunk build --release`) first');
+  }
+}
+
+export async function startServer() {
+  assertBuilt();
+  return serveStatic(DIST, SUB_PATH);
+}
+
+/** Debian's Chromium, headless, with a fresh temporary profile (Playwright makes one per launch). */
+export async function launchBrowser() {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--no-first-run',
+      '--disable-sync',
+      '--disable-quic',
+    ],
+  });
+}
+
+/**
+ * Opens the app in a fresh context. Records every request (page and workers), console errors,
+ * uncaught errors and Content-Security-Policy violations.
+ */
+export async function openApp(browser, server) {
+  const context = await browser.newContext();
+  const requests = [];
+  context.on('request', (request) => requests.push(request.url()));
+  const page = await context.newPage();
+  const errors = [];
+  page.on('console', (message) => {
+    if (message.type() === 'error') errors.push(message.text());
+  });
+  page.on('pageerror', (error) => errors.push(String(error)));
+  await page.addInitScript(() => {
+    window.__cspViolations = [];
+    document.addEventListener('securitypolicyviolation', (event) => {
+      window.__cspViolations.push(`${event.violatedDirective} blocked ${event.blockedURI}`);
+    });
+  });
+  await page.goto(server.url);
+  await page.waitForSelector('#open-file');
+  return { context, page, requests, errors };
+}
+
+/** Opens local files through the file input; resolves once each new file is listed. */
+export async function openFiles(page, files) {
+  const before = await page.locator('.file-item').count();
+  await page.setInputFiles('#file-input', files);
+  await page.waitForFunction(
+    (n) => document.querySelectorAll('.file-item').length >= n,
+    before + [files].flat().length,
+  );
+}
+
+/** Waits until the selected file is no longer loading; returns its status. */
+export async function waitSettled(page, timeout = 60_000) {
+  const handle = await page.waitForFunction(
+    () => {
+      const item = document.querySelector('.file-item.selected');
+      const status = item?.dataset.status;
+      if (status === 'failed') return status;
+      // Ready means decoded and its overview (or the empty-snapshot note) rendered.
+      if (status === 'ready' && (document.querySelector('#overview') || document.querySelector('#empty-snapshot'))) {
+        return status;
+      }
+      return false;
+    },
+    null,
+    { timeout },
+  );
+  return handle.jsonValue();
+}
+
+/** The overview's metrics as { key: BigInt(value) }. */
+export async function metrics(page) {
+  const pairs = await page.$$eval('[data-metric]', (elements) =>
+    elements.map((e) => [e.dataset.metric, e.dataset.value]),
+  );
+  return Object.fromEntries(pairs.map(([k, v]) => [k, BigInt(v)]));
+}
+
+/** The numbers of the User Timing marks with `name`. */
+export async function marks(page, name) {
+  return page.evaluate((n) => performance.getEntriesByName(n, 'mark').map((m) => m.startTime), name);
+}
+
+export function tempFile(name, bytes) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'memsight-e2e-'));
+  const file = path.join(dir, name);
+  fs.writeFileSync(file, bytes);
+  return file;
+}

@@ -1,0 +1,58 @@
+// A tiny static file server for the end-to-end tests: serves dist/ on 127.0.0.1 under a
+// sub-path (as GitHub Pages does), with the MIME types browsers need (application/wasm), and
+// records every request it receives.
+import http from 'node:http';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+
+const TYPES = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.wasm': 'application/wasm',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.json': 'application/json',
+  '.pickle': 'application/octet-stream',
+};
+
+/**
+ * Serves `root` at http://127.0.0.1:<free port><prefix>. Returns { origin, url, requests, close }.
+ */
+export async function serveStatic(root, prefix = '/') {
+  const requests = [];
+  const server = http.createServer(async (req, res) => {
+    requests.push(req.url);
+    const url = new URL(req.url, 'http://localhost');
+    if (!url.pathname.startsWith(prefix)) {
+      res.writeHead(404).end('not found');
+      return;
+    }
+    let rel = decodeURIComponent(url.pathname.slice(prefix.length));
+    if (rel === '' || rel.endsWith('/')) rel += 'index.html';
+    const file = path.join(root, rel);
+    if (!file.startsWith(root + path.sep)) {
+      res.writeHead(403).end('forbidden');
+      return;
+    }
+    try {
+      const body = await fs.readFile(file);
+      res.writeHead(200, {
+        'content-type': TYPES[path.extname(file)] ?? 'application/octet-stream',
+        'cache-control': 'no-store',
+      });
+      res.end(body);
+    } catch {
+      res.writeHead(404).end('not found');
+    }
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const origin = `http://127.0.0.1:${server.address().port}`;
+  return {
+    origin,
+    url: origin + prefix,
+    requests,
+    close: () => new Promise((resolve) => server.close(resolve)),
+  };
+}

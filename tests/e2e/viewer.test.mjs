@@ -1,0 +1,336 @@
+// End-to-end tests of the built viewer (dist/) in Debian's headless Chromium: start-up under
+// the Content-Security-Policy, opening files (input, example), overview numbers against the
+// expectations of real snapshots, error reports, privacy (no request leaves the origin),
+// responsiveness during a large load, and Cancel.
+//
+// Run with `./x test` (which builds dist/ first) or `node --test tests/e2e/*.test.mjs`.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+
+import {
+  DIST, EXPECTATIONS, REAL_FIXTURES, ROOT,
+  launchBrowser, marks, metrics, openApp, openFiles, startServer, tempFile, waitSettled,
+} from './helpers.mjs';
+
+/** Keys of tests/expectations/real.json (per device) → `data-metric` keys of the overview. */
+const EXPECTED_METRICS = {
+  reserved_bytes: 'reserved-end-bytes',
+  allocated_bytes: 'allocated-end-bytes',
+  segments: 'segment-count',
+  blocks: 'block-count',
+  trace_entries: 'trace-entry-count',
+};
+/** Trace actions (`alloc`, `free_requested`…) → `data-metric` key of their count. */
+const actionMetric = (action) => `action-${action.replaceAll('_', '-')}-count`;
+
+/** A pickle that would call os.system('echo pwned') if it were unpickled by Python. */
+const HOSTILE_PICKLE = Buffer.from('\x80\x02cposix\nsystem\nq\x00X\x0a\x00\x00\x00echo pwnedq\x01\x85q\x02Rq\x03.', 'latin1');
+
+let server;
+let browser;
+
+before(async () => {
+  server = await startServer();
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+describe('start-up', () => {
+  it('boots under a sub-path with the strict Content-Security-Policy and no errors', async () => {
+    const { context, page, requests, errors } = await openApp(browser, server);
+    try {
+      await page.waitForSelector('#welcome');
+      const csp = await page.getAttribute('meta[http-equiv="Content-Security-Policy"]', 'content');
+      assert.match(csp, /connect-src 'self'/);
+      assert.match(csp, /default-src 'none'/);
+      assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval'|\*/, 'no inline scripts, no eval, no wildcards');
+      // No inline script at all in the built page.
+      const inline = await page.$$eval('script:not([src])', (s) => s.length);
+      assert.equal(inline, 0, 'the built page has inline scripts');
+      assert.deepEqual(await page.evaluate(() => window.__cspViolations), []);
+      assert.deepEqual(errors, []);
+      assert.ok(requests.every((url) => url.startsWith(server.url)), `requests outside the site: ${requests}`);
+      assert.equal(await page.isHidden('#panic-banner'), true);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('blocks any attempt to send data to another origin', async () => {
+    const { context, page } = await openApp(browser, server);
+    try {
+      const outcome = await page.evaluate(() =>
+        fetch('http://127.0.0.2:9/upload', { method: 'POST', body: 'secret' }).then(() => 'sent', () => 'blocked'),
+      );
+      assert.equal(outcome, 'blocked');
+      const violations = await page.evaluate(() => window.__cspViolations);
+      assert.ok(violations.some((v) => v.startsWith('connect-src')), `no CSP violation reported: ${violations}`);
+    } finally {
+      await context.close();
+    }
+  });
+});
+
+describe('opening files', () => {
+  it('"Open example" fetches the bundled example and shows its overview, with timing marks', async () => {
+    const { context, page, requests, errors } = await openApp(browser, server);
+    try {
+      const assetsLoaded = requests.length;
+      await page.click('#open-example');
+      assert.equal(await waitSettled(page), 'ready');
+      const item = page.locator('.file-item.selected');
+      assert.equal(await item.locator('.file-name').textContent(), 'example.pickle');
+      const size = fs.statSync(path.join(DIST, 'example.pickle')).size;
+      assert.ok(size > 0);
+
+      const values = await metrics(page);
+      assert.ok(Object.keys(values).length >= 5, `too few metrics: ${Object.keys(values)}`);
+      for (const key of ['reserved-end-bytes', 'allocated-end-bytes', 'segment-count']) {
+        assert.ok(key in values, `missing metric ${key}`);
+      }
+      assert.ok(values['allocated-end-bytes'] <= values['reserved-end-bytes']);
+      // Numbers are human-formatted, the exact value is in data-value.
+      const shown = await page.textContent('[data-metric="reserved-end-bytes"] dd');
+      assert.match(shown, /^\d+(\.\d+)? (B|KiB|MiB|GiB|TiB)$/);
+
+      await page.waitForFunction(() => performance.getEntriesByName('memsight:first-paint').length > 0);
+      const [start] = await marks(page, 'memsight:file-start');
+      const [decoded] = await marks(page, 'memsight:decoded');
+      const [painted] = await marks(page, 'memsight:first-paint');
+      assert.ok(start <= decoded && decoded <= painted, `marks out of order: ${start} ${decoded} ${painted}`);
+
+      // After the site's own assets, the only requests are the example and the worker's files.
+      const later = requests.slice(assetsLoaded).map((url) => new URL(url).pathname.replace(/.*\//, ''));
+      const allowed = new Set(['example.pickle', 'worker_loader.js', 'worker.js', 'worker_bg.wasm']);
+      assert.ok(later.every((name) => allowed.has(name)), `unexpected requests: ${later}`);
+      assert.ok(later.includes('example.pickle'));
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('opens several files at once, lists them, switches between them and closes them', async () => {
+    const { context, page } = await openApp(browser, server);
+    try {
+      const example = path.join(DIST, 'example.pickle');
+      const a = tempFile('first.pickle', fs.readFileSync(example));
+      const b = tempFile('second.pickle', fs.readFileSync(example));
+      await openFiles(page, [a, b]);
+      assert.deepEqual(await page.$$eval('.file-name', (e) => e.map((n) => n.textContent)), ['first.pickle', 'second.pickle']);
+      assert.equal(await waitSettled(page), 'ready');
+      assert.equal(await page.textContent('.file-item.selected .file-name'), 'second.pickle');
+      assert.match(await page.textContent('.file-item.selected .file-size'), /KiB|MiB/);
+
+      await page.click('.file-item:nth-child(1) .file-select');
+      assert.equal(await waitSettled(page), 'ready');
+      assert.equal(await page.textContent('#snapshot .file-title'), 'first.pickle');
+
+      await page.click('.file-item:nth-child(1) .file-close');
+      assert.deepEqual(await page.$$eval('.file-name', (e) => e.map((n) => n.textContent)), ['second.pickle']);
+      assert.equal(await page.textContent('#snapshot .file-title'), 'second.pickle');
+      await page.click('.file-item .file-close');
+      await page.waitForSelector('#welcome');
+    } finally {
+      await context.close();
+    }
+  });
+});
+
+describe('real snapshots', () => {
+  const haveFixtures = fs.existsSync(REAL_FIXTURES);
+  const haveExpectations = fs.existsSync(EXPECTATIONS);
+  const skip = !haveFixtures
+    ? `real fixtures not found at ${REAL_FIXTURES}`
+    : !haveExpectations
+      ? `${path.relative(ROOT, EXPECTATIONS)} not found`
+      : false;
+
+  it('overview numbers match the expectations for every device of every real file', { skip, timeout: 300_000 }, async () => {
+    const raw = JSON.parse(fs.readFileSync(EXPECTATIONS, 'utf8'));
+    const expectations = raw.files ?? raw;
+    const names = Object.keys(expectations).filter((name) => fs.existsSync(path.join(REAL_FIXTURES, name)));
+    assert.ok(names.length > 0, 'no expectation names a file that exists');
+    const { context, page, errors } = await openApp(browser, server);
+    const failures = [];
+    try {
+      for (const name of names) {
+        await openFiles(page, path.join(REAL_FIXTURES, name));
+        const status = await waitSettled(page);
+        if (status !== 'ready') {
+          failures.push(`${name}: ${status}: ${await page.textContent('#error-report').catch(() => '?')}`);
+          await page.click('.file-item.selected .file-close');
+          continue;
+        }
+        const devices = expectations[name].devices ?? expectations[name];
+        const offered = await page.$$eval('#device-picker option', (o) => o.map((e) => e.value));
+        const single = await page.textContent('#device-single').catch(() => null);
+        for (const [device, expected] of Object.entries(devices)) {
+          if (offered.length > 0) {
+            if (!offered.includes(device)) {
+              failures.push(`${name}: device ${device} is not offered (${offered})`);
+              continue;
+            }
+            await page.selectOption('#device-picker', device);
+          } else if (single !== `cuda:${device}`) {
+            failures.push(`${name}: device ${device} is not shown (${single})`);
+            continue;
+          }
+          await page.waitForSelector(`#overview[data-device="${device}"]`);
+          const got = await metrics(page);
+          const check = (key, want) => {
+            if (!(key in got)) failures.push(`${name} cuda:${device}: no metric ${key}`);
+            else if (got[key] !== BigInt(want)) failures.push(`${name} cuda:${device}: ${key} = ${got[key]}, expected ${want}`);
+          };
+          for (const [field, key] of Object.entries(EXPECTED_METRICS)) {
+            if (field in expected) check(key, expected[field]);
+          }
+          for (const [action, count] of Object.entries(expected.actions ?? {})) check(actionMetric(action), count);
+        }
+        await page.click('.file-item.selected .file-close');
+      }
+      assert.deepEqual(failures, []);
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
+});
+
+describe('bad files', () => {
+  it('a truncated and a hostile file show their error while the first snapshot stays open', async () => {
+    const { context, page, requests } = await openApp(browser, server);
+    try {
+      const goodPath = path.join(DIST, 'example.pickle');
+      const good = fs.readFileSync(goodPath);
+      await openFiles(page, goodPath);
+      assert.equal(await waitSettled(page), 'ready');
+      const before = await metrics(page);
+
+      const fixtures = path.join(ROOT, 'tests/fixtures');
+      const truncated = fs.existsSync(path.join(fixtures, 'truncated.pickle'))
+        ? path.join(fixtures, 'truncated.pickle')
+        : tempFile('truncated.pickle', good.subarray(0, Math.floor(good.length / 2)));
+      await openFiles(page, truncated);
+      assert.equal(await waitSettled(page), 'failed');
+      assert.ok((await page.textContent('#error-report .error-message')).trim().length > 0);
+      const offset = await page.getAttribute('#error-report .error-offset', 'data-offset');
+      assert.match(offset, /^\d+$/, 'a truncated file reports a byte offset');
+      assert.equal(await page.getAttribute('.file-item.selected', 'data-status'), 'failed');
+
+      const hostileFixture = path.join(fixtures, 'hostile_os_system.pickle');
+      for (const hostile of [tempFile('hostile.pickle', HOSTILE_PICKLE), ...(fs.existsSync(hostileFixture) ? [hostileFixture] : [])]) {
+        await openFiles(page, hostile);
+        assert.equal(await waitSettled(page), 'failed');
+        const report = await page.textContent('#error-report');
+        assert.match(report, /GLOBAL|REDUCE/, `the message names the refused opcode: ${report}`);
+        assert.ok(await page.isVisible('#error-report .error-hint'), 'a hostile file gets a hint');
+      }
+
+      // The first snapshot is intact.
+      await page.click('.file-item:nth-child(1) .file-select');
+      assert.equal(await waitSettled(page), 'ready');
+      assert.deepEqual(await metrics(page), before);
+      assert.equal(await page.isHidden('#panic-banner'), true);
+      assert.ok(requests.every((url) => url.startsWith(server.url)), 'a request left the site');
+    } finally {
+      await context.close();
+    }
+  });
+});
+
+describe('large files', () => {
+  const generator = path.join(ROOT, 'tests/python/gen_snapshot.py');
+  const skip = fs.existsSync(generator) ? false : 'tests/python/gen_snapshot.py not found';
+  let big;
+
+  before(() => {
+    if (skip) return;
+    // Generated once per machine and reused (about 49 MB, 20 s to make).
+    big = path.join(os.tmpdir(), 'memsight-e2e-300k-s1.pickle');
+    if (!fs.existsSync(big)) {
+      const partial = `${big}.${process.pid}.part`;
+      execFileSync('python3', [generator, '--entries', '300000', '--seed', '1', '--quiet', '-o', partial], { stdio: 'inherit' });
+      fs.renameSync(partial, big);
+    }
+  });
+
+  it('the page stays responsive while a large file loads', { skip, timeout: 180_000 }, async () => {
+    const { context, page, errors } = await openApp(browser, server);
+    try {
+      await page.click('#open-example');
+      assert.equal(await waitSettled(page), 'ready');
+      const exampleValues = await metrics(page);
+
+      // Heartbeat on the main thread; a click handler notes whether a load was in progress.
+      await page.evaluate(() => {
+        window.__gaps = [];
+        let last = performance.now();
+        window.__heartbeat = setInterval(() => {
+          const now = performance.now();
+          window.__gaps.push(now - last);
+          last = now;
+        }, 10);
+        window.__clicksDuringLoad = 0;
+        document.addEventListener('click', () => {
+          if (document.querySelector('.file-item[data-status="loading"]')) window.__clicksDuringLoad += 1;
+        }, true);
+      });
+      await page.setInputFiles('#file-input', big);
+      await page.click('.file-item:nth-child(1) .file-select');
+      await page.waitForSelector('#overview');
+      assert.deepEqual(await metrics(page), exampleValues, 'the clicked file is shown while the other loads');
+      assert.equal(await page.evaluate(() => window.__clicksDuringLoad), 1, 'the click happened during the load');
+
+      await page.click('.file-item:nth-child(2) .file-select');
+      const status = await waitSettled(page, 120_000);
+      const maxGap = await page.evaluate(() => {
+        clearInterval(window.__heartbeat);
+        return Math.max(...window.__gaps);
+      });
+      assert.equal(status, 'ready', await page.textContent('#main'));
+      assert.ok(maxGap < 300, `the main thread was blocked for ${maxGap.toFixed(0)} ms`);
+      const size = fs.statSync(big).size;
+      assert.equal(await page.getAttribute('.file-item:nth-child(2)', 'data-status'), 'ready');
+      assert.ok(size > 10_000_000);
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('Cancel ends a load at once and the file is gone', { skip, timeout: 120_000 }, async () => {
+    const { context, page } = await openApp(browser, server);
+    try {
+      // Click Cancel the moment the progress view appears.
+      await page.evaluate(() => {
+        new MutationObserver((_, observer) => {
+          const cancel = document.querySelector('#cancel-load');
+          if (cancel) {
+            window.__progressSeen = document.querySelector('#load-progress progress') !== null;
+            cancel.click();
+            observer.disconnect();
+          }
+        }).observe(document.body, { childList: true, subtree: true });
+      });
+      await page.setInputFiles('#file-input', big);
+      await page.waitForSelector('#welcome');
+      assert.equal(await page.evaluate(() => window.__progressSeen), true);
+      assert.equal(await page.locator('.file-item').count(), 0);
+      // The worker was ended: nothing is decoded later.
+      await page.waitForTimeout(1500);
+      assert.deepEqual(await marks(page, 'memsight:decoded'), []);
+      assert.equal(await page.locator('.file-item').count(), 0);
+    } finally {
+      await context.close();
+    }
+  });
+});
