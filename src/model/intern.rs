@@ -137,15 +137,20 @@ impl Stacks {
 #[derive(Clone, Debug, Default)]
 pub struct FrameInterner {
     index: FxHashMap<(StrId, i64, StrId), FrameId>,
+    /// Frames with extra keys (fx traces), keyed by their full content.
+    with_extra: FxHashMap<(StrId, i64, StrId, String), FrameId>,
 }
 
 impl FrameInterner {
-    /// The id of `frame` in `frames`, adding it when new. Frames with extra keys are never
-    /// merged with each other, so nothing written is lost.
+    /// The id of `frame` in `frames`, adding it when new. Frames with extra keys are merged
+    /// only with identical ones, so nothing written is lost.
     pub fn intern(&mut self, frames: &mut Vec<Frame>, frame: Frame) -> FrameId {
         if !frame.extra.is_empty() {
-            frames.push(frame);
-            return (frames.len() - 1) as FrameId;
+            let key = (frame.filename, frame.line, frame.name, format!("{:?}", frame.extra));
+            return *self.with_extra.entry(key).or_insert_with(|| {
+                frames.push(frame);
+                (frames.len() - 1) as FrameId
+            });
         }
         let key = (frame.filename, frame.line, frame.name);
         *self.index.entry(key).or_insert_with(|| {
