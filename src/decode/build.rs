@@ -58,6 +58,16 @@ impl Node {
     }
 }
 
+/// A scalar dict value, for the trace-entry fast path.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scalar {
+    Int(i64),
+    Str(StrId),
+    Stack(StackId),
+    /// Anything else: the general path decides.
+    Other,
+}
+
 macro_rules! keys {
     ($($name:ident = $text:literal),* $(,)?) => {
         /// Strings interned first, so their ids are constants.
@@ -332,6 +342,71 @@ impl Builder {
         row.stream = self.stream(stream_raw, at)?;
         self.staging.push(row);
         Ok(row_index)
+    }
+
+    /// [`Builder::trace_row`] for the common case of a trace entry whose keys are all known
+    /// and whose values are plain scalars or interned stacks. Returns `None` (changing
+    /// nothing) when the entry needs the general path.
+    #[inline]
+    pub fn trace_row_scalars(&mut self, pairs: &[(StrId, Scalar)]) -> Option<u32> {
+        let mut row = TraceRow {
+            action: Action::Other,
+            addr: 0,
+            size: 0,
+            stream: 0,
+            time_us: NO_TIME,
+            stack: NO_STACK,
+            compile_context: None,
+            user_metadata: None,
+            pool: None,
+            forward_stack: NO_STACK,
+            unknown_action: None,
+        };
+        let mut has_action = false;
+        let mut stream = 0u64;
+        let mut features = self.features;
+        for &(k, v) in pairs {
+            match (k, v) {
+                (key::ACTION, Scalar::Str(name)) => {
+                    row.action = action_of(name);
+                    if row.action == Action::Other {
+                        return None;
+                    }
+                    has_action = true;
+                }
+                (key::ADDR | key::DEVICE_FREE, Scalar::Int(i)) if i >= 0 => row.addr = i as u64,
+                (key::SIZE, Scalar::Int(i)) if i >= 0 => row.size = i as u64,
+                (key::STREAM, Scalar::Int(i)) if i >= 0 => stream = i as u64,
+                (key::TIME_US, Scalar::Int(i)) => {
+                    row.time_us = i;
+                    features.time_us = true;
+                }
+                (key::FRAMES, Scalar::Stack(s)) => {
+                    row.stack = s;
+                    features.trace_frames |= s != NO_STACK;
+                }
+                (key::COMPILE_CONTEXT, Scalar::Str(s)) => {
+                    row.compile_context = (s != key::NA).then_some(s);
+                    features.compile_context = true;
+                }
+                (key::USER_METADATA, Scalar::Str(s)) => {
+                    row.user_metadata = (s != key::EMPTY).then_some(s);
+                    features.user_metadata = true;
+                }
+                _ => return None,
+            }
+        }
+        if !has_action {
+            return None;
+        }
+        row.stream = match self.stream_index.get(&stream) {
+            Some(&i) => i,
+            None => self.stream(stream, At(None)).ok()?,
+        };
+        self.features = features;
+        let index = self.staging.len() as u32;
+        self.staging.push(row);
+        Some(index)
     }
 
     fn u64_field(&self, k: &Node, v: &Node, what: &str, at: At) -> Result<u64, DecodeError> {

@@ -38,6 +38,18 @@ impl<R: Read> Input<R> {
         self.len - self.pos
     }
 
+    /// All buffered bytes (the unread ones start at `pos`).
+    #[inline(always)]
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+
+    /// The next 16 bytes, when that many are buffered.
+    #[inline(always)]
+    pub fn peek16(&self) -> Option<[u8; 16]> {
+        self.buf.get(self.pos..self.pos + 16).filter(|_| self.pos + 16 <= self.len).map(|b| b.try_into().unwrap())
+    }
+
     /// Makes at least `want` bytes available unless the stream ends first.
     /// Returns the number available afterwards.
     pub fn fill(&mut self, want: usize) -> Result<usize, DecodeError> {

@@ -15,7 +15,7 @@ mod input;
 mod json;
 mod pickle;
 
-pub use error::DecodeError;
+pub use error::{DecodeError, ErrorDetail};
 use input::{Counting, Input};
 
 /// What the first bytes of a stream say it is.

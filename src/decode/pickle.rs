@@ -11,7 +11,7 @@
 
 use std::io::Read;
 
-use super::build::{At, Builder, Node, MAX_DEPTH};
+use super::build::{At, Builder, Node, Scalar, MAX_DEPTH};
 use super::input::{truncated, Input};
 use super::DecodeError;
 use crate::model::{FrameId, StackId, StrId};
@@ -79,6 +79,7 @@ impl Slot {
     const T_FRAME: u32 = 3;
     const T_STACK: u32 = 4;
     const T_NODE: u32 = 5;
+    const T_ROW: u32 = 6;
 
     fn tagged(tag: u32, payload: u32) -> Option<Slot> {
         (payload <= Self::PAYLOAD).then_some(Slot(tag << 29 | payload))
@@ -168,6 +169,11 @@ impl<R: Read> Parser<R> {
         loop {
             if self.input.available() < 16 && self.input.fill(16)? == 0 {
                 return Err(truncated(self.input.offset(), "the pickle (no STOP opcode)"));
+            }
+            if let Some(chunk) = self.input.peek16() {
+                if self.fast_op(chunk)? {
+                    continue;
+                }
             }
             let at = self.input.offset();
             let op = self.input.take(1, "an opcode")?[0];
@@ -275,12 +281,7 @@ impl<R: Read> Parser<R> {
                     let o = self.new_obj(Kind::Set);
                     self.push(Val::Obj(o), at)?;
                 }
-                b'(' => {
-                    if self.marks.len() >= MAX_MARKS {
-                        return Err(DecodeError::at(at, format!("more than {MAX_MARKS} nested MARKs")));
-                    }
-                    self.marks.push(self.stack.len());
-                }
+                b'(' => self.op_mark(at)?,
                 b't' | b'l' | b'd' | 0x91 => {
                     let mark = self.pop_mark(at)?;
                     let kind = match op {
@@ -298,52 +299,11 @@ impl<R: Read> Parser<R> {
                     self.fill_obj(o, kind, at)?;
                     self.stack.push(Val::Obj(o));
                 }
-                0x85..=0x87 => {
-                    let n = (op - 0x84) as usize;
-                    let floor = self.marks.last().copied().unwrap_or(0);
-                    if self.stack.len() < floor + n {
-                        return Err(DecodeError::at(at, format!("TUPLE{n} needs {n} values on the stack")));
-                    }
-                    let o = self.new_obj(Kind::Tuple);
-                    self.scratch.clear();
-                    let start = self.stack.len() - n;
-                    self.scratch.extend(self.stack.drain(start..));
-                    self.fill_obj(o, Kind::Tuple, at)?;
-                    self.stack.push(Val::Obj(o));
-                }
-                b'a' => {
-                    let v = self.pop(at)?;
-                    let target = self.top_obj(Kind::List, "APPEND", at)?;
-                    self.scratch.clear();
-                    self.scratch.push(v);
-                    self.fill_obj(target, Kind::List, at)?;
-                }
-                b'e' => {
-                    let mark = self.pop_mark(at)?;
-                    let target = self.obj_below(mark, Kind::List, "APPENDS", at)?;
-                    self.scratch.clear();
-                    self.scratch.extend(self.stack.drain(mark..));
-                    self.fill_obj(target, Kind::List, at)?;
-                }
-                b's' => {
-                    let v = self.pop(at)?;
-                    let k = self.pop(at)?;
-                    let target = self.top_obj(Kind::Dict, "SETITEM", at)?;
-                    self.scratch.clear();
-                    self.scratch.push(k);
-                    self.scratch.push(v);
-                    self.fill_obj(target, Kind::Dict, at)?;
-                }
-                b'u' => {
-                    let mark = self.pop_mark(at)?;
-                    if (self.stack.len() - mark) % 2 != 0 {
-                        return Err(DecodeError::at(at, "SETITEMS with an odd number of items"));
-                    }
-                    let target = self.obj_below(mark, Kind::Dict, "SETITEMS", at)?;
-                    self.scratch.clear();
-                    self.scratch.extend(self.stack.drain(mark..));
-                    self.fill_obj(target, Kind::Dict, at)?;
-                }
+                0x85..=0x87 => self.op_tuple_n((op - 0x84) as usize, at)?,
+                b'a' => self.op_append(at)?,
+                b'e' => self.op_appends(at)?,
+                b's' => self.op_setitem(at)?,
+                b'u' => self.op_setitems(at)?,
                 0x90 => {
                     let mark = self.pop_mark(at)?;
                     let target = self.obj_below(mark, Kind::Set, "ADDITEMS", at)?;
@@ -416,6 +376,208 @@ impl<R: Read> Parser<R> {
                 }
             }
         }
+    }
+
+    /// The opcodes that make up nearly all of a snapshot, decoded from a 16-byte window
+    /// without per-byte bounds checks. Returns false for anything else (the general path
+    /// handles it, and everything within 16 bytes of the end).
+    #[inline(always)]
+    fn fast_op(&mut self, c: [u8; 16]) -> Result<bool, DecodeError> {
+        let at = self.input.offset();
+        match c[0] {
+            b'h' => {
+                self.input.pos += 2;
+                self.memo_get(c[1] as usize, at)?;
+            }
+            b'j' => {
+                self.input.pos += 5;
+                self.memo_get(u32::from_le_bytes([c[1], c[2], c[3], c[4]]) as usize, at)?;
+            }
+            0x94 => {
+                self.input.pos += 1;
+                let idx = self.memo.len();
+                self.memo_put(idx, at)?;
+            }
+            b'(' => {
+                self.input.pos += 1;
+                self.op_mark(at)?;
+            }
+            b']' if c[1] == 0x94 && c[2] == b'(' => {
+                if !self.frame_list(at)? {
+                    return Ok(false);
+                }
+            }
+            b'}' | b']' => {
+                self.input.pos += 1;
+                let o = self.new_obj(if c[0] == b'}' { Kind::Dict } else { Kind::List });
+                self.push(Val::Obj(o), at)?;
+            }
+            b'K' => {
+                self.input.pos += 2;
+                self.push(Val::Int(c[1] as i64), at)?;
+            }
+            b'M' => {
+                self.input.pos += 3;
+                self.push(Val::Int(u16::from_le_bytes([c[1], c[2]]) as i64), at)?;
+            }
+            b'J' => {
+                self.input.pos += 5;
+                self.push(Val::Int(i32::from_le_bytes([c[1], c[2], c[3], c[4]]) as i64), at)?;
+            }
+            0x8a if c[1] <= 8 => {
+                let n = c[1] as usize;
+                self.input.pos += 2 + n;
+                let v = if n == 0 {
+                    0
+                } else {
+                    let negative = c[1 + n] & 0x80 != 0;
+                    let mut buf = if negative { [0xff; 8] } else { [0; 8] };
+                    buf[..n].copy_from_slice(&c[2..2 + n]);
+                    i64::from_le_bytes(buf)
+                };
+                self.push(Val::Int(v), at)?;
+            }
+            0x8c if c[1] <= 14 => {
+                let n = c[1] as usize;
+                self.input.pos += 2 + n;
+                let text = std::str::from_utf8(&c[2..2 + n]).map_err(|e| {
+                    DecodeError::at(at, format!("a string is not valid UTF-8 (at its byte {})", e.valid_up_to()))
+                        .with_hint("the file is corrupt")
+                })?;
+                let id = self.builder.strings.intern(text);
+                self.push(Val::Str(id), at)?;
+            }
+            b'N' => {
+                self.input.pos += 1;
+                self.push(Val::None, at)?;
+            }
+            0x88 | 0x89 => {
+                self.input.pos += 1;
+                self.push(Val::Bool(c[0] == 0x88), at)?;
+            }
+            b'G' => {
+                self.input.pos += 9;
+                let v = f64::from_be_bytes(c[1..9].try_into().unwrap());
+                self.push(Val::Float(v), at)?;
+            }
+            0x95 => self.input.pos += 9,
+            b'u' => {
+                self.input.pos += 1;
+                self.op_setitems(at)?;
+            }
+            b'e' => {
+                self.input.pos += 1;
+                self.op_appends(at)?;
+            }
+            b'a' => {
+                self.input.pos += 1;
+                self.op_append(at)?;
+            }
+            b's' => {
+                self.input.pos += 1;
+                self.op_setitem(at)?;
+            }
+            0x85..=0x87 => {
+                self.input.pos += 1;
+                self.op_tuple_n((c[0] - 0x84) as usize, at)?;
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// `EMPTY_LIST MEMOIZE MARK (BINGET | LONG_BINGET)* APPENDS` where every get yields an
+    /// interned frame: a captured traceback, the bulk of every snapshot. Interns it as a stack
+    /// straight from the buffered bytes. Returns false (consuming nothing) for anything else,
+    /// including a list that is not entirely buffered yet.
+    #[inline(always)]
+    fn frame_list(&mut self, at: u64) -> Result<bool, DecodeError> {
+        let start = self.input.pos + 3;
+        let buf = &self.input.bytes()[start..];
+        self.frame_ids.clear();
+        let mut i = 0;
+        loop {
+            let (idx, len) = match buf.get(i) {
+                Some(b'h') if i + 1 < buf.len() => (buf[i + 1] as usize, 2),
+                Some(b'j') if i + 4 < buf.len() => {
+                    (u32::from_le_bytes([buf[i + 1], buf[i + 2], buf[i + 3], buf[i + 4]]) as usize, 5)
+                }
+                Some(b'e') if !self.frame_ids.is_empty() => break,
+                _ => return Ok(false),
+            };
+            match self.memo.get(idx) {
+                Some(slot) if slot.0 >> 29 == Slot::T_FRAME => self.frame_ids.push(slot.0 & Slot::PAYLOAD),
+                _ => return Ok(false),
+            }
+            i += len;
+        }
+        let stack = self.builder.stack_of_ids(&self.frame_ids);
+        self.input.pos = start + i + 1;
+        let slot = Slot::tagged(Slot::T_STACK, stack).unwrap_or(Slot::HOLE);
+        self.memo.push(slot);
+        self.push(Val::Stack(stack), at)?;
+        Ok(true)
+    }
+
+    fn op_mark(&mut self, at: u64) -> Result<(), DecodeError> {
+        if self.marks.len() >= MAX_MARKS {
+            return Err(DecodeError::at(at, format!("more than {MAX_MARKS} nested MARKs")));
+        }
+        self.marks.push(self.stack.len());
+        Ok(())
+    }
+
+    fn op_tuple_n(&mut self, n: usize, at: u64) -> Result<(), DecodeError> {
+        let floor = self.marks.last().copied().unwrap_or(0);
+        if self.stack.len() < floor + n {
+            return Err(DecodeError::at(at, format!("TUPLE{n} needs {n} values on the stack")));
+        }
+        let o = self.new_obj(Kind::Tuple);
+        self.scratch.clear();
+        let start = self.stack.len() - n;
+        self.scratch.extend(self.stack.drain(start..));
+        self.fill_obj(o, Kind::Tuple, at)?;
+        self.stack.push(Val::Obj(o));
+        Ok(())
+    }
+
+    fn op_append(&mut self, at: u64) -> Result<(), DecodeError> {
+        let v = self.pop(at)?;
+        let target = self.top_obj(Kind::List, "APPEND", at)?;
+        self.scratch.clear();
+        self.scratch.push(v);
+        self.fill_obj(target, Kind::List, at)
+    }
+
+    fn op_appends(&mut self, at: u64) -> Result<(), DecodeError> {
+        let mark = self.pop_mark(at)?;
+        let target = self.obj_below(mark, Kind::List, "APPENDS", at)?;
+        self.scratch.clear();
+        self.scratch.extend_from_slice(&self.stack[mark..]);
+        self.stack.truncate(mark);
+        self.fill_obj(target, Kind::List, at)
+    }
+
+    fn op_setitem(&mut self, at: u64) -> Result<(), DecodeError> {
+        let v = self.pop(at)?;
+        let k = self.pop(at)?;
+        let target = self.top_obj(Kind::Dict, "SETITEM", at)?;
+        self.scratch.clear();
+        self.scratch.push(k);
+        self.scratch.push(v);
+        self.fill_obj(target, Kind::Dict, at)
+    }
+
+    fn op_setitems(&mut self, at: u64) -> Result<(), DecodeError> {
+        let mark = self.pop_mark(at)?;
+        if (self.stack.len() - mark) % 2 != 0 {
+            return Err(DecodeError::at(at, "SETITEMS with an odd number of items"));
+        }
+        let target = self.obj_below(mark, Kind::Dict, "SETITEMS", at)?;
+        self.scratch.clear();
+        self.scratch.extend_from_slice(&self.stack[mark..]);
+        self.stack.truncate(mark);
+        self.fill_obj(target, Kind::Dict, at)
     }
 
     fn code_opcode(&mut self, op: u8, at: u64) -> DecodeError {
@@ -553,33 +715,34 @@ impl<R: Read> Parser<R> {
     fn fill_obj(&mut self, target: u32, kind: Kind, at: u64) -> Result<(), DecodeError> {
         let mut items = std::mem::take(&mut self.scratch);
         let mut height = self.objs[target as usize].height;
-        for i in 0..items.len() {
-            let dict_key = (kind == Kind::Dict && i % 2 == 1).then(|| items[i - 1]);
-            if let Val::Obj(o) = items[i] {
-                if o == target {
-                    self.scratch = items;
-                    return Err(DecodeError::at(at, "a container contains itself"));
-                }
-                match self.converted(o, kind == Kind::List, dict_key, at) {
-                    Ok(v) => items[i] = v,
-                    Err(e) => {
+        if items.iter().any(|v| matches!(v, Val::Obj(_))) {
+            for i in 0..items.len() {
+                let dict_key = (kind == Kind::Dict && i % 2 == 1).then(|| items[i - 1]);
+                if let Val::Obj(o) = items[i] {
+                    if o == target {
                         self.scratch = items;
-                        return Err(e);
+                        return Err(DecodeError::at(at, "a container contains itself"));
+                    }
+                    match self.converted(o, kind == Kind::List, dict_key, at) {
+                        Ok(v) => items[i] = v,
+                        Err(e) => {
+                            self.scratch = items;
+                            return Err(e);
+                        }
                     }
                 }
+                if let Val::Obj(o) = items[i] {
+                    height = height.max(self.objs[o as usize].height.saturating_add(1));
+                }
             }
-            let item = &items[i];
-            if let Val::Obj(o) = *item {
-                height = height.max(self.objs[o as usize].height.saturating_add(1));
+            if height as usize > MAX_DEPTH {
+                self.scratch = items;
+                return Err(DecodeError::at(at, format!("containers nest deeper than {MAX_DEPTH} levels")));
             }
-        }
-        if height as usize > MAX_DEPTH {
-            self.scratch = items;
-            return Err(DecodeError::at(at, format!("containers nest deeper than {MAX_DEPTH} levels")));
         }
         let obj = &mut self.objs[target as usize];
         obj.height = height;
-        if kind == Kind::List {
+        if kind == Kind::List && items.iter().any(|v| matches!(v, Val::Rows(..))) {
             for item in items.drain(..) {
                 match (item, obj.items.last_mut()) {
                     (Val::Rows(s, n), Some(Val::Rows(ls, ln))) if *ls + *ln == s => *ln += n,
@@ -587,7 +750,8 @@ impl<R: Read> Parser<R> {
                 }
             }
         } else {
-            obj.items.extend(items.drain(..));
+            obj.items.extend_from_slice(&items);
+            items.clear();
         }
         self.scratch = items;
         Ok(())
@@ -620,6 +784,12 @@ impl<R: Read> Parser<R> {
                 if !is_trace && !is_frame {
                     return Ok(Val::Obj(o));
                 }
+                if is_trace {
+                    if let Some(row) = self.trace_row_fast(o) {
+                        self.retire(o, Val::Rows(row, 1));
+                        return Ok(Val::Rows(row, 1));
+                    }
+                }
                 self.dict_pairs(o, at)?;
                 let pairs = std::mem::take(&mut self.pairs);
                 let result = if is_trace {
@@ -649,6 +819,28 @@ impl<R: Read> Parser<R> {
         Ok(new)
     }
 
+    /// A trace entry dict of plain keys and scalar values, converted without building nodes.
+    fn trace_row_fast(&mut self, o: u32) -> Option<u32> {
+        let items = &self.objs[o as usize].items;
+        if items.len() > 2 * 16 {
+            return None;
+        }
+        let mut pairs = [(0u32, Scalar::Other); 16];
+        let mut n = 0;
+        for kv in items.chunks_exact(2) {
+            let Val::Str(k) = kv[0] else { return None };
+            let v = match kv[1] {
+                Val::Int(i) => Scalar::Int(i),
+                Val::Str(s) => Scalar::Str(s),
+                Val::Stack(s) => Scalar::Stack(s),
+                _ => return None,
+            };
+            pairs[n] = (k, v);
+            n += 1;
+        }
+        self.builder.trace_row_scalars(&pairs[..n])
+    }
+
     /// Records that container `o` became `new`: the memo now yields `new`, and the slot is
     /// recycled unless another handle to it may exist.
     fn retire(&mut self, o: u32, new: Val) {
@@ -658,15 +850,13 @@ impl<R: Read> Parser<R> {
             let encoded = match new {
                 Val::Frame(f) => Slot::tagged(Slot::T_FRAME, f),
                 Val::Stack(s) => Slot::tagged(Slot::T_STACK, s),
+                Val::Rows(r, 1) => Slot::tagged(Slot::T_ROW, r),
                 _ => None,
             };
             self.memo[slot] = match encoded {
                 Some(s) => s,
                 None => {
-                    self.memo_boxed.push(match new {
-                        // A row referred to again is a one-row list item.
-                        v => v,
-                    });
+                    self.memo_boxed.push(new);
                     Slot((self.memo_boxed.len() - 1) as u32 | Slot::T_BOXED << 29)
                 }
             };
@@ -767,7 +957,7 @@ impl<R: Read> Parser<R> {
                 (Ok(k), Ok(v)) => pairs.push((k, v)),
                 (Err(e), _) | (_, Err(e)) => {
                     self.pairs = pairs;
-                    return Err(DecodeError { offset: e.offset.or(Some(at)), ..e });
+                    return Err(e.or_at(at));
                 }
             }
             i += 2;
@@ -845,6 +1035,7 @@ impl<R: Read> Parser<R> {
             }
             Slot::T_FRAME => Val::Frame(payload),
             Slot::T_STACK => Val::Stack(payload),
+            Slot::T_ROW => Val::Rows(payload, 1),
             Slot::T_NODE => {
                 let node = self.memo_nodes[payload as usize].clone();
                 self.materialize(&node)
