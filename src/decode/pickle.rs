@@ -864,8 +864,11 @@ impl<R: Read> Parser<R> {
         let obj = &mut self.objs[o as usize];
         if obj.aliased {
             obj.converted = Some(new);
-        } else {
+        } else if obj.items.iter().any(|v| matches!(v, Val::Obj(_))) {
             self.release(o);
+        } else {
+            obj.items.clear();
+            self.free_objs.push(o);
         }
     }
 
