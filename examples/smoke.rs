@@ -1,15 +1,23 @@
+//! Decodes snapshot files and prints what they hold: `cargo run --release --example smoke -- FILE...`.
 fn main() {
     for path in std::env::args().skip(1) {
-        let bytes = std::fs::read(&path).unwrap();
         let t = std::time::Instant::now();
-        match memsight::decode::decode_bytes(&bytes) {
+        let file = std::fs::File::open(&path).unwrap();
+        match memsight::decode::decode_reader(file, &mut |_| {}) {
             Ok(s) => {
-                let dt = t.elapsed();
-                for d in &s.devices {
-                    let alloc: u64 = d.blocks.iter().filter(|b| b.state.is_allocated()).map(|b| b.size).sum();
-                    let reserved: u64 = d.segments.iter().map(|s| s.total_size).sum();
-                    println!("{} dev{} rows={} segs={} blocks={} reserved={} alloc={} frames={} stacks={} {:?}", path.rsplit('/').next().unwrap(), d.id, d.trace.len(), d.segments.len(), d.blocks.len(), reserved, alloc, s.frames.len(), s.stacks.len(), dt);
-                }
+                let decoded = t.elapsed();
+                let a = memsight::analysis::Analysed::new(s);
+                let analysed = t.elapsed() - decoded;
+                let rows: usize = a.snapshot.devices.iter().map(|d| d.trace.len()).sum();
+                println!(
+                    "{}: {} rows, decode {:?}, analyse {:?}, model {} B/row, facts {} B/row",
+                    path.rsplit('/').next().unwrap(),
+                    rows,
+                    decoded,
+                    analysed,
+                    (a.snapshot.heap_bytes() - a.snapshot.strings.heap_bytes()) / rows.max(1),
+                    a.facts_heap_bytes() / rows.max(1)
+                );
             }
             Err(e) => println!("{path}: ERROR {e}"),
         }

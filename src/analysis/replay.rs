@@ -108,7 +108,7 @@ impl DeviceFacts {
 pub fn replay(device: &Device) -> DeviceFacts {
     let trace = &device.trace;
     let rows = trace.len();
-    let mut facts = DeviceFacts { allocated: Vec::with_capacity(rows), ..DeviceFacts::default() };
+    let mut facts = DeviceFacts::default();
     let mut trace_allocs: Vec<Allocation> = Vec::new();
     let mut freed_before: Vec<Allocation> = Vec::new();
     let mut open: FxHashMap<u64, u32> = FxHashMap::default();
@@ -118,7 +118,7 @@ pub fn replay(device: &Device) -> DeviceFacts {
     let mut min_net: i128 = 0;
     let mut reserved_net: i128 = 0;
     let mut reserved_min: i128 = 0;
-    let mut net_after: Vec<i64> = Vec::new();
+    let mut net_after: Vec<i64> = Vec::with_capacity(rows);
     for row in 0..rows {
         let action = trace.action[row];
         facts.action_counts[action as usize] += 1;
@@ -228,7 +228,8 @@ pub fn replay(device: &Device) -> DeviceFacts {
     let baseline = (freed_before_bytes + live_block_bytes) as i128;
     let baseline = baseline.max(-min_net);
     facts.baseline_allocated = baseline as u64;
-    facts.allocated = net_after.iter().map(|&n| (baseline + n as i128) as u64).collect();
+    // Reuse the buffer: the curve is never needed alongside the net changes.
+    facts.allocated = net_after.into_iter().map(|n| (baseline + n as i128) as u64).collect();
     facts.peak_allocated = peak(facts.baseline_allocated, &facts.allocated);
 
     let reserved_end: u64 = device.segments.iter().map(|s| s.total_size).sum();

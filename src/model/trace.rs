@@ -172,9 +172,16 @@ impl Trace {
         }
     }
 
-    /// Pads the lazy columns to the full length; call once all rows are in.
+    /// Pads the lazy columns to the full length and returns spare capacity; call once all
+    /// rows are in.
     pub fn finish(&mut self) {
         let len = self.len();
+        self.action.shrink_to_fit();
+        self.addr.shrink_to_fit();
+        self.size.shrink_to_fit();
+        self.stream.shrink_to_fit();
+        self.time_us.shrink_to_fit();
+        self.stack.shrink_to_fit();
         self.compile_context.finish(len, NONE_U32);
         self.user_metadata.finish(len, NONE_U32);
         self.pool.finish(len, NONE_U32);
