@@ -603,12 +603,14 @@ impl Builder {
                 continue;
             }
             let mut trace = Trace::default();
+            let extra = &self.staging.extra;
             for &(start, len) in ranges {
                 for row in start..start + len {
                     let new_row = trace.len() as u32;
                     trace.push(self.staging.row(row as usize));
-                    for (r, k, v) in self.staging.extra.iter().filter(|(r, _, _)| *r == row) {
-                        let _ = r;
+                    // Extras are in row order: find this row's run by binary search.
+                    let first = extra.partition_point(|(r, _, _)| *r < row);
+                    for (_, k, v) in extra[first..].iter().take_while(|(r, _, _)| *r == row) {
                         trace.extra.push((new_row, *k, v.clone()));
                     }
                 }
