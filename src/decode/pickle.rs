@@ -1014,17 +1014,40 @@ impl<R: Read> Parser<R> {
         Ok(())
     }
 
-    #[inline]
+    #[inline(always)]
     fn memo_get(&mut self, idx: usize, at: u64) -> Result<(), DecodeError> {
         let slot = match self.memo.get(idx) {
             Some(&s) if s != Slot::HOLE => s,
-            _ => {
-                return Err(DecodeError::at(at, format!("memo index {idx} was never stored ({} entries so far)", self.memo.len()))
-                    .with_hint("the file is corrupt"))
-            }
+            _ => return Err(self.memo_miss(idx, at)),
         };
+        if self.stack.len() >= MAX_STACK {
+            return Err(DecodeError::at(at, format!("more than {MAX_STACK} values pending on the pickle stack")));
+        }
         let payload = slot.0 & Slot::PAYLOAD;
-        let v = match slot.0 >> 29 {
+        // Push from each branch: building the value first and pushing it after costs a
+        // store-forwarding stall on every get.
+        match slot.0 >> 29 {
+            Slot::T_STR => self.stack.push(Val::Str(payload)),
+            Slot::T_FRAME => self.stack.push(Val::Frame(payload)),
+            Slot::T_STACK => self.stack.push(Val::Stack(payload)),
+            _ => {
+                let v = self.memo_value(slot);
+                self.stack.push(v);
+            }
+        }
+        Ok(())
+    }
+
+    #[cold]
+    fn memo_miss(&self, idx: usize, at: u64) -> DecodeError {
+        DecodeError::at(at, format!("memo index {idx} was never stored ({} entries so far)", self.memo.len()))
+            .with_hint("the file is corrupt")
+    }
+
+    /// The value of a memo slot that is not a string, frame or stack.
+    fn memo_value(&mut self, slot: Slot) -> Val {
+        let payload = slot.0 & Slot::PAYLOAD;
+        match slot.0 >> 29 {
             Slot::T_STR => Val::Str(payload),
             Slot::T_OBJ => {
                 let obj = &mut self.objs[payload as usize];
@@ -1044,8 +1067,7 @@ impl<R: Read> Parser<R> {
                 self.materialize(&node)
             }
             _ => self.memo_boxed[payload as usize],
-        };
-        self.push(v, at)
+        }
     }
 
     /// Converts a value (and everything below it) into a [`Node`] for the builder.
