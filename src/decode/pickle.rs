@@ -407,6 +407,11 @@ impl<R: Read> Parser<R> {
                     return Ok(false);
                 }
             }
+            b'}' if c[1] == 0x94 && c[2] == b'(' => {
+                if !self.trace_dict(at)? {
+                    return Ok(false);
+                }
+            }
             b'}' | b']' => {
                 self.input.pos += 1;
                 let o = self.new_obj(if c[0] == b'}' { Kind::Dict } else { Kind::List });
@@ -494,29 +499,112 @@ impl<R: Read> Parser<R> {
     fn frame_list(&mut self, at: u64) -> Result<bool, DecodeError> {
         let start = self.input.pos + 3;
         let buf = &self.input.bytes()[start..];
-        self.frame_ids.clear();
-        let mut i = 0;
-        loop {
-            let (idx, len) = match buf.get(i) {
-                Some(b'h') if i + 1 < buf.len() => (buf[i + 1] as usize, 2),
-                Some(b'j') if i + 4 < buf.len() => {
-                    (u32::from_le_bytes([buf[i + 1], buf[i + 2], buf[i + 3], buf[i + 4]]) as usize, 5)
-                }
-                Some(b'e') if !self.frame_ids.is_empty() => break,
-                _ => return Ok(false),
-            };
-            match self.memo.get(idx) {
-                Some(slot) if slot.0 >> 29 == Slot::T_FRAME => self.frame_ids.push(slot.0 & Slot::PAYLOAD),
-                _ => return Ok(false),
-            }
-            i += len;
-        }
+        let Some(len) = scan_frame_gets(buf, &self.memo, &mut self.frame_ids) else {
+            return Ok(false);
+        };
         let stack = self.builder.stack_of_ids(&self.frame_ids);
-        self.input.pos = start + i + 1;
+        self.input.pos = start + len;
         let slot = Slot::tagged(Slot::T_STACK, stack).unwrap_or(Slot::HOLE);
         self.memo.push(slot);
         self.push(Val::Stack(stack), at)?;
         Ok(true)
+    }
+
+    /// `EMPTY_DICT MEMOIZE MARK (key value)* SETITEMS` holding a trace entry whose keys are
+    /// memoized or short strings and whose values are integers, strings or tracebacks:
+    /// stored as a trace row straight from the buffered bytes, with the memo kept exactly as
+    /// the general path would leave it. Returns false (undoing its memo entries) otherwise.
+    fn trace_dict(&mut self, at: u64) -> Result<bool, DecodeError> {
+        let start = self.input.pos + 3;
+        let memo_len = self.memo.len();
+        self.memo.push(Slot::HOLE);
+        let mut pairs = [(0u32, Scalar::Other); 16];
+        let mut n = 0;
+        let mut i = 0;
+        let ok = 'scan: {
+            let buf = &self.input.bytes()[start..];
+            loop {
+                // Key: a memoized string, or a short string (memoized right after).
+                let key = match buf.get(i) {
+                    Some(b'u') if n > 0 => break 'scan true,
+                    Some(b'h' | b'j') => {
+                        let Some((idx, len)) = get_index(buf, i) else { break 'scan false };
+                        i += len;
+                        match self.memo.get(idx) {
+                            Some(slot) if slot.0 >> 29 == Slot::T_STR => slot.0 & Slot::PAYLOAD,
+                            _ => break 'scan false,
+                        }
+                    }
+                    Some(0x8c) => {
+                        let Some(id) = short_string(buf, &mut i, &mut self.builder, &mut self.memo) else { break 'scan false };
+                        id
+                    }
+                    _ => break 'scan false,
+                };
+                if n == pairs.len() {
+                    break 'scan false;
+                }
+                let value = match buf.get(i) {
+                    Some(b'K') if i + 1 < buf.len() => {
+                        i += 2;
+                        Scalar::Int(buf[i - 1] as i64)
+                    }
+                    Some(b'M') if i + 2 < buf.len() => {
+                        i += 3;
+                        Scalar::Int(u16::from_le_bytes([buf[i - 2], buf[i - 1]]) as i64)
+                    }
+                    Some(b'J') if i + 4 < buf.len() => {
+                        i += 5;
+                        Scalar::Int(i32::from_le_bytes([buf[i - 4], buf[i - 3], buf[i - 2], buf[i - 1]]) as i64)
+                    }
+                    Some(0x8a) if i + 1 < buf.len() && (1..=8).contains(&buf[i + 1]) && i + 2 + (buf[i + 1] as usize) <= buf.len() => {
+                        let len = buf[i + 1] as usize;
+                        let bytes = &buf[i + 2..i + 2 + len];
+                        let mut le = if bytes[len - 1] & 0x80 != 0 { [0xff; 8] } else { [0; 8] };
+                        le[..len].copy_from_slice(bytes);
+                        i += 2 + len;
+                        Scalar::Int(i64::from_le_bytes(le))
+                    }
+                    Some(b'h' | b'j') => {
+                        let Some((idx, len)) = get_index(buf, i) else { break 'scan false };
+                        i += len;
+                        match self.memo.get(idx) {
+                            Some(slot) if slot.0 >> 29 == Slot::T_STR => Scalar::Str(slot.0 & Slot::PAYLOAD),
+                            Some(slot) if slot.0 >> 29 == Slot::T_STACK => Scalar::Stack(slot.0 & Slot::PAYLOAD),
+                            _ => break 'scan false,
+                        }
+                    }
+                    Some(0x8c) => {
+                        let Some(id) = short_string(buf, &mut i, &mut self.builder, &mut self.memo) else { break 'scan false };
+                        Scalar::Str(id)
+                    }
+                    Some(b']') if buf.get(i + 1) == Some(&0x94) && buf.get(i + 2) == Some(&b'(') => {
+                        let Some(len) = scan_frame_gets(&buf[i + 3..], &self.memo, &mut self.frame_ids) else { break 'scan false };
+                        i += 3 + len;
+                        let stack = self.builder.stack_of_ids(&self.frame_ids);
+                        let Some(slot) = Slot::tagged(Slot::T_STACK, stack) else { break 'scan false };
+                        self.memo.push(slot);
+                        Scalar::Stack(stack)
+                    }
+                    _ => break 'scan false,
+                };
+                pairs[n] = (key, value);
+                n += 1;
+            }
+        };
+        let row = if ok { self.builder.trace_row_scalars(&pairs[..n]) } else { None };
+        match row.and_then(|r| Slot::tagged(Slot::T_ROW, r).map(|slot| (r, slot))) {
+            Some((row, slot)) => {
+                self.memo[memo_len] = slot;
+                self.input.pos = start + i + 1;
+                self.push(Val::Rows(row, 1), at)?;
+                Ok(true)
+            }
+            None => {
+                self.memo.truncate(memo_len);
+                Ok(false)
+            }
+        }
     }
 
     fn op_mark(&mut self, at: u64) -> Result<(), DecodeError> {
@@ -1108,6 +1196,54 @@ impl<R: Read> Parser<R> {
             }
         })
     }
+}
+
+/// The memo index and opcode length of a `BINGET`/`LONG_BINGET` at `buf[i]`.
+#[inline(always)]
+fn get_index(buf: &[u8], i: usize) -> Option<(usize, usize)> {
+    match buf.get(i)? {
+        b'h' => Some((*buf.get(i + 1)? as usize, 2)),
+        b'j' => {
+            let b = buf.get(i + 1..i + 5)?;
+            Some((u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize, 5))
+        }
+        _ => None,
+    }
+}
+
+/// Scans `(BINGET | LONG_BINGET)+ APPENDS` of memoized frames into `out`; returns the length
+/// in bytes including the APPENDS, or `None` if the bytes are anything else (or cut short).
+#[inline(always)]
+fn scan_frame_gets(buf: &[u8], memo: &[Slot], out: &mut Vec<FrameId>) -> Option<usize> {
+    out.clear();
+    let mut i = 0;
+    loop {
+        if buf.get(i) == Some(&b'e') && !out.is_empty() {
+            return Some(i + 1);
+        }
+        let (idx, len) = get_index(buf, i)?;
+        let slot = memo.get(idx)?;
+        if slot.0 >> 29 != Slot::T_FRAME {
+            return None;
+        }
+        out.push(slot.0 & Slot::PAYLOAD);
+        i += len;
+    }
+}
+
+/// A `SHORT_BINUNICODE` at `buf[*i]`, interned, with the `MEMOIZE` that may follow it.
+#[inline(always)]
+fn short_string(buf: &[u8], i: &mut usize, builder: &mut Builder, memo: &mut Vec<Slot>) -> Option<StrId> {
+    let len = *buf.get(*i + 1)? as usize;
+    let bytes = buf.get(*i + 2..*i + 2 + len)?;
+    let text = std::str::from_utf8(bytes).ok()?;
+    let id = builder.strings.intern(text);
+    *i += 2 + len;
+    if buf.get(*i) == Some(&0x94) {
+        memo.push(Slot::tagged(Slot::T_STR, id)?);
+        *i += 1;
+    }
+    Some(id)
 }
 
 fn kind_name(kind: Kind) -> &'static str {
