@@ -159,7 +159,7 @@ impl AnalysedRef<'_> {
         let g = "time";
         if let (Some(first), Some(last)) = (first_time, last_time) {
             m.add("time-span-us", "Time span", last.saturating_sub(first).max(0) as u64, Unit::Micros, g);
-            m.add("first-time-us", "First event (µs since epoch)", first.max(0) as u64, Unit::Micros, g);
+            m.add("first-time-us", "First event", first.max(0) as u64, Unit::Micros, g);
         }
 
         out.metrics = m.0;

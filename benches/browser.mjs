@@ -1,0 +1,135 @@
+// Browser benchmark: loads generated snapshots into the built viewer in headless Chromium
+// through the file input, exactly as a user does, and prints a table of
+//   file → decoded and file → first paint (from the app's performance marks),
+//   the decoder's throughput inside the page's worker (wasm),
+//   the memory of the page (resident memory of the renderer processes: page and workers),
+//   the release bundle size (wasm + JS, gzipped).
+//
+// Usage: node benches/browser.mjs [--sizes 100k,1M,3M,6M] [--runs 3]
+// Needs a release build in dist/ (./x build) and Debian's chromium (./x setup test).
+// Generated files are cached in target/bench-data/ (same generator as the native benchmark).
+
+import fs from 'node:fs';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { execFileSync } from 'node:child_process';
+
+import { DIST, ROOT, launchBrowser, marks, openApp, openFiles, startServer, waitSettled } from '../tests/e2e/helpers.mjs';
+
+const args = process.argv.slice(2);
+const option = (name, fallback) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : fallback;
+};
+const parseCount = (text) => {
+  const m = /^(\d+(?:\.\d+)?)([kKmM]?)$/.exec(text.trim());
+  if (!m) throw new Error(`bad size ${text}`);
+  return Math.round(Number(m[1]) * ({ k: 1e3, K: 1e3, m: 1e6, M: 1e6 }[m[2]] ?? 1));
+};
+const sizes = option('--sizes', '100k,1M,3M,6M').split(',').map(parseCount);
+const runs = Number(option('--runs', '3'));
+
+const targets = {
+  overview1M: 1000, // ms, file → overview for 1M entries
+  overview6M: 5000, // ms for 6M entries
+  memory6M: 1024, // MiB of page memory at 6M
+  bundle: 1.5 * 1024 * 1024, // gzipped bytes
+  wasmDecode: 200, // MB/s
+};
+
+function dataFile(entries) {
+  const dir = path.join(ROOT, 'target/bench-data');
+  fs.mkdirSync(dir, { recursive: true });
+  const cached = fs.readdirSync(dir).find((f) => f.startsWith(`snapshot-${entries}-seed1-`) && f.endsWith('.pickle'));
+  if (cached) return path.join(dir, cached);
+  const file = path.join(dir, `snapshot-${entries}-seed1-browser.pickle`);
+  console.error(`generating ${entries} entries → ${file}`);
+  execFileSync('python3', [path.join(ROOT, 'tests/python/gen_snapshot.py'), '--entries', String(entries), '--seed', '1', '-o', file], {
+    stdio: 'inherit',
+  });
+  return file;
+}
+
+/** Resident memory (MiB) of all renderer processes: the page, its workers and their wasm. */
+function rendererMemoryMiB() {
+  let kib = 0;
+  for (const pid of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      if (!cmdline.includes('chromium') || !cmdline.includes('--type=renderer')) continue;
+      const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+      kib += Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  return kib / 1024;
+}
+
+function bundleBytes() {
+  let raw = 0;
+  let gz = 0;
+  for (const f of fs.readdirSync(DIST).filter((f) => f.endsWith('.wasm') || f.endsWith('.js'))) {
+    const bytes = fs.readFileSync(path.join(DIST, f));
+    raw += bytes.length;
+    gz += zlib.gzipSync(bytes, { level: 9 }).length;
+  }
+  return { raw, gz };
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const mb = (bytes) => bytes / 1e6;
+
+async function measure(browser, server, file) {
+  const { context, page } = await openApp(browser, server);
+  // A fresh context has its own renderer: measure memory relative to the idle page.
+  const idle = rendererMemoryMiB();
+  await openFiles(page, file);
+  const status = await waitSettled(page, 600_000);
+  if (status !== 'ready') throw new Error(`${file}: ${status}`);
+  const [start] = (await marks(page, 'memsight:file-start')).slice(-1);
+  const [decoded] = (await marks(page, 'memsight:decoded')).slice(-1);
+  const [painted] = (await marks(page, 'memsight:first-paint')).slice(-1);
+  const memory = rendererMemoryMiB();
+  await context.close();
+  return { decoded: decoded - start, painted: painted - start, memory, idle };
+}
+
+const server = await startServer();
+const browser = await launchBrowser();
+const rows = [];
+try {
+  for (const entries of sizes) {
+    const file = dataFile(entries);
+    const bytes = fs.statSync(file).size;
+    const results = [];
+    for (let r = 0; r < runs; r++) results.push(await measure(browser, server, file));
+    const decoded = median(results.map((x) => x.decoded));
+    const painted = median(results.map((x) => x.painted));
+    const memory = Math.max(...results.map((x) => x.memory));
+    const added = Math.max(...results.map((x) => x.memory - x.idle));
+    rows.push({ entries, bytes, decoded, painted, memory, added, throughput: mb(bytes) / (decoded / 1000) });
+    console.error(`${entries}: decoded ${decoded.toFixed(0)} ms, painted ${painted.toFixed(0)} ms, ${memory.toFixed(0)} MiB`);
+  }
+} finally {
+  await browser.close();
+  server.close();
+}
+
+const bundle = bundleBytes();
+const check = (ok) => (ok ? '✓' : '✗');
+console.log(`Browser benchmark: ${runs} run(s) per size, medians; Chromium ${browser.version?.() ?? ''} headless.`);
+console.log(`Targets: 1M entries → overview ≤ ${targets.overview1M} ms; 6M ≤ ${targets.overview6M} ms and ≤ ${targets.memory6M} MiB; wasm decode ≥ ${targets.wasmDecode} MB/s; bundle ≤ 1.5 MiB gzipped.\n`);
+console.log('| entries | file MB | file → decoded (ms) | decode in wasm (MB/s) | file → first paint (ms) | page memory (MiB) | of which the snapshot (MiB) |');
+console.log('|---:|---:|---:|---:|---:|---:|---:|');
+for (const r of rows) {
+  const paintTarget = r.entries >= 6e6 ? targets.overview6M : r.entries >= 1e6 ? targets.overview1M : Infinity;
+  const paint = `${r.painted.toFixed(0)}${Number.isFinite(paintTarget) ? ' ' + check(r.painted <= paintTarget) : ''}`;
+  const memory = `${r.memory.toFixed(0)}${r.entries >= 6e6 ? ' ' + check(r.memory <= targets.memory6M) : ''}`;
+  const throughput = `${r.throughput.toFixed(0)} ${check(r.throughput >= targets.wasmDecode)}`;
+  console.log(`| ${r.entries.toLocaleString('en')} | ${mb(r.bytes).toFixed(1)} | ${r.decoded.toFixed(0)} | ${throughput} | ${paint} | ${memory} | ${r.added.toFixed(0)} |`);
+}
+console.log(`\nRelease bundle (dist/*.wasm + *.js): ${(bundle.raw / 1024).toFixed(0)} KiB, ${(bundle.gz / 1024).toFixed(0)} KiB gzipped ${check(bundle.gz <= targets.bundle)}`);
