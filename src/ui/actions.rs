@@ -27,7 +27,10 @@ pub struct Actions {
 
 impl Actions {
     pub fn new(state: RwSignal<AppState>) -> Self {
-        Actions { state, workers: StoredValue::new_local(WorkerPool::default()) }
+        Actions {
+            state,
+            workers: StoredValue::new_local(WorkerPool::default()),
+        }
     }
 
     /// Opens every file of a file input or a drop.
@@ -42,7 +45,9 @@ impl Actions {
     /// Opens one file (or any blob) in a new worker.
     pub fn open_blob(self, name: String, blob: Blob) {
         let size = blob.size() as u64;
-        let Some((id, commands)) = self.state.try_update(|s| s.open(&name, size)) else { return };
+        let Some((id, commands)) = self.state.try_update(|s| s.open(&name, size)) else {
+            return;
+        };
         for command in commands {
             match command {
                 Command::Send(_, request @ Request::Load { .. }) => {
@@ -98,12 +103,18 @@ impl Actions {
     }
 
     pub fn select_device(self, id: FileId, device: u32) {
-        let commands = self.state.try_update(|s| s.select_device(id, device)).unwrap_or_default();
+        let commands = self
+            .state
+            .try_update(|s| s.select_device(id, device))
+            .unwrap_or_default();
         self.run_all(commands);
     }
 
     fn on_response(self, id: FileId, response: Response) {
-        let commands = self.state.try_update(|s| s.apply(id, response)).unwrap_or_default();
+        let commands = self
+            .state
+            .try_update(|s| s.apply(id, response))
+            .unwrap_or_default();
         self.run_all(commands);
     }
 
@@ -111,9 +122,14 @@ impl Actions {
         let error = ErrorReport {
             message: format!("The decoding worker stopped: {message}"),
             offset: None,
-            hint: Some("This is a problem of memsight or of this browser, not of your file.".into()),
+            hint: Some(
+                "This is a problem of memsight or of this browser, not of your file.".into(),
+            ),
         };
-        let commands = self.state.try_update(|s| s.worker_failed(id, error)).unwrap_or_default();
+        let commands = self
+            .state
+            .try_update(|s| s.worker_failed(id, error))
+            .unwrap_or_default();
         self.run_all(commands);
     }
 
@@ -136,11 +152,19 @@ impl Actions {
 /// Fetches a same-origin URL as a blob.
 async fn fetch_blob(url: &str) -> Result<Blob, String> {
     let window = web_sys::window().ok_or("no window")?;
-    let response = JsFuture::from(window.fetch_with_str(url)).await.map_err(|e| js_text(&e))?;
+    let response = JsFuture::from(window.fetch_with_str(url))
+        .await
+        .map_err(|e| js_text(&e))?;
     let response: web_sys::Response = response.dyn_into().map_err(|e| js_text(&e))?;
     if !response.ok() {
-        return Err(format!("HTTP {} {}", response.status(), response.status_text()));
+        return Err(format!(
+            "HTTP {} {}",
+            response.status(),
+            response.status_text()
+        ));
     }
-    let blob = JsFuture::from(response.blob().map_err(|e| js_text(&e))?).await.map_err(|e| js_text(&e))?;
+    let blob = JsFuture::from(response.blob().map_err(|e| js_text(&e))?)
+        .await
+        .map_err(|e| js_text(&e))?;
     blob.dyn_into::<Blob>().map_err(|e| js_text(&e))
 }

@@ -12,7 +12,11 @@ use super::actions::Actions;
 fn carries_files(event: &DragEvent) -> bool {
     event
         .data_transfer()
-        .map(|dt| dt.types().iter().any(|t| t.as_string().as_deref() == Some("Files")))
+        .map(|dt| {
+            dt.types()
+                .iter()
+                .any(|t| t.as_string().as_deref() == Some("Files"))
+        })
         .unwrap_or(false)
 }
 

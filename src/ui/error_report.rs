@@ -10,7 +10,11 @@ use crate::protocol::ErrorReport;
 
 #[component]
 pub fn ErrorReportView(name: String, report: ErrorReport) -> impl IntoView {
-    let ErrorReport { message, offset, hint } = report;
+    let ErrorReport {
+        message,
+        offset,
+        hint,
+    } = report;
     view! {
         <section class="panel error-report" id="error-report" role="alert">
             <h1 class="panel-title">"Could not open " <span class="file-title">{name}</span></h1>

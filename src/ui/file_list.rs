@@ -11,7 +11,8 @@ use super::state::{AppState, FileId};
 
 #[component]
 pub fn FileList(state: RwSignal<AppState>, actions: Actions) -> impl IntoView {
-    let ids = Memo::new(move |_| state.with(|s| s.files().iter().map(|f| f.id).collect::<Vec<_>>()));
+    let ids =
+        Memo::new(move |_| state.with(|s| s.files().iter().map(|f| f.id).collect::<Vec<_>>()));
 
     view! {
         <h2 class="sidebar-title">"Open files"</h2>

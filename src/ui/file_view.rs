@@ -37,7 +37,9 @@ pub fn FileView(state: RwSignal<AppState>, actions: Actions) -> impl IntoView {
 
     move || match shown.get() {
         None => view! { <Welcome actions=actions /> }.into_any(),
-        Some((id, Stage::Loading)) => view! { <LoadProgress id=id state=state actions=actions /> }.into_any(),
+        Some((id, Stage::Loading)) => {
+            view! { <LoadProgress id=id state=state actions=actions /> }.into_any()
+        }
         Some((id, Stage::Failed)) => {
             let file = state.with_untracked(|s| s.file(id).cloned());
             let (name, report) = match file {
@@ -49,6 +51,8 @@ pub fn FileView(state: RwSignal<AppState>, actions: Actions) -> impl IntoView {
             };
             view! { <ErrorReportView name=name report=report /> }.into_any()
         }
-        Some((id, Stage::Ready)) => view! { <SnapshotView id=id state=state actions=actions /> }.into_any(),
+        Some((id, Stage::Ready)) => {
+            view! { <SnapshotView id=id state=state actions=actions /> }.into_any()
+        }
     }
 }

@@ -53,7 +53,7 @@ pub fn count(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -155,7 +155,11 @@ pub fn metric_exact(metric: &Metric) -> String {
 pub fn group_title(group: &str) -> String {
     let mut chars = group.chars();
     match chars.next() {
-        Some(first) => first.to_uppercase().chain(chars).collect::<String>().replace(['_', '-'], " "),
+        Some(first) => first
+            .to_uppercase()
+            .chain(chars)
+            .collect::<String>()
+            .replace(['_', '-'], " "),
         None => "Other".to_string(),
     }
 }
@@ -218,9 +222,15 @@ mod tests {
     fn timestamps_are_utc_dates() {
         assert_eq!(timestamp_us(0), "1970-01-01 00:00:00 UTC");
         // 2024-02-18T08:44:43Z
-        assert_eq!(timestamp_us(1_708_245_883_000_000), "2024-02-18 08:44:43 UTC");
+        assert_eq!(
+            timestamp_us(1_708_245_883_000_000),
+            "2024-02-18 08:44:43 UTC"
+        );
         // A leap day.
-        assert_eq!(timestamp_us(1_709_208_000_000_000), "2024-02-29 12:00:00 UTC");
+        assert_eq!(
+            timestamp_us(1_709_208_000_000_000),
+            "2024-02-29 12:00:00 UTC"
+        );
     }
 
     #[test]
@@ -238,15 +248,34 @@ mod tests {
 
     #[test]
     fn metrics_format_by_unit_and_key() {
-        assert_eq!(metric_value(&metric("reserved-end-bytes", 1536, Unit::Bytes)), "1.50 KiB");
-        assert_eq!(metric_value(&metric("segment-count", 12345, Unit::Count)), "12,345");
-        assert_eq!(metric_value(&metric("time-span-us", 4_560_000, Unit::Micros)), "4.56 s");
         assert_eq!(
-            metric_value(&metric("peak-allocated-time-us", 1_708_245_883_000_000, Unit::Micros)),
+            metric_value(&metric("reserved-end-bytes", 1536, Unit::Bytes)),
+            "1.50 KiB"
+        );
+        assert_eq!(
+            metric_value(&metric("segment-count", 12345, Unit::Count)),
+            "12,345"
+        );
+        assert_eq!(
+            metric_value(&metric("time-span-us", 4_560_000, Unit::Micros)),
+            "4.56 s"
+        );
+        assert_eq!(
+            metric_value(&metric(
+                "peak-allocated-time-us",
+                1_708_245_883_000_000,
+                Unit::Micros
+            )),
             "2024-02-18 08:44:43 UTC"
         );
-        assert_eq!(metric_value(&metric("efficiency-ppm", 973_000, Unit::Ppm)), "97.3%");
-        assert_eq!(metric_exact(&metric("reserved-end-bytes", 1536, Unit::Bytes)), "1,536 bytes");
+        assert_eq!(
+            metric_value(&metric("efficiency-ppm", 973_000, Unit::Ppm)),
+            "97.3%"
+        );
+        assert_eq!(
+            metric_exact(&metric("reserved-end-bytes", 1536, Unit::Bytes)),
+            "1,536 bytes"
+        );
     }
 
     #[test]

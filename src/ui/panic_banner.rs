@@ -18,11 +18,15 @@ pub fn install_hook() {
 
 /// Writes `message` (as text) into the banner and shows it.
 fn show(message: &str) {
-    let Some(document) = web_sys::window().and_then(|w| w.document()) else { return };
+    let Some(document) = web_sys::window().and_then(|w| w.document()) else {
+        return;
+    };
     let banner = match document.get_element_by_id("panic-banner") {
         Some(banner) => banner,
         None => {
-            let Ok(banner) = document.create_element("div") else { return };
+            let Ok(banner) = document.create_element("div") else {
+                return;
+            };
             banner.set_id("panic-banner");
             let _ = banner.set_attribute("role", "alert");
             if let Some(body) = document.body() {

@@ -26,9 +26,12 @@ pub fn SnapshotView(id: FileId, state: RwSignal<AppState>, actions: Actions) -> 
         }
         None => (String::new(), 0, 0.0),
     });
-    let devices = Memo::new(move |_| state.with(|s| s.file(id).map(|f| f.devices().to_vec()).unwrap_or_default()));
+    let devices = Memo::new(move |_| {
+        state.with(|s| s.file(id).map(|f| f.devices().to_vec()).unwrap_or_default())
+    });
     let device = Memo::new(move |_| state.with(|s| s.file(id).and_then(|f| f.device)));
-    let overview = Memo::new(move |_| state.with(|s| s.file(id).and_then(|f| f.overview().cloned())));
+    let overview =
+        Memo::new(move |_| state.with(|s| s.file(id).and_then(|f| f.overview().cloned())));
 
     view! {
         <section class="panel snapshot" id="snapshot" data-file-id=id.to_string()>

@@ -70,7 +70,10 @@ impl OpenFile {
     pub fn status_text(&self) -> String {
         match &self.status {
             Status::Loading { bytes_read, total } => {
-                format!("Loading {}%", super::format::percent_of(*bytes_read, *total))
+                format!(
+                    "Loading {}%",
+                    super::format::percent_of(*bytes_read, *total)
+                )
             }
             Status::Ready(summary) => match summary.devices.len() {
                 0 => "No devices".to_string(),
@@ -141,9 +144,22 @@ impl AppState {
     /// Starts loading a file: adds it, selects it, and asks for its worker to be started with
     /// the returned `Load` request (the page spawns the worker; see `workers.rs`).
     pub fn open(&mut self, name: &str, size: u64) -> (FileId, Vec<Command>) {
-        let id = self.add(name, size, Status::Loading { bytes_read: 0, total: size });
-        let load = Request::Load { name: name.to_string(), size };
-        (id, vec![Command::Mark(MARK_FILE_START), Command::Send(id, load)])
+        let id = self.add(
+            name,
+            size,
+            Status::Loading {
+                bytes_read: 0,
+                total: size,
+            },
+        );
+        let load = Request::Load {
+            name: name.to_string(),
+            size,
+        };
+        (
+            id,
+            vec![Command::Mark(MARK_FILE_START), Command::Send(id, load)],
+        )
     }
 
     /// Adds a file that failed before any worker was started (e.g. the example could not be
@@ -284,7 +300,12 @@ mod tests {
     use crate::analysis::overview::{Metric, Unit};
 
     fn summary(devices: Vec<u32>, default_device: u32) -> LoadedSummary {
-        LoadedSummary { devices, default_device, file_bytes: 100, decode_ms: 1.0 }
+        LoadedSummary {
+            devices,
+            default_device,
+            file_bytes: 100,
+            decode_ms: 1.0,
+        }
     }
 
     fn overview(device: u32) -> Overview {
@@ -304,7 +325,11 @@ mod tests {
     }
 
     fn error(message: &str) -> ErrorReport {
-        ErrorReport { message: message.into(), offset: Some(7), hint: None }
+        ErrorReport {
+            message: message.into(),
+            offset: Some(7),
+            hint: None,
+        }
     }
 
     #[test]
@@ -315,7 +340,13 @@ mod tests {
             commands,
             vec![
                 Command::Mark(MARK_FILE_START),
-                Command::Send(a, Request::Load { name: "a.pickle".into(), size: 100 }),
+                Command::Send(
+                    a,
+                    Request::Load {
+                        name: "a.pickle".into(),
+                        size: 100
+                    }
+                ),
             ]
         );
         assert_eq!(state.selected_id(), Some(a));
@@ -331,13 +362,24 @@ mod tests {
     fn a_full_load_marks_decoded_asks_for_the_overview_and_marks_first_paint_once() {
         let mut state = AppState::new();
         let (id, _) = state.open("a.pickle", 100);
-        assert!(state.apply(id, Response::Progress { bytes_read: 40, total: 100 }).is_empty());
+        assert!(state
+            .apply(
+                id,
+                Response::Progress {
+                    bytes_read: 40,
+                    total: 100
+                }
+            )
+            .is_empty());
         assert_eq!(state.file(id).unwrap().status_text(), "Loading 40%");
 
         let commands = state.apply(id, Response::Loaded(summary(vec![0, 1], 1)));
         assert_eq!(
             commands,
-            vec![Command::Mark(MARK_DECODED), Command::Send(id, Request::Overview { device: 1 })]
+            vec![
+                Command::Mark(MARK_DECODED),
+                Command::Send(id, Request::Overview { device: 1 })
+            ]
         );
         let file = state.file(id).unwrap();
         assert_eq!(file.device, Some(1));
@@ -377,7 +419,10 @@ mod tests {
         let commands = state.apply(id, Response::Loaded(summary(vec![], 0)));
         assert_eq!(
             commands,
-            vec![Command::Mark(MARK_DECODED), Command::MarkAfterRender(MARK_FIRST_PAINT)]
+            vec![
+                Command::Mark(MARK_DECODED),
+                Command::MarkAfterRender(MARK_FIRST_PAINT)
+            ]
         );
         assert_eq!(state.file(id).unwrap().status_text(), "No devices");
     }
@@ -393,12 +438,28 @@ mod tests {
         let (bad, _) = state.open("bad.pickle", 10);
         let commands = state.apply(bad, Response::Failed(error("truncated")));
         assert_eq!(commands, vec![Command::Terminate(bad)]);
-        assert_eq!(state.file(bad).unwrap().status, Status::Failed(error("truncated")));
+        assert_eq!(
+            state.file(bad).unwrap().status,
+            Status::Failed(error("truncated"))
+        );
         assert_eq!(state.file(good).cloned(), before);
         // Late messages from the ended worker change nothing.
-        assert!(state.apply(bad, Response::Progress { bytes_read: 5, total: 10 }).is_empty());
-        assert!(state.apply(bad, Response::Failed(error("again"))).is_empty());
-        assert_eq!(state.file(bad).unwrap().status, Status::Failed(error("truncated")));
+        assert!(state
+            .apply(
+                bad,
+                Response::Progress {
+                    bytes_read: 5,
+                    total: 10
+                }
+            )
+            .is_empty());
+        assert!(state
+            .apply(bad, Response::Failed(error("again")))
+            .is_empty());
+        assert_eq!(
+            state.file(bad).unwrap().status,
+            Status::Failed(error("truncated"))
+        );
         // Closing a failed file has no worker left to end.
         assert!(state.close(bad).is_empty());
         assert_eq!(state.selected_id(), Some(good));
@@ -449,7 +510,9 @@ mod tests {
         let (a, _) = state.open("a", 1);
         let (b, _) = state.open("b", 1);
         state.close(a);
-        assert!(state.apply(a, Response::Loaded(summary(vec![0], 0))).is_empty());
+        assert!(state
+            .apply(a, Response::Loaded(summary(vec![0], 0)))
+            .is_empty());
         assert_eq!(state.files().len(), 1);
         assert_eq!(state.selected_id(), Some(b));
     }
@@ -468,9 +531,17 @@ mod tests {
         let mut state = AppState::new();
         let (id, _) = state.open("a", 10);
         state.apply(id, Response::Loaded(summary(vec![0], 0)));
-        state.apply(id, Response::Progress { bytes_read: 1, total: 10 });
+        state.apply(
+            id,
+            Response::Progress {
+                bytes_read: 1,
+                total: 10,
+            },
+        );
         assert_eq!(state.file(id).unwrap().status_kind(), "ready");
         // A second Loaded is ignored too.
-        assert!(state.apply(id, Response::Loaded(summary(vec![0], 0))).is_empty());
+        assert!(state
+            .apply(id, Response::Loaded(summary(vec![0], 0)))
+            .is_empty());
     }
 }

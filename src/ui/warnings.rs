@@ -16,7 +16,6 @@ pub fn Warnings(warnings: Vec<WarningView>) -> impl IntoView {
                     .into_iter()
                     .map(|w| view! {
                         <li class="warning" data-warning=w.kind.clone()>
-                            <span class="warning-icon" aria-hidden="true">"!"</span>
                             <span class="warning-text">{w.message}</span>
                         </li>
                     })

@@ -65,14 +65,25 @@ impl WorkerPool {
         let on_error = Closure::<dyn FnMut(ErrorEvent)>::new(move |event: ErrorEvent| {
             event.prevent_default();
             let message = event.message();
-            on_error(if message.is_empty() { "the worker could not be started".into() } else { message });
+            on_error(if message.is_empty() {
+                "the worker could not be started".into()
+            } else {
+                message
+            });
         });
         worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
         worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
 
         let message = Array::of2(&JsValue::from_str(&to_json(request)), blob);
         worker.post_message(&message).map_err(|e| js_text(&e))?;
-        self.entries.insert(id, Entry { worker, on_message, on_error });
+        self.entries.insert(
+            id,
+            Entry {
+                worker,
+                on_message,
+                on_error,
+            },
+        );
         Ok(())
     }
 
@@ -91,7 +102,11 @@ impl WorkerPool {
             entry.worker.set_onerror(None);
             entry.worker.terminate();
             // This may run inside one of the entry's own callbacks: drop them afterwards.
-            let Entry { on_message, on_error, .. } = entry;
+            let Entry {
+                on_message,
+                on_error,
+                ..
+            } = entry;
             leptos::prelude::set_timeout(
                 move || drop((on_message, on_error)),
                 std::time::Duration::ZERO,

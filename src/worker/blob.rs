@@ -24,7 +24,7 @@ impl BlobSource {
 }
 
 impl ChunkSource for BlobSource {
-    fn len(&self) -> u64 {
+    fn size(&self) -> u64 {
         self.len
     }
 
@@ -33,7 +33,10 @@ impl ChunkSource for BlobSource {
             .blob
             .slice_with_f64_and_f64(start as f64, end as f64)
             .map_err(|e| super::js_error_text(&e))?;
-        let buffer = self.reader.read_as_array_buffer(&slice).map_err(|e| super::js_error_text(&e))?;
+        let buffer = self
+            .reader
+            .read_as_array_buffer(&slice)
+            .map_err(|e| super::js_error_text(&e))?;
         Ok(Uint8Array::new(&buffer).to_vec())
     }
 }

@@ -48,13 +48,21 @@ fn post(response: &Response) {
 /// Text of a JS exception or value, for error messages.
 pub(crate) fn js_error_text(value: &JsValue) -> String {
     if let Some(error) = value.dyn_ref::<js_sys::Error>() {
-        return format!("{}: {}", String::from(error.name()), String::from(error.message()));
+        return format!(
+            "{}: {}",
+            String::from(error.name()),
+            String::from(error.message())
+        );
     }
     value.as_string().unwrap_or_else(|| format!("{value:?}"))
 }
 
 fn failed(message: String) -> Response {
-    Response::Failed(ErrorReport { message, offset: None, hint: None })
+    Response::Failed(ErrorReport {
+        message,
+        offset: None,
+        hint: None,
+    })
 }
 
 /// Entry point of the worker binary (`src/bin/worker.rs`).
@@ -64,10 +72,7 @@ pub fn start() {
         post(&Response::Failed(ErrorReport {
             message: format!("memsight crashed while working on this file: {info}"),
             offset: None,
-            hint: Some(
-                "This is a bug in memsight, not in your file. Other open files are not affected."
-                    .into(),
-            ),
+            hint: Some("This is a bug in memsight: please report it.".into()),
         }));
     }));
 
@@ -91,7 +96,10 @@ pub fn start() {
                 }
             }
         }
-        let _ = Reflect::delete_property(scope.unchecked_ref::<js_sys::Object>(), &JsValue::from_str(EARLY_QUEUE));
+        let _ = Reflect::delete_property(
+            scope.unchecked_ref::<js_sys::Object>(),
+            &JsValue::from_str(EARLY_QUEUE),
+        );
     }
 }
 
@@ -99,13 +107,17 @@ pub fn start() {
 fn handle(session: &Rc<RefCell<Session>>, data: JsValue) {
     let message = Array::from(&data);
     let Some(json) = message.get(0).as_string() else {
-        post(&failed("The worker received a message it does not understand.".into()));
+        post(&failed(
+            "The worker received a message it does not understand.".into(),
+        ));
         return;
     };
     let request: Request = match serde_json::from_str(&json) {
         Ok(request) => request,
         Err(error) => {
-            post(&failed(format!("The worker received a bad request: {error}")));
+            post(&failed(format!(
+                "The worker received a bad request: {error}"
+            )));
             return;
         }
     };
@@ -114,10 +126,12 @@ fn handle(session: &Rc<RefCell<Session>>, data: JsValue) {
             Ok(blob) => match BlobSource::new(blob) {
                 Ok(source) => {
                     // The blob's own length is authoritative.
-                    let total = source.len();
+                    let total = source.size();
                     let reader = ChunkedReader::new(source, CHUNK_BYTES);
                     let now = || js_sys::Date::now();
-                    session.borrow_mut().load(reader, total, &now, &mut |progress| post(&progress))
+                    session
+                        .borrow_mut()
+                        .load(reader, total, &now, &mut |progress| post(&progress))
                 }
                 Err(error) => failed(format!("The file cannot be read in this browser: {error}")),
             },

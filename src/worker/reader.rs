@@ -13,10 +13,10 @@ pub const CHUNK_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Something that can hand out byte ranges of a file.
 pub trait ChunkSource {
-    /// Total length of the file in bytes.
-    fn len(&self) -> u64;
+    /// Size of the file in bytes.
+    fn size(&self) -> u64;
 
-    /// Bytes `start..end` of the file (`end <= len()`).
+    /// Bytes `start..end` of the file (`end <= size()`).
     fn read_range(&mut self, start: u64, end: u64) -> Result<Vec<u8>, String>;
 }
 
@@ -34,8 +34,15 @@ pub struct ChunkedReader<S> {
 
 impl<S: ChunkSource> ChunkedReader<S> {
     pub fn new(source: S, chunk_bytes: u64) -> Self {
-        let len = source.len();
-        ChunkedReader { source, len, chunk_bytes: chunk_bytes.max(1), next: 0, chunk: Vec::new(), pos: 0 }
+        let len = source.size();
+        ChunkedReader {
+            source,
+            len,
+            chunk_bytes: chunk_bytes.max(1),
+            next: 0,
+            chunk: Vec::new(),
+            pos: 0,
+        }
     }
 
     /// Bytes handed out to the reader's caller so far.
@@ -55,7 +62,10 @@ impl<S: ChunkSource> Read for ChunkedReader<S> {
             }
             let end = self.len.min(self.next.saturating_add(self.chunk_bytes));
             let chunk = self.source.read_range(self.next, end).map_err(|message| {
-                io::Error::other(format!("could not read the file at byte {}: {message}", self.next))
+                io::Error::other(format!(
+                    "could not read the file at byte {}: {message}",
+                    self.next
+                ))
             })?;
             if chunk.len() as u64 != end - self.next {
                 return Err(io::Error::new(
@@ -93,7 +103,7 @@ mod tests {
     }
 
     impl ChunkSource for &mut Memory {
-        fn len(&self) -> u64 {
+        fn size(&self) -> u64 {
             self.bytes.len() as u64
         }
         fn read_range(&mut self, start: u64, end: u64) -> Result<Vec<u8>, String> {
@@ -104,7 +114,11 @@ mod tests {
     }
 
     fn memory(n: usize) -> Memory {
-        Memory { bytes: (0..n).map(|i| (i * 7 % 251) as u8).collect(), reads: Vec::new(), short_by: 0 }
+        Memory {
+            bytes: (0..n).map(|i| (i * 7 % 251) as u8).collect(),
+            reads: Vec::new(),
+            short_by: 0,
+        }
     }
 
     #[test]
@@ -131,7 +145,9 @@ mod tests {
         let mut file = memory(9);
         let expected = file.bytes.clone();
         let mut out = Vec::new();
-        ChunkedReader::new(&mut file, 4).read_to_end(&mut out).unwrap();
+        ChunkedReader::new(&mut file, 4)
+            .read_to_end(&mut out)
+            .unwrap();
         assert_eq!(out, expected);
     }
 
@@ -139,7 +155,9 @@ mod tests {
     fn an_empty_file_reads_nothing_and_fetches_nothing() {
         let mut file = memory(0);
         let mut out = Vec::new();
-        ChunkedReader::new(&mut file, CHUNK_BYTES).read_to_end(&mut out).unwrap();
+        ChunkedReader::new(&mut file, CHUNK_BYTES)
+            .read_to_end(&mut out)
+            .unwrap();
         assert!(out.is_empty());
         assert!(file.reads.is_empty());
     }
@@ -149,7 +167,9 @@ mod tests {
         let mut file = memory(100);
         file.short_by = 10;
         let mut out = Vec::new();
-        let err = ChunkedReader::new(&mut file, 64).read_to_end(&mut out).unwrap_err();
+        let err = ChunkedReader::new(&mut file, 64)
+            .read_to_end(&mut out)
+            .unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
         assert!(err.to_string().contains("changed"), "{err}");
     }
@@ -158,14 +178,19 @@ mod tests {
     fn source_errors_carry_the_offset() {
         struct Broken;
         impl ChunkSource for Broken {
-            fn len(&self) -> u64 {
+            fn size(&self) -> u64 {
                 10
             }
             fn read_range(&mut self, _: u64, _: u64) -> Result<Vec<u8>, String> {
                 Err("NotReadableError".into())
             }
         }
-        let err = ChunkedReader::new(Broken, 4).read(&mut [0u8; 4]).unwrap_err();
-        assert!(err.to_string().contains("at byte 0: NotReadableError"), "{err}");
+        let err = ChunkedReader::new(Broken, 4)
+            .read(&mut [0u8; 4])
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("at byte 0: NotReadableError"),
+            "{err}"
+        );
     }
 }

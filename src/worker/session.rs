@@ -43,19 +43,28 @@ impl Session {
         self.snapshot = None;
         let start = now();
         let mut reported = 0u64;
-        post(Response::Progress { bytes_read: 0, total });
+        post(Response::Progress {
+            bytes_read: 0,
+            total,
+        });
         let result = decode_reader(reader, &mut |bytes_read| {
-            if bytes_read >= reported.saturating_add(PROGRESS_STEP_BYTES) || bytes_read >= total {
-                if bytes_read > reported || bytes_read == 0 {
-                    reported = bytes_read;
-                    post(Response::Progress { bytes_read: bytes_read.min(total), total });
-                }
+            let due =
+                bytes_read >= reported.saturating_add(PROGRESS_STEP_BYTES) || bytes_read >= total;
+            if due && bytes_read > reported {
+                reported = bytes_read;
+                post(Response::Progress {
+                    bytes_read: bytes_read.min(total),
+                    total,
+                });
             }
         });
         match result {
             Ok(snapshot) => {
                 if reported < total {
-                    post(Response::Progress { bytes_read: total, total });
+                    post(Response::Progress {
+                        bytes_read: total,
+                        total,
+                    });
                 }
                 let devices = snapshot.device_ids();
                 let default_device = default_device(&snapshot, &devices);
@@ -98,7 +107,11 @@ fn default_device(snapshot: &Snapshot, devices: &[u32]) -> u32 {
         .iter()
         .map(|&device| {
             let view = overview(snapshot, device);
-            (trace_entries(&view), metric(&view, SEGMENT_COUNT_KEY), std::cmp::Reverse(device))
+            (
+                trace_entries(&view),
+                metric(&view, SEGMENT_COUNT_KEY),
+                std::cmp::Reverse(device),
+            )
         })
         .max()
         .map(|(_, _, std::cmp::Reverse(device))| device)
@@ -113,12 +126,20 @@ fn trace_entries(view: &Overview) -> u64 {
 }
 
 fn metric(view: &Overview, key: &str) -> u64 {
-    view.metrics.iter().find(|m| m.key == key).map_or(0, |m| m.value)
+    view.metrics
+        .iter()
+        .find(|m| m.key == key)
+        .map_or(0, |m| m.value)
 }
 
 /// A decoding error as shown to the user.
 pub fn report(error: DecodeError) -> ErrorReport {
-    ErrorReport { message: error.message, offset: error.offset, hint: error.hint }
+    let detail = error.into_detail();
+    ErrorReport {
+        message: detail.message,
+        offset: detail.offset,
+        hint: detail.hint,
+    }
 }
 
 #[cfg(test)]
@@ -138,24 +159,41 @@ mod tests {
         let mut session = Session::new();
         let mut posted = Vec::new();
         let bytes = b"this is not a pickle".to_vec();
-        let response = session.load(&bytes[..], bytes.len() as u64, &clock(), &mut |r| posted.push(r));
-        let Response::Failed(report) = response else { panic!("expected a failure, got {response:?}") };
+        let response = session.load(&bytes[..], bytes.len() as u64, &clock(), &mut |r| {
+            posted.push(r)
+        });
+        let Response::Failed(report) = response else {
+            panic!("expected a failure, got {response:?}")
+        };
         assert!(!report.message.is_empty());
-        assert_eq!(posted.first(), Some(&Response::Progress { bytes_read: 0, total: bytes.len() as u64 }));
+        assert_eq!(
+            posted.first(),
+            Some(&Response::Progress {
+                bytes_read: 0,
+                total: bytes.len() as u64
+            })
+        );
         // Nothing was kept: views are refused.
-        assert!(matches!(session.handle(&Request::Overview { device: 0 }), Response::Failed(_)));
+        assert!(matches!(
+            session.handle(&Request::Overview { device: 0 }),
+            Response::Failed(_)
+        ));
     }
 
     #[test]
     fn a_second_load_request_is_refused() {
         let mut session = Session::new();
-        let response = session.handle(&Request::Load { name: "x".into(), size: 1 });
+        let response = session.handle(&Request::Load {
+            name: "x".into(),
+            size: 1,
+        });
         assert!(matches!(response, Response::Failed(_)));
     }
 
     #[test]
     fn decode_errors_keep_offset_and_hint() {
-        let error = DecodeError::at(12, "unknown opcode 0x63 (GLOBAL)").with_hint("this pickle contains code");
+        let error = DecodeError::at(12, "unknown opcode 0x63 (GLOBAL)")
+            .with_hint("this pickle contains code");
         assert_eq!(
             report(error),
             ErrorReport {
@@ -180,10 +218,16 @@ mod tests {
                 assert!(summary.decode_ms > 0.0);
                 assert_eq!(
                     posted.last(),
-                    Some(&Response::Progress { bytes_read: bytes.len() as u64, total: bytes.len() as u64 })
+                    Some(&Response::Progress {
+                        bytes_read: bytes.len() as u64,
+                        total: bytes.len() as u64
+                    })
                 );
                 for device in &summary.devices {
-                    assert!(matches!(session.handle(&Request::Overview { device: *device }), Response::Overview(_)));
+                    assert!(matches!(
+                        session.handle(&Request::Overview { device: *device }),
+                        Response::Overview(_)
+                    ));
                 }
             }
             Response::Failed(report) => panic!("a valid snapshot failed: {report:?}"),

@@ -22,10 +22,11 @@ const EXPECTED_METRICS = {
   allocated_bytes: 'allocated-end-bytes',
   segments: 'segment-count',
   blocks: 'block-count',
-  trace_entries: 'trace-entry-count',
+  trace_entries: 'trace-entries',
+  peak_allocated_bytes: 'peak-allocated-bytes',
 };
 /** Trace actions (`alloc`, `free_requested`…) → `data-metric` key of their count. */
-const actionMetric = (action) => `action-${action.replaceAll('_', '-')}-count`;
+const actionMetric = (action) => `trace-${action.replaceAll('_', '-')}-count`;
 
 /** A pickle that would call os.system('echo pwned') if it were unpickled by Python. */
 const HOSTILE_PICKLE = Buffer.from('\x80\x02cposix\nsystem\nq\x00X\x0a\x00\x00\x00echo pwnedq\x01\x85q\x02Rq\x03.', 'latin1');
@@ -51,7 +52,7 @@ describe('start-up', () => {
       const csp = await page.getAttribute('meta[http-equiv="Content-Security-Policy"]', 'content');
       assert.match(csp, /connect-src 'self'/);
       assert.match(csp, /default-src 'none'/);
-      assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval'|\*/, 'no inline scripts, no eval, no wildcards');
+      assert.doesNotMatch(csp, /'unsafe-inline'|'unsafe-eval'|\*/, 'no inline scripts, no eval, no wildcards');
       // No inline script at all in the built page.
       const inline = await page.$$eval('script:not([src])', (s) => s.length);
       assert.equal(inline, 0, 'the built page has inline scripts');
@@ -166,13 +167,13 @@ describe('real snapshots', () => {
         await openFiles(page, path.join(REAL_FIXTURES, name));
         const status = await waitSettled(page);
         if (status !== 'ready') {
-          failures.push(`${name}: ${status}: ${await page.textContent('#error-report').catch(() => '?')}`);
+          failures.push(`${name}: ${status}: ${await page.$eval('#error-report', (e) => e.textContent).catch(() => '?')}`);
           await page.click('.file-item.selected .file-close');
           continue;
         }
         const devices = expectations[name].devices ?? expectations[name];
         const offered = await page.$$eval('#device-picker option', (o) => o.map((e) => e.value));
-        const single = await page.textContent('#device-single').catch(() => null);
+        const single = await page.$eval('#device-single', (e) => e.textContent).catch(() => null);
         for (const [device, expected] of Object.entries(devices)) {
           if (offered.length > 0) {
             if (!offered.includes(device)) {
