@@ -5,14 +5,14 @@
 //! - [`decode`] turns bytes (pickle, gzip, JSON) into a [`model::Snapshot`];
 //! - [`model`] is the in-memory model every view is built on;
 //! - [`analysis`] derives facts from the model (pairing, curves, peaks, overview);
-//! - `ui` and `worker` (wasm32 only) are the Leptos app and its Web Worker.
+//! - [`format`] writes numbers for people (binary units, durations);
+//! - [`protocol`] and [`worker`] are the page↔worker messages and the worker's logic (its
+//!   browser transport is wasm32-only); the Leptos page itself is in the `memsight` binary
+//!   (`src/main.rs`, `src/ui/`), so the worker does not link the UI.
 
 pub mod analysis;
 pub mod decode;
+pub mod format;
 pub mod model;
 pub mod protocol;
-
-#[cfg(target_arch = "wasm32")]
-pub mod ui;
-#[cfg(target_arch = "wasm32")]
 pub mod worker;

@@ -1,33 +1,27 @@
-//! memsight's page: the Leptos app, built for the browser by Trunk (`index.html`).
+//! memsight's page: the Leptos app (`src/ui/`), built for the browser by Trunk (`index.html`).
 //!
-//! The app itself lives in `memsight::ui`; this binary only starts it. Natively (for
-//! `cargo test`) `main` is an empty stub, and the test build compiles the UI's and the worker's
-//! pure modules so their unit tests run without a browser.
+//! The UI lives in this binary, not in the library, so the worker binary does not link it.
+//! Natively (for `cargo test`) `main` is an empty stub and only the UI's pure state logic is
+//! compiled, so its unit tests run without a browser.
+
+// The UI names the library's modules as `crate::…`.
+#[allow(unused_imports)]
+use memsight::{analysis, decode, model, protocol};
+
+#[cfg(target_arch = "wasm32")]
+mod ui;
 
 #[cfg(target_arch = "wasm32")]
 fn main() {
-    memsight::ui::start();
+    ui::start();
 }
 
 #[cfg(not(target_arch = "wasm32"))]
 fn main() {}
 
-// `memsight::ui` and `memsight::worker` are wasm32-only in the library. Their browser-free
-// modules are compiled here as well, natively, so `cargo test` runs their unit tests. The
-// re-exports let those modules name the library as `crate::…` in both builds.
-#[cfg(all(test, not(target_arch = "wasm32")))]
-use memsight::{analysis, decode, model, protocol};
-
 #[cfg(all(test, not(target_arch = "wasm32")))]
 #[allow(dead_code)]
 mod ui {
-    pub mod format;
+    pub use memsight::format;
     pub mod state;
-}
-
-#[cfg(all(test, not(target_arch = "wasm32")))]
-#[allow(dead_code)]
-mod worker {
-    pub mod reader;
-    pub mod session;
 }

@@ -145,13 +145,14 @@ impl AnalysedRef<'_> {
         for action in Action::KNOWN.into_iter().chain([Action::Other]) {
             let n = facts.action_counts[action as usize];
             if n > 0 {
-                m.add(&format!("trace-{}-count", action.name().replace('_', "-")), &format!("  {}", action.name()), n, Unit::Count, g);
+                let label = format!("{} events", action.name());
+                m.add(&format!("trace-{}-count", action.name().replace('_', "-")), &label, n, Unit::Count, g);
             }
         }
         m.add("allocation-count", "Allocations", facts.allocations.len() as u64, Unit::Count, g);
         let before = facts.frees_without_alloc + facts.live_blocks_without_alloc;
         if before > 0 {
-            m.add("allocations-before-trace", "  of which before the trace", before, Unit::Count, g);
+            m.add("allocations-before-trace", "Allocations before the trace", before, Unit::Count, g);
         }
         m.add("unique-stacks", "Unique stacks", snapshot.stacks.len() as u64, Unit::Count, g);
         m.add("unique-frames", "Unique frames", snapshot.frames.len() as u64, Unit::Count, g);
@@ -176,8 +177,8 @@ impl AnalysedRef<'_> {
                 kind: "oom".into(),
                 message: format!(
                     "Out of memory{when} (event {row}): a request of {} failed with {} free on the device.",
-                    format_bytes(trace.size[row]),
-                    format_bytes(trace.addr[row])
+                    crate::format::bytes(trace.size[row]),
+                    crate::format::bytes(trace.addr[row])
                 ),
             });
         }
@@ -192,7 +193,7 @@ impl Metrics {
     fn add(&mut self, key: &str, label: &str, value: u64, unit: Unit, group: &str) {
         self.0.push(Metric {
             key: key.to_string(),
-            label: label.trim().to_string(),
+            label: label.to_string(),
             value,
             unit,
             group: group.to_string(),
@@ -235,36 +236,5 @@ fn settings(snapshot: &Snapshot) -> Vec<(String, String)> {
         Some(Value::Dict(pairs)) => pairs.iter().map(|(k, v)| (k.display(), v.display())).collect(),
         Some(other) => vec![("allocator_settings".into(), other.display())],
         None => Vec::new(),
-    }
-}
-
-/// Bytes in binary units with three significant digits ("1.50 GiB").
-pub fn format_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    if bytes < 1024 {
-        return format!("{bytes} B");
-    }
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    let digits = if value >= 100.0 { 0 } else if value >= 10.0 { 1 } else { 2 };
-    format!("{value:.digits$} {}", UNITS[unit])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::format_bytes;
-
-    #[test]
-    fn bytes_use_binary_units() {
-        assert_eq!(format_bytes(0), "0 B");
-        assert_eq!(format_bytes(1023), "1023 B");
-        assert_eq!(format_bytes(1024), "1.00 KiB");
-        assert_eq!(format_bytes(1536 * 1024 * 1024), "1.50 GiB");
-        assert_eq!(format_bytes(78_160_855_040), "72.8 GiB");
-        assert_eq!(format_bytes(200 << 20), "200 MiB");
     }
 }

@@ -167,6 +167,18 @@ impl<R: Read> Parser<R> {
     /// Runs opcodes up to `STOP` and returns the root value.
     fn run(&mut self) -> Result<Val, DecodeError> {
         loop {
+            if let Some(root) = self.run_steps(1 << 16)? {
+                return Ok(root);
+            }
+        }
+    }
+
+    /// Runs at most `budget` opcodes; `Some(root)` once `STOP` is reached. Returning every so
+    /// often matters under WebAssembly: engines without on-stack replacement only switch a
+    /// function to optimised code when it is entered again.
+    #[inline(never)]
+    fn run_steps(&mut self, budget: u32) -> Result<Option<Val>, DecodeError> {
+        for _ in 0..budget {
             if self.input.available() < 16 && self.input.fill(16)? == 0 {
                 return Err(truncated(self.input.offset(), "the pickle (no STOP opcode)"));
             }
@@ -197,7 +209,7 @@ impl<R: Read> Parser<R> {
                         return Err(DecodeError::at(self.input.offset(), "data continues after the pickle's STOP opcode")
                             .with_hint("trailing garbage: the file may be two files joined, or damaged"));
                     }
-                    return Ok(root);
+                    return Ok(Some(root));
                 }
                 // --- scalars --------------------------------------------------------------
                 b'N' => self.push(Val::None, at)?,
@@ -376,6 +388,7 @@ impl<R: Read> Parser<R> {
                 }
             }
         }
+        Ok(None)
     }
 
     /// The opcodes that make up nearly all of a snapshot, decoded from a 16-byte window

@@ -17,7 +17,7 @@ pub struct BlobSource {
 
 impl BlobSource {
     pub fn new(blob: Blob) -> Result<Self, String> {
-        let reader = FileReaderSync::new().map_err(|e| super::js_error_text(&e))?;
+        let reader = FileReaderSync::new().map_err(|e| super::runtime::js_error_text(&e))?;
         let len = blob.size() as u64;
         Ok(BlobSource { blob, reader, len })
     }
@@ -32,11 +32,11 @@ impl ChunkSource for BlobSource {
         let slice = self
             .blob
             .slice_with_f64_and_f64(start as f64, end as f64)
-            .map_err(|e| super::js_error_text(&e))?;
+            .map_err(|e| super::runtime::js_error_text(&e))?;
         let buffer = self
             .reader
             .read_as_array_buffer(&slice)
-            .map_err(|e| super::js_error_text(&e))?;
+            .map_err(|e| super::runtime::js_error_text(&e))?;
         Ok(Uint8Array::new(&buffer).to_vec())
     }
 }

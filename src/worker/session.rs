@@ -6,24 +6,18 @@
 
 use std::io::Read;
 
-use crate::analysis::overview::{overview, Overview};
+use crate::analysis::Analysed;
 use crate::decode::{decode_reader, DecodeError};
-use crate::model::Snapshot;
 use crate::protocol::{ErrorReport, LoadedSummary, Request, Response};
 
 /// Progress is reported at most once per this many bytes read (plus once at the end), so the
 /// page gets a smooth bar without a flood of messages.
 pub const PROGRESS_STEP_BYTES: u64 = 1024 * 1024;
 
-/// Metric keys that count a device's trace entries, in order of preference; used to pick the
-/// device shown first.
-const TRACE_COUNT_KEYS: [&str; 3] = ["trace-entry-count", "trace-entries", "trace-entry-total"];
-const SEGMENT_COUNT_KEY: &str = "segment-count";
-
-/// The decoded snapshot of one worker, if any.
+/// The decoded snapshot of one worker, with the facts derived once at load, if any.
 #[derive(Default)]
 pub struct Session {
-    snapshot: Option<Snapshot>,
+    analysed: Option<Analysed>,
 }
 
 impl Session {
@@ -40,7 +34,7 @@ impl Session {
         now: &dyn Fn() -> f64,
         post: &mut dyn FnMut(Response),
     ) -> Response {
-        self.snapshot = None;
+        self.analysed = None;
         let start = now();
         let mut reported = 0u64;
         post(Response::Progress {
@@ -67,8 +61,8 @@ impl Session {
                     });
                 }
                 let devices = snapshot.device_ids();
-                let default_device = default_device(&snapshot, &devices);
-                self.snapshot = Some(snapshot);
+                let default_device = snapshot.default_device().unwrap_or(0);
+                self.analysed = Some(Analysed::new(snapshot));
                 Response::Loaded(LoadedSummary {
                     devices,
                     default_device,
@@ -88,8 +82,8 @@ impl Session {
                 offset: None,
                 hint: None,
             }),
-            Request::Overview { device } => match &self.snapshot {
-                Some(snapshot) => Response::Overview(overview(snapshot, *device)),
+            Request::Overview { device } => match &self.analysed {
+                Some(analysed) => Response::Overview(analysed.overview(*device)),
                 None => Response::Failed(ErrorReport {
                     message: "No snapshot is loaded.".into(),
                     offset: None,
@@ -98,38 +92,6 @@ impl Session {
             },
         }
     }
-}
-
-/// The device to show first: the one with the most trace entries, then the most segments,
-/// then the lowest index.
-fn default_device(snapshot: &Snapshot, devices: &[u32]) -> u32 {
-    devices
-        .iter()
-        .map(|&device| {
-            let view = overview(snapshot, device);
-            (
-                trace_entries(&view),
-                metric(&view, SEGMENT_COUNT_KEY),
-                std::cmp::Reverse(device),
-            )
-        })
-        .max()
-        .map(|(_, _, std::cmp::Reverse(device))| device)
-        .unwrap_or(0)
-}
-
-fn trace_entries(view: &Overview) -> u64 {
-    TRACE_COUNT_KEYS
-        .iter()
-        .find_map(|key| view.metrics.iter().find(|m| m.key == *key))
-        .map_or(0, |m| m.value)
-}
-
-fn metric(view: &Overview, key: &str) -> u64 {
-    view.metrics
-        .iter()
-        .find(|m| m.key == key)
-        .map_or(0, |m| m.value)
 }
 
 /// A decoding error as shown to the user.
