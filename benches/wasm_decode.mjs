@@ -21,6 +21,8 @@ const runs = Number(option('--runs', '5'));
 execFileSync('cargo', ['build', '--release', '--target', 'wasm32-unknown-unknown', '--example', 'wasm_decode'], { cwd: ROOT, stdio: 'inherit' });
 const out = path.join(ROOT, 'target/wasm-decode-bench');
 execFileSync('wasm-bindgen', ['--target', 'nodejs', '--out-dir', out, path.join(ROOT, 'target/wasm32-unknown-unknown/release/examples/wasm_decode.wasm')], { stdio: 'inherit' });
+// wasm-bindgen's Node.js glue is CommonJS; the repository's package.json says "module".
+fs.writeFileSync(path.join(out, 'package.json'), '{ "type": "commonjs" }\n');
 const require = createRequire(import.meta.url);
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
