@@ -25,7 +25,10 @@ pub enum Request {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Response {
     /// Bytes of the file read so far.
-    Progress { bytes_read: u64, total: u64 },
+    Progress {
+        bytes_read: u64,
+        total: u64,
+    },
     /// The file decoded; views may now be requested.
     Loaded(LoadedSummary),
     /// The file could not be decoded; nothing was kept.

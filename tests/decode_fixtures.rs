@@ -17,10 +17,16 @@ fn every_real_snapshot_matches_cpython() {
     for path in &files {
         let name = file_name(path);
         let snapshot = decode_file(path).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let expected = expectations.get(&name).unwrap_or_else(|| panic!("{name}: no expectation recorded"));
+        let expected = expectations
+            .get(&name)
+            .unwrap_or_else(|| panic!("{name}: no expectation recorded"));
         check_expectations(&name, &Analysed::new(snapshot), expected);
     }
-    assert!(files.len() >= 30, "expected the whole corpus, found {}", files.len());
+    assert!(
+        files.len() >= 30,
+        "expected the whole corpus, found {}",
+        files.len()
+    );
 }
 
 #[test]
@@ -56,16 +62,28 @@ fn bad_fixtures_are_rejected_with_an_offset_and_reason() {
         let text = err.to_string();
         match name.as_str() {
             "hostile_os_system.pickle" => {
-                assert!(text.contains("GLOBAL") && text.contains("os") && text.contains("refused"), "{text}");
-                assert!(err.hint.as_deref().unwrap().contains("code, not a snapshot"));
+                assert!(
+                    text.contains("GLOBAL") && text.contains("os") && text.contains("refused"),
+                    "{text}"
+                );
+                assert!(err
+                    .hint
+                    .as_deref()
+                    .unwrap()
+                    .contains("code, not a snapshot"));
             }
             "hostile_stack_global.pickle" => assert!(text.contains("STACK_GLOBAL"), "{text}"),
             "truncated.pickle" => assert!(text.contains("ends in the middle"), "{text}"),
             "memo_out_of_range.pickle" => assert!(text.contains("memo index"), "{text}"),
-            "huge_length.pickle" => assert!(text.contains("limit") || text.contains("ends in the middle"), "{text}"),
+            "huge_length.pickle" => assert!(
+                text.contains("limit") || text.contains("ends in the middle"),
+                "{text}"
+            ),
             "deep_nesting.pickle" => assert!(text.contains("deeper than"), "{text}"),
             "bad_utf8.pickle" => assert!(text.contains("UTF-8"), "{text}"),
-            "trailing_garbage.pickle" => assert!(text.contains("after the pickle's STOP"), "{text}"),
+            "trailing_garbage.pickle" => {
+                assert!(text.contains("after the pickle's STOP"), "{text}")
+            }
             "kineto_trace.json" => assert!(text.contains("Kineto"), "{text}"),
             "not_a_snapshot.txt" => assert!(text.contains("unrecognised"), "{text}"),
             other => panic!("add a check for {other}: {text}"),
@@ -88,7 +106,13 @@ fn hostile_pickle_names_the_opcode_and_offset() {
 #[test]
 fn gzip_json_and_every_protocol_give_the_same_model() {
     let reference = decode_file(&edge("small_p4.pickle")).unwrap();
-    for name in ["small_p2.pickle", "small_p3.pickle", "small_p5.pickle", "small.pickle.gz", "small.json"] {
+    for name in [
+        "small_p2.pickle",
+        "small_p3.pickle",
+        "small_p5.pickle",
+        "small.pickle.gz",
+        "small.json",
+    ] {
         let other = decode_file(&edge(name)).unwrap();
         assert_eq!(other.devices.len(), reference.devices.len(), "{name}");
         for (a, b) in reference.devices.iter().zip(&other.devices) {
@@ -109,7 +133,10 @@ fn edge_case_details_are_kept() {
     let extra = &s.extra.iter().find(|(k, _)| k == "extra_ints").unwrap().1;
     let text = extra.display();
     assert!(text.contains("18446744073709551616"), "{text}");
-    assert!(text.contains("1606938044258990275541962092341162602522202993782792835301376"), "{text}");
+    assert!(
+        text.contains("1606938044258990275541962092341162602522202993782792835301376"),
+        "{text}"
+    );
 
     let s = decode_file(&edge("floats.pickle")).unwrap();
     let floats = &s.extra.iter().find(|(k, _)| k == "extra_floats").unwrap().1;
@@ -129,10 +156,18 @@ fn edge_case_details_are_kept() {
     }
 
     let s = decode_file(&edge("pending_free.pickle")).unwrap();
-    assert!(s.devices.iter().flat_map(|d| &d.blocks).any(|b| b.state == BlockState::ActivePendingFree));
+    assert!(s
+        .devices
+        .iter()
+        .flat_map(|d| &d.blocks)
+        .any(|b| b.state == BlockState::ActivePendingFree));
 
     let s = decode_file(&edge("private_pool.pickle")).unwrap();
-    assert!(s.devices.iter().flat_map(|d| &d.segments).any(|seg| seg.pool_id == Some((1, 3))));
+    assert!(s
+        .devices
+        .iter()
+        .flat_map(|d| &d.segments)
+        .any(|seg| seg.pool_id == Some((1, 3))));
 
     let s = decode_file(&edge("oom.pickle")).unwrap();
     let a = Analysed::new(s);
@@ -144,9 +179,16 @@ fn edge_case_details_are_kept() {
     let d = &s.devices[0];
     assert!(d.segments.iter().any(|x| !x.extra.is_empty()));
     assert!(d.blocks.iter().any(|x| !x.extra.is_empty()));
-    assert!((0..d.trace.len()).all(|r| d.trace.pool(r).is_some()), "pool_id kept per row");
+    assert!(
+        (0..d.trace.len()).all(|r| d.trace.pool(r).is_some()),
+        "pool_id kept per row"
+    );
     assert!((0..d.trace.len()).any(|r| d.trace.forward_stack(r) != memsight::model::NO_STACK));
-    let fx = s.frames.iter().find(|f| !f.extra.is_empty()).expect("fx frame keys kept");
+    let fx = s
+        .frames
+        .iter()
+        .find(|f| !f.extra.is_empty())
+        .expect("fx frame keys kept");
     assert!(fx.extra.iter().any(|(k, _)| s.str(*k) == "fx_node_op"));
     assert!(s.extra.iter().any(|(k, _)| k == "host_traces"));
 
@@ -156,5 +198,8 @@ fn edge_case_details_are_kept() {
     let s = decode_file(&edge("wrapped.pickle")).unwrap();
     let a = Analysed::new(s);
     let warnings = a.overview(0).warnings;
-    assert!(warnings.iter().any(|w| w.kind == "ring-buffer-wrapped"), "{warnings:?}");
+    assert!(
+        warnings.iter().any(|w| w.kind == "ring-buffer-wrapped"),
+        "{warnings:?}"
+    );
 }

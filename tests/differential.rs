@@ -11,7 +11,8 @@ use memsight::model::{Snapshot, StackId, Value};
 use serde_pickle::Value as P;
 
 fn reference(bytes: &[u8]) -> Snapshot {
-    let value = serde_pickle::value_from_slice(bytes, serde_pickle::DeOptions::new()).expect("serde-pickle decodes");
+    let value = serde_pickle::value_from_slice(bytes, serde_pickle::DeOptions::new())
+        .expect("serde-pickle decodes");
     let mut builder = Builder::new();
     let root = node(&mut builder, value);
     builder.finish(root, At(None)).expect("reference builds")
@@ -31,23 +32,42 @@ fn node(b: &mut Builder, v: P) -> Node {
         P::String(s) => Node::Str(b.strings.intern(&s)),
         P::List(items) => Node::List(items.into_iter().map(|x| node(b, x)).collect()),
         P::Tuple(items) => Node::Tuple(items.into_iter().map(|x| node(b, x)).collect()),
-        P::Set(items) | P::FrozenSet(items) => Node::Set(items.into_iter().map(|x| node(b, x.into_value())).collect()),
-        P::Dict(map) => Node::Dict(map.into_iter().map(|(k, v)| (node(b, k.into_value()), node(b, v))).collect()),
+        P::Set(items) | P::FrozenSet(items) => {
+            Node::Set(items.into_iter().map(|x| node(b, x.into_value())).collect())
+        }
+        P::Dict(map) => Node::Dict(
+            map.into_iter()
+                .map(|(k, v)| (node(b, k.into_value()), node(b, v)))
+                .collect(),
+        ),
     }
 }
 
 fn stack_text(s: &Snapshot, id: StackId) -> Vec<String> {
     s.stack_frames(id)
         .map(|f| {
-            let mut extra: Vec<String> = f.extra.iter().map(|(k, v)| format!("{}={}", s.str(*k), canonical(v))).collect();
+            let mut extra: Vec<String> = f
+                .extra
+                .iter()
+                .map(|(k, v)| format!("{}={}", s.str(*k), canonical(v)))
+                .collect();
             extra.sort();
-            format!("{}:{}:{} {:?}", s.str(f.filename), f.line, s.str(f.name), extra)
+            format!(
+                "{}:{}:{} {:?}",
+                s.str(f.filename),
+                f.line,
+                s.str(f.name),
+                extra
+            )
         })
         .collect()
 }
 
 fn sorted_extra(s: &Snapshot, extra: &[(u32, Value)]) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = extra.iter().map(|(k, v)| (s.str(*k).to_string(), canonical(v))).collect();
+    let mut out: Vec<(String, String)> = extra
+        .iter()
+        .map(|(k, v)| (s.str(*k).to_string(), canonical(v)))
+        .collect();
     out.sort();
     out
 }
@@ -56,7 +76,10 @@ fn sorted_extra(s: &Snapshot, extra: &[(u32, Value)]) -> Vec<(String, String)> {
 fn canonical(v: &Value) -> String {
     match v {
         Value::Dict(pairs) => {
-            let mut items: Vec<String> = pairs.iter().map(|(k, v)| format!("{}: {}", canonical(k), canonical(v))).collect();
+            let mut items: Vec<String> = pairs
+                .iter()
+                .map(|(k, v)| format!("{}: {}", canonical(k), canonical(v)))
+                .collect();
             items.sort();
             format!("{{{}}}", items.join(", "))
         }
@@ -66,7 +89,10 @@ fn canonical(v: &Value) -> String {
             format!("{{{}}}", items.join(", "))
         }
         Value::List(items) | Value::Tuple(items) => {
-            format!("[{}]", items.iter().map(canonical).collect::<Vec<_>>().join(", "))
+            format!(
+                "[{}]",
+                items.iter().map(canonical).collect::<Vec<_>>().join(", ")
+            )
         }
         Value::Float(f) if f.is_nan() => "nan".into(),
         other => format!("{other:?}"),
@@ -77,15 +103,39 @@ fn assert_same(name: &str, fast: &Snapshot, slow: &Snapshot) {
     assert_eq!(fast.layout, slow.layout, "{name}: layout");
     assert_eq!(fast.features, slow.features, "{name}: features");
     assert_eq!(fast.device_ids(), slow.device_ids(), "{name}: devices");
-    assert_eq!(fast.frames.len(), slow.frames.len(), "{name}: unique frames");
-    assert_eq!(fast.stacks.len(), slow.stacks.len(), "{name}: unique stacks");
-    assert_eq!(fast.annotations.len(), slow.annotations.len(), "{name}: annotations");
+    assert_eq!(
+        fast.frames.len(),
+        slow.frames.len(),
+        "{name}: unique frames"
+    );
+    assert_eq!(
+        fast.stacks.len(),
+        slow.stacks.len(),
+        "{name}: unique stacks"
+    );
+    assert_eq!(
+        fast.annotations.len(),
+        slow.annotations.len(),
+        "{name}: annotations"
+    );
     for (a, b) in fast.annotations.iter().zip(&slow.annotations) {
-        assert_eq!((fast.str(a.name), a.time_us, a.device), (slow.str(b.name), b.time_us, b.device), "{name}");
+        assert_eq!(
+            (fast.str(a.name), a.time_us, a.device),
+            (slow.str(b.name), b.time_us, b.device),
+            "{name}"
+        );
     }
-    assert_eq!(fast.allocator_settings.as_ref().map(canonical), slow.allocator_settings.as_ref().map(canonical), "{name}: settings");
+    assert_eq!(
+        fast.allocator_settings.as_ref().map(canonical),
+        slow.allocator_settings.as_ref().map(canonical),
+        "{name}: settings"
+    );
     let extras = |s: &Snapshot| {
-        let mut e: Vec<(String, String)> = s.extra.iter().map(|(k, v)| (k.clone(), canonical(v))).collect();
+        let mut e: Vec<(String, String)> = s
+            .extra
+            .iter()
+            .map(|(k, v)| (k.clone(), canonical(v)))
+            .collect();
         e.sort();
         e
     };
@@ -99,40 +149,121 @@ fn assert_same(name: &str, fast: &Snapshot, slow: &Snapshot) {
         assert_eq!(d.trace.time_us, e.trace.time_us, "{ctx}: time");
         for row in 0..d.trace.len() {
             let (x, y) = (d.trace.row(row), e.trace.row(row));
-            assert_eq!(fast.streams[x.stream as usize], slow.streams[y.stream as usize], "{ctx} row {row}: stream");
-            assert_eq!(stack_text(fast, x.stack), stack_text(slow, y.stack), "{ctx} row {row}: frames");
-            assert_eq!(stack_text(fast, x.forward_stack), stack_text(slow, y.forward_stack), "{ctx} row {row}: forward frames");
-            assert_eq!(x.compile_context.map(|s| fast.str(s)), y.compile_context.map(|s| slow.str(s)), "{ctx} row {row}");
-            assert_eq!(x.user_metadata.map(|s| fast.str(s)), y.user_metadata.map(|s| slow.str(s)), "{ctx} row {row}");
-            assert_eq!(x.pool.map(|p| fast.pools[p as usize]), y.pool.map(|p| slow.pools[p as usize]), "{ctx} row {row}");
+            assert_eq!(
+                fast.streams[x.stream as usize], slow.streams[y.stream as usize],
+                "{ctx} row {row}: stream"
+            );
+            assert_eq!(
+                stack_text(fast, x.stack),
+                stack_text(slow, y.stack),
+                "{ctx} row {row}: frames"
+            );
+            assert_eq!(
+                stack_text(fast, x.forward_stack),
+                stack_text(slow, y.forward_stack),
+                "{ctx} row {row}: forward frames"
+            );
+            assert_eq!(
+                x.compile_context.map(|s| fast.str(s)),
+                y.compile_context.map(|s| slow.str(s)),
+                "{ctx} row {row}"
+            );
+            assert_eq!(
+                x.user_metadata.map(|s| fast.str(s)),
+                y.user_metadata.map(|s| slow.str(s)),
+                "{ctx} row {row}"
+            );
+            assert_eq!(
+                x.pool.map(|p| fast.pools[p as usize]),
+                y.pool.map(|p| slow.pools[p as usize]),
+                "{ctx} row {row}"
+            );
         }
         let row_extra = |s: &Snapshot, t: &memsight::model::Trace| {
-            let mut v: Vec<(u32, String, String)> = t.extra.iter().map(|(r, k, v)| (*r, s.str(*k).to_string(), canonical(v))).collect();
+            let mut v: Vec<(u32, String, String)> = t
+                .extra
+                .iter()
+                .map(|(r, k, v)| (*r, s.str(*k).to_string(), canonical(v)))
+                .collect();
             v.sort();
             v
         };
-        assert_eq!(row_extra(fast, &d.trace), row_extra(slow, &e.trace), "{ctx}: row extras");
+        assert_eq!(
+            row_extra(fast, &d.trace),
+            row_extra(slow, &e.trace),
+            "{ctx}: row extras"
+        );
         assert_eq!(d.segments.len(), e.segments.len(), "{ctx}: segments");
         for (x, y) in d.segments.iter().zip(&e.segments) {
             assert_eq!(
-                (x.address, x.total_size, x.allocated_size, x.active_size, x.requested_size, x.stream, x.segment_type, x.pool_id, x.is_expandable, x.blocks.clone()),
-                (y.address, y.total_size, y.allocated_size, y.active_size, y.requested_size, y.stream, y.segment_type, y.pool_id, y.is_expandable, y.blocks.clone()),
+                (
+                    x.address,
+                    x.total_size,
+                    x.allocated_size,
+                    x.active_size,
+                    x.requested_size,
+                    x.stream,
+                    x.segment_type,
+                    x.pool_id,
+                    x.is_expandable,
+                    x.blocks.clone()
+                ),
+                (
+                    y.address,
+                    y.total_size,
+                    y.allocated_size,
+                    y.active_size,
+                    y.requested_size,
+                    y.stream,
+                    y.segment_type,
+                    y.pool_id,
+                    y.is_expandable,
+                    y.blocks.clone()
+                ),
                 "{ctx}: segment"
             );
-            assert_eq!(stack_text(fast, x.stack), stack_text(slow, y.stack), "{ctx}: segment frames");
-            assert_eq!(sorted_extra(fast, &x.extra), sorted_extra(slow, &y.extra), "{ctx}: segment extras");
+            assert_eq!(
+                stack_text(fast, x.stack),
+                stack_text(slow, y.stack),
+                "{ctx}: segment frames"
+            );
+            assert_eq!(
+                sorted_extra(fast, &x.extra),
+                sorted_extra(slow, &y.extra),
+                "{ctx}: segment extras"
+            );
         }
         assert_eq!(d.blocks.len(), e.blocks.len(), "{ctx}: blocks");
         for (x, y) in d.blocks.iter().zip(&e.blocks) {
-            assert_eq!((x.address, x.size, x.requested_size), (y.address, y.size, y.requested_size), "{ctx}: block");
-            assert_eq!(format!("{:?}", x.state).replace(char::is_numeric, ""), format!("{:?}", y.state).replace(char::is_numeric, ""), "{ctx}");
-            assert_eq!(stack_text(fast, x.stack), stack_text(slow, y.stack), "{ctx}: block frames");
+            assert_eq!(
+                (x.address, x.size, x.requested_size),
+                (y.address, y.size, y.requested_size),
+                "{ctx}: block"
+            );
+            assert_eq!(
+                format!("{:?}", x.state).replace(char::is_numeric, ""),
+                format!("{:?}", y.state).replace(char::is_numeric, ""),
+                "{ctx}"
+            );
+            assert_eq!(
+                stack_text(fast, x.stack),
+                stack_text(slow, y.stack),
+                "{ctx}: block frames"
+            );
             assert_eq!(x.history.len(), y.history.len(), "{ctx}: history");
             for (h, i) in x.history.iter().zip(&y.history) {
                 assert_eq!((h.addr, h.real_size), (i.addr, i.real_size), "{ctx}");
-                assert_eq!(stack_text(fast, h.stack), stack_text(slow, i.stack), "{ctx}");
+                assert_eq!(
+                    stack_text(fast, h.stack),
+                    stack_text(slow, i.stack),
+                    "{ctx}"
+                );
             }
-            assert_eq!(sorted_extra(fast, &x.extra), sorted_extra(slow, &y.extra), "{ctx}: block extras");
+            assert_eq!(
+                sorted_extra(fast, &x.extra),
+                sorted_extra(slow, &y.extra),
+                "{ctx}: block extras"
+            );
         }
     }
 }
@@ -209,11 +340,23 @@ fn edge_fixtures_match_serde_pickle() {
 #[test]
 fn generated_snapshots_match_serde_pickle() {
     let Some(dir) = generated_dir() else { return };
-    for (entries, protocol, extra) in [(20_000, 4, ""), (5_000, 5, "--wrap 300"), (3_000, 2, "--devices 2")] {
+    for (entries, protocol, extra) in [
+        (20_000, 4, ""),
+        (5_000, 5, "--wrap 300"),
+        (3_000, 2, "--devices 2"),
+    ] {
         let path = dir.join(format!("diff-{entries}-p{protocol}.pickle"));
         let mut cmd = std::process::Command::new("python3");
         cmd.arg(repo().join("tests/python/gen_snapshot.py"))
-            .args(["--entries", &entries.to_string(), "--protocol", &protocol.to_string(), "--seed", "7", "-o"])
+            .args([
+                "--entries",
+                &entries.to_string(),
+                "--protocol",
+                &protocol.to_string(),
+                "--seed",
+                "7",
+                "-o",
+            ])
             .arg(&path)
             .args(extra.split_whitespace());
         let status = cmd.status().expect("python3 runs");

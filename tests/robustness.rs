@@ -25,13 +25,28 @@ impl Rng {
 }
 
 fn samples() -> Vec<(String, Vec<u8>)> {
-    let mut out: Vec<(String, Vec<u8>)> = ["small_p4.pickle", "small_p5.pickle", "small.pickle.gz", "small.json", "legacy_2_0.pickle", "all_plain_opcodes.pickle", "big_ints.pickle"]
-        .iter()
-        .map(|n| (n.to_string(), std::fs::read(edge(n)).unwrap()))
-        .collect();
-    out.push(("example.pickle".into(), std::fs::read(repo().join("static/example.pickle")).unwrap()));
+    let mut out: Vec<(String, Vec<u8>)> = [
+        "small_p4.pickle",
+        "small_p5.pickle",
+        "small.pickle.gz",
+        "small.json",
+        "legacy_2_0.pickle",
+        "all_plain_opcodes.pickle",
+        "big_ints.pickle",
+    ]
+    .iter()
+    .map(|n| (n.to_string(), std::fs::read(edge(n)).unwrap()))
+    .collect();
+    out.push((
+        "example.pickle".into(),
+        std::fs::read(repo().join("static/example.pickle")).unwrap(),
+    ));
     let real = real_fixture_files();
-    for path in real.iter().filter(|p| std::fs::metadata(p).unwrap().len() < 300_000).take(4) {
+    for path in real
+        .iter()
+        .filter(|p| std::fs::metadata(p).unwrap().len() < 300_000)
+        .take(4)
+    {
         out.push((file_name(path), std::fs::read(path).unwrap()));
     }
     out
@@ -53,7 +68,10 @@ fn truncation_anywhere_is_an_error() {
         cuts.extend(bytes.len().saturating_sub(64)..bytes.len());
         for cut in cuts {
             let what = format!("truncation at {cut} of {}", bytes.len());
-            assert!(decode_no_panic(&name, &what, &bytes[..cut]), "{name}: {what} decoded without error");
+            assert!(
+                decode_no_panic(&name, &what, &bytes[..cut]),
+                "{name}: {what} decoded without error"
+            );
         }
     }
 }
@@ -85,7 +103,10 @@ fn flipped_bytes_never_panic() {
         }
     }
     // Flipping a digit of a number still gives a valid pickle; most flips must be caught.
-    assert!(errors * 2 > total, "only {errors} of {total} corruptions were detected");
+    assert!(
+        errors * 2 > total,
+        "only {errors} of {total} corruptions were detected"
+    );
 }
 
 /// A reader that hands out data in tiny, irregular pieces, to exercise chunk boundaries.
@@ -108,9 +129,20 @@ fn chunk_boundaries_do_not_matter() {
     for (name, bytes) in samples() {
         let whole = decode_bytes(&bytes).unwrap();
         let mut reported = 0;
-        let dribbled = decode_reader(Dribble { data: &bytes, rng: Rng(9) }, &mut |n| reported = n).unwrap();
+        let dribbled = decode_reader(
+            Dribble {
+                data: &bytes,
+                rng: Rng(9),
+            },
+            &mut |n| reported = n,
+        )
+        .unwrap();
         assert_eq!(whole, dribbled, "{name}");
-        assert_eq!(reported, bytes.len() as u64, "{name}: progress reaches the file size");
+        assert_eq!(
+            reported,
+            bytes.len() as u64,
+            "{name}: progress reaches the file size"
+        );
     }
 }
 
@@ -122,7 +154,9 @@ fn hostile_input_is_refused_before_anything_runs() {
     let stack_global = bytes.iter().position(|&b| b == 0x93).unwrap() as u64;
     assert_eq!(err.offset, Some(stack_global));
     assert!(err.message.contains("STACK_GLOBAL"), "{err}");
-    for op in [b'c', b'R', b'b', b'i', b'o', 0x81, 0x92, 0x82, 0x83, 0x84, b'P', b'Q'] {
+    for op in [
+        b'c', b'R', b'b', b'i', b'o', 0x81, 0x92, 0x82, 0x83, 0x84, b'P', b'Q',
+    ] {
         let bytes = [0x80, 4, b'N', op, b'.'];
         let err = decode_bytes(&bytes).unwrap_err();
         assert_eq!(err.offset, Some(3), "opcode {op:#x}: {err}");
@@ -140,8 +174,14 @@ fn absurd_lengths_allocate_nothing_up_front() {
     // LONG4 with a 2 GiB length.
     let bytes = [0x80, 4, 0x8b, 0xff, 0xff, 0xff, 0x7f, 0];
     let err = decode_bytes(&bytes).unwrap_err();
-    assert!(err.to_string().contains("limit") || err.to_string().contains("ends"), "{err}");
+    assert!(
+        err.to_string().contains("limit") || err.to_string().contains("ends"),
+        "{err}"
+    );
     // BINPUT far past the memo.
     let bytes = [0x80, 4, b'N', b'r', 0xff, 0xff, 0xff, 0x7f, b'.'];
-    assert!(decode_bytes(&bytes).unwrap_err().message.contains("memo index"));
+    assert!(decode_bytes(&bytes)
+        .unwrap_err()
+        .message
+        .contains("memo index"));
 }

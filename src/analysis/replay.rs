@@ -91,12 +91,17 @@ pub struct DeviceFacts {
 impl DeviceFacts {
     /// Allocated bytes after the trace's last row (the baseline for an empty trace).
     pub fn allocated_at_end(&self) -> u64 {
-        self.allocated.last().copied().unwrap_or(self.baseline_allocated)
+        self.allocated
+            .last()
+            .copied()
+            .unwrap_or(self.baseline_allocated)
     }
 
     /// Reserved bytes after `row` (`None` = before the first row).
     pub fn reserved_after(&self, row: Option<u32>) -> u64 {
-        let Some(row) = row else { return self.baseline_reserved };
+        let Some(row) = row else {
+            return self.baseline_reserved;
+        };
         match self.reserved_changes.partition_point(|&(r, _)| r <= row) {
             0 => self.baseline_reserved,
             i => self.reserved_changes[i - 1].1,
@@ -229,7 +234,10 @@ pub fn replay(device: &Device) -> DeviceFacts {
     let baseline = baseline.max(-min_net);
     facts.baseline_allocated = baseline as u64;
     // Reuse the buffer: the curve is never needed alongside the net changes.
-    facts.allocated = net_after.into_iter().map(|n| (baseline + n as i128) as u64).collect();
+    facts.allocated = net_after
+        .into_iter()
+        .map(|n| (baseline + n as i128) as u64)
+        .collect();
     facts.peak_allocated = peak(facts.baseline_allocated, &facts.allocated);
 
     let reserved_end: u64 = device.segments.iter().map(|s| s.total_size).sum();
@@ -251,10 +259,16 @@ pub fn replay(device: &Device) -> DeviceFacts {
         }
         change.1 = reserved as u64;
     }
-    let mut peak_reserved = Peak { bytes: facts.baseline_reserved, row: None };
+    let mut peak_reserved = Peak {
+        bytes: facts.baseline_reserved,
+        row: None,
+    };
     for &(row, bytes) in &facts.reserved_changes {
         if bytes > peak_reserved.bytes {
-            peak_reserved = Peak { bytes, row: Some(row) };
+            peak_reserved = Peak {
+                bytes,
+                row: Some(row),
+            };
         }
     }
     facts.peak_reserved = peak_reserved;
@@ -275,10 +289,16 @@ fn first_stack(block: &crate::model::Block) -> StackId {
 }
 
 fn peak(baseline: u64, curve: &[u64]) -> Peak {
-    let mut best = Peak { bytes: baseline, row: None };
+    let mut best = Peak {
+        bytes: baseline,
+        row: None,
+    };
     for (row, &bytes) in curve.iter().enumerate() {
         if bytes > best.bytes {
-            best = Peak { bytes, row: Some(row as u32) };
+            best = Peak {
+                bytes,
+                row: Some(row as u32),
+            };
         }
     }
     best
@@ -296,7 +316,10 @@ fn findings(device: &Device, facts: &mut DeviceFacts) {
     } else if allocs == 0 {
         facts.findings.push(Finding {
             kind: "trace-empty",
-            message: format!("The trace holds {} events but no allocation: only the final segments are known.", trace.len()),
+            message: format!(
+                "The trace holds {} events but no allocation: only the final segments are known.",
+                trace.len()
+            ),
         });
     }
     if allocs > 0 && before > 0 {
@@ -356,7 +379,12 @@ mod tests {
         let segments = if blocks.is_empty() {
             vec![]
         } else {
-            vec![Segment { address: blocks[0].0, total_size: total, blocks: 0..blocks.len() as u32, ..Segment::default() }]
+            vec![Segment {
+                address: blocks[0].0,
+                total_size: total,
+                blocks: 0..blocks.len() as u32,
+                ..Segment::default()
+            }]
         };
         Device {
             id: 0,
@@ -365,7 +393,14 @@ mod tests {
             segments,
             blocks: blocks
                 .iter()
-                .map(|&(address, size, state)| Block { address, size, requested_size: Some(size), state, stack: NO_STACK, ..Block::default() })
+                .map(|&(address, size, state)| Block {
+                    address,
+                    size,
+                    requested_size: Some(size),
+                    state,
+                    stack: NO_STACK,
+                    ..Block::default()
+                })
                 .collect(),
         }
     }
@@ -376,15 +411,36 @@ mod tests {
     #[test]
     fn pairs_reused_addresses_in_order() {
         let d = device(
-            &[(Alloc, 0x100, 10), (FreeRequested, 0x100, 10), (FreeCompleted, 0x100, 10), (Alloc, 0x100, 20)],
+            &[
+                (Alloc, 0x100, 10),
+                (FreeRequested, 0x100, 10),
+                (FreeCompleted, 0x100, 10),
+                (Alloc, 0x100, 20),
+            ],
             &[(0x100, 20, ActiveAllocated)],
         );
         let f = replay(&d);
         assert_eq!(f.allocations.len(), 2);
-        assert_eq!((f.allocations[0].alloc_row, f.allocations[0].free_requested_row, f.allocations[0].free_row), (0, 1, 2));
-        assert_eq!((f.allocations[1].alloc_row, f.allocations[1].free_row), (3, NO_ROW));
+        assert_eq!(
+            (
+                f.allocations[0].alloc_row,
+                f.allocations[0].free_requested_row,
+                f.allocations[0].free_row
+            ),
+            (0, 1, 2)
+        );
+        assert_eq!(
+            (f.allocations[1].alloc_row, f.allocations[1].free_row),
+            (3, NO_ROW)
+        );
         assert_eq!(f.allocated, vec![10, 10, 0, 20]);
-        assert_eq!(f.peak_allocated, Peak { bytes: 20, row: Some(3) });
+        assert_eq!(
+            f.peak_allocated,
+            Peak {
+                bytes: 20,
+                row: Some(3)
+            }
+        );
         let kinds: Vec<_> = f.findings.iter().map(|x| x.kind).collect();
         assert_eq!(kinds, ["no-stacks"]);
     }
@@ -392,16 +448,34 @@ mod tests {
     #[test]
     fn unmatched_frees_and_untraced_blocks_form_the_baseline() {
         let d = device(
-            &[(FreeRequested, 0x200, 50), (FreeCompleted, 0x200, 50), (Alloc, 0x300, 5)],
-            &[(0x300, 5, ActiveAllocated), (0x400, 7, ActiveAllocated), (0x500, 100, Inactive)],
+            &[
+                (FreeRequested, 0x200, 50),
+                (FreeCompleted, 0x200, 50),
+                (Alloc, 0x300, 5),
+            ],
+            &[
+                (0x300, 5, ActiveAllocated),
+                (0x400, 7, ActiveAllocated),
+                (0x500, 100, Inactive),
+            ],
         );
         let f = replay(&d);
         assert_eq!(f.baseline_allocated, 57);
         assert_eq!(f.allocated, vec![57, 7, 12]);
-        assert_eq!(f.peak_allocated, Peak { bytes: 57, row: None });
+        assert_eq!(
+            f.peak_allocated,
+            Peak {
+                bytes: 57,
+                row: None
+            }
+        );
         assert_eq!(f.frees_without_alloc, 1);
         assert_eq!(f.live_blocks_without_alloc, 1);
-        let freed = f.allocations.iter().find(|a| a.origin == Origin::FreedBeforeAlloc).unwrap();
+        let freed = f
+            .allocations
+            .iter()
+            .find(|a| a.origin == Origin::FreedBeforeAlloc)
+            .unwrap();
         assert_eq!((freed.free_requested_row, freed.free_row), (0, 1));
         assert!(f.findings.iter().any(|x| x.kind == "ring-buffer-wrapped"));
         assert_eq!(f.allocated_at_end(), 12);
@@ -410,24 +484,43 @@ mod tests {
     #[test]
     fn reserved_curve_starts_from_what_the_segments_imply() {
         let d = device(
-            &[(SegmentAlloc, 0x1000, 64), (Alloc, 0x1000, 8), (SegmentFree, 0x9000, 32)],
+            &[
+                (SegmentAlloc, 0x1000, 64),
+                (Alloc, 0x1000, 8),
+                (SegmentFree, 0x9000, 32),
+            ],
             &[(0x1000, 8, ActiveAllocated), (0x1008, 56, Inactive)],
         );
         let f = replay(&d);
         // End reserved 64 = baseline + 64 - 32, so the baseline was 32.
         assert_eq!(f.baseline_reserved, 32);
         assert_eq!(f.reserved_changes, vec![(0, 96), (2, 64)]);
-        assert_eq!(f.peak_reserved, Peak { bytes: 96, row: Some(0) });
+        assert_eq!(
+            f.peak_reserved,
+            Peak {
+                bytes: 96,
+                row: Some(0)
+            }
+        );
         assert_eq!(f.reserved_after(Some(1)), 96);
         assert_eq!(f.reserved_after(None), 32);
     }
 
     #[test]
     fn live_trace_allocations_missing_from_segments_are_reported() {
-        let d = device(&[(Alloc, 0x100, 10), (Alloc, 0x200, 30)], &[(0x100, 10, ActiveAllocated)]);
+        let d = device(
+            &[(Alloc, 0x100, 10), (Alloc, 0x200, 30)],
+            &[(0x100, 10, ActiveAllocated)],
+        );
         let f = replay(&d);
-        assert_eq!((f.missing_from_segments, f.missing_from_segments_bytes), (1, 30));
-        assert!(f.findings.iter().any(|x| x.kind == "trace-segments-mismatch"));
+        assert_eq!(
+            (f.missing_from_segments, f.missing_from_segments_bytes),
+            (1, 30)
+        );
+        assert!(f
+            .findings
+            .iter()
+            .any(|x| x.kind == "trace-segments-mismatch"));
         assert!(f.findings.iter().any(|x| x.kind == "no-stacks"));
     }
 
@@ -435,7 +528,13 @@ mod tests {
     fn empty_trace_is_reported() {
         let f = replay(&device(&[], &[(0x100, 10, ActiveAllocated)]));
         assert_eq!(f.baseline_allocated, 10);
-        assert_eq!(f.peak_allocated, Peak { bytes: 10, row: None });
+        assert_eq!(
+            f.peak_allocated,
+            Peak {
+                bytes: 10,
+                row: None
+            }
+        );
         assert!(f.findings.iter().any(|x| x.kind == "trace-empty"));
     }
 }

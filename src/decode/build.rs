@@ -201,14 +201,22 @@ impl Builder {
                 }
                 (Node::Str(id), v) => extra.push((*id, self.value(v, 0)?)),
                 (other, _) => {
-                    return Err(err(at, format!("a frame has a key that is {}", other.kind())))
+                    return Err(err(
+                        at,
+                        format!("a frame has a key that is {}", other.kind()),
+                    ))
                 }
             }
         }
         let (Some(filename), Some(line), Some(name)) = (filename, line, name) else {
             return Err(err(at, "a frame lacks filename, line or name".into()));
         };
-        let frame = Frame { filename, line, name, extra };
+        let frame = Frame {
+            filename,
+            line,
+            name,
+            extra,
+        };
         Ok(self.frame_index.intern(&mut self.frames, frame))
     }
 
@@ -231,7 +239,10 @@ impl Builder {
                         Node::Dict(pairs) => ids.push(self.frame(pairs, at)?),
                         other => {
                             self.scratch_frames = ids;
-                            return Err(err(at, format!("{what} holds {}, not a frame", other.kind())));
+                            return Err(err(
+                                at,
+                                format!("{what} holds {}, not a frame", other.kind()),
+                            ));
                         }
                     }
                 }
@@ -239,7 +250,10 @@ impl Builder {
                 self.scratch_frames = ids;
                 Ok(id)
             }
-            other => Err(err(at, format!("{what} is {}, not a list of frames", other.kind()))),
+            other => Err(err(
+                at,
+                format!("{what} is {}, not a list of frames", other.kind()),
+            )),
         }
     }
 
@@ -289,7 +303,10 @@ impl Builder {
         let mut stream_raw = 0u64;
         for (k, v) in pairs {
             let Node::Str(kid) = k else {
-                return Err(err(at, format!("a trace entry has a key that is {}", k.kind())));
+                return Err(err(
+                    at,
+                    format!("a trace entry has a key that is {}", k.kind()),
+                ));
             };
             match *kid {
                 key::ACTION => {
@@ -298,10 +315,11 @@ impl Builder {
                     };
                     has_action = true;
                     row.action = action_of(*name);
-                    row.unknown_action =
-                        (row.action == Action::Other).then_some(*name);
+                    row.unknown_action = (row.action == Action::Other).then_some(*name);
                 }
-                key::ADDR | key::DEVICE_FREE => row.addr = self.u64_field(k, v, "trace entry", at)?,
+                key::ADDR | key::DEVICE_FREE => {
+                    row.addr = self.u64_field(k, v, "trace entry", at)?
+                }
                 key::SIZE => row.size = self.u64_field(k, v, "trace entry", at)?,
                 key::STREAM => stream_raw = self.u64_field(k, v, "trace entry", at)?,
                 key::TIME_US => {
@@ -413,14 +431,25 @@ impl Builder {
         match v {
             Node::Int(i) if *i >= 0 => Ok(*i as u64),
             Node::BigInt(s) => s.parse::<u64>().map_err(|_| {
-                err(at, format!("a {what}'s {} ({s}) does not fit in 64 bits", self.key_name(k)))
+                err(
+                    at,
+                    format!(
+                        "a {what}'s {} ({s}) does not fit in 64 bits",
+                        self.key_name(k)
+                    ),
+                )
             }),
-            Node::Int(i) => {
-                Err(err(at, format!("a {what}'s {} is negative ({i})", self.key_name(k))))
-            }
+            Node::Int(i) => Err(err(
+                at,
+                format!("a {what}'s {} is negative ({i})", self.key_name(k)),
+            )),
             other => Err(err(
                 at,
-                format!("a {what}'s {} is {}, not an integer", self.key_name(k), other.kind()),
+                format!(
+                    "a {what}'s {} is {}, not an integer",
+                    self.key_name(k),
+                    other.kind()
+                ),
             )),
         }
     }
@@ -432,7 +461,11 @@ impl Builder {
             Node::Float(f) if f.is_finite() => Ok(*f as i64),
             other => Err(err(
                 at,
-                format!("a {what}'s {} is {}, not an integer", self.key_name(k), other.kind()),
+                format!(
+                    "a {what}'s {} is {}, not an integer",
+                    self.key_name(k),
+                    other.kind()
+                ),
             )),
         }
     }
@@ -440,7 +473,10 @@ impl Builder {
     /// An owned [`Value`] for data the model keeps as written.
     pub fn value(&self, node: &Node, depth: usize) -> Result<Value, DecodeError> {
         if depth > MAX_DEPTH {
-            return Err(DecodeError::new(None, format!("values nest deeper than {MAX_DEPTH} levels")));
+            return Err(DecodeError::new(
+                None,
+                format!("values nest deeper than {MAX_DEPTH} levels"),
+            ));
         }
         let list = |items: &[Node]| -> Result<Vec<Value>, DecodeError> {
             items.iter().map(|n| self.value(n, depth + 1)).collect()
@@ -463,12 +499,18 @@ impl Builder {
                     .collect::<Result<_, DecodeError>>()?,
             ),
             Node::Frame(id) => self.frame_value(*id),
-            Node::Stack(id) => {
-                Value::List(self.stacks.frames(*id).iter().map(|&f| self.frame_value(f)).collect())
-            }
-            Node::Rows(start, len) => {
-                Value::List((*start..start + len).map(|r| self.row_value(r as usize)).collect())
-            }
+            Node::Stack(id) => Value::List(
+                self.stacks
+                    .frames(*id)
+                    .iter()
+                    .map(|&f| self.frame_value(f))
+                    .collect(),
+            ),
+            Node::Rows(start, len) => Value::List(
+                (*start..start + len)
+                    .map(|r| self.row_value(r as usize))
+                    .collect(),
+            ),
         })
     }
 
@@ -495,13 +537,20 @@ impl Builder {
             (s("action"), Value::Str(action)),
             (s("addr"), Value::Int(t.addr[row] as i64)),
             (s("size"), Value::Int(t.size[row] as i64)),
-            (s("stream"), Value::Int(self.streams[t.stream[row] as usize] as i64)),
+            (
+                s("stream"),
+                Value::Int(self.streams[t.stream[row] as usize] as i64),
+            ),
         ];
         if t.time_us[row] != NO_TIME {
             pairs.push((s("time_us"), Value::Int(t.time_us[row])));
         }
         if t.stack[row] != NO_STACK {
-            pairs.push((s("frames"), self.value(&Node::Stack(t.stack[row]), 0).unwrap_or(Value::None)));
+            pairs.push((
+                s("frames"),
+                self.value(&Node::Stack(t.stack[row]), 0)
+                    .unwrap_or(Value::None),
+            ));
         }
         Value::Dict(pairs)
     }
@@ -570,7 +619,10 @@ impl Builder {
             let i = match devices.iter().position(|d| d.id == id) {
                 Some(i) => i,
                 None => {
-                    devices.push(Device { id, ..Device::default() });
+                    devices.push(Device {
+                        id,
+                        ..Device::default()
+                    });
                     devices.len() - 1
                 }
             };
@@ -629,14 +681,22 @@ impl Builder {
         devices
     }
 
-    fn device_traces(&mut self, node: Node, at: At) -> Result<Vec<(u32, Vec<(u32, u32)>)>, DecodeError> {
+    fn device_traces(
+        &mut self,
+        node: Node,
+        at: At,
+    ) -> Result<Vec<(u32, Vec<(u32, u32)>)>, DecodeError> {
         let Node::List(lists) = node else {
-            return Err(err(at, format!("'device_traces' is {}, not a list", node.kind())));
+            return Err(err(
+                at,
+                format!("'device_traces' is {}, not a list", node.kind()),
+            ));
         };
         let mut out = Vec::with_capacity(lists.len());
         for (device, list) in lists.into_iter().enumerate() {
             let mut ranges: Vec<(u32, u32)> = Vec::new();
-            let push = |ranges: &mut Vec<(u32, u32)>, start: u32, len: u32| match ranges.last_mut() {
+            let push = |ranges: &mut Vec<(u32, u32)>, start: u32, len: u32| match ranges.last_mut()
+            {
                 Some((s, n)) if *s + *n == start => *n += len,
                 _ => ranges.push((start, len)),
             };
@@ -645,7 +705,9 @@ impl Builder {
                     for (i, item) in items.into_iter().enumerate() {
                         match item {
                             Node::Rows(start, len) => push(&mut ranges, start, len),
-                            Node::Dict(pairs) if Self::is_trace_keys(pairs.iter().map(|p| &p.0)) => {
+                            Node::Dict(pairs)
+                                if Self::is_trace_keys(pairs.iter().map(|p| &p.0)) =>
+                            {
                                 let row = self.trace_row(&pairs, at)?;
                                 push(&mut ranges, row, 1);
                             }
@@ -681,11 +743,17 @@ impl Builder {
         at: At,
     ) -> Result<(), DecodeError> {
         let Node::List(items) = node else {
-            return Err(err(at, format!("'segments' is {}, not a list", node.kind())));
+            return Err(err(
+                at,
+                format!("'segments' is {}, not a list", node.kind()),
+            ));
         };
         for (i, item) in items.into_iter().enumerate() {
             let Node::Dict(pairs) = item else {
-                return Err(err(at, format!("segments[{i}] is {}, not a dict", item.kind())));
+                return Err(err(
+                    at,
+                    format!("segments[{i}] is {}, not a dict", item.kind()),
+                ));
             };
             out.push(self.segment(pairs, i, at)?);
         }
@@ -699,27 +767,38 @@ impl Builder {
         at: At,
     ) -> Result<(u32, Segment, Vec<Block>), DecodeError> {
         let what = "segment";
-        let mut segment = Segment { stack: NO_STACK, ..Segment::default() };
+        let mut segment = Segment {
+            stack: NO_STACK,
+            ..Segment::default()
+        };
         let mut device = 0u32;
         let mut blocks_node = None;
         let mut has_address = false;
         for (k, v) in pairs {
             let Node::Str(kid) = k else {
-                return Err(err(at, format!("segments[{index}] has a key that is {}", k.kind())));
+                return Err(err(
+                    at,
+                    format!("segments[{index}] has a key that is {}", k.kind()),
+                ));
             };
             match kid {
                 key::DEVICE => {
-                    device = u32::try_from(self.u64_field(&k, &v, what, at)?)
-                        .map_err(|_| err(at, format!("segments[{index}] has an absurd device index")))?
+                    device = u32::try_from(self.u64_field(&k, &v, what, at)?).map_err(|_| {
+                        err(at, format!("segments[{index}] has an absurd device index"))
+                    })?
                 }
                 key::ADDRESS => {
                     segment.address = self.u64_field(&k, &v, what, at)?;
                     has_address = true;
                 }
                 key::TOTAL_SIZE => segment.total_size = self.u64_field(&k, &v, what, at)?,
-                key::ALLOCATED_SIZE => segment.allocated_size = Some(self.u64_field(&k, &v, what, at)?),
+                key::ALLOCATED_SIZE => {
+                    segment.allocated_size = Some(self.u64_field(&k, &v, what, at)?)
+                }
                 key::ACTIVE_SIZE => segment.active_size = Some(self.u64_field(&k, &v, what, at)?),
-                key::REQUESTED_SIZE => segment.requested_size = Some(self.u64_field(&k, &v, what, at)?),
+                key::REQUESTED_SIZE => {
+                    segment.requested_size = Some(self.u64_field(&k, &v, what, at)?)
+                }
                 key::STREAM => segment.stream = self.u64_field(&k, &v, what, at)?,
                 key::SEGMENT_TYPE if matches!(v, Node::Str(_)) => {
                     segment.segment_type = match v {
@@ -754,9 +833,21 @@ impl Builder {
         Ok((device, segment, blocks))
     }
 
-    fn blocks(&mut self, node: Node, segment: &Segment, seg_index: usize, at: At) -> Result<Vec<Block>, DecodeError> {
+    fn blocks(
+        &mut self,
+        node: Node,
+        segment: &Segment,
+        seg_index: usize,
+        at: At,
+    ) -> Result<Vec<Block>, DecodeError> {
         let Node::List(items) = node else {
-            return Err(err(at, format!("segments[{seg_index}]['blocks'] is {}, not a list", node.kind())));
+            return Err(err(
+                at,
+                format!(
+                    "segments[{seg_index}]['blocks'] is {}, not a list",
+                    node.kind()
+                ),
+            ));
         };
         let what = "block";
         let mut blocks = Vec::with_capacity(items.len());
@@ -764,9 +855,19 @@ impl Builder {
         let mut next_address = segment.address;
         for (i, item) in items.into_iter().enumerate() {
             let Node::Dict(pairs) = item else {
-                return Err(err(at, format!("segments[{seg_index}]['blocks'][{i}] is {}, not a dict", item.kind())));
+                return Err(err(
+                    at,
+                    format!(
+                        "segments[{seg_index}]['blocks'][{i}] is {}, not a dict",
+                        item.kind()
+                    ),
+                ));
             };
-            let mut block = Block { address: next_address, stack: NO_STACK, ..Block::default() };
+            let mut block = Block {
+                address: next_address,
+                stack: NO_STACK,
+                ..Block::default()
+            };
             for (k, v) in pairs {
                 let Node::Str(kid) = k else {
                     return Err(err(at, format!("a block has a key that is {}", k.kind())));
@@ -774,7 +875,9 @@ impl Builder {
                 match kid {
                     key::ADDRESS => block.address = self.u64_field(&k, &v, what, at)?,
                     key::SIZE => block.size = self.u64_field(&k, &v, what, at)?,
-                    key::REQUESTED_SIZE => block.requested_size = Some(self.u64_field(&k, &v, what, at)?),
+                    key::REQUESTED_SIZE => {
+                        block.requested_size = Some(self.u64_field(&k, &v, what, at)?)
+                    }
                     key::STATE => {
                         let Node::Str(s) = v else {
                             return Err(err(at, format!("a block's 'state' is {}", v.kind())));
@@ -808,7 +911,10 @@ impl Builder {
 
     fn history(&mut self, node: Node, at: At) -> Result<Vec<HistoryEntry>, DecodeError> {
         let Node::List(items) = node else {
-            return Err(err(at, format!("a block's 'history' is {}, not a list", node.kind())));
+            return Err(err(
+                at,
+                format!("a block's 'history' is {}, not a list", node.kind()),
+            ));
         };
         let what = "history entry";
         let mut out = Vec::with_capacity(items.len());
@@ -817,12 +923,20 @@ impl Builder {
                 Node::Dict(pairs) => pairs,
                 other => return Err(err(at, format!("a block's history holds {}", other.kind()))),
             };
-            let mut entry = HistoryEntry { addr: 0, real_size: 0, stack: NO_STACK };
+            let mut entry = HistoryEntry {
+                addr: 0,
+                real_size: 0,
+                stack: NO_STACK,
+            };
             for (k, v) in pairs {
                 match k {
                     Node::Str(key::ADDR) => entry.addr = self.u64_field(&k, &v, what, at)?,
-                    Node::Str(key::REAL_SIZE) => entry.real_size = self.u64_field(&k, &v, what, at)?,
-                    Node::Str(key::FRAMES) => entry.stack = self.stack(&v, "a history entry's 'frames'", at)?,
+                    Node::Str(key::REAL_SIZE) => {
+                        entry.real_size = self.u64_field(&k, &v, what, at)?
+                    }
+                    Node::Str(key::FRAMES) => {
+                        entry.stack = self.stack(&v, "a history entry's 'frames'", at)?
+                    }
                     _ => {}
                 }
             }
@@ -833,15 +947,26 @@ impl Builder {
 
     fn annotations(&mut self, node: Node, at: At) -> Result<Vec<Annotation>, DecodeError> {
         let Node::List(items) = node else {
-            return Err(err(at, format!("'external_annotations' is {}, not a list", node.kind())));
+            return Err(err(
+                at,
+                format!("'external_annotations' is {}, not a list", node.kind()),
+            ));
         };
         let what = "annotation";
         let mut out = Vec::with_capacity(items.len());
         for item in items {
             let Node::Dict(pairs) = item else {
-                return Err(err(at, format!("an external annotation is {}, not a dict", item.kind())));
+                return Err(err(
+                    at,
+                    format!("an external annotation is {}, not a dict", item.kind()),
+                ));
             };
-            let mut a = Annotation { name: key::EMPTY, stage: AnnotationStage::Start, device: 0, time_us: NO_TIME };
+            let mut a = Annotation {
+                name: key::EMPTY,
+                stage: AnnotationStage::Start,
+                device: 0,
+                time_us: NO_TIME,
+            };
             for (k, v) in pairs {
                 match (&k, &v) {
                     (Node::Str(key::NAME), Node::Str(s)) => a.name = *s,
@@ -853,7 +978,8 @@ impl Builder {
                         }
                     }
                     (Node::Str(key::DEVICE), _) => {
-                        a.device = u32::try_from(self.u64_field(&k, &v, what, at)?).unwrap_or(u32::MAX)
+                        a.device =
+                            u32::try_from(self.u64_field(&k, &v, what, at)?).unwrap_or(u32::MAX)
                     }
                     (Node::Str(key::TIME_US), _) => a.time_us = self.i64_field(&k, &v, what, at)?,
                     _ => {}
@@ -894,8 +1020,15 @@ fn pool_pair(node: &Node) -> Option<(i64, i64)> {
 fn not_a_snapshot(builder: &Builder, root: &Node, at: At) -> DecodeError {
     let described = match root {
         Node::Dict(pairs) => {
-            let keys: Vec<String> = pairs.iter().take(6).map(|(k, _)| builder.key_name(k)).collect();
-            if pairs.iter().any(|(k, _)| matches!(k, Node::Str(s) if builder.text(*s) == "traceEvents")) {
+            let keys: Vec<String> = pairs
+                .iter()
+                .take(6)
+                .map(|(k, _)| builder.key_name(k))
+                .collect();
+            if pairs
+                .iter()
+                .any(|(k, _)| matches!(k, Node::Str(s) if builder.text(*s) == "traceEvents"))
+            {
                 return DecodeError::new(at.0, "this is a Chrome/Kineto trace ('traceEvents'), not a memory snapshot")
                     .with_hint("Kineto traces are not supported yet: record a snapshot with torch.cuda.memory._record_memory_history() and _dump_snapshot()");
             }

@@ -27,7 +27,11 @@ impl Deref for DecodeError {
 
 impl DecodeError {
     pub fn new(offset: Option<u64>, message: impl Into<String>) -> Self {
-        DecodeError(Box::new(ErrorDetail { offset, message: message.into(), hint: None }))
+        DecodeError(Box::new(ErrorDetail {
+            offset,
+            message: message.into(),
+            hint: None,
+        }))
     }
 
     pub fn at(offset: u64, message: impl Into<String>) -> Self {

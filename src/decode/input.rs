@@ -24,7 +24,14 @@ pub struct Input<R> {
 
 impl<R: Read> Input<R> {
     pub fn new(reader: R) -> Self {
-        Input { reader, buf: vec![0; CHUNK], pos: 0, len: 0, base: 0, eof: false }
+        Input {
+            reader,
+            buf: vec![0; CHUNK],
+            pos: 0,
+            len: 0,
+            base: 0,
+            eof: false,
+        }
     }
 
     /// Stream offset of the next unread byte.
@@ -47,7 +54,10 @@ impl<R: Read> Input<R> {
     /// The next 16 bytes, when that many are buffered.
     #[inline(always)]
     pub fn peek16(&self) -> Option<[u8; 16]> {
-        self.buf.get(self.pos..self.pos + 16).filter(|_| self.pos + 16 <= self.len).map(|b| b.try_into().unwrap())
+        self.buf
+            .get(self.pos..self.pos + 16)
+            .filter(|_| self.pos + 16 <= self.len)
+            .map(|b| b.try_into().unwrap())
     }
 
     /// Makes at least `want` bytes available unless the stream ends first.
@@ -130,7 +140,12 @@ pub struct Counting<'p, R> {
 
 impl<'p, R> Counting<'p, R> {
     pub fn new(inner: R, progress: &'p mut dyn FnMut(u64)) -> Self {
-        Counting { inner, count: 0, reported: 0, progress }
+        Counting {
+            inner,
+            count: 0,
+            reported: 0,
+            progress,
+        }
     }
 }
 

@@ -11,11 +11,20 @@ use super::DecodeError;
 use crate::model::Snapshot;
 
 pub fn decode<R: Read>(reader: R) -> Result<Snapshot, DecodeError> {
-    let value: serde_json::Value = serde_json::from_reader(std::io::BufReader::with_capacity(1 << 20, reader))
-        .map_err(|e| {
-            DecodeError::new(None, format!("invalid JSON at line {}, column {}: {e}", e.line(), e.column()))
+    let value: serde_json::Value =
+        serde_json::from_reader(std::io::BufReader::with_capacity(1 << 20, reader)).map_err(
+            |e| {
+                DecodeError::new(
+                    None,
+                    format!(
+                        "invalid JSON at line {}, column {}: {e}",
+                        e.line(),
+                        e.column()
+                    ),
+                )
                 .with_hint("the file starts like JSON but is not valid JSON")
-        })?;
+            },
+        )?;
     if let serde_json::Value::Array(rows) = &value {
         if rows.first().is_some_and(|r| r.is_array()) {
             return Err(DecodeError::new(None, "this is a list of lists, not a memory snapshot")
@@ -27,10 +36,17 @@ pub fn decode<R: Read>(reader: R) -> Result<Snapshot, DecodeError> {
     builder.finish(root, At(None))
 }
 
-fn node(builder: &mut Builder, value: &serde_json::Value, depth: usize) -> Result<Node, DecodeError> {
+fn node(
+    builder: &mut Builder,
+    value: &serde_json::Value,
+    depth: usize,
+) -> Result<Node, DecodeError> {
     use serde_json::Value as J;
     if depth > MAX_DEPTH {
-        return Err(DecodeError::new(None, format!("values nest deeper than {MAX_DEPTH} levels")));
+        return Err(DecodeError::new(
+            None,
+            format!("values nest deeper than {MAX_DEPTH} levels"),
+        ));
     }
     Ok(match value {
         J::Null => Node::None,
@@ -43,7 +59,10 @@ fn node(builder: &mut Builder, value: &serde_json::Value, depth: usize) -> Resul
         },
         J::String(s) => Node::Str(builder.strings.intern(s)),
         J::Array(items) => Node::List(
-            items.iter().map(|v| node(builder, v, depth + 1)).collect::<Result<_, _>>()?,
+            items
+                .iter()
+                .map(|v| node(builder, v, depth + 1))
+                .collect::<Result<_, _>>()?,
         ),
         J::Object(map) => {
             let mut pairs = Vec::with_capacity(map.len());

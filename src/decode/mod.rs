@@ -62,7 +62,9 @@ fn decode_plain<R: Read>(reader: R) -> Result<Snapshot, DecodeError> {
 }
 
 /// Reads the first bytes for [`sniff`] and returns them with a stream that replays them.
-fn read_head<R: Read>(mut reader: R) -> Result<(Vec<u8>, std::io::Chain<Cursor<Vec<u8>>, R>), DecodeError> {
+fn read_head<R: Read>(
+    mut reader: R,
+) -> Result<(Vec<u8>, std::io::Chain<Cursor<Vec<u8>>, R>), DecodeError> {
     let mut head = [0u8; 4];
     let mut got = 0;
     while got < head.len() {
@@ -71,8 +73,10 @@ fn read_head<R: Read>(mut reader: R) -> Result<(Vec<u8>, std::io::Chain<Cursor<V
             Ok(n) => got += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => {
-                return Err(DecodeError::at(got as u64, format!("reading the file failed: {e}"))
-                    .with_hint("for a .gz file, the compressed data may be damaged"))
+                return Err(
+                    DecodeError::at(got as u64, format!("reading the file failed: {e}"))
+                        .with_hint("for a .gz file, the compressed data may be damaged"),
+                )
             }
         }
     }

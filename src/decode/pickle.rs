@@ -180,7 +180,10 @@ impl<R: Read> Parser<R> {
     fn run_steps(&mut self, budget: u32) -> Result<Option<Val>, DecodeError> {
         for _ in 0..budget {
             if self.input.available() < 16 && self.input.fill(16)? == 0 {
-                return Err(truncated(self.input.offset(), "the pickle (no STOP opcode)"));
+                return Err(truncated(
+                    self.input.offset(),
+                    "the pickle (no STOP opcode)",
+                ));
             }
             if let Some(chunk) = self.input.peek16() {
                 if self.fast_op(chunk)? {
@@ -440,7 +443,10 @@ impl<R: Read> Parser<R> {
             }
             b'J' => {
                 self.input.pos += 5;
-                self.push(Val::Int(i32::from_le_bytes([c[1], c[2], c[3], c[4]]) as i64), at)?;
+                self.push(
+                    Val::Int(i32::from_le_bytes([c[1], c[2], c[3], c[4]]) as i64),
+                    at,
+                )?;
             }
             0x8a if c[1] <= 8 => {
                 let n = c[1] as usize;
@@ -459,8 +465,14 @@ impl<R: Read> Parser<R> {
                 let n = c[1] as usize;
                 self.input.pos += 2 + n;
                 let text = std::str::from_utf8(&c[2..2 + n]).map_err(|e| {
-                    DecodeError::at(at, format!("a string is not valid UTF-8 (at its byte {})", e.valid_up_to()))
-                        .with_hint("the file is corrupt")
+                    DecodeError::at(
+                        at,
+                        format!(
+                            "a string is not valid UTF-8 (at its byte {})",
+                            e.valid_up_to()
+                        ),
+                    )
+                    .with_hint("the file is corrupt")
                 })?;
                 let id = self.builder.strings.intern(text);
                 self.push(Val::Str(id), at)?;
@@ -541,7 +553,9 @@ impl<R: Read> Parser<R> {
                 let key = match buf.get(i) {
                     Some(b'u') if n > 0 => break 'scan true,
                     Some(b'h' | b'j') => {
-                        let Some((idx, len)) = get_index(buf, i) else { break 'scan false };
+                        let Some((idx, len)) = get_index(buf, i) else {
+                            break 'scan false;
+                        };
                         i += len;
                         match self.memo.get(idx) {
                             Some(slot) if slot.0 >> 29 == Slot::T_STR => slot.0 & Slot::PAYLOAD,
@@ -549,7 +563,10 @@ impl<R: Read> Parser<R> {
                         }
                     }
                     Some(0x8c) => {
-                        let Some(id) = short_string(buf, &mut i, &mut self.builder, &mut self.memo) else { break 'scan false };
+                        let Some(id) = short_string(buf, &mut i, &mut self.builder, &mut self.memo)
+                        else {
+                            break 'scan false;
+                        };
                         id
                     }
                     _ => break 'scan false,
@@ -568,34 +585,64 @@ impl<R: Read> Parser<R> {
                     }
                     Some(b'J') if i + 4 < buf.len() => {
                         i += 5;
-                        Scalar::Int(i32::from_le_bytes([buf[i - 4], buf[i - 3], buf[i - 2], buf[i - 1]]) as i64)
+                        Scalar::Int(i32::from_le_bytes([
+                            buf[i - 4],
+                            buf[i - 3],
+                            buf[i - 2],
+                            buf[i - 1],
+                        ]) as i64)
                     }
-                    Some(0x8a) if i + 1 < buf.len() && (1..=8).contains(&buf[i + 1]) && i + 2 + (buf[i + 1] as usize) <= buf.len() => {
+                    Some(0x8a)
+                        if i + 1 < buf.len()
+                            && (1..=8).contains(&buf[i + 1])
+                            && i + 2 + (buf[i + 1] as usize) <= buf.len() =>
+                    {
                         let len = buf[i + 1] as usize;
                         let bytes = &buf[i + 2..i + 2 + len];
-                        let mut le = if bytes[len - 1] & 0x80 != 0 { [0xff; 8] } else { [0; 8] };
+                        let mut le = if bytes[len - 1] & 0x80 != 0 {
+                            [0xff; 8]
+                        } else {
+                            [0; 8]
+                        };
                         le[..len].copy_from_slice(bytes);
                         i += 2 + len;
                         Scalar::Int(i64::from_le_bytes(le))
                     }
                     Some(b'h' | b'j') => {
-                        let Some((idx, len)) = get_index(buf, i) else { break 'scan false };
+                        let Some((idx, len)) = get_index(buf, i) else {
+                            break 'scan false;
+                        };
                         i += len;
                         match self.memo.get(idx) {
-                            Some(slot) if slot.0 >> 29 == Slot::T_STR => Scalar::Str(slot.0 & Slot::PAYLOAD),
-                            Some(slot) if slot.0 >> 29 == Slot::T_STACK => Scalar::Stack(slot.0 & Slot::PAYLOAD),
+                            Some(slot) if slot.0 >> 29 == Slot::T_STR => {
+                                Scalar::Str(slot.0 & Slot::PAYLOAD)
+                            }
+                            Some(slot) if slot.0 >> 29 == Slot::T_STACK => {
+                                Scalar::Stack(slot.0 & Slot::PAYLOAD)
+                            }
                             _ => break 'scan false,
                         }
                     }
                     Some(0x8c) => {
-                        let Some(id) = short_string(buf, &mut i, &mut self.builder, &mut self.memo) else { break 'scan false };
+                        let Some(id) = short_string(buf, &mut i, &mut self.builder, &mut self.memo)
+                        else {
+                            break 'scan false;
+                        };
                         Scalar::Str(id)
                     }
-                    Some(b']') if buf.get(i + 1) == Some(&0x94) && buf.get(i + 2) == Some(&b'(') => {
-                        let Some(len) = scan_frame_gets(&buf[i + 3..], &self.memo, &mut self.frame_ids) else { break 'scan false };
+                    Some(b']')
+                        if buf.get(i + 1) == Some(&0x94) && buf.get(i + 2) == Some(&b'(') =>
+                    {
+                        let Some(len) =
+                            scan_frame_gets(&buf[i + 3..], &self.memo, &mut self.frame_ids)
+                        else {
+                            break 'scan false;
+                        };
                         i += 3 + len;
                         let stack = self.builder.stack_of_ids(&self.frame_ids);
-                        let Some(slot) = Slot::tagged(Slot::T_STACK, stack) else { break 'scan false };
+                        let Some(slot) = Slot::tagged(Slot::T_STACK, stack) else {
+                            break 'scan false;
+                        };
                         self.memo.push(slot);
                         Scalar::Stack(stack)
                     }
@@ -605,7 +652,11 @@ impl<R: Read> Parser<R> {
                 n += 1;
             }
         };
-        let row = if ok { self.builder.trace_row_scalars(&pairs[..n]) } else { None };
+        let row = if ok {
+            self.builder.trace_row_scalars(&pairs[..n])
+        } else {
+            None
+        };
         match row.and_then(|r| Slot::tagged(Slot::T_ROW, r).map(|slot| (r, slot))) {
             Some((row, slot)) => {
                 self.memo[memo_len] = slot;
@@ -622,7 +673,10 @@ impl<R: Read> Parser<R> {
 
     fn op_mark(&mut self, at: u64) -> Result<(), DecodeError> {
         if self.marks.len() >= MAX_MARKS {
-            return Err(DecodeError::at(at, format!("more than {MAX_MARKS} nested MARKs")));
+            return Err(DecodeError::at(
+                at,
+                format!("more than {MAX_MARKS} nested MARKs"),
+            ));
         }
         self.marks.push(self.stack.len());
         Ok(())
@@ -631,7 +685,10 @@ impl<R: Read> Parser<R> {
     fn op_tuple_n(&mut self, n: usize, at: u64) -> Result<(), DecodeError> {
         let floor = self.marks.last().copied().unwrap_or(0);
         if self.stack.len() < floor + n {
-            return Err(DecodeError::at(at, format!("TUPLE{n} needs {n} values on the stack")));
+            return Err(DecodeError::at(
+                at,
+                format!("TUPLE{n} needs {n} values on the stack"),
+            ));
         }
         let o = self.new_obj(Kind::Tuple);
         self.scratch.clear();
@@ -700,9 +757,8 @@ impl<R: Read> Parser<R> {
             }
             name.pop();
             let name = String::from_utf8_lossy(&name);
-            message = format!(
-                "opcode GLOBAL (0x63) would load {name:?}; refused, nothing was executed"
-            );
+            message =
+                format!("opcode GLOBAL (0x63) would load {name:?}; refused, nothing was executed");
         }
         DecodeError::at(at, message).with_hint(
             "this pickle contains code, not a snapshot: memory snapshots hold only plain data (torch.save checkpoints and other Python objects cannot be viewed)",
@@ -712,7 +768,10 @@ impl<R: Read> Parser<R> {
     #[inline]
     fn push(&mut self, v: Val, at: u64) -> Result<(), DecodeError> {
         if self.stack.len() >= MAX_STACK {
-            return Err(DecodeError::at(at, format!("more than {MAX_STACK} values pending on the pickle stack")));
+            return Err(DecodeError::at(
+                at,
+                format!("more than {MAX_STACK} values pending on the pickle stack"),
+            ));
         }
         self.stack.push(v);
         Ok(())
@@ -722,13 +781,18 @@ impl<R: Read> Parser<R> {
     fn pop(&mut self, at: u64) -> Result<Val, DecodeError> {
         let floor = self.marks.last().copied().unwrap_or(0);
         if self.stack.len() <= floor {
-            return Err(DecodeError::at(at, "an opcode needs a value but the stack is empty"));
+            return Err(DecodeError::at(
+                at,
+                "an opcode needs a value but the stack is empty",
+            ));
         }
         Ok(self.stack.pop().unwrap())
     }
 
     fn pop_mark(&mut self, at: u64) -> Result<usize, DecodeError> {
-        self.marks.pop().ok_or_else(|| DecodeError::at(at, "an opcode needs a MARK but none is open"))
+        self.marks
+            .pop()
+            .ok_or_else(|| DecodeError::at(at, "an opcode needs a MARK but none is open"))
     }
 
     fn length8(&mut self, what: &str, _at: u64) -> Result<usize, DecodeError> {
@@ -763,8 +827,14 @@ impl<R: Read> Parser<R> {
     fn string(&mut self, n: usize, at: u64) -> Result<(), DecodeError> {
         let bytes = self.input.take(n, "a string")?;
         let text = std::str::from_utf8(bytes).map_err(|e| {
-            DecodeError::at(at, format!("a string is not valid UTF-8 (at its byte {})", e.valid_up_to()))
-                .with_hint("the file is corrupt")
+            DecodeError::at(
+                at,
+                format!(
+                    "a string is not valid UTF-8 (at its byte {})",
+                    e.valid_up_to()
+                ),
+            )
+            .with_hint("the file is corrupt")
         })?;
         let id = self.builder.strings.intern(text);
         self.push(Val::Str(id), at)
@@ -787,7 +857,14 @@ impl<R: Read> Parser<R> {
             obj.converted = None;
             return o;
         }
-        self.objs.push(Obj { kind, items: Vec::new(), memo: NO_MEMO, height: 0, aliased: false, converted: None });
+        self.objs.push(Obj {
+            kind,
+            items: Vec::new(),
+            memo: NO_MEMO,
+            height: 0,
+            aliased: false,
+            converted: None,
+        });
         (self.objs.len() - 1) as u32
     }
 
@@ -800,15 +877,25 @@ impl<R: Read> Parser<R> {
     fn top_obj(&self, kind: Kind, op: &str, at: u64) -> Result<u32, DecodeError> {
         let floor = self.marks.last().copied().unwrap_or(0);
         match self.stack.last() {
-            Some(Val::Obj(o)) if self.stack.len() > floor && self.objs[*o as usize].kind == kind => Ok(*o),
-            _ => Err(DecodeError::at(at, format!("{op} needs a {} below its values", kind_name(kind)))),
+            Some(Val::Obj(o))
+                if self.stack.len() > floor && self.objs[*o as usize].kind == kind =>
+            {
+                Ok(*o)
+            }
+            _ => Err(DecodeError::at(
+                at,
+                format!("{op} needs a {} below its values", kind_name(kind)),
+            )),
         }
     }
 
     fn obj_below(&self, mark: usize, kind: Kind, op: &str, at: u64) -> Result<u32, DecodeError> {
         match mark.checked_sub(1).and_then(|i| self.stack.get(i)) {
             Some(Val::Obj(o)) if self.objs[*o as usize].kind == kind => Ok(*o),
-            _ => Err(DecodeError::at(at, format!("{op} needs a {} below its MARK", kind_name(kind)))),
+            _ => Err(DecodeError::at(
+                at,
+                format!("{op} needs a {} below its MARK", kind_name(kind)),
+            )),
         }
     }
 
@@ -838,7 +925,10 @@ impl<R: Read> Parser<R> {
             }
             if height as usize > MAX_DEPTH {
                 self.scratch = items;
-                return Err(DecodeError::at(at, format!("containers nest deeper than {MAX_DEPTH} levels")));
+                return Err(DecodeError::at(
+                    at,
+                    format!("containers nest deeper than {MAX_DEPTH} levels"),
+                ));
             }
         }
         let obj = &mut self.objs[target as usize];
@@ -861,7 +951,13 @@ impl<R: Read> Parser<R> {
     /// The value container `o` stands for once consumed: a trace row or an interned frame
     /// when it is a trace entry or frame dict entering a list, an interned stack when it is a
     /// list of frames entering a dict; otherwise the container itself.
-    fn converted(&mut self, o: u32, into_list: bool, dict_key: Option<Val>, at: u64) -> Result<Val, DecodeError> {
+    fn converted(
+        &mut self,
+        o: u32,
+        into_list: bool,
+        dict_key: Option<Val>,
+        at: u64,
+    ) -> Result<Val, DecodeError> {
         let obj = &self.objs[o as usize];
         if let Some(v) = obj.converted {
             return Ok(v);
@@ -869,7 +965,9 @@ impl<R: Read> Parser<R> {
         let new = match obj.kind {
             Kind::Dict if into_list => {
                 let keys = obj.items.iter().step_by(2);
-                let is_trace = keys.clone().any(|k| *k == Val::Str(super::build::key::ACTION));
+                let is_trace = keys
+                    .clone()
+                    .any(|k| *k == Val::Str(super::build::key::ACTION));
                 let is_frame = !is_trace && {
                     let mut seen = 0u8;
                     for k in keys {
@@ -894,7 +992,9 @@ impl<R: Read> Parser<R> {
                 self.dict_pairs(o, at)?;
                 let pairs = std::mem::take(&mut self.pairs);
                 let result = if is_trace {
-                    self.builder.trace_row(&pairs, At(Some(at))).map(|r| Val::Rows(r, 1))
+                    self.builder
+                        .trace_row(&pairs, At(Some(at)))
+                        .map(|r| Val::Rows(r, 1))
                 } else {
                     self.builder.frame(&pairs, At(Some(at))).map(Val::Frame)
                 };
@@ -905,7 +1005,12 @@ impl<R: Read> Parser<R> {
                 if dict_key.is_some()
                     && obj.items.iter().all(|v| matches!(v, Val::Frame(_)))
                     && (!obj.items.is_empty()
-                        || matches!(dict_key, Some(Val::Str(super::build::key::FRAMES | super::build::key::FORWARD_FRAMES)))) =>
+                        || matches!(
+                            dict_key,
+                            Some(Val::Str(
+                                super::build::key::FRAMES | super::build::key::FORWARD_FRAMES
+                            ))
+                        )) =>
             {
                 self.frame_ids.clear();
                 self.frame_ids.extend(obj.items.iter().map(|v| match v {
@@ -985,7 +1090,8 @@ impl<R: Read> Parser<R> {
                 if let Ok(node) = self.to_node(Val::Obj(o), 0) {
                     self.memo_nodes.push(node);
                     let index = (self.memo_nodes.len() - 1) as u32;
-                    self.memo[memo as usize] = Slot::tagged(Slot::T_NODE, index).unwrap_or(Slot::HOLE);
+                    self.memo[memo as usize] =
+                        Slot::tagged(Slot::T_NODE, index).unwrap_or(Slot::HOLE);
                 }
             }
             for i in 0..self.objs[o as usize].items.len() {
@@ -1107,10 +1213,19 @@ impl<R: Read> Parser<R> {
             self.memo.resize(idx, Slot::HOLE);
             self.memo.push(slot);
         } else {
-            return Err(DecodeError::at(at, format!("memo index {idx} jumps far past the {} entries stored so far", self.memo.len())));
+            return Err(DecodeError::at(
+                at,
+                format!(
+                    "memo index {idx} jumps far past the {} entries stored so far",
+                    self.memo.len()
+                ),
+            ));
         }
         if self.memo.len() > (Slot::PAYLOAD as usize) << 2 {
-            return Err(DecodeError::at(at, "the pickle memo grew beyond two billion entries"));
+            return Err(DecodeError::at(
+                at,
+                "the pickle memo grew beyond two billion entries",
+            ));
         }
         Ok(())
     }
@@ -1122,7 +1237,10 @@ impl<R: Read> Parser<R> {
             _ => return Err(self.memo_miss(idx, at)),
         };
         if self.stack.len() >= MAX_STACK {
-            return Err(DecodeError::at(at, format!("more than {MAX_STACK} values pending on the pickle stack")));
+            return Err(DecodeError::at(
+                at,
+                format!("more than {MAX_STACK} values pending on the pickle stack"),
+            ));
         }
         let payload = slot.0 & Slot::PAYLOAD;
         // Push from each branch: building the value first and pushing it after costs a
@@ -1141,8 +1259,14 @@ impl<R: Read> Parser<R> {
 
     #[cold]
     fn memo_miss(&self, idx: usize, at: u64) -> DecodeError {
-        DecodeError::at(at, format!("memo index {idx} was never stored ({} entries so far)", self.memo.len()))
-            .with_hint("the file is corrupt")
+        DecodeError::at(
+            at,
+            format!(
+                "memo index {idx} was never stored ({} entries so far)",
+                self.memo.len()
+            ),
+        )
+        .with_hint("the file is corrupt")
     }
 
     /// The value of a memo slot that is not a string, frame or stack.
@@ -1174,7 +1298,10 @@ impl<R: Read> Parser<R> {
     /// Converts a value (and everything below it) into a [`Node`] for the builder.
     fn to_node(&self, v: Val, depth: usize) -> Result<Node, DecodeError> {
         if depth > MAX_DEPTH {
-            return Err(DecodeError::new(None, format!("containers nest deeper than {MAX_DEPTH} levels")));
+            return Err(DecodeError::new(
+                None,
+                format!("containers nest deeper than {MAX_DEPTH} levels"),
+            ));
         }
         Ok(match v {
             Val::None => Node::None,
@@ -1193,7 +1320,10 @@ impl<R: Read> Parser<R> {
                     return self.to_node(c, depth);
                 }
                 let items = || -> Result<Vec<Node>, DecodeError> {
-                    obj.items.iter().map(|&i| self.to_node(i, depth + 1)).collect()
+                    obj.items
+                        .iter()
+                        .map(|&i| self.to_node(i, depth + 1))
+                        .collect()
                 };
                 match obj.kind {
                     Kind::List => Node::List(items()?),
@@ -1202,7 +1332,12 @@ impl<R: Read> Parser<R> {
                     Kind::Dict => Node::Dict(
                         obj.items
                             .chunks_exact(2)
-                            .map(|kv| Ok((self.to_node(kv[0], depth + 1)?, self.to_node(kv[1], depth + 1)?)))
+                            .map(|kv| {
+                                Ok((
+                                    self.to_node(kv[0], depth + 1)?,
+                                    self.to_node(kv[1], depth + 1)?,
+                                ))
+                            })
                             .collect::<Result<_, DecodeError>>()?,
                     ),
                 }
@@ -1246,7 +1381,12 @@ fn scan_frame_gets(buf: &[u8], memo: &[Slot], out: &mut Vec<FrameId>) -> Option<
 
 /// A `SHORT_BINUNICODE` at `buf[*i]`, interned, with the `MEMOIZE` that may follow it.
 #[inline(always)]
-fn short_string(buf: &[u8], i: &mut usize, builder: &mut Builder, memo: &mut Vec<Slot>) -> Option<StrId> {
+fn short_string(
+    buf: &[u8],
+    i: &mut usize,
+    builder: &mut Builder,
+    memo: &mut Vec<Slot>,
+) -> Option<StrId> {
     let len = *buf.get(*i + 1)? as usize;
     let bytes = buf.get(*i + 2..*i + 2 + len)?;
     let text = std::str::from_utf8(bytes).ok()?;
@@ -1323,9 +1463,18 @@ mod tests {
     #[test]
     fn long_decimal_matches_python() {
         // int.to_bytes(..., 'little', signed=True) of known values.
-        assert_eq!(long_to_decimal(&[0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01]), "18446744073709551616");
+        assert_eq!(
+            long_to_decimal(&[0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01]),
+            "18446744073709551616"
+        );
         assert_eq!(long_to_decimal(&[0xff; 9]), "-1");
-        assert_eq!(long_to_decimal(&[0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0xff]), "-9223372036854775808");
-        assert_eq!(long_to_decimal(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00]), "18446744073709551615");
+        assert_eq!(
+            long_to_decimal(&[0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0xff]),
+            "-9223372036854775808"
+        );
+        assert_eq!(
+            long_to_decimal(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00]),
+            "18446744073709551615"
+        );
     }
 }

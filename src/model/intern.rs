@@ -84,7 +84,11 @@ pub struct Stacks {
 
 impl Default for Stacks {
     fn default() -> Self {
-        Stacks { frames: Vec::new(), offsets: vec![0], index: FxHashMap::default() }
+        Stacks {
+            frames: Vec::new(),
+            offsets: vec![0],
+            index: FxHashMap::default(),
+        }
     }
 }
 
@@ -146,7 +150,12 @@ impl FrameInterner {
     /// only with identical ones, so nothing written is lost.
     pub fn intern(&mut self, frames: &mut Vec<Frame>, frame: Frame) -> FrameId {
         if !frame.extra.is_empty() {
-            let key = (frame.filename, frame.line, frame.name, format!("{:?}", frame.extra));
+            let key = (
+                frame.filename,
+                frame.line,
+                frame.name,
+                format!("{:?}", frame.extra),
+            );
             return *self.with_extra.entry(key).or_insert_with(|| {
                 frames.push(frame);
                 (frames.len() - 1) as FrameId

@@ -190,7 +190,10 @@ impl Snapshot {
 
     /// The frames of a stack, innermost first (empty for [`NO_STACK`]).
     pub fn stack_frames(&self, stack: StackId) -> impl Iterator<Item = &Frame> + '_ {
-        self.stacks.frames(stack).iter().map(move |&f| &self.frames[f as usize])
+        self.stacks
+            .frames(stack)
+            .iter()
+            .map(move |&f| &self.frames[f as usize])
     }
 
     /// Heap bytes held by the model (columns, tables and interned text), for benchmarks.

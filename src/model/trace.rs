@@ -59,7 +59,10 @@ impl Action {
     }
 
     pub fn from_name(name: &str) -> Action {
-        Action::KNOWN.into_iter().find(|a| a.name() == name).unwrap_or(Action::Other)
+        Action::KNOWN
+            .into_iter()
+            .find(|a| a.name() == name)
+            .unwrap_or(Action::Other)
     }
 }
 
@@ -163,8 +166,10 @@ impl Trace {
         self.stream.push(row.stream);
         self.time_us.push(row.time_us);
         self.stack.push(row.stack);
-        self.compile_context.set(index, row.compile_context.unwrap_or(NONE_U32), NONE_U32);
-        self.user_metadata.set(index, row.user_metadata.unwrap_or(NONE_U32), NONE_U32);
+        self.compile_context
+            .set(index, row.compile_context.unwrap_or(NONE_U32), NONE_U32);
+        self.user_metadata
+            .set(index, row.user_metadata.unwrap_or(NONE_U32), NONE_U32);
         self.pool.set(index, row.pool.unwrap_or(NONE_U32), NONE_U32);
         self.forward_stack.set(index, row.forward_stack, NO_STACK);
         if let Some(name) = row.unknown_action {
@@ -243,7 +248,12 @@ impl Trace {
         for row in 0..other.len() {
             self.push(other.row(row));
         }
-        self.extra.extend(other.extra.iter().map(|(r, k, v)| (r + base, *k, v.clone())));
+        self.extra.extend(
+            other
+                .extra
+                .iter()
+                .map(|(r, k, v)| (r + base, *k, v.clone())),
+        );
     }
 
     pub fn heap_bytes(&self) -> usize {

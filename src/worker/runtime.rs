@@ -8,10 +8,10 @@ use js_sys::{Array, Reflect};
 use wasm_bindgen::prelude::*;
 use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent};
 
-use crate::protocol::{ErrorReport, Request, Response};
 use super::blob::BlobSource;
 use super::reader::{ChunkSource, ChunkedReader, CHUNK_BYTES};
 use super::session::Session;
+use crate::protocol::{ErrorReport, Request, Response};
 
 /// Name of the queue `static/worker_loader.js` fills while the module loads.
 const EARLY_QUEUE: &str = "__memsightQueue";

@@ -19,18 +19,28 @@ pub fn real_fixtures_dir() -> Option<PathBuf> {
     if dir.is_dir() {
         Some(dir)
     } else {
-        eprintln!("skipping: real fixtures not found at {} (set MEMSIGHT_REAL_FIXTURES)", dir.display());
+        eprintln!(
+            "skipping: real fixtures not found at {} (set MEMSIGHT_REAL_FIXTURES)",
+            dir.display()
+        );
         None
     }
 }
 
 /// Snapshot files (pickles) in the real corpus, sorted.
 pub fn real_fixture_files() -> Vec<PathBuf> {
-    let Some(dir) = real_fixtures_dir() else { return Vec::new() };
+    let Some(dir) = real_fixtures_dir() else {
+        return Vec::new();
+    };
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("pickle" | "pkl")))
+        .filter(|p| {
+            matches!(
+                p.extension().and_then(|e| e.to_str()),
+                Some("pickle" | "pkl")
+            )
+        })
         .collect();
     files.sort();
     files
@@ -60,21 +70,70 @@ pub fn check_expectations(name: &str, analysed: &Analysed, expected: &Json) {
             .unwrap_or_else(|| panic!("{name}: device {id} missing"));
         let ctx = |what: &str| format!("{name} device {id}: {what}");
         let reserved: u64 = device.segments.iter().map(|s| s.total_size).sum();
-        let allocated: u64 =
-            device.blocks.iter().filter(|b| b.state.is_allocated()).map(|b| b.size).sum();
-        assert_eq!(reserved, exp["reserved_bytes"].as_u64().unwrap(), "{}", ctx("reserved"));
-        assert_eq!(allocated, exp["allocated_bytes"].as_u64().unwrap(), "{}", ctx("allocated"));
-        assert_eq!(device.segments.len() as u64, exp["segments"].as_u64().unwrap(), "{}", ctx("segments"));
-        assert_eq!(device.blocks.len() as u64, exp["blocks"].as_u64().unwrap(), "{}", ctx("blocks"));
-        assert_eq!(device.trace.len() as u64, exp["trace_entries"].as_u64().unwrap(), "{}", ctx("trace entries"));
+        let allocated: u64 = device
+            .blocks
+            .iter()
+            .filter(|b| b.state.is_allocated())
+            .map(|b| b.size)
+            .sum();
+        assert_eq!(
+            reserved,
+            exp["reserved_bytes"].as_u64().unwrap(),
+            "{}",
+            ctx("reserved")
+        );
+        assert_eq!(
+            allocated,
+            exp["allocated_bytes"].as_u64().unwrap(),
+            "{}",
+            ctx("allocated")
+        );
+        assert_eq!(
+            device.segments.len() as u64,
+            exp["segments"].as_u64().unwrap(),
+            "{}",
+            ctx("segments")
+        );
+        assert_eq!(
+            device.blocks.len() as u64,
+            exp["blocks"].as_u64().unwrap(),
+            "{}",
+            ctx("blocks")
+        );
+        assert_eq!(
+            device.trace.len() as u64,
+            exp["trace_entries"].as_u64().unwrap(),
+            "{}",
+            ctx("trace entries")
+        );
         for (action, count) in exp["actions"].as_object().unwrap() {
             let a = Action::from_name(action);
-            assert_eq!(facts.action_counts[a as usize], count.as_u64().unwrap(), "{}", ctx(action));
+            assert_eq!(
+                facts.action_counts[a as usize],
+                count.as_u64().unwrap(),
+                "{}",
+                ctx(action)
+            );
         }
-        let listed: u64 = exp["actions"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
-        assert_eq!(listed, device.trace.len() as u64, "{}", ctx("no unexpected actions"));
+        let listed: u64 = exp["actions"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_u64().unwrap())
+            .sum();
+        assert_eq!(
+            listed,
+            device.trace.len() as u64,
+            "{}",
+            ctx("no unexpected actions")
+        );
         if let Some(peak) = exp.get("peak_allocated_bytes").and_then(Json::as_u64) {
-            assert_eq!(facts.peak_allocated.bytes, peak, "{}", ctx("peak allocated"));
+            assert_eq!(
+                facts.peak_allocated.bytes,
+                peak,
+                "{}",
+                ctx("peak allocated")
+            );
             let index = exp["peak_allocated_index"].as_i64().unwrap();
             let row = facts.peak_allocated.row.map_or(-1, |r| r as i64);
             assert_eq!(row, index, "{}", ctx("peak allocated index"));
@@ -83,10 +142,20 @@ pub fn check_expectations(name: &str, analysed: &Analysed, expected: &Json) {
             assert_eq!(facts.peak_reserved.bytes, peak, "{}", ctx("peak reserved"));
         }
         if let Some(n) = exp.get("pre_window_allocations").and_then(Json::as_u64) {
-            assert_eq!(facts.frees_without_alloc + facts.live_blocks_without_alloc, n, "{}", ctx("pre-window allocations"));
+            assert_eq!(
+                facts.frees_without_alloc + facts.live_blocks_without_alloc,
+                n,
+                "{}",
+                ctx("pre-window allocations")
+            );
         }
         if let Some(n) = exp.get("allocations").and_then(Json::as_u64) {
-            assert_eq!(facts.action_counts[Action::Alloc as usize], n, "{}", ctx("allocations"));
+            assert_eq!(
+                facts.action_counts[Action::Alloc as usize],
+                n,
+                "{}",
+                ctx("allocations")
+            );
         }
     }
     if let Some(n) = expected.get("unique_frames").and_then(Json::as_u64) {
