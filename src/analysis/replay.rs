@@ -351,21 +351,13 @@ fn findings(device: &Device, facts: &mut DeviceFacts) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Block, BlockState, Segment, Trace, TraceRow, NO_TIME};
+    use crate::model::{Block, BlockState, Segment, Trace, TraceRow};
 
     fn row(action: Action, addr: u64, size: u64) -> TraceRow {
         TraceRow {
-            action,
             addr,
             size,
-            stream: 0,
-            time_us: NO_TIME,
-            stack: NO_STACK,
-            compile_context: None,
-            user_metadata: None,
-            pool: None,
-            forward_stack: NO_STACK,
-            unknown_action: None,
+            ..TraceRow::new(action)
         }
     }
 

@@ -286,19 +286,7 @@ impl Builder {
     /// Stores a trace entry dict as a row of the staging trace and returns its index.
     pub fn trace_row(&mut self, pairs: &[(Node, Node)], at: At) -> Result<u32, DecodeError> {
         let row_index = self.staging.len() as u32;
-        let mut row = TraceRow {
-            action: Action::Other,
-            addr: 0,
-            size: 0,
-            stream: 0,
-            time_us: NO_TIME,
-            stack: NO_STACK,
-            compile_context: None,
-            user_metadata: None,
-            pool: None,
-            forward_stack: NO_STACK,
-            unknown_action: None,
-        };
+        let mut row = TraceRow::new(Action::Other);
         let mut has_action = false;
         let mut stream_raw = 0u64;
         for (k, v) in pairs {
@@ -367,19 +355,7 @@ impl Builder {
     /// nothing) when the entry needs the general path.
     #[inline]
     pub fn trace_row_scalars(&mut self, pairs: &[(StrId, Scalar)]) -> Option<u32> {
-        let mut row = TraceRow {
-            action: Action::Other,
-            addr: 0,
-            size: 0,
-            stream: 0,
-            time_us: NO_TIME,
-            stack: NO_STACK,
-            compile_context: None,
-            user_metadata: None,
-            pool: None,
-            forward_stack: NO_STACK,
-            unknown_action: None,
-        };
+        let mut row = TraceRow::new(Action::Other);
         let mut has_action = false;
         let mut stream = 0u64;
         let mut features = self.features;

@@ -449,33 +449,12 @@ impl<R: Read> Parser<R> {
                 )?;
             }
             0x8a if c[1] <= 8 => {
-                let n = c[1] as usize;
-                self.input.pos += 2 + n;
-                let v = if n == 0 {
-                    0
-                } else {
-                    let negative = c[1 + n] & 0x80 != 0;
-                    let mut buf = if negative { [0xff; 8] } else { [0; 8] };
-                    buf[..n].copy_from_slice(&c[2..2 + n]);
-                    i64::from_le_bytes(buf)
-                };
-                self.push(Val::Int(v), at)?;
+                self.input.pos += 2;
+                self.long(c[1] as usize, at)?;
             }
             0x8c if c[1] <= 14 => {
-                let n = c[1] as usize;
-                self.input.pos += 2 + n;
-                let text = std::str::from_utf8(&c[2..2 + n]).map_err(|e| {
-                    DecodeError::at(
-                        at,
-                        format!(
-                            "a string is not valid UTF-8 (at its byte {})",
-                            e.valid_up_to()
-                        ),
-                    )
-                    .with_hint("the file is corrupt")
-                })?;
-                let id = self.builder.strings.intern(text);
-                self.push(Val::Str(id), at)?;
+                self.input.pos += 2;
+                self.string(c[1] as usize, at)?;
             }
             b'N' => {
                 self.input.pos += 1;

@@ -128,6 +128,25 @@ pub struct TraceRow {
     pub unknown_action: Option<StrId>,
 }
 
+impl TraceRow {
+    /// A row with only its action set: no time, no stack, defaults elsewhere.
+    pub fn new(action: Action) -> Self {
+        TraceRow {
+            action,
+            addr: 0,
+            size: 0,
+            stream: 0,
+            time_us: NO_TIME,
+            stack: NO_STACK,
+            compile_context: None,
+            user_metadata: None,
+            pool: None,
+            forward_stack: NO_STACK,
+            unknown_action: None,
+        }
+    }
+}
+
 const NONE_U32: u32 = u32::MAX;
 
 /// Trace rows of one device, as columns.
