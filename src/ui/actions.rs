@@ -29,7 +29,7 @@ impl Actions {
     pub fn new(state: RwSignal<AppState>) -> Self {
         Actions {
             state,
-            workers: StoredValue::new_local(WorkerPool::default()),
+            workers: StoredValue::new_local(WorkerPool::warm()),
         }
     }
 
@@ -54,7 +54,6 @@ impl Actions {
                     let spawned = self.workers.try_update_value(|pool| {
                         pool.spawn(
                             id,
-                            &name,
                             &request,
                             &blob,
                             move |response| self.on_response(id, response),

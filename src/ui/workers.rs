@@ -25,28 +25,50 @@ struct Entry {
     on_error: Closure<dyn FnMut(ErrorEvent)>,
 }
 
-/// The running workers, by file.
+/// The running workers, by file, and one idle worker started ahead of need.
 #[derive(Default)]
 pub struct WorkerPool {
     entries: HashMap<FileId, Entry>,
+    /// Starting a worker (fetching and compiling its wasm) takes a noticeable part of a small
+    /// file's load time, so the next file's worker is started before the file is picked.
+    spare: Option<Worker>,
 }
 
 impl WorkerPool {
+    /// A pool with its spare worker already starting.
+    pub fn warm() -> Self {
+        let mut pool = WorkerPool::default();
+        pool.prepare_spare();
+        pool
+    }
+
+    fn start_worker() -> Result<Worker, String> {
+        let options = WorkerOptions::new();
+        options.set_type(WorkerType::Classic);
+        options.set_name("memsight worker");
+        Worker::new_with_options(WORKER_URL, &options).map_err(|e| js_text(&e))
+    }
+
+    fn prepare_spare(&mut self) {
+        if self.spare.is_none() {
+            self.spare = Self::start_worker().ok();
+        }
+    }
+
     /// Starts the worker of file `id` and sends it `request` with `blob`. Answers go to
     /// `on_response`; a worker that fails to start or dies goes to `on_error`.
     pub fn spawn(
         &mut self,
         id: FileId,
-        name: &str,
         request: &Request,
         blob: &Blob,
         on_response: impl Fn(Response) + 'static,
         on_error: impl Fn(String) + 'static,
     ) -> Result<(), String> {
-        let options = WorkerOptions::new();
-        options.set_type(WorkerType::Classic);
-        options.set_name(&format!("memsight: {name}"));
-        let worker = Worker::new_with_options(WORKER_URL, &options).map_err(|e| js_text(&e))?;
+        let worker = match self.spare.take() {
+            Some(worker) => worker,
+            None => Self::start_worker()?,
+        };
 
         let on_error = std::rc::Rc::new(on_error);
         let on_message = {
@@ -84,6 +106,7 @@ impl WorkerPool {
                 on_error,
             },
         );
+        self.prepare_spare();
         Ok(())
     }
 
