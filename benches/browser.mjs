@@ -39,7 +39,6 @@ const targets = {
   overview6M: 5000, // ms for 6M entries
   memory6M: 1024, // MiB of page memory at 6M
   bundle: 1.5 * 1024 * 1024, // gzipped bytes
-  wasmDecode: 200, // MB/s
 };
 
 function dataFile(entries) {
@@ -133,14 +132,14 @@ try {
 const bundle = bundleBytes();
 const check = (ok) => (ok ? '✓' : '✗');
 console.log(`Browser benchmark: ${runs} run(s) per size, medians, ${depthMin}–${depthMax} frames per traceback; headless Chromium.`);
-console.log(`Targets: 1M entries → overview ≤ ${targets.overview1M} ms; 6M ≤ ${targets.overview6M} ms and ≤ ${targets.memory6M} MiB; wasm decode ≥ ${targets.wasmDecode} MB/s; bundle ≤ 1.5 MiB gzipped.\n`);
-console.log('| entries | file MB | file → decoded (ms) | decode in wasm (MB/s) | file → first paint (ms) | page memory (MiB) | of which the snapshot (MiB) |');
+console.log(`Targets: 1M entries → overview ≤ ${targets.overview1M} ms; 6M ≤ ${targets.overview6M} ms and ≤ ${targets.memory6M} MiB; bundle ≤ 1.5 MiB gzipped.\n`);
+console.log('| entries | file MB | file → decoded (ms) | read + decode (MB/s) | file → first paint (ms) | page memory (MiB) | of which the snapshot (MiB) |');
 console.log('|---:|---:|---:|---:|---:|---:|---:|');
 for (const r of rows) {
   const paintTarget = r.entries >= 6e6 ? targets.overview6M : r.entries >= 1e6 ? targets.overview1M : Infinity;
   const paint = `${r.painted.toFixed(0)}${Number.isFinite(paintTarget) ? ' ' + check(r.painted <= paintTarget) : ''}`;
   const memory = `${r.memory.toFixed(0)}${r.entries >= 6e6 ? ' ' + check(r.memory <= targets.memory6M) : ''}`;
-  const throughput = `${r.throughput.toFixed(0)} ${check(r.throughput >= targets.wasmDecode)}`;
+  const throughput = r.throughput.toFixed(0);
   console.log(`| ${r.entries.toLocaleString('en')} | ${mb(r.bytes).toFixed(1)} | ${r.decoded.toFixed(0)} | ${throughput} | ${paint} | ${memory} | ${r.added.toFixed(0)} |`);
 }
 console.log(`\nRelease bundle (dist/*.wasm + *.js): ${(bundle.raw / 1024).toFixed(0)} KiB, ${(bundle.gz / 1024).toFixed(0)} KiB gzipped ${check(bundle.gz <= targets.bundle)}`);
