@@ -45,8 +45,14 @@ pub struct LoadedSummary {
     pub default_device: u32,
     /// Bytes of the input file (compressed size for gzip input).
     pub file_bytes: u64,
-    /// Milliseconds spent decoding and analysing, measured in the worker.
+    /// Milliseconds from the start of reading to the analysed model, measured in the worker.
     pub decode_ms: f64,
+    /// Of `decode_ms`, milliseconds spent waiting for the file's bytes.
+    #[serde(default)]
+    pub read_ms: f64,
+    /// Of `decode_ms`, milliseconds spent deriving facts (pairing, curves, peaks).
+    #[serde(default)]
+    pub analyse_ms: f64,
 }
 
 /// A decoding failure as shown to the user.

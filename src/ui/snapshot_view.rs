@@ -16,16 +16,20 @@ use super::warnings::Warnings;
 
 #[component]
 pub fn SnapshotView(id: FileId, state: RwSignal<AppState>, actions: Actions) -> impl IntoView {
-    let (name, size, decode_ms) = state.with_untracked(|s| match s.file(id) {
-        Some(f) => {
-            let decode_ms = match &f.status {
-                Status::Ready(summary) => summary.decode_ms,
-                _ => 0.0,
-            };
-            (f.name.clone(), f.size, decode_ms)
-        }
-        None => (String::new(), 0, 0.0),
-    });
+    let (name, size, (decode_ms, read_ms, analyse_ms)) =
+        state.with_untracked(|s| match s.file(id) {
+            Some(f) => {
+                let times = match &f.status {
+                    Status::Ready(summary) => {
+                        (summary.decode_ms, summary.read_ms, summary.analyse_ms)
+                    }
+                    _ => (0.0, 0.0, 0.0),
+                };
+                (f.name.clone(), f.size, times)
+            }
+            None => (String::new(), 0, (0.0, 0.0, 0.0)),
+        });
+    let ms = |t: f64| format::duration_us((t * 1000.0).max(0.0) as u64);
     let devices = Memo::new(move |_| {
         state.with(|s| s.file(id).map(|f| f.devices().to_vec()).unwrap_or_default())
     });
@@ -34,12 +38,20 @@ pub fn SnapshotView(id: FileId, state: RwSignal<AppState>, actions: Actions) -> 
         Memo::new(move |_| state.with(|s| s.file(id).and_then(|f| f.overview().cloned())));
 
     view! {
-        <section class="panel snapshot" id="snapshot" data-file-id=id.to_string()>
+        <section
+            class="panel snapshot"
+            id="snapshot"
+            data-file-id=id.to_string()
+            data-decode-ms=decode_ms.to_string()
+            data-read-ms=read_ms.to_string()
+            data-analyse-ms=analyse_ms.to_string()
+        >
             <header class="snapshot-header">
                 <div>
                     <h1 class="panel-title file-title">{name}</h1>
                     <p class="snapshot-meta">
-                        {format::bytes(size)} " · decoded in " {format::duration_us((decode_ms * 1000.0).max(0.0) as u64)}
+                        {format::bytes(size)} " · decoded in " {ms(decode_ms)}
+                        " (reading the file " {ms(read_ms)} ", analysis " {ms(analyse_ms)} ")"
                     </p>
                 </div>
                 <DevicePicker

@@ -305,6 +305,8 @@ mod tests {
             default_device,
             file_bytes: 100,
             decode_ms: 1.0,
+            read_ms: 0.5,
+            analyse_ms: 0.1,
         }
     }
 

@@ -61,6 +61,7 @@ pub fn start() {
         }));
     }));
 
+    warm_up();
     let session = Rc::new(RefCell::new(Session::new()));
     let on_message = {
         let session = session.clone();
@@ -85,6 +86,20 @@ pub fn start() {
             scope.unchecked_ref::<js_sys::Object>(),
             &JsValue::from_str(EARLY_QUEUE),
         );
+    }
+}
+
+/// A small generated snapshot (`tests/python/gen_snapshot.py --entries 1000 --seed 11
+/// --depth-min 6 --depth-max 10`), decoded a few times at start-up.
+const WARM_UP_SNAPSHOT: &[u8] = include_bytes!("warmup.pickle");
+
+/// Decodes the warm-up snapshot a few times. WebAssembly engines first run code from a quick
+/// baseline compiler and switch a function to optimised code only once it has run for a
+/// while; the page starts the next file's worker ahead of need, so this makes the decoder's
+/// hot functions fast before a real file arrives.
+fn warm_up() {
+    for _ in 0..24 {
+        let _ = crate::decode::decode_bytes(WARM_UP_SNAPSHOT).map(crate::analysis::Analysed::new);
     }
 }
 

@@ -4,6 +4,7 @@
 //! Pure logic with no browser dependency, unit-tested natively; `worker/mod.rs` feeds it
 //! messages and posts its answers. Not the place for the transport or for reading files.
 
+use std::cell::Cell;
 use std::io::Read;
 
 use crate::analysis::Analysed;
@@ -41,6 +42,12 @@ impl Session {
             bytes_read: 0,
             total,
         });
+        let read_ms = Cell::new(0.0);
+        let reader = TimedReader {
+            inner: reader,
+            now,
+            spent: &read_ms,
+        };
         let result = decode_reader(reader, &mut |bytes_read| {
             let due =
                 bytes_read >= reported.saturating_add(PROGRESS_STEP_BYTES) || bytes_read >= total;
@@ -62,12 +69,16 @@ impl Session {
                 }
                 let devices = snapshot.device_ids();
                 let default_device = snapshot.default_device().unwrap_or(0);
+                let analyse_start = now();
                 self.analysed = Some(Analysed::new(snapshot));
+                let end = now();
                 Response::Loaded(LoadedSummary {
                     devices,
                     default_device,
                     file_bytes: total,
-                    decode_ms: now() - start,
+                    decode_ms: end - start,
+                    read_ms: read_ms.get(),
+                    analyse_ms: end - analyse_start,
                 })
             }
             Err(error) => Response::Failed(report(error)),
@@ -91,6 +102,22 @@ impl Session {
                 }),
             },
         }
+    }
+}
+
+/// Adds the time spent in `read` to `spent`: how long the decoder waited for the file.
+struct TimedReader<'a, R> {
+    inner: R,
+    now: &'a dyn Fn() -> f64,
+    spent: &'a Cell<f64>,
+}
+
+impl<R: Read> Read for TimedReader<'_, R> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let start = (self.now)();
+        let result = self.inner.read(out);
+        self.spent.set(self.spent.get() + (self.now)() - start);
+        result
     }
 }
 
