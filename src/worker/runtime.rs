@@ -128,7 +128,9 @@ fn handle(session: &Rc<RefCell<Session>>, data: JsValue) {
                     // The blob's own length is authoritative.
                     let total = source.size();
                     let reader = ChunkedReader::new(source, CHUNK_BYTES);
-                    let now = || js_sys::Date::now();
+                    // performance.now(): sub-millisecond, unlike Date.now().
+                    let clock = scope().performance();
+                    let now = move || clock.as_ref().map_or_else(js_sys::Date::now, |p| p.now());
                     session
                         .borrow_mut()
                         .load(reader, total, &now, &mut |progress| post(&progress))
