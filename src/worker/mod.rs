@@ -1,5 +1,5 @@
 //! The Web Worker that owns one snapshot file: it receives the `File` with a `Load` request,
-//! reads it in 4 MiB chunks, decodes it with progress messages, keeps the model and answers
+//! reads it in 8 MiB chunks, decodes it with progress messages, keeps the model and answers
 //! view requests. One worker per open file, so closing a file (terminating its worker) frees
 //! all its memory, and a slow or broken file never blocks the page or another file.
 //!

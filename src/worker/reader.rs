@@ -7,9 +7,10 @@
 
 use std::io::{self, Read};
 
-/// Chunk size used by the worker: 4 MiB, large enough that reading costs little per byte and
-/// small enough that memory stays flat.
-pub const CHUNK_BYTES: u64 = 4 * 1024 * 1024;
+/// Chunk size used by the worker: 8 MiB. Measured in Chromium with `benches/browser.mjs`:
+/// 4 MiB chunks cost about a third more reading time, 16 MiB saves little more and holds
+/// 40 MiB more memory.
+pub const CHUNK_BYTES: u64 = 8 * 1024 * 1024;
 
 /// Something that can hand out byte ranges of a file.
 pub trait ChunkSource {
