@@ -5,7 +5,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::replay::{replay, DeviceFacts};
 use super::Analysed;
 use crate::model::{Action, BlockState, Layout, Snapshot, Value, NO_TIME};
 
@@ -50,284 +49,256 @@ pub struct Overview {
     pub warnings: Vec<WarningView>,
 }
 
-/// The overview of `device` in `snapshot` (replays the trace; prefer [`Analysed::overview`]
-/// when the facts are already computed).
-pub fn overview(snapshot: &Snapshot, device: u32) -> Overview {
-    let analysed = Analysed {
-        snapshot: Snapshot::default(),
-        facts: snapshot.devices.iter().map(replay).collect(),
+/// The overview of device `id` (an empty overview for an unknown device).
+pub(crate) fn build(analysed: &Analysed, id: u32) -> Overview {
+    let snapshot = &analysed.snapshot;
+    let mut out = Overview {
+        device: id,
+        metrics: Vec::new(),
+        era: era(snapshot),
+        allocator_settings: settings(snapshot),
+        warnings: Vec::new(),
     };
-    // Borrow the snapshot without cloning it.
-    let analysed = AnalysedRef {
-        snapshot,
-        facts: &analysed.facts,
+    let Some(index) = snapshot.devices.iter().position(|d| d.id == id) else {
+        return out;
     };
-    analysed.build(device)
-}
+    let device = &snapshot.devices[index];
+    let facts = &analysed.facts[index];
+    let trace = &device.trace;
+    let mut m = Metrics::default();
 
-pub(crate) fn build(analysed: &Analysed, device: u32) -> Overview {
-    AnalysedRef {
-        snapshot: &analysed.snapshot,
-        facts: &analysed.facts,
+    let reserved_end: u64 = device.segments.iter().map(|s| s.total_size).sum();
+    let allocated_end: u64 = device
+        .blocks
+        .iter()
+        .filter(|b| b.state.is_allocated())
+        .map(|b| b.size)
+        .sum();
+    let requested_end: u64 = device
+        .blocks
+        .iter()
+        .filter(|b| b.state.is_allocated())
+        .map(|b| b.requested_size.unwrap_or(b.size))
+        .sum();
+    let pending_free: u64 = device
+        .blocks
+        .iter()
+        .filter(|b| b.state == BlockState::ActivePendingFree)
+        .map(|b| b.size)
+        .sum();
+    let cached_free: u64 = device
+        .blocks
+        .iter()
+        .filter(|b| !b.state.is_allocated())
+        .map(|b| b.size)
+        .sum();
+    let first_time = trace.time_us.iter().copied().find(|&t| t != NO_TIME);
+    let last_time = trace.time_us.iter().rev().copied().find(|&t| t != NO_TIME);
+    let since_start = |row: Option<u32>| -> Option<u64> {
+        let t = trace
+            .time_us
+            .get(row? as usize)
+            .copied()
+            .filter(|&t| t != NO_TIME)?;
+        Some(t.saturating_sub(first_time?).max(0) as u64)
+    };
+
+    let g = "memory";
+    m.add(
+        "peak-allocated-bytes",
+        "Peak allocated",
+        facts.peak_allocated.bytes,
+        Unit::Bytes,
+        g,
+    );
+    if let Some(row) = facts.peak_allocated.row {
+        m.add(
+            "peak-allocated-event",
+            "Peak allocated at event",
+            row as u64,
+            Unit::Count,
+            g,
+        );
     }
-    .build(device)
-}
-
-struct AnalysedRef<'a> {
-    snapshot: &'a Snapshot,
-    facts: &'a [DeviceFacts],
-}
-
-impl AnalysedRef<'_> {
-    fn build(&self, id: u32) -> Overview {
-        let snapshot = self.snapshot;
-        let mut out = Overview {
-            device: id,
-            metrics: Vec::new(),
-            era: era(snapshot),
-            allocator_settings: settings(snapshot),
-            warnings: Vec::new(),
-        };
-        let Some(index) = snapshot.devices.iter().position(|d| d.id == id) else {
-            return out;
-        };
-        let device = &snapshot.devices[index];
-        let facts = &self.facts[index];
-        let trace = &device.trace;
-        let mut m = Metrics::default();
-
-        let reserved_end: u64 = device.segments.iter().map(|s| s.total_size).sum();
-        let allocated_end: u64 = device
-            .blocks
-            .iter()
-            .filter(|b| b.state.is_allocated())
-            .map(|b| b.size)
-            .sum();
-        let requested_end: u64 = device
-            .blocks
-            .iter()
-            .filter(|b| b.state.is_allocated())
-            .map(|b| b.requested_size.unwrap_or(b.size))
-            .sum();
-        let pending_free: u64 = device
-            .blocks
-            .iter()
-            .filter(|b| b.state == BlockState::ActivePendingFree)
-            .map(|b| b.size)
-            .sum();
-        let cached_free: u64 = device
-            .blocks
-            .iter()
-            .filter(|b| !b.state.is_allocated())
-            .map(|b| b.size)
-            .sum();
-        let first_time = trace.time_us.iter().copied().find(|&t| t != NO_TIME);
-        let last_time = trace.time_us.iter().rev().copied().find(|&t| t != NO_TIME);
-        let since_start = |row: Option<u32>| -> Option<u64> {
-            let t = trace
-                .time_us
-                .get(row? as usize)
-                .copied()
-                .filter(|&t| t != NO_TIME)?;
-            Some(t.saturating_sub(first_time?).max(0) as u64)
-        };
-
-        let g = "memory";
+    if let Some(t) = since_start(facts.peak_allocated.row) {
         m.add(
-            "peak-allocated-bytes",
-            "Peak allocated",
-            facts.peak_allocated.bytes,
+            "peak-allocated-at-us",
+            "Peak allocated at",
+            t,
+            Unit::Micros,
+            g,
+        );
+    }
+    m.add(
+        "peak-reserved-bytes",
+        "Peak reserved",
+        facts.peak_reserved.bytes,
+        Unit::Bytes,
+        g,
+    );
+    if let Some(row) = facts.peak_reserved.row {
+        m.add(
+            "peak-reserved-event",
+            "Peak reserved at event",
+            row as u64,
+            Unit::Count,
+            g,
+        );
+    }
+    m.add(
+        "allocated-end-bytes",
+        "Allocated at end",
+        allocated_end,
+        Unit::Bytes,
+        g,
+    );
+    m.add(
+        "requested-end-bytes",
+        "Requested at end",
+        requested_end,
+        Unit::Bytes,
+        g,
+    );
+    m.add(
+        "reserved-end-bytes",
+        "Reserved at end",
+        reserved_end,
+        Unit::Bytes,
+        g,
+    );
+    m.add(
+        "cached-free-bytes",
+        "Cached free (reserved − allocated)",
+        cached_free,
+        Unit::Bytes,
+        g,
+    );
+    m.add(
+        "rounding-waste-bytes",
+        "Rounding waste (allocated − requested)",
+        allocated_end.saturating_sub(requested_end),
+        Unit::Bytes,
+        g,
+    );
+    if pending_free > 0 {
+        m.add(
+            "pending-free-bytes",
+            "Awaiting free on other streams",
+            pending_free,
             Unit::Bytes,
             g,
         );
-        if let Some(row) = facts.peak_allocated.row {
+    }
+    if reserved_end > 0 {
+        let ppm = (allocated_end as u128 * 1_000_000 / reserved_end as u128) as u64;
+        m.add(
+            "efficiency-ppm",
+            "Efficiency (allocated / reserved)",
+            ppm,
+            Unit::Ppm,
+            g,
+        );
+    }
+
+    let g = "counts";
+    m.add(
+        "segment-count",
+        "Segments",
+        device.segments.len() as u64,
+        Unit::Count,
+        g,
+    );
+    m.add(
+        "block-count",
+        "Blocks",
+        device.blocks.len() as u64,
+        Unit::Count,
+        g,
+    );
+    m.add(
+        "trace-entries",
+        "Trace entries",
+        trace.len() as u64,
+        Unit::Count,
+        g,
+    );
+    for action in Action::KNOWN.into_iter().chain([Action::Other]) {
+        let n = facts.action_counts[action as usize];
+        if n > 0 {
+            let label = format!("{} events", action.name());
             m.add(
-                "peak-allocated-event",
-                "Peak allocated at event",
-                row as u64,
+                &format!("trace-{}-count", action.name().replace('_', "-")),
+                &label,
+                n,
                 Unit::Count,
                 g,
             );
         }
-        if let Some(t) = since_start(facts.peak_allocated.row) {
-            m.add(
-                "peak-allocated-at-us",
-                "Peak allocated at",
-                t,
-                Unit::Micros,
-                g,
-            );
-        }
+    }
+    m.add(
+        "allocation-count",
+        "Allocations",
+        facts.allocations.len() as u64,
+        Unit::Count,
+        g,
+    );
+    let before = facts.frees_without_alloc + facts.live_blocks_without_alloc;
+    if before > 0 {
         m.add(
-            "peak-reserved-bytes",
-            "Peak reserved",
-            facts.peak_reserved.bytes,
-            Unit::Bytes,
+            "allocations-before-trace",
+            "Allocations before the trace",
+            before,
+            Unit::Count,
             g,
         );
-        if let Some(row) = facts.peak_reserved.row {
-            m.add(
-                "peak-reserved-event",
-                "Peak reserved at event",
-                row as u64,
-                Unit::Count,
-                g,
-            );
-        }
-        m.add(
-            "allocated-end-bytes",
-            "Allocated at end",
-            allocated_end,
-            Unit::Bytes,
-            g,
-        );
-        m.add(
-            "requested-end-bytes",
-            "Requested at end",
-            requested_end,
-            Unit::Bytes,
-            g,
-        );
-        m.add(
-            "reserved-end-bytes",
-            "Reserved at end",
-            reserved_end,
-            Unit::Bytes,
-            g,
-        );
-        m.add(
-            "cached-free-bytes",
-            "Cached free (reserved − allocated)",
-            cached_free,
-            Unit::Bytes,
-            g,
-        );
-        m.add(
-            "rounding-waste-bytes",
-            "Rounding waste (allocated − requested)",
-            allocated_end.saturating_sub(requested_end),
-            Unit::Bytes,
-            g,
-        );
-        if pending_free > 0 {
-            m.add(
-                "pending-free-bytes",
-                "Awaiting free on other streams",
-                pending_free,
-                Unit::Bytes,
-                g,
-            );
-        }
-        if reserved_end > 0 {
-            let ppm = (allocated_end as u128 * 1_000_000 / reserved_end as u128) as u64;
-            m.add(
-                "efficiency-ppm",
-                "Efficiency (allocated / reserved)",
-                ppm,
-                Unit::Ppm,
-                g,
-            );
-        }
+    }
+    m.add(
+        "unique-stacks",
+        "Unique stacks",
+        snapshot.stacks.len() as u64,
+        Unit::Count,
+        g,
+    );
+    m.add(
+        "unique-frames",
+        "Unique frames",
+        snapshot.frames.len() as u64,
+        Unit::Count,
+        g,
+    );
 
-        let g = "counts";
+    let g = "time";
+    if let (Some(first), Some(last)) = (first_time, last_time) {
         m.add(
-            "segment-count",
-            "Segments",
-            device.segments.len() as u64,
-            Unit::Count,
+            "time-span-us",
+            "Time span",
+            last.saturating_sub(first).max(0) as u64,
+            Unit::Micros,
             g,
         );
         m.add(
-            "block-count",
-            "Blocks",
-            device.blocks.len() as u64,
-            Unit::Count,
+            "first-time-us",
+            "First event",
+            first.max(0) as u64,
+            Unit::Micros,
             g,
         );
-        m.add(
-            "trace-entries",
-            "Trace entries",
-            trace.len() as u64,
-            Unit::Count,
-            g,
-        );
-        for action in Action::KNOWN.into_iter().chain([Action::Other]) {
-            let n = facts.action_counts[action as usize];
-            if n > 0 {
-                let label = format!("{} events", action.name());
-                m.add(
-                    &format!("trace-{}-count", action.name().replace('_', "-")),
-                    &label,
-                    n,
-                    Unit::Count,
-                    g,
-                );
-            }
-        }
-        m.add(
-            "allocation-count",
-            "Allocations",
-            facts.allocations.len() as u64,
-            Unit::Count,
-            g,
-        );
-        let before = facts.frees_without_alloc + facts.live_blocks_without_alloc;
-        if before > 0 {
-            m.add(
-                "allocations-before-trace",
-                "Allocations before the trace",
-                before,
-                Unit::Count,
-                g,
-            );
-        }
-        m.add(
-            "unique-stacks",
-            "Unique stacks",
-            snapshot.stacks.len() as u64,
-            Unit::Count,
-            g,
-        );
-        m.add(
-            "unique-frames",
-            "Unique frames",
-            snapshot.frames.len() as u64,
-            Unit::Count,
-            g,
-        );
+    }
 
-        let g = "time";
-        if let (Some(first), Some(last)) = (first_time, last_time) {
-            m.add(
-                "time-span-us",
-                "Time span",
-                last.saturating_sub(first).max(0) as u64,
-                Unit::Micros,
-                g,
-            );
-            m.add(
-                "first-time-us",
-                "First event",
-                first.max(0) as u64,
-                Unit::Micros,
-                g,
-            );
-        }
-
-        out.metrics = m.0;
-        out.warnings = facts
-            .findings
-            .iter()
-            .map(|f| WarningView {
-                kind: f.kind.to_string(),
-                message: f.message.clone(),
-            })
-            .collect();
-        for row in (0..trace.len()).filter(|&r| trace.action[r] == Action::Oom) {
-            let when = since_start(Some(row as u32))
-                .map(|t| format!(" at {:.3} s", t as f64 / 1e6))
-                .unwrap_or_default();
-            out.warnings.push(WarningView {
+    out.metrics = m.0;
+    out.warnings = facts
+        .findings
+        .iter()
+        .map(|f| WarningView {
+            kind: f.kind.to_string(),
+            message: f.message.clone(),
+        })
+        .collect();
+    for row in (0..trace.len()).filter(|&r| trace.action[r] == Action::Oom) {
+        let when = since_start(Some(row as u32))
+            .map(|t| format!(" at {:.3} s", t as f64 / 1e6))
+            .unwrap_or_default();
+        out.warnings.push(WarningView {
                 kind: "oom".into(),
                 message: format!(
                     "Out of memory{when} (event {row}): a request of {} failed with {} free on the device.",
@@ -335,9 +306,8 @@ impl AnalysedRef<'_> {
                     crate::format::bytes(trace.addr[row])
                 ),
             });
-        }
-        out
     }
+    out
 }
 
 #[derive(Default)]

@@ -214,3 +214,36 @@ impl Snapshot {
             + self.streams.capacity() * 8
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn device(id: u32, rows: usize, segments: usize) -> Device {
+        let mut trace = Trace::default();
+        for _ in 0..rows {
+            trace.push(TraceRow::new(Action::Alloc));
+        }
+        Device {
+            id,
+            trace,
+            segments: vec![Segment::default(); segments],
+            ..Device::default()
+        }
+    }
+
+    #[test]
+    fn default_device_prefers_trace_then_segments_then_lowest_id() {
+        let mut s = Snapshot {
+            devices: vec![device(0, 0, 5), device(1, 3, 0), device(2, 3, 1)],
+            ..Snapshot::default()
+        };
+        assert_eq!(s.default_device(), Some(2));
+        s.devices = vec![device(0, 0, 1), device(3, 0, 2)];
+        assert_eq!(s.default_device(), Some(3));
+        s.devices = vec![device(4, 0, 0), device(1, 0, 0)];
+        assert_eq!(s.default_device(), Some(1));
+        s.devices.clear();
+        assert_eq!(s.default_device(), None);
+    }
+}
