@@ -15,4 +15,5 @@ pub mod decode;
 pub mod format;
 pub mod model;
 pub mod protocol;
+pub mod timeline;
 pub mod worker;

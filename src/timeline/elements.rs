@@ -1,0 +1,284 @@
+//! What a timeline stacks, in stack order (bottom first): allocations or segments, each with
+//! a size and the states it is alive in.
+//!
+//! Stack order is allocation order. Elements that existed before the trace window come first:
+//! those alive at the end at the very bottom, then those freed during the trace with the
+//! earliest free on top, so that freeing them slides nothing (as memory_viz orders them).
+//! Allocations are not copied: [`AllocationElements`] maps stack positions onto the replay's
+//! [`Allocation`] records. Segments are few, so [`SegmentElements`] owns its records.
+
+use rustc_hash::FxHashMap;
+
+use super::ALIVE;
+use crate::analysis::{Allocation, DeviceFacts, Origin, NO_ROW};
+use crate::model::{Action, Device, StackId, NO_STACK};
+
+/// A list of stacked elements, indexed by stack position.
+pub trait Elements {
+    fn count(&self) -> u32;
+    fn size(&self, i: u32) -> u64;
+    /// First state the element is alive in.
+    fn start(&self, i: u32) -> u32;
+    /// First state it is no longer alive in, or [`ALIVE`].
+    fn end(&self, i: u32) -> u32;
+}
+
+/// State in which the effect of trace row `row` is first visible.
+pub fn state_after(row: u32) -> u32 {
+    if row == NO_ROW {
+        ALIVE
+    } else {
+        row + 1
+    }
+}
+
+/// The replay's allocations in stack order.
+pub struct AllocationElements<'a> {
+    allocations: &'a [Allocation],
+    live_blocks: u32,
+    freed_before: u32,
+}
+
+impl<'a> AllocationElements<'a> {
+    pub fn new(facts: &'a DeviceFacts) -> Self {
+        AllocationElements {
+            allocations: &facts.allocations,
+            live_blocks: facts.live_blocks_without_alloc as u32,
+            freed_before: facts.frees_without_alloc as u32,
+        }
+    }
+
+    /// Index into `DeviceFacts::allocations` of the element at stack position `i`. The replay
+    /// lists live blocks, then frees without alloc in trace order, then trace allocations;
+    /// stack order only reverses the middle part.
+    pub fn allocation_index(&self, i: u32) -> usize {
+        let (l, f) = (self.live_blocks, self.freed_before);
+        if i >= l && i < l + f {
+            (l + f - 1 - (i - l)) as usize
+        } else {
+            i as usize
+        }
+    }
+
+    /// Stack position of `DeviceFacts::allocations[index]` (the mapping is its own inverse).
+    pub fn position(&self, index: usize) -> u32 {
+        self.allocation_index(index as u32) as u32
+    }
+
+    pub fn allocation(&self, i: u32) -> &'a Allocation {
+        &self.allocations[self.allocation_index(i)]
+    }
+}
+
+impl Elements for AllocationElements<'_> {
+    fn count(&self) -> u32 {
+        self.allocations.len() as u32
+    }
+    fn size(&self, i: u32) -> u64 {
+        self.allocation(i).size
+    }
+    fn start(&self, i: u32) -> u32 {
+        let a = self.allocation(i);
+        if a.origin == Origin::Trace {
+            state_after(a.alloc_row)
+        } else {
+            0
+        }
+    }
+    fn end(&self, i: u32) -> u32 {
+        state_after(self.allocation(i).free_row)
+    }
+}
+
+/// One segment (or, with expandable segments, one mapped range) and its lifetime.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SegmentElement {
+    pub addr: u64,
+    pub size: u64,
+    pub stream: u16,
+    /// Row of its `segment_alloc`/`segment_map`, or [`NO_ROW`] when it predates the trace.
+    pub alloc_row: u32,
+    /// Row of its `segment_free`/`segment_unmap`, or [`NO_ROW`] when alive at the end.
+    pub free_row: u32,
+    pub stack: StackId,
+    pub origin: Origin,
+}
+
+/// The device's segments in stack order, paired from the trace and the final segments.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SegmentElements {
+    pub items: Vec<SegmentElement>,
+}
+
+impl SegmentElements {
+    /// Pairs segment events by address. The elements add up to the replay's reserved curve:
+    /// whatever the trace and the final segments leave unexplained before the window becomes
+    /// one baseline element with no address.
+    pub fn build(device: &Device, facts: &DeviceFacts) -> Self {
+        let trace = &device.trace;
+        let mut in_trace: Vec<SegmentElement> = Vec::new();
+        let mut freed_before: Vec<SegmentElement> = Vec::new();
+        let mut open: FxHashMap<u64, usize> = FxHashMap::default();
+        for &(row, _) in &facts.reserved_changes {
+            let r = row as usize;
+            let (addr, size) = (trace.addr[r], trace.size[r]);
+            match trace.action[r] {
+                Action::SegmentAlloc | Action::SegmentMap => {
+                    if let Some(prev) = open.insert(addr, in_trace.len()) {
+                        in_trace[prev].free_row = row;
+                    }
+                    in_trace.push(SegmentElement {
+                        addr,
+                        size,
+                        stream: trace.stream[r],
+                        alloc_row: row,
+                        free_row: NO_ROW,
+                        stack: trace.stack[r],
+                        origin: Origin::Trace,
+                    });
+                }
+                _ => match open.get(&addr) {
+                    Some(&i) if in_trace[i].size == size => {
+                        open.remove(&addr);
+                        in_trace[i].free_row = row;
+                    }
+                    _ => freed_before.push(SegmentElement {
+                        addr,
+                        size,
+                        stream: trace.stream[r],
+                        alloc_row: NO_ROW,
+                        free_row: row,
+                        stack: trace.stack[r],
+                        origin: Origin::FreedBeforeAlloc,
+                    }),
+                },
+            }
+        }
+        // Final segments the trace never mapped were there from the start.
+        let mut live: Vec<SegmentElement> = device
+            .segments
+            .iter()
+            .filter(|s| !open.contains_key(&s.address))
+            .map(|s| SegmentElement {
+                addr: s.address,
+                size: s.total_size,
+                stream: s.stream.min(u16::MAX as u64) as u16,
+                alloc_row: NO_ROW,
+                free_row: NO_ROW,
+                stack: s.stack,
+                origin: Origin::LiveBlock,
+            })
+            .collect();
+        let explained: u64 = live.iter().chain(&freed_before).map(|s| s.size).sum();
+        if facts.baseline_reserved > explained {
+            live.insert(
+                0,
+                SegmentElement {
+                    addr: 0,
+                    size: facts.baseline_reserved - explained,
+                    stream: 0,
+                    alloc_row: NO_ROW,
+                    free_row: NO_ROW,
+                    stack: NO_STACK,
+                    origin: Origin::LiveBlock,
+                },
+            );
+        }
+        freed_before.reverse();
+        let mut items = live;
+        items.extend(freed_before);
+        items.extend(in_trace);
+        SegmentElements { items }
+    }
+}
+
+impl Elements for SegmentElements {
+    fn count(&self) -> u32 {
+        self.items.len() as u32
+    }
+    fn size(&self, i: u32) -> u64 {
+        self.items[i as usize].size
+    }
+    fn start(&self, i: u32) -> u32 {
+        let s = &self.items[i as usize];
+        if s.origin == Origin::Trace {
+            state_after(s.alloc_row)
+        } else {
+            0
+        }
+    }
+    fn end(&self, i: u32) -> u32 {
+        state_after(self.items[i as usize].free_row)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::replay::replay;
+    use crate::model::{Trace, TraceRow};
+
+    fn row(action: Action, addr: u64, size: u64) -> TraceRow {
+        let mut r = TraceRow::new(action);
+        r.addr = addr;
+        r.size = size;
+        r
+    }
+
+    fn device(rows: Vec<TraceRow>) -> Device {
+        let mut trace = Trace::default();
+        for r in rows {
+            trace.push(r);
+        }
+        trace.finish();
+        Device {
+            id: 0,
+            has_trace_list: true,
+            trace,
+            segments: Vec::new(),
+            blocks: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn pre_window_allocations_sit_below_with_the_earliest_free_on_top() {
+        let d = device(vec![
+            row(Action::Alloc, 0x100, 10),
+            row(Action::FreeCompleted, 0xa, 1), // freed first: on top of the baseline
+            row(Action::FreeCompleted, 0xb, 2),
+            row(Action::FreeCompleted, 0x100, 10),
+        ]);
+        let facts = replay(&d);
+        let e = AllocationElements::new(&facts);
+        assert_eq!(e.count(), 3);
+        let order: Vec<u64> = (0..3).map(|i| e.allocation(i).addr).collect();
+        assert_eq!(order, vec![0xb, 0xa, 0x100]);
+        assert_eq!((e.start(0), e.end(0)), (0, 3));
+        assert_eq!((e.start(1), e.end(1)), (0, 2));
+        assert_eq!((e.start(2), e.end(2)), (1, 4));
+        for i in 0..3 {
+            assert_eq!(e.position(e.allocation_index(i)), i);
+        }
+    }
+
+    #[test]
+    fn segments_pair_by_address_and_add_up_to_reserved() {
+        let d = device(vec![
+            row(Action::SegmentAlloc, 0x1000, 100),
+            row(Action::SegmentFree, 0x9000, 50), // predates the trace
+            row(Action::SegmentFree, 0x1000, 100),
+        ]);
+        let facts = replay(&d);
+        let s = SegmentElements::build(&d, &facts);
+        let sizes: Vec<u64> = s.items.iter().map(|e| e.size).collect();
+        assert_eq!(sizes, vec![50, 100]);
+        for state in 0..=3u32 {
+            let total: u64 = (0..s.count())
+                .filter(|&i| s.start(i) <= state && state < s.end(i))
+                .map(|i| s.size(i))
+                .sum();
+            let expected = facts.reserved_after(state.checked_sub(1));
+            assert_eq!(total, expected, "state {state}");
+        }
+    }
+}

@@ -1,0 +1,298 @@
+//! Which elements a timeline draws individually, and the live stack of those at any state.
+//!
+//! The `detail` largest elements are drawn individually (ties go to the earlier element);
+//! the rest are summed into the band on top. The layout keeps only the drawn elements'
+//! push/remove events, sorted by state, plus checkpoints of the live stack every `interval`
+//! events, so [`Cursor::seek`] reaches any state in at most `interval` event steps: building is
+//! O(N + K log K) for N elements of which K are drawn, memory is O(K + checkpoints), and no
+//! per-state or per-pixel geometry is ever stored.
+
+use super::elements::Elements;
+use super::ALIVE;
+
+/// Live-stack entries kept across all checkpoints, at most (sets the checkpoint interval).
+const CHECKPOINT_BUDGET: u64 = 4 << 20;
+/// Smallest checkpoint interval, in events.
+const MIN_INTERVAL: u64 = 64;
+
+/// Events are packed as `state << 33 | push << 32 | element`, so one sort orders them by
+/// state, removals before pushes, and pushes in stack order.
+const PUSH: u64 = 1 << 32;
+
+fn event_state(e: u64) -> u32 {
+    (e >> 33) as u32
+}
+
+#[derive(Clone, Debug, PartialEq)]
+struct Checkpoint {
+    /// Offset of this checkpoint's live stack in `Layout::pool`.
+    start: u32,
+    len: u32,
+    drawn_total: u64,
+}
+
+/// The drawn set of a timeline and its events.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Layout {
+    /// Elements drawn individually (the `detail` largest, fewer if there are fewer).
+    pub drawn: u32,
+    /// All elements.
+    pub total: u32,
+    /// Drawn elements are those larger than this, plus the first `ties` of this size.
+    threshold: u64,
+    ties: u32,
+    events: Vec<u64>,
+    interval: u32,
+    /// Checkpoint `j` is the live stack after events `0..j * interval`.
+    checkpoints: Vec<Checkpoint>,
+    pool: Vec<u32>,
+}
+
+impl Layout {
+    /// Lays out `elements` with the `detail` largest drawn individually.
+    pub fn build(elements: &impl Elements, detail: u32) -> Self {
+        let total = elements.count();
+        let drawn_target = detail.min(total);
+        let (threshold, ties) = cut(elements, drawn_target);
+        let mut layout = Layout {
+            drawn: 0,
+            total,
+            threshold,
+            ties,
+            ..Layout::default()
+        };
+        let mut ties_left = ties;
+        for i in 0..total {
+            let size = elements.size(i);
+            let drawn = if drawn_target == 0 {
+                false
+            } else if size > threshold {
+                true
+            } else if size == threshold && ties_left > 0 {
+                ties_left -= 1;
+                true
+            } else {
+                false
+            };
+            if drawn {
+                layout.drawn += 1;
+                let start = elements.start(i);
+                layout.events.push((start as u64) << 33 | PUSH | i as u64);
+                let end = elements.end(i);
+                if end != ALIVE {
+                    layout.events.push((end as u64) << 33 | i as u64);
+                }
+            }
+        }
+        layout.events.sort_unstable();
+
+        // Size the checkpoint interval so all checkpoints fit the budget.
+        let mut live = 0u64;
+        let mut live_sum = 0u64;
+        for &e in &layout.events {
+            if e & PUSH != 0 {
+                live += 1;
+            } else {
+                live -= 1;
+            }
+            live_sum += live;
+        }
+        let interval = (live_sum / CHECKPOINT_BUDGET).max(MIN_INTERVAL);
+        layout.interval = interval.min(u32::MAX as u64) as u32;
+
+        let mut cursor = Cursor::default();
+        let step = layout.interval as usize;
+        let mut at = 0usize;
+        loop {
+            layout.checkpoints.push(Checkpoint {
+                start: layout.pool.len() as u32,
+                len: cursor.live.len() as u32,
+                drawn_total: cursor.drawn_total,
+            });
+            layout.pool.extend_from_slice(&cursor.live);
+            if at + step > layout.events.len() {
+                break;
+            }
+            for &e in &layout.events[at..at + step] {
+                cursor.apply(e, elements);
+            }
+            at += step;
+            cursor.event = at;
+        }
+        layout
+    }
+
+    /// Whether element `i` (of size `size`) is drawn individually.
+    pub fn is_drawn(&self, i: u32, size: u64, elements: &impl Elements) -> bool {
+        if self.drawn == 0 || size < self.threshold {
+            return false;
+        }
+        if size > self.threshold {
+            return true;
+        }
+        // A tie at the threshold: drawn if among the first `ties` of this size.
+        let earlier = (0..i).filter(|&j| elements.size(j) == size).count() as u32;
+        earlier < self.ties
+    }
+
+    pub fn heap_bytes(&self) -> usize {
+        self.events.capacity() * 8
+            + self.pool.capacity() * 4
+            + self.checkpoints.capacity() * std::mem::size_of::<Checkpoint>()
+    }
+}
+
+/// The size threshold and number of ties at it that select the `k` largest elements.
+fn cut(elements: &impl Elements, k: u32) -> (u64, u32) {
+    let n = elements.count();
+    if k == 0 || n == 0 {
+        return (u64::MAX, 0);
+    }
+    if k >= n {
+        return (0, n);
+    }
+    let mut sizes: Vec<u64> = (0..n).map(|i| elements.size(i)).collect();
+    let (_, &mut kth, _) = sizes.select_nth_unstable_by(k as usize - 1, |a, b| b.cmp(a));
+    let above = sizes.iter().filter(|&&s| s > kth).count() as u32;
+    (kth, k - above)
+}
+
+/// The live stack of drawn elements at some point of the event list.
+#[derive(Clone, Debug, Default)]
+pub struct Cursor {
+    /// Events applied so far.
+    event: usize,
+    /// Drawn elements alive, in stack order (bottom first).
+    pub live: Vec<u32>,
+    /// Bytes of `live`.
+    pub drawn_total: u64,
+}
+
+impl Cursor {
+    fn apply(&mut self, e: u64, elements: &impl Elements) {
+        let i = e as u32;
+        if e & PUSH != 0 {
+            // Pushes come in stack order, so this is almost always the end.
+            let at = self.live.partition_point(|&x| x < i);
+            self.live.insert(at, i);
+            self.drawn_total += elements.size(i);
+        } else if let Ok(at) = self.live.binary_search(&i) {
+            self.live.remove(at);
+            self.drawn_total -= elements.size(i);
+        }
+    }
+
+    /// Moves to `state`: afterwards `live` holds the drawn elements alive in it.
+    pub fn seek(&mut self, layout: &Layout, state: u32, elements: &impl Elements) {
+        let target = layout.events.partition_point(|&e| event_state(e) <= state);
+        let interval = layout.interval.max(1) as usize;
+        if target < self.event || target - self.event > interval {
+            let j = (target / interval).min(layout.checkpoints.len() - 1);
+            let c = &layout.checkpoints[j];
+            self.live.clear();
+            self.live
+                .extend_from_slice(&layout.pool[c.start as usize..(c.start + c.len) as usize]);
+            self.drawn_total = c.drawn_total;
+            self.event = j * interval;
+        }
+        for &e in &layout.events[self.event..target] {
+            self.apply(e, elements);
+        }
+        self.event = target;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Hand-made elements: (size, start, end).
+    struct Fixed(Vec<(u64, u32, u32)>);
+    impl Elements for Fixed {
+        fn count(&self) -> u32 {
+            self.0.len() as u32
+        }
+        fn size(&self, i: u32) -> u64 {
+            self.0[i as usize].0
+        }
+        fn start(&self, i: u32) -> u32 {
+            self.0[i as usize].1
+        }
+        fn end(&self, i: u32) -> u32 {
+            self.0[i as usize].2
+        }
+    }
+
+    fn live_at(layout: &Layout, elements: &Fixed, state: u32) -> (Vec<u32>, u64) {
+        let mut c = Cursor::default();
+        c.seek(layout, state, elements);
+        (c.live.clone(), c.drawn_total)
+    }
+
+    #[test]
+    fn the_stack_follows_allocation_order_and_slides_down_on_free() {
+        // 0 is a baseline element; 1, 2, 3 are allocated at states 1, 2, 3; 1 is freed first.
+        let e = Fixed(vec![(5, 0, ALIVE), (10, 1, 4), (20, 2, 6), (30, 3, 5)]);
+        let layout = Layout::build(&e, 4);
+        assert_eq!(layout.drawn, 4);
+        assert_eq!(live_at(&layout, &e, 0), (vec![0], 5));
+        assert_eq!(live_at(&layout, &e, 3), (vec![0, 1, 2, 3], 65));
+        // 1 freed at state 4: 2 and 3 slide down onto 0.
+        assert_eq!(live_at(&layout, &e, 4), (vec![0, 2, 3], 55));
+        assert_eq!(live_at(&layout, &e, 6), (vec![0], 5));
+    }
+
+    #[test]
+    fn only_the_largest_are_drawn_and_ties_go_to_earlier_elements() {
+        let e = Fixed(vec![
+            (7, 0, ALIVE),
+            (3, 1, 2),
+            (7, 1, 3),
+            (7, 2, 3),
+            (1, 2, 3),
+        ]);
+        let layout = Layout::build(&e, 2);
+        assert_eq!(layout.drawn, 2);
+        let drawn: Vec<u32> = (0..5)
+            .filter(|&i| layout.is_drawn(i, e.size(i), &e))
+            .collect();
+        assert_eq!(drawn, vec![0, 2]);
+        assert_eq!(live_at(&layout, &e, 2), (vec![0, 2], 14));
+        assert_eq!(Layout::build(&e, 0).drawn, 0);
+        assert_eq!(Layout::build(&e, 99).drawn, 5);
+    }
+
+    #[test]
+    fn seeking_anywhere_matches_a_direct_scan() {
+        // Many elements with pseudo-random lifetimes: checkpoints and forward/backward seeks
+        // must agree with the definition.
+        let mut x = 99u64;
+        let mut rand = move |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        let mut items = Vec::new();
+        for s in 0..3000u32 {
+            let size = 1 + rand(1000);
+            let life = 1 + rand(400) as u32;
+            let end = if rand(10) == 0 { ALIVE } else { s + 1 + life };
+            items.push((size, s + 1, end));
+        }
+        let e = Fixed(items);
+        let layout = Layout::build(&e, 700);
+        let mut cursor = Cursor::default();
+        let states: Vec<u32> = (0..400).map(|_| rand(3500) as u32).collect();
+        for &s in states.iter().chain(&[0, 1, 3499]) {
+            cursor.seek(&layout, s, &e);
+            let expected: Vec<u32> = (0..e.count())
+                .filter(|&i| layout.is_drawn(i, e.size(i), &e))
+                .filter(|&i| e.start(i) <= s && s < e.end(i))
+                .collect();
+            assert_eq!(cursor.live, expected, "state {s}");
+            let bytes: u64 = expected.iter().map(|&i| e.size(i)).sum();
+            assert_eq!(cursor.drawn_total, bytes);
+        }
+    }
+}

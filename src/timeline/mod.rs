@@ -1,0 +1,56 @@
+//! The memory timeline: allocations (or segments) stacked over time, laid out once and drawn
+//! at any zoom.
+//!
+//! Semantics follow PyTorch's memory_viz so pictures can be compared: an element lives from
+//! its alloc to its free; live elements are stacked in allocation order, so when one is freed
+//! those above it slide down; elements alive before the trace window form the baseline from
+//! the first state; elements too small to draw individually are merged into one band on top.
+//!
+//! The x axis is a *state* index: state 0 is memory before the first trace row, state `r + 1`
+//! is memory after row `r`. Unlike memory_viz, nothing is precomputed per element and state
+//! (its polygons cost O(N × live)): [`layout::Layout`] keeps the drawn elements' push/remove
+//! events with checkpoints of the live stack, so the stack at any state is a seek away, and
+//! [`raster`] paints one pixel column at a time, each showing the state where memory peaks
+//! within the column. Everything here is pure and tested natively; the worker owns it and the
+//! page only shows the pixels.
+//!
+//! - [`elements`]: what is stacked (allocations or segments), in stack order;
+//! - [`curve`]: the total a track must reach (allocated or reserved bytes) and its range maxima;
+//! - [`axis`]: mapping a view (event index or wall-clock time) to pixel columns of states;
+//! - [`layout`]: which elements are drawn individually and the live stack at any state;
+//! - [`raster`]: pixels of a view, and what is under a pixel;
+//! - [`inspect`]: an element's details, stacks without interpreter noise, and search.
+
+pub mod axis;
+pub mod curve;
+pub mod elements;
+pub mod inspect;
+pub mod layout;
+pub mod raster;
+
+use serde::{Deserialize, Serialize};
+
+/// Which timeline of a device.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// Active allocations (blocks handed to tensors), with the reserved total as a line.
+    #[default]
+    Allocations,
+    /// Cached segments (cudaMalloc'd or mapped memory).
+    Segments,
+}
+
+/// Units of the x axis.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AxisMode {
+    /// State index (0 = before the first trace row).
+    #[default]
+    Events,
+    /// Microseconds of wall-clock time (`time_us`).
+    Time,
+}
+
+/// "Not freed within the trace": the end state of an element alive at the end.
+pub const ALIVE: u32 = u32::MAX;
