@@ -6,7 +6,7 @@
 
 // The UI names the library's modules as `crate::…`.
 #[allow(unused_imports)]
-use memsight::{analysis, decode, model, protocol};
+use memsight::{analysis, decode, model, protocol, timeline};
 
 #[cfg(target_arch = "wasm32")]
 mod ui;
@@ -24,4 +24,7 @@ fn main() {}
 mod ui {
     pub use memsight::format;
     pub mod state;
+    pub mod timeline {
+        pub mod window;
+    }
 }

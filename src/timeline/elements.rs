@@ -212,6 +212,39 @@ impl Elements for SegmentElements {
     }
 }
 
+/// Either kind of elements, so one code path serves both timelines.
+pub enum AnyElements<'a> {
+    Allocations(AllocationElements<'a>),
+    Segments(&'a SegmentElements),
+}
+
+impl Elements for AnyElements<'_> {
+    fn count(&self) -> u32 {
+        match self {
+            AnyElements::Allocations(e) => e.count(),
+            AnyElements::Segments(e) => e.count(),
+        }
+    }
+    fn size(&self, i: u32) -> u64 {
+        match self {
+            AnyElements::Allocations(e) => e.size(i),
+            AnyElements::Segments(e) => e.size(i),
+        }
+    }
+    fn start(&self, i: u32) -> u32 {
+        match self {
+            AnyElements::Allocations(e) => e.start(i),
+            AnyElements::Segments(e) => e.start(i),
+        }
+    }
+    fn end(&self, i: u32) -> u32 {
+        match self {
+            AnyElements::Allocations(e) => e.end(i),
+            AnyElements::Segments(e) => e.end(i),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

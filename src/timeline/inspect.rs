@@ -193,7 +193,7 @@ pub fn detail(
                 start_state: elements.start(index),
                 end_state: opt_state(elements.end(index)),
                 free_requested_state: (a.free_requested_row != NO_ROW)
-                    .then_some(a.free_requested_row + 1),
+                    .then(|| a.free_requested_row + 1),
                 alloc_time_us: time(a.alloc_row),
                 free_time_us: time(a.free_row),
                 top_frame,

@@ -38,9 +38,10 @@ pub struct Layout {
     pub drawn: u32,
     /// All elements.
     pub total: u32,
-    /// Drawn elements are those larger than this, plus the first `ties` of this size.
+    /// Drawn elements are those larger than this, plus those of this size up to element
+    /// `last_tie` (ties go to earlier elements).
     threshold: u64,
-    ties: u32,
+    last_tie: Option<u32>,
     events: Vec<u64>,
     interval: u32,
     /// Checkpoint `j` is the live stack after events `0..j * interval`.
@@ -58,7 +59,6 @@ impl Layout {
             drawn: 0,
             total,
             threshold,
-            ties,
             ..Layout::default()
         };
         let mut ties_left = ties;
@@ -70,6 +70,7 @@ impl Layout {
                 true
             } else if size == threshold && ties_left > 0 {
                 ties_left -= 1;
+                layout.last_tie = Some(i);
                 true
             } else {
                 false
@@ -123,16 +124,11 @@ impl Layout {
     }
 
     /// Whether element `i` (of size `size`) is drawn individually.
-    pub fn is_drawn(&self, i: u32, size: u64, elements: &impl Elements) -> bool {
+    pub fn is_drawn(&self, i: u32, size: u64) -> bool {
         if self.drawn == 0 || size < self.threshold {
             return false;
         }
-        if size > self.threshold {
-            return true;
-        }
-        // A tie at the threshold: drawn if among the first `ties` of this size.
-        let earlier = (0..i).filter(|&j| elements.size(j) == size).count() as u32;
-        earlier < self.ties
+        size > self.threshold || self.last_tie.is_some_and(|last| i <= last)
     }
 
     pub fn heap_bytes(&self) -> usize {
@@ -253,9 +249,7 @@ mod tests {
         ]);
         let layout = Layout::build(&e, 2);
         assert_eq!(layout.drawn, 2);
-        let drawn: Vec<u32> = (0..5)
-            .filter(|&i| layout.is_drawn(i, e.size(i), &e))
-            .collect();
+        let drawn: Vec<u32> = (0..5).filter(|&i| layout.is_drawn(i, e.size(i))).collect();
         assert_eq!(drawn, vec![0, 2]);
         assert_eq!(live_at(&layout, &e, 2), (vec![0, 2], 14));
         assert_eq!(Layout::build(&e, 0).drawn, 0);
@@ -287,7 +281,7 @@ mod tests {
         for &s in states.iter().chain(&[0, 1, 3499]) {
             cursor.seek(&layout, s, &e);
             let expected: Vec<u32> = (0..e.count())
-                .filter(|&i| layout.is_drawn(i, e.size(i), &e))
+                .filter(|&i| layout.is_drawn(i, e.size(i)))
                 .filter(|&i| e.start(i) <= s && s < e.end(i))
                 .collect();
             assert_eq!(cursor.live, expected, "state {s}");

@@ -290,6 +290,14 @@ impl AppState {
                 file.status = Status::Failed(error);
                 vec![Command::Terminate(id)]
             }
+            // Timeline answers go to the timeline view that asked (see `ui::timeline`).
+            Response::Timeline(_)
+            | Response::Frame(_)
+            | Response::Hit(_)
+            | Response::Element(_)
+            | Response::Search(_)
+            | Response::Minimap(_)
+            | Response::ViewError(_) => Vec::new(),
         }
     }
 }

@@ -14,6 +14,7 @@
 
 pub mod reader;
 pub mod session;
+pub mod timelines;
 
 #[cfg(target_arch = "wasm32")]
 mod blob;

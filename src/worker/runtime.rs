@@ -11,6 +11,7 @@ use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent};
 use super::blob::BlobSource;
 use super::reader::{ChunkSource, ChunkedReader, CHUNK_BYTES};
 use super::session::Session;
+use super::timelines::Reply;
 use crate::protocol::{ErrorReport, Request, Response};
 
 /// Name of the queue `static/worker_loader.js` fills while the module loads.
@@ -18,6 +19,28 @@ const EARLY_QUEUE: &str = "__memsightQueue";
 
 fn scope() -> DedicatedWorkerGlobalScope {
     js_sys::global().unchecked_into()
+}
+
+/// Posts a reply: its response as JSON text, with a frame's pixels as a second element whose
+/// buffer is transferred rather than copied.
+fn post_reply(reply: Reply) {
+    let Some(pixels) = reply.pixels else {
+        post(&reply.response);
+        return;
+    };
+    let json = match serde_json::to_string(&reply.response) {
+        Ok(json) => json,
+        Err(error) => {
+            web_sys::console::error_1(&format!("memsight worker: {error}").into());
+            return;
+        }
+    };
+    let array = js_sys::Uint8ClampedArray::new_with_length(pixels.len() as u32);
+    array.copy_from(&pixels);
+    drop(pixels);
+    let message = Array::of2(&JsValue::from_str(&json), &array);
+    let transfer = Array::of1(&array.buffer());
+    let _ = scope().post_message_with_transfer(&message, &transfer);
 }
 
 /// Posts one response to the page.
@@ -121,6 +144,9 @@ fn handle(session: &Rc<RefCell<Session>>, data: JsValue) {
             return;
         }
     };
+    // performance.now(): sub-millisecond, unlike Date.now().
+    let clock = scope().performance();
+    let now = move || clock.as_ref().map_or_else(js_sys::Date::now, |p| p.now());
     let response = match request {
         Request::Load { .. } => match message.get(1).dyn_into::<Blob>() {
             Ok(blob) => match BlobSource::new(blob) {
@@ -128,9 +154,6 @@ fn handle(session: &Rc<RefCell<Session>>, data: JsValue) {
                     // The blob's own length is authoritative.
                     let total = source.size();
                     let reader = ChunkedReader::new(source, CHUNK_BYTES);
-                    // performance.now(): sub-millisecond, unlike Date.now().
-                    let clock = scope().performance();
-                    let now = move || clock.as_ref().map_or_else(js_sys::Date::now, |p| p.now());
                     session
                         .borrow_mut()
                         .load(reader, total, &now, &mut |progress| post(&progress))
@@ -139,7 +162,11 @@ fn handle(session: &Rc<RefCell<Session>>, data: JsValue) {
             },
             Err(_) => failed("The load request came without a file.".into()),
         },
-        other => session.borrow_mut().handle(&other),
+        other => {
+            let reply = session.borrow_mut().handle(&other, &now);
+            post_reply(reply);
+            return;
+        }
     };
     post(&response);
 }

@@ -7,6 +7,7 @@
 use std::cell::Cell;
 use std::io::Read;
 
+use super::timelines::{Reply, Timelines};
 use crate::analysis::Analysed;
 use crate::decode::{decode_reader, DecodeError};
 use crate::protocol::{ErrorReport, LoadedSummary, Request, Response};
@@ -19,6 +20,7 @@ pub const PROGRESS_STEP_BYTES: u64 = 1024 * 1024;
 #[derive(Default)]
 pub struct Session {
     analysed: Option<Analysed>,
+    timelines: Timelines,
 }
 
 impl Session {
@@ -36,6 +38,7 @@ impl Session {
         post: &mut dyn FnMut(Response),
     ) -> Response {
         self.analysed = None;
+        self.timelines = Timelines::default();
         let start = now();
         let mut reported = 0u64;
         post(Response::Progress {
@@ -85,22 +88,28 @@ impl Session {
         }
     }
 
-    /// Answers a view request. `Load` is not a view: the worker handles it with [`Self::load`].
-    pub fn handle(&mut self, request: &Request) -> Response {
-        match request {
-            Request::Load { .. } => Response::Failed(ErrorReport {
-                message: "This worker already has a file: open each file in its own worker.".into(),
+    /// Answers a view request; `now` is a clock in milliseconds. `Load` is not a view: the
+    /// worker handles it with [`Self::load`].
+    pub fn handle(&mut self, request: &Request, now: &dyn Fn() -> f64) -> Reply {
+        let refuse = |message: &str| {
+            Reply::from(Response::Failed(ErrorReport {
+                message: message.into(),
                 offset: None,
                 hint: None,
-            }),
-            Request::Overview { device } => match &self.analysed {
-                Some(analysed) => Response::Overview(analysed.overview(*device)),
-                None => Response::Failed(ErrorReport {
-                    message: "No snapshot is loaded.".into(),
-                    offset: None,
-                    hint: None,
-                }),
-            },
+            }))
+        };
+        if let Request::Load { .. } = request {
+            return refuse("This worker already has a file: open each file in its own worker.");
+        }
+        let Some(analysed) = &self.analysed else {
+            return refuse("No snapshot is loaded.");
+        };
+        match request {
+            Request::Overview { device } => Response::Overview(analysed.overview(*device)).into(),
+            other => self
+                .timelines
+                .handle(analysed, other, now)
+                .unwrap_or_else(|| refuse("The worker cannot answer this request.")),
         }
     }
 }
@@ -164,7 +173,9 @@ mod tests {
         );
         // Nothing was kept: views are refused.
         assert!(matches!(
-            session.handle(&Request::Overview { device: 0 }),
+            session
+                .handle(&Request::Overview { device: 0 }, &clock())
+                .response,
             Response::Failed(_)
         ));
     }
@@ -172,11 +183,14 @@ mod tests {
     #[test]
     fn a_second_load_request_is_refused() {
         let mut session = Session::new();
-        let response = session.handle(&Request::Load {
-            name: "x".into(),
-            size: 1,
-        });
-        assert!(matches!(response, Response::Failed(_)));
+        let reply = session.handle(
+            &Request::Load {
+                name: "x".into(),
+                size: 1,
+            },
+            &clock(),
+        );
+        assert!(matches!(reply.response, Response::Failed(_)));
     }
 
     #[test]
@@ -214,7 +228,9 @@ mod tests {
                 );
                 for device in &summary.devices {
                     assert!(matches!(
-                        session.handle(&Request::Overview { device: *device }),
+                        session
+                            .handle(&Request::Overview { device: *device }, &clock())
+                            .response,
                         Response::Overview(_)
                     ));
                 }
