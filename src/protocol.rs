@@ -111,7 +111,9 @@ pub enum Response {
     Frame(FrameInfo),
     Hit(HitInfo),
     /// `None` when the element does not exist (or the search has fewer matches).
-    Element(Option<ElementDetail>),
+    Element {
+        detail: Option<ElementDetail>,
+    },
     Search(SearchInfo),
     Minimap(MinimapInfo),
     /// A view request could not be answered; the snapshot stays loaded.
@@ -153,11 +155,14 @@ pub struct Phase {
     pub start_state: u32,
     /// `None` when the phase never ended within the trace.
     pub end_state: Option<u32>,
+    pub start_time_us: i64,
+    pub end_time_us: Option<i64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct OomMark {
     pub state: u32,
+    pub time_us: Option<i64>,
     /// Bytes requested by the allocation that failed.
     pub requested: u64,
     /// Bytes the device reported free.

@@ -95,26 +95,52 @@ fn frame_text(snapshot: &Snapshot, frame: &Frame) -> FrameText {
     }
 }
 
-/// The frames of `stack` and its top non-noise frame.
+/// How much a frame looks like the user's own code: their Python (2), a library's Python (1),
+/// anything else that is not noise (0).
+fn user_rank(frame: &FrameText) -> Option<u8> {
+    if frame.noise {
+        return None;
+    }
+    let python = frame.filename.ends_with(".py");
+    let library = ["/torch/", "site-packages/", "dist-packages/", "/lib/python"]
+        .iter()
+        .any(|p| frame.filename.contains(p));
+    Some(match (python, library) {
+        (true, false) => 2,
+        (true, true) => 1,
+        _ => 0,
+    })
+}
+
+/// The frames of `stack` (when asked for), its top user frame and its frame count.
 fn stack_text(
     snapshot: &Snapshot,
     stack: StackId,
     with_frames: bool,
 ) -> (Option<String>, Vec<FrameText>, u32) {
-    let mut top = None;
+    let mut top: Option<(u8, String)> = None;
     let mut frames = Vec::new();
     for frame in snapshot.stack_frames(stack) {
         let text = frame_text(snapshot, frame);
-        if top.is_none() && !text.noise {
-            top = Some(format!("{}:{}:{}", text.filename, text.line, text.name));
+        if let Some(rank) = user_rank(&text) {
+            if top.as_ref().is_none_or(|(best, _)| rank > *best) {
+                top = Some((
+                    rank,
+                    format!("{}:{}:{}", text.filename, text.line, text.name),
+                ));
+            }
         }
         if with_frames {
             frames.push(text);
-        } else if top.is_some() {
+        } else if top.as_ref().is_some_and(|(rank, _)| *rank == 2) {
             break;
         }
     }
-    (top, frames, snapshot.stacks.frames(stack).len() as u32)
+    (
+        top.map(|(_, text)| text),
+        frames,
+        snapshot.stacks.frames(stack).len() as u32,
+    )
 }
 
 /// The block size the caching allocator uses for a request of `size` bytes.
@@ -337,6 +363,27 @@ mod tests {
         assert!(is_noise("Python/ceval.c", "_PyEval_EvalFrameDefault"));
         assert!(is_noise("??", "PyObject_Call"));
         assert!(!is_noise("/home/me/train.py", "forward"));
+    }
+
+    #[test]
+    fn the_top_user_frame_is_the_innermost_frame_of_the_users_python() {
+        let frame = |filename: &str, name: &str| FrameText {
+            filename: filename.into(),
+            line: 1,
+            name: name.into(),
+            noise: is_noise(filename, name),
+        };
+        let rank = |f: &str, n: &str| user_rank(&frame(f, n));
+        assert_eq!(rank("Python/ceval.c", "_PyEval_EvalFrameDefault"), None);
+        assert_eq!(rank("CUDACachingAllocator.cpp", "malloc"), Some(0));
+        assert_eq!(
+            rank(
+                "/usr/lib/python3/site-packages/torch/nn/modules/linear.py",
+                "forward"
+            ),
+            Some(1)
+        );
+        assert_eq!(rank("/home/me/train.py", "step"), Some(2));
     }
 
     #[test]

@@ -5,8 +5,11 @@
 //! A `Copy` handle passed down to components as a prop. Not the place for decisions (those are
 //! in `state`) or for the transport (that is `workers`).
 
+use std::collections::HashMap;
+use std::rc::Rc;
+
 use leptos::prelude::*;
-use wasm_bindgen::JsCast;
+use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Blob, FileList};
 
@@ -19,10 +22,15 @@ use crate::protocol::{ErrorReport, Request, Response};
 const EXAMPLE_URL: &str = "./example.pickle";
 const EXAMPLE_NAME: &str = "example.pickle";
 
+/// Receives a file's timeline answers (with a frame's pixels).
+pub type ViewListener = Rc<dyn Fn(Response, Option<JsValue>)>;
+
 #[derive(Clone, Copy)]
 pub struct Actions {
     state: RwSignal<AppState>,
     workers: StoredValue<WorkerPool, LocalStorage>,
+    /// The timeline view of each file, if one is shown.
+    listeners: StoredValue<HashMap<FileId, ViewListener>, LocalStorage>,
 }
 
 impl Actions {
@@ -30,7 +38,24 @@ impl Actions {
         Actions {
             state,
             workers: StoredValue::new_local(WorkerPool::warm()),
+            listeners: StoredValue::new_local(HashMap::new()),
         }
+    }
+
+    /// Routes file `id`'s view answers (timeline, frames, hits…) to `listener`.
+    pub fn listen(self, id: FileId, listener: ViewListener) {
+        self.listeners.update_value(|l| {
+            l.insert(id, listener);
+        });
+    }
+
+    pub fn unlisten(self, id: FileId) {
+        self.listeners.try_update_value(|l| l.remove(&id));
+    }
+
+    /// Sends a view request to file `id`'s worker.
+    pub fn send(self, id: FileId, request: &Request) {
+        self.workers.with_value(|pool| pool.send(id, request));
     }
 
     /// Opens every file of a file input or a drop.
@@ -56,7 +81,7 @@ impl Actions {
                             id,
                             &request,
                             &blob,
-                            move |response| self.on_response(id, response),
+                            move |response, pixels| self.on_response(id, response, pixels),
                             move |message| self.on_worker_error(id, message),
                         )
                     });
@@ -109,7 +134,13 @@ impl Actions {
         self.run_all(commands);
     }
 
-    fn on_response(self, id: FileId, response: Response) {
+    fn on_response(self, id: FileId, response: Response, pixels: Option<JsValue>) {
+        if is_view_answer(&response) {
+            if let Some(listener) = self.listeners.with_value(|l| l.get(&id).cloned()) {
+                listener(response, pixels);
+            }
+            return;
+        }
         let commands = self
             .state
             .try_update(|s| s.apply(id, response))
@@ -146,6 +177,20 @@ impl Actions {
             Command::MarkAfterRender(name) => perf::mark_after_render(name),
         }
     }
+}
+
+/// Answers that belong to the view that asked rather than to the page state.
+fn is_view_answer(response: &Response) -> bool {
+    matches!(
+        response,
+        Response::Timeline(_)
+            | Response::Frame(_)
+            | Response::Hit(_)
+            | Response::Element { .. }
+            | Response::Search(_)
+            | Response::Minimap(_)
+            | Response::ViewError(_)
+    )
 }
 
 /// Fetches a same-origin URL as a blob.

@@ -30,6 +30,7 @@ mod metric_groups;
 mod panic_banner;
 mod perf;
 mod snapshot_view;
+mod timeline;
 mod toolbar;
 mod warnings;
 mod welcome;

@@ -12,6 +12,7 @@ use super::device_picker::DevicePicker;
 use super::format;
 use super::metric_groups::MetricGroups;
 use super::state::{AppState, FileId, Status};
+use super::timeline::TimelinePanel;
 use super::warnings::Warnings;
 
 #[component]
@@ -72,9 +73,11 @@ pub fn SnapshotView(id: FileId, state: RwSignal<AppState>, actions: Actions) -> 
                 match overview.get() {
                     None => view! { <p class="pending" aria-busy="true">"Preparing the overview…"</p> }.into_any(),
                     Some(overview) => {
+                        let device = overview.device;
                         view! {
+                            <Warnings warnings=overview.warnings.clone() />
+                            <TimelinePanel file=id device=device actions=actions />
                             <div class="overview" id="overview" data-device=overview.device.to_string()>
-                                <Warnings warnings=overview.warnings.clone() />
                                 <MetricGroups metrics=overview.metrics.clone() />
                                 <div class="overview-facts">
                                     <section class="fact-card">

@@ -294,7 +294,7 @@ impl AppState {
             Response::Timeline(_)
             | Response::Frame(_)
             | Response::Hit(_)
-            | Response::Element(_)
+            | Response::Element { .. }
             | Response::Search(_)
             | Response::Minimap(_)
             | Response::ViewError(_) => Vec::new(),

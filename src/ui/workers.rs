@@ -62,7 +62,7 @@ impl WorkerPool {
         id: FileId,
         request: &Request,
         blob: &Blob,
-        on_response: impl Fn(Response) + 'static,
+        on_response: impl Fn(Response, Option<JsValue>) + 'static,
         on_error: impl Fn(String) + 'static,
     ) -> Result<(), String> {
         let worker = match self.spare.take() {
@@ -74,12 +74,20 @@ impl WorkerPool {
         let on_message = {
             let on_error = on_error.clone();
             Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
-                let Some(text) = event.data().as_string() else {
+                // Text, or `[text, pixels]` for a painted frame.
+                let data = event.data();
+                let (text, pixels) = if Array::is_array(&data) {
+                    let parts = Array::from(&data);
+                    (parts.get(0).as_string(), Some(parts.get(1)))
+                } else {
+                    (data.as_string(), None)
+                };
+                let Some(text) = text else {
                     on_error("the worker sent a message that is not text".into());
                     return;
                 };
                 match serde_json::from_str::<Response>(&text) {
-                    Ok(response) => on_response(response),
+                    Ok(response) => on_response(response, pixels),
                     Err(error) => on_error(format!("the worker sent a bad message: {error}")),
                 }
             })

@@ -104,7 +104,7 @@ impl Timelines {
                     .and_then(|f| f.ids.get(*nth as usize).copied());
                 match index {
                     Some(index) => self.element(analysed, *device, *kind, index),
-                    None => Response::Element(None).into(),
+                    None => Response::Element { detail: None }.into(),
                 }
             }
             Request::Minimap {
@@ -180,7 +180,7 @@ impl Timelines {
             peak_bytes: peak.bytes,
             peak_time_us: axis.time_of_state(peak_state).filter(|_| axis.has_time()),
             phases: phases(analysed, dev, &axis),
-            ooms: ooms(dev),
+            ooms: ooms(dev, &axis),
             layout_ms: 0.0,
         };
         let found = existing.and_then(|i| self.entries[i].found.take());
@@ -316,18 +316,12 @@ impl Timelines {
 
     fn element(&self, analysed: &Analysed, device: u32, kind: Kind, index: u32) -> Reply {
         let Some((dev, facts)) = analysed.device_facts(device) else {
-            return Response::Element(None).into();
+            return Response::Element { detail: None }.into();
         };
         let segments = self.entry(device, kind).and_then(|e| e.segments.as_ref());
-        Response::Element(inspect::detail(
-            &analysed.snapshot,
-            dev,
-            facts,
-            segments,
-            kind,
-            index,
-            true,
-        ))
+        Response::Element {
+            detail: inspect::detail(&analysed.snapshot, dev, facts, segments, kind, index, true),
+        }
         .into()
     }
 
@@ -492,11 +486,14 @@ fn phases(analysed: &Analysed, dev: &Device, axis: &Axis<'_>) -> Vec<Phase> {
                     name: snapshot.str(a.name).to_string(),
                     start_state: state_at(a.time_us),
                     end_state: None,
+                    start_time_us: a.time_us,
+                    end_time_us: None,
                 });
             }
             AnnotationStage::End => {
                 if let Some(i) = open.get_mut(&a.name).and_then(Vec::pop) {
                     phases[i].end_state = Some(state_at(a.time_us));
+                    phases[i].end_time_us = Some(a.time_us);
                 }
             }
             AnnotationStage::Other(_) => {}
@@ -505,12 +502,13 @@ fn phases(analysed: &Analysed, dev: &Device, axis: &Axis<'_>) -> Vec<Phase> {
     phases
 }
 
-fn ooms(dev: &Device) -> Vec<OomMark> {
+fn ooms(dev: &Device, axis: &Axis<'_>) -> Vec<OomMark> {
     let trace = &dev.trace;
     (0..trace.len())
         .filter(|&r| trace.action[r] == Action::Oom)
         .map(|r| OomMark {
             state: r as u32 + 1,
+            time_us: axis.time_of_state(r as u32 + 1).filter(|_| axis.has_time()),
             requested: trace.size[r],
             device_free: trace.addr[r],
         })
@@ -633,7 +631,7 @@ mod tests {
             element.frames.is_empty(),
             "hover details come without the stack"
         );
-        let Response::Element(Some(full)) = t
+        let Response::Element { detail: Some(full) } = t
             .handle(
                 &a,
                 &Request::Element {
@@ -674,7 +672,9 @@ mod tests {
             .filter(|x| x.addr <= target && target < x.addr + x.size.max(1))
             .count();
         assert_eq!(found.count as usize, expected);
-        let Response::Element(Some(first)) = t
+        let Response::Element {
+            detail: Some(first),
+        } = t
             .handle(
                 &a,
                 &Request::Match {
@@ -697,7 +697,7 @@ mod tests {
         };
         assert_eq!(
             t.handle(&a, &past_end, &clock).unwrap().response,
-            Response::Element(None)
+            Response::Element { detail: None }
         );
     }
 

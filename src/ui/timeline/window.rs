@@ -56,11 +56,6 @@ impl Window {
         let mid = (a + b) / 2.0;
         Window::new(mid - span / 2.0, mid + span / 2.0).clamped(full)
     }
-
-    /// `x` as a fraction of the width.
-    pub fn fraction_of(&self, x: f64) -> f64 {
-        (x - self.x0) / self.span()
-    }
 }
 
 #[cfg(test)]
@@ -76,7 +71,7 @@ mod tests {
     fn zoom_keeps_the_point_under_the_cursor() {
         let w = FULL.zoom(0.25, 0.5, FULL, 4.0);
         assert_eq!(w, Window::new(125.0, 625.0));
-        assert!((w.fraction_of(250.0) - 0.25).abs() < 1e-12);
+        assert!(((250.0 - w.x0) / w.span() - 0.25).abs() < 1e-12);
         // Zooming out never goes past the whole trace.
         assert_eq!(w.zoom(0.5, 10.0, FULL, 4.0), FULL);
         // Nor in past the narrowest view.

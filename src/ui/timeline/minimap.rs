@@ -1,0 +1,170 @@
+//! The minimap: the whole run's curve (highest total per column, and the reserved line) with
+//! the visible window on it, which can be dragged, resized by its edges, or moved by clicking
+//! elsewhere.
+
+use leptos::html::{Canvas, Div};
+use leptos::prelude::*;
+use web_sys::PointerEvent;
+
+use super::plot::context;
+use super::window::Window;
+use super::Timeline;
+
+const HEIGHT: f64 = 56.0;
+/// Pixels either side of a window edge that grab the edge.
+const EDGE: f64 = 6.0;
+
+#[derive(Clone, Copy, PartialEq)]
+enum Grab {
+    None,
+    Move { offset: f64 },
+    Left,
+    Right,
+}
+
+#[component]
+pub fn Minimap(tl: Timeline) -> impl IntoView {
+    let canvas = NodeRef::<Canvas>::new();
+    let strip = NodeRef::<Div>::new();
+    let grab = StoredValue::new(Grab::None);
+
+    Effect::new(move |_| {
+        let minimap = tl.minimap.get();
+        let (w, _, dpr) = tl.size.get();
+        let dark = tl.dark.get();
+        let (Some(c), Some(m)) = (canvas.get(), minimap) else {
+            return;
+        };
+        let (pw, ph) = ((w * dpr).round() as u32, (HEIGHT * dpr).round() as u32);
+        c.set_width(pw);
+        c.set_height(ph);
+        let Some(ctx) = context(&c) else { return };
+        let top = m
+            .totals
+            .iter()
+            .chain(&m.line)
+            .copied()
+            .max()
+            .unwrap_or(0)
+            .max(1) as f64;
+        let n = m.totals.len().max(1) as f64;
+        let (fill, stroke) = if dark {
+            ("rgba(139,140,247,0.55)", "rgba(235,235,235,0.8)")
+        } else {
+            ("rgba(79,70,229,0.45)", "rgba(30,30,30,0.7)")
+        };
+        ctx.clear_rect(0.0, 0.0, pw as f64, ph as f64);
+        ctx.set_fill_style_str(fill);
+        ctx.begin_path();
+        ctx.move_to(0.0, ph as f64);
+        for (i, &v) in m.totals.iter().enumerate() {
+            let x = i as f64 / n * pw as f64;
+            let y = ph as f64 - v as f64 / top * (ph as f64 - 2.0);
+            ctx.line_to(x, y);
+            ctx.line_to(x + pw as f64 / n, y);
+        }
+        ctx.line_to(pw as f64, ph as f64);
+        ctx.close_path();
+        ctx.fill();
+        if m.line.iter().any(|&v| v > 0) {
+            ctx.set_stroke_style_str(stroke);
+            ctx.set_line_width(dpr);
+            ctx.begin_path();
+            for (i, &v) in m.line.iter().enumerate() {
+                let x = i as f64 / n * pw as f64;
+                let y = ph as f64 - v as f64 / top * (ph as f64 - 2.0);
+                if i == 0 {
+                    ctx.move_to(x, y);
+                } else {
+                    ctx.line_to(x, y);
+                }
+            }
+            ctx.stroke();
+        }
+    });
+
+    let fraction = move |offset_x: f64| {
+        let (w, _, _) = tl.size.get_untracked();
+        (offset_x / w.max(1.0)).clamp(0.0, 1.0)
+    };
+    let x_at = move |offset_x: f64| {
+        tl.full()
+            .map(|full| full.x0 + fraction(offset_x) * full.span())
+    };
+    let on_down = move |event: PointerEvent| {
+        let (Some(full), Some(x)) = (tl.full(), x_at(event.offset_x() as f64)) else {
+            return;
+        };
+        let window = tl.window.get_untracked();
+        let (w, _, _) = tl.size.get_untracked();
+        let px_per_unit = w / full.span();
+        let left = (window.x0 - full.x0) * px_per_unit;
+        let right = (window.x1 - full.x0) * px_per_unit;
+        let px = event.offset_x() as f64;
+        let g = if (px - left).abs() <= EDGE {
+            Grab::Left
+        } else if (px - right).abs() <= EDGE {
+            Grab::Right
+        } else if px > left && px < right {
+            Grab::Move {
+                offset: x - window.x0,
+            }
+        } else {
+            let span = window.span();
+            tl.set_window(Window::new(x - span / 2.0, x + span / 2.0));
+            Grab::Move { offset: span / 2.0 }
+        };
+        grab.set_value(g);
+        if let Some(s) = strip.get_untracked() {
+            let _ = s.set_pointer_capture(event.pointer_id());
+        }
+    };
+    let on_move = move |event: PointerEvent| {
+        let Some(x) = x_at(event.offset_x() as f64) else {
+            return;
+        };
+        let window = tl.window.get_untracked();
+        let min = tl.min_span();
+        match grab.get_value() {
+            Grab::None => {}
+            Grab::Move { offset } => {
+                let span = window.span();
+                tl.set_window(Window::new(x - offset, x - offset + span));
+            }
+            Grab::Left => tl.set_window(Window::new(x.min(window.x1 - min), window.x1)),
+            Grab::Right => tl.set_window(Window::new(window.x0, x.max(window.x0 + min))),
+        }
+    };
+    let on_up = move |_: PointerEvent| grab.set_value(Grab::None);
+
+    // Left edge and width of the window, in percent of the strip.
+    let window_box = move || {
+        let window = tl.window.get();
+        match tl.full() {
+            Some(full) if full.span() > 0.0 => (
+                (window.x0 - full.x0) / full.span() * 100.0,
+                window.span() / full.span() * 100.0,
+            ),
+            _ => (0.0, 100.0),
+        }
+    };
+
+    view! {
+        <div
+            class="minimap"
+            id="timeline-minimap"
+            node_ref=strip
+            style:height=format!("{HEIGHT}px")
+            on:pointerdown=on_down
+            on:pointermove=on_move
+            on:pointerup=on_up
+            title="The whole run: drag the window, its edges, or click to move it"
+        >
+            <canvas class="minimap-canvas" node_ref=canvas style:height=format!("{HEIGHT}px") aria-hidden="true"></canvas>
+            <div class="minimap-window" id="timeline-minimap-window" style:left=move || format!("{:.4}%", window_box().0) style:width=move || format!("{:.4}%", window_box().1)>
+                <span class="minimap-edge left"></span>
+                <span class="minimap-edge right"></span>
+            </div>
+        </div>
+    }
+}

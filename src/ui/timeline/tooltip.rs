@@ -1,0 +1,122 @@
+//! The hover tooltip: what is under the pointer (size, requested size, address, stream,
+//! allocated and freed at, lifetime, top user frame), or the small-allocations band.
+
+use leptos::prelude::*;
+
+use super::Timeline;
+use crate::timeline::inspect::ElementDetail;
+use crate::timeline::Kind;
+use crate::ui::format;
+
+/// "event 1,234" or "event 1,234 (+1.2 s)".
+pub fn when(state: Option<u32>, time_us: Option<i64>, origin: Option<f64>) -> String {
+    match state {
+        None => "before the trace".to_string(),
+        Some(s) => match (time_us, origin) {
+            (Some(t), Some(o)) => format!(
+                "event {} (+{})",
+                format::count(s as u64),
+                format::duration_us((t as f64 - o).max(0.0) as u64)
+            ),
+            _ => format!("event {}", format::count(s as u64)),
+        },
+    }
+}
+
+/// Lifetime in events and, when known, in time.
+pub fn lifetime(detail: &ElementDetail, states: u32) -> String {
+    let end = detail.end_state.unwrap_or(states);
+    let events = format::count(end.saturating_sub(detail.start_state) as u64);
+    let alive = if detail.end_state.is_none() {
+        " (alive at the end)"
+    } else {
+        ""
+    };
+    match (detail.alloc_time_us, detail.free_time_us) {
+        (Some(a), Some(f)) => format!(
+            "{events} events, {}{alive}",
+            format::duration_us((f - a).max(0) as u64)
+        ),
+        _ => format!("{events} events{alive}"),
+    }
+}
+
+pub fn title(detail: &ElementDetail) -> String {
+    let noun = match detail.kind {
+        Kind::Allocations => "Allocation",
+        Kind::Segments => "Segment",
+    };
+    format!("{noun} {:#x}", detail.addr)
+}
+
+#[component]
+pub fn Tooltip(tl: Timeline) -> impl IntoView {
+    let origin = move || {
+        tl.info
+            .with(|i| i.as_ref().and_then(|i| i.time_range.map(|r| r.0)))
+    };
+    let states = move || tl.info.with(|i| i.as_ref().map_or(0, |i| i.states));
+    move || {
+        let (hit, x, y) = tl.hover.get()?;
+        let (w, _, _) = tl.size.get_untracked();
+        let left = if x > w - 320.0 { x - 300.0 } else { x + 14.0 };
+        let (left, top) = (format!("{}px", left.max(0.0)), format!("{}px", y + 14.0));
+        let at = when(hit.state, hit.time_us, origin());
+        let totals = match hit.line {
+            Some(line) => format!(
+                "{} allocated · {} reserved",
+                format::bytes(hit.total),
+                format::bytes(line)
+            ),
+            None => format!("{} reserved", format::bytes(hit.total)),
+        };
+        Some(match hit.element {
+            Some(e) => {
+                let size = e.size;
+                view! {
+                    <div
+                        class="timeline-tooltip"
+                        id="timeline-tooltip"
+                        style:left=left.clone() style:top=top.clone()
+                        data-index=e.index.to_string()
+                        data-size=size.to_string()
+                        data-addr=e.addr.to_string()
+                        data-hit-ms=hit.hit_ms.to_string()
+                    >
+                        <p class="tooltip-title">{title(&e)} " · " <strong>{format::bytes(size)}</strong></p>
+                        <dl>
+                            {e.block_size.map(|b| view! {
+                                <dt>"Requested"</dt><dd>{format!("{} bytes", format::count(size))}</dd>
+                                <dt>"Block"</dt><dd>{format!("{} (rounded by the allocator)", format::bytes(b))}</dd>
+                            })}
+                            <dt>"Stream"</dt><dd>{format!("{:#x}", e.stream)}</dd>
+                            <dt>"Allocated"</dt><dd>{if e.origin == "trace" { when(Some(e.start_state), e.alloc_time_us, origin()) } else { "before the trace".to_string() }}</dd>
+                            <dt>"Freed"</dt><dd>{match e.end_state { Some(s) => when(Some(s), e.free_time_us, origin()), None => "not freed".to_string() }}</dd>
+                            <dt>"Lifetime"</dt><dd>{lifetime(&e, states())}</dd>
+                            <dt>"At"</dt><dd>{at}</dd>
+                        </dl>
+                        <p class="tooltip-frame">{e.top_frame.clone().unwrap_or_else(|| "no stack recorded".into())}</p>
+                        <p class="tooltip-totals">{totals}</p>
+                    </div>
+                }
+                .into_any()
+            }
+            None => match hit.small_bytes {
+                Some(bytes) => view! {
+                    <div class="timeline-tooltip" id="timeline-tooltip" style:left=left.clone() style:top=top.clone() data-small=bytes.to_string()>
+                        <p class="tooltip-title">"Small allocations · " <strong>{format::bytes(bytes)}</strong></p>
+                        <p>"Allocations too small to draw one by one at this detail. Raise the detail to draw more."</p>
+                        <p class="tooltip-totals">{at} " · " {totals}</p>
+                    </div>
+                }
+                .into_any(),
+                None => view! {
+                    <div class="timeline-tooltip faint" id="timeline-tooltip" style:left=left.clone() style:top=top.clone()>
+                        <p class="tooltip-totals">{at} " · " {totals}</p>
+                    </div>
+                }
+                .into_any(),
+            },
+        })
+    }
+}
