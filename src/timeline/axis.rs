@@ -34,6 +34,15 @@ impl<'a> Axis<'a> {
         }
     }
 
+    /// The axis of `trace` when whether its times are usable is already known (checking is
+    /// O(rows)).
+    pub fn known(trace: &'a Trace, has_time: bool) -> Self {
+        Axis {
+            states: trace.len() as u32 + 1,
+            times: has_time.then_some(&trace.time_us[..]),
+        }
+    }
+
     pub fn has_time(&self) -> bool {
         self.times.is_some()
     }

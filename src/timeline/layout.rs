@@ -1,22 +1,24 @@
 //! Which elements a timeline draws individually, and the live stack of those at any state.
 //!
 //! The `detail` largest elements are drawn individually (ties go to the earlier element);
-//! the rest are summed into the band on top. The layout keeps only the drawn elements'
-//! push/remove events, sorted by state, plus checkpoints of the live stack every `interval`
-//! events, so [`Cursor::seek`] reaches any state in at most `interval` event steps: building is
-//! O(N + K log K) for N elements of which K are drawn, memory is O(K + checkpoints), and no
-//! per-state or per-pixel geometry is ever stored.
+//! the rest are summed into the band on top. Drawn elements are numbered by *rank* (their
+//! order among drawn elements, which is stack order) and their sizes and start states are
+//! copied into compact arrays, so drawing never touches the element records. The layout keeps
+//! only the drawn elements' push/remove events, sorted by state, plus checkpoints of the live
+//! stack every `interval` events, so [`Cursor::seek`] reaches any state in at most `interval`
+//! event steps: building is O(N + K log K) for N elements of which K are drawn, memory is
+//! O(K + checkpoints), and no per-state or per-pixel geometry is ever stored.
 
 use super::elements::Elements;
 use super::ALIVE;
 
 /// Live-stack entries kept across all checkpoints, at most (sets the checkpoint interval).
-const CHECKPOINT_BUDGET: u64 = 4 << 20;
+const CHECKPOINT_BUDGET: u64 = 2 << 20;
 /// Smallest checkpoint interval, in events.
 const MIN_INTERVAL: u64 = 64;
 
-/// Events are packed as `state << 33 | push << 32 | element`, so one sort orders them by
-/// state, removals before pushes, and pushes in stack order.
+/// Events are packed as `state << 33 | push << 32 | rank`, so one sort orders them by state,
+/// removals before pushes, and pushes in stack order.
 const PUSH: u64 = 1 << 32;
 
 fn event_state(e: u64) -> u32 {
@@ -38,10 +40,11 @@ pub struct Layout {
     pub drawn: u32,
     /// All elements.
     pub total: u32,
-    /// Drawn elements are those larger than this, plus those of this size up to element
-    /// `last_tie` (ties go to earlier elements).
-    threshold: u64,
-    last_tie: Option<u32>,
+    /// Element index of each drawn rank, ascending.
+    ids: Vec<u32>,
+    /// Size and first live state of each drawn rank.
+    pub sizes: Vec<u64>,
+    pub starts: Vec<u32>,
     events: Vec<u64>,
     interval: u32,
     /// Checkpoint `j` is the live stack after events `0..j * interval`.
@@ -58,7 +61,6 @@ impl Layout {
         let mut layout = Layout {
             drawn: 0,
             total,
-            threshold,
             ..Layout::default()
         };
         let mut ties_left = ties;
@@ -70,18 +72,21 @@ impl Layout {
                 true
             } else if size == threshold && ties_left > 0 {
                 ties_left -= 1;
-                layout.last_tie = Some(i);
                 true
             } else {
                 false
             };
             if drawn {
+                let rank = layout.drawn as u64;
                 layout.drawn += 1;
                 let start = elements.start(i);
-                layout.events.push((start as u64) << 33 | PUSH | i as u64);
+                layout.ids.push(i);
+                layout.sizes.push(size);
+                layout.starts.push(start);
+                layout.events.push((start as u64) << 33 | PUSH | rank);
                 let end = elements.end(i);
                 if end != ALIVE {
-                    layout.events.push((end as u64) << 33 | i as u64);
+                    layout.events.push((end as u64) << 33 | rank);
                 }
             }
         }
@@ -115,7 +120,7 @@ impl Layout {
                 break;
             }
             for &e in &layout.events[at..at + step] {
-                cursor.apply(e, elements);
+                cursor.apply(e, &layout.sizes);
             }
             at += step;
             cursor.event = at;
@@ -123,16 +128,26 @@ impl Layout {
         layout
     }
 
-    /// Whether element `i` (of size `size`) is drawn individually.
-    pub fn is_drawn(&self, i: u32, size: u64) -> bool {
-        if self.drawn == 0 || size < self.threshold {
-            return false;
-        }
-        size > self.threshold || self.last_tie.is_some_and(|last| i <= last)
+    /// Whether element `i` is drawn individually.
+    pub fn is_drawn(&self, i: u32) -> bool {
+        self.ids.binary_search(&i).is_ok()
+    }
+
+    /// The element index of drawn rank `rank`.
+    pub fn id(&self, rank: u32) -> u32 {
+        self.ids[rank as usize]
+    }
+
+    /// The drawn rank of element `i`, if it is drawn.
+    pub fn rank(&self, i: u32) -> Option<u32> {
+        self.ids.binary_search(&i).ok().map(|r| r as u32)
     }
 
     pub fn heap_bytes(&self) -> usize {
-        self.events.capacity() * 8
+        self.ids.capacity() * 4
+            + self.sizes.capacity() * 8
+            + self.starts.capacity() * 4
+            + self.events.capacity() * 8
             + self.pool.capacity() * 4
             + self.checkpoints.capacity() * std::mem::size_of::<Checkpoint>()
     }
@@ -158,28 +173,28 @@ fn cut(elements: &impl Elements, k: u32) -> (u64, u32) {
 pub struct Cursor {
     /// Events applied so far.
     event: usize,
-    /// Drawn elements alive, in stack order (bottom first).
+    /// Ranks of the drawn elements alive, in stack order (bottom first).
     pub live: Vec<u32>,
     /// Bytes of `live`.
     pub drawn_total: u64,
 }
 
 impl Cursor {
-    fn apply(&mut self, e: u64, elements: &impl Elements) {
-        let i = e as u32;
+    fn apply(&mut self, e: u64, sizes: &[u64]) {
+        let rank = e as u32;
         if e & PUSH != 0 {
             // Pushes come in stack order, so this is almost always the end.
-            let at = self.live.partition_point(|&x| x < i);
-            self.live.insert(at, i);
-            self.drawn_total += elements.size(i);
-        } else if let Ok(at) = self.live.binary_search(&i) {
+            let at = self.live.partition_point(|&x| x < rank);
+            self.live.insert(at, rank);
+            self.drawn_total += sizes[rank as usize];
+        } else if let Ok(at) = self.live.binary_search(&rank) {
             self.live.remove(at);
-            self.drawn_total -= elements.size(i);
+            self.drawn_total -= sizes[rank as usize];
         }
     }
 
-    /// Moves to `state`: afterwards `live` holds the drawn elements alive in it.
-    pub fn seek(&mut self, layout: &Layout, state: u32, elements: &impl Elements) {
+    /// Moves to `state`: afterwards `live` holds the ranks of the drawn elements alive in it.
+    pub fn seek(&mut self, layout: &Layout, state: u32) {
         let target = layout.events.partition_point(|&e| event_state(e) <= state);
         let interval = layout.interval.max(1) as usize;
         if target < self.event || target - self.event > interval {
@@ -192,7 +207,7 @@ impl Cursor {
             self.event = j * interval;
         }
         for &e in &layout.events[self.event..target] {
-            self.apply(e, elements);
+            self.apply(e, &layout.sizes);
         }
         self.event = target;
     }
@@ -219,10 +234,14 @@ mod tests {
         }
     }
 
-    fn live_at(layout: &Layout, elements: &Fixed, state: u32) -> (Vec<u32>, u64) {
+    /// Element indices (not ranks) alive at `state`, and their bytes.
+    fn live_at(layout: &Layout, state: u32) -> (Vec<u32>, u64) {
         let mut c = Cursor::default();
-        c.seek(layout, state, elements);
-        (c.live.clone(), c.drawn_total)
+        c.seek(layout, state);
+        (
+            c.live.iter().map(|&r| layout.id(r)).collect(),
+            c.drawn_total,
+        )
     }
 
     #[test]
@@ -231,11 +250,11 @@ mod tests {
         let e = Fixed(vec![(5, 0, ALIVE), (10, 1, 4), (20, 2, 6), (30, 3, 5)]);
         let layout = Layout::build(&e, 4);
         assert_eq!(layout.drawn, 4);
-        assert_eq!(live_at(&layout, &e, 0), (vec![0], 5));
-        assert_eq!(live_at(&layout, &e, 3), (vec![0, 1, 2, 3], 65));
+        assert_eq!(live_at(&layout, 0), (vec![0], 5));
+        assert_eq!(live_at(&layout, 3), (vec![0, 1, 2, 3], 65));
         // 1 freed at state 4: 2 and 3 slide down onto 0.
-        assert_eq!(live_at(&layout, &e, 4), (vec![0, 2, 3], 55));
-        assert_eq!(live_at(&layout, &e, 6), (vec![0], 5));
+        assert_eq!(live_at(&layout, 4), (vec![0, 2, 3], 55));
+        assert_eq!(live_at(&layout, 6), (vec![0], 5));
     }
 
     #[test]
@@ -249,9 +268,9 @@ mod tests {
         ]);
         let layout = Layout::build(&e, 2);
         assert_eq!(layout.drawn, 2);
-        let drawn: Vec<u32> = (0..5).filter(|&i| layout.is_drawn(i, e.size(i))).collect();
+        let drawn: Vec<u32> = (0..5).filter(|&i| layout.is_drawn(i)).collect();
         assert_eq!(drawn, vec![0, 2]);
-        assert_eq!(live_at(&layout, &e, 2), (vec![0, 2], 14));
+        assert_eq!(live_at(&layout, 2), (vec![0, 2], 14));
         assert_eq!(Layout::build(&e, 0).drawn, 0);
         assert_eq!(Layout::build(&e, 99).drawn, 5);
     }
@@ -279,12 +298,13 @@ mod tests {
         let mut cursor = Cursor::default();
         let states: Vec<u32> = (0..400).map(|_| rand(3500) as u32).collect();
         for &s in states.iter().chain(&[0, 1, 3499]) {
-            cursor.seek(&layout, s, &e);
+            cursor.seek(&layout, s);
             let expected: Vec<u32> = (0..e.count())
-                .filter(|&i| layout.is_drawn(i, e.size(i)))
+                .filter(|&i| layout.is_drawn(i))
                 .filter(|&i| e.start(i) <= s && s < e.end(i))
                 .collect();
-            assert_eq!(cursor.live, expected, "state {s}");
+            let live: Vec<u32> = cursor.live.iter().map(|&r| layout.id(r)).collect();
+            assert_eq!(live, expected, "state {s}");
             let bytes: u64 = expected.iter().map(|&i| e.size(i)).sum();
             assert_eq!(cursor.drawn_total, bytes);
         }

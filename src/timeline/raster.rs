@@ -222,6 +222,8 @@ pub fn paint<E: Elements>(
     let y_max = view.y_max.unwrap_or_else(|| fitted_y_max(highest));
     let scale = Scale::new(view.height, y_max);
 
+    let layout = track.layout;
+    let pinned = marks.pinned.and_then(|i| layout.rank(i));
     let mut cursor = Cursor::default();
     let mut drawn_individually = 0u32;
     let mut previous_state: Option<u32> = None;
@@ -239,26 +241,26 @@ pub fn paint<E: Elements>(
             previous_line = None;
             continue;
         }
-        cursor.seek(track.layout, c.state, track.elements);
+        cursor.seek(layout, c.state);
         let mut offset = 0u64;
-        for &i in &cursor.live {
-            let size = track.elements.size(i);
+        for &r in &cursor.live {
+            let size = layout.sizes[r as usize];
             let (r0, r1) = (scale.row(offset), scale.row(offset + size));
             offset += size;
             let tall = size as f64 * scale.px_per_byte >= 1.0;
-            if tall && previous_state.is_none_or(|p| track.elements.start(i) > p) {
+            if tall && previous_state.is_none_or(|p| layout.starts[r as usize] > p) {
                 drawn_individually += 1;
             }
-            if r0 >= h as u32 {
-                // Above the top edge (a fixed y_max lower than the stack).
+            if r0 >= h as u32 || r0 == r1 {
+                // Above the top edge (a fixed y_max lower than the stack), or no whole row.
                 continue;
             }
-            let colour = if marks.pinned == Some(i) {
+            let colour = if pinned == Some(r) {
                 style.pinned
-            } else if is_marked(marks.matches, i) {
+            } else if marks.matches.is_some() && is_marked(marks.matches, layout.id(r)) {
                 style.matched
             } else if tall {
-                style.colour(i)
+                style.colour(layout.id(r))
             } else {
                 style.small
             };
@@ -298,8 +300,15 @@ pub fn paint<E: Elements>(
 }
 
 /// What is painted at pixel `(x, y)` (y from the top) of `view`, whose `y_max` must be the
-/// painted frame's.
-pub fn hit<E: Elements>(track: &Track<'_, E>, view: &View, x: u32, y: u32) -> Hit {
+/// painted frame's. `cursor` may be kept between calls: nearby hovers then seek only a few
+/// events.
+pub fn hit<E: Elements>(
+    track: &Track<'_, E>,
+    view: &View,
+    x: u32,
+    y: u32,
+    cursor: &mut Cursor,
+) -> Hit {
     if x >= view.width || y >= view.height {
         return Hit::Nothing;
     }
@@ -311,22 +320,29 @@ pub fn hit<E: Elements>(track: &Track<'_, E>, view: &View, x: u32, y: u32) -> Hi
     let (state, total) = track.total.argmax(span.first, span.last);
     let scale = Scale::new(view.height, view.y_max.unwrap_or(1));
     let row = view.height - 1 - y;
-    let mut cursor = Cursor::default();
-    cursor.seek(track.layout, state, track.elements);
+    let layout = track.layout;
+    cursor.seek(layout, state);
     let mut offset = 0u64;
-    for &i in &cursor.live {
-        let size = track.elements.size(i);
+    for &r in &cursor.live {
+        let size = layout.sizes[r as usize];
         let (r0, r1) = (scale.row(offset), scale.row(offset + size));
         offset += size;
         if (r0..r1).contains(&row) {
-            return Hit::Element { index: i, state };
+            return Hit::Element {
+                index: layout.id(r),
+                state,
+            };
+        }
+        if r0 > row {
+            break;
         }
     }
-    let small_top = total.max(offset);
-    if (scale.row(offset)..scale.row(small_top)).contains(&row) {
+    let drawn = cursor.drawn_total;
+    let small_top = total.max(drawn);
+    if (scale.row(drawn)..scale.row(small_top)).contains(&row) {
         return Hit::Small {
             state,
-            bytes: small_top - offset,
+            bytes: small_top - drawn,
         };
     }
     Hit::Nothing
@@ -388,7 +404,9 @@ mod tests {
             y_max: Some(frame.y_max),
             ..v
         };
-        check(&frame, &|x, y| hit(&track, &fixed, x, y));
+        check(&frame, &|x, y| {
+            hit(&track, &fixed, x, y, &mut Cursor::default())
+        });
     }
 
     fn pixel(frame: &Frame, width: u32, x: u32, y: u32) -> [u8; 4] {

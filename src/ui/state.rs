@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 
 use crate::analysis::overview::Overview;
 use crate::protocol::{ErrorReport, LoadedSummary, Request, Response};
+use crate::timeline::Kind;
 
 /// Identifies one open file (and its worker) for the life of the page.
 pub type FileId = u64;
@@ -259,7 +260,19 @@ impl AppState {
                 file.status = Status::Ready(summary);
                 let mut commands = vec![Command::Mark(MARK_DECODED)];
                 match device {
-                    Some(device) => commands.push(Command::Send(id, Request::Overview { device })),
+                    Some(device) => {
+                        commands.push(Command::Send(id, Request::Overview { device }));
+                        // Lay the timeline out while the page shows the overview: the view
+                        // asks for it once mounted and finds it ready.
+                        commands.push(Command::Send(
+                            id,
+                            Request::Timeline {
+                                device,
+                                kind: Kind::Allocations,
+                                detail: None,
+                            },
+                        ));
+                    }
                     // Nothing to ask for: the empty snapshot is what gets painted.
                     None => {
                         file.awaiting_first_paint = false;
@@ -388,7 +401,15 @@ mod tests {
             commands,
             vec![
                 Command::Mark(MARK_DECODED),
-                Command::Send(id, Request::Overview { device: 1 })
+                Command::Send(id, Request::Overview { device: 1 }),
+                Command::Send(
+                    id,
+                    Request::Timeline {
+                        device: 1,
+                        kind: Kind::Allocations,
+                        detail: None
+                    }
+                )
             ]
         );
         let file = state.file(id).unwrap();

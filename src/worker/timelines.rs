@@ -15,12 +15,12 @@ use crate::timeline::axis::Axis;
 use crate::timeline::curve::{Curve, Envelope};
 use crate::timeline::elements::{AllocationElements, AnyElements, Elements, SegmentElements};
 use crate::timeline::inspect::{self, Query};
-use crate::timeline::layout::Layout;
+use crate::timeline::layout::{Cursor, Layout};
 use crate::timeline::raster::{self, Hit, Marks, Style, Track, View};
 use crate::timeline::{AxisMode, Kind};
 
 /// Largest detail offered by default; more can be asked for.
-const DEFAULT_DETAIL_CAP: u32 = 1_000_000;
+const DEFAULT_DETAIL_CAP: u32 = 500_000;
 /// Elements at least this fraction of the peak are drawn by default (a pixel of a 4K-tall plot).
 const DEFAULT_DETAIL_FRACTION: u64 = 4096;
 /// Largest frame painted, in pixels per side (guards against absurd requests).
@@ -54,6 +54,8 @@ struct Entry {
     device: u32,
     kind: Kind,
     layout: Layout,
+    /// Kept between hit tests: a hover moves little, so its seeks are short.
+    hover: std::cell::RefCell<Cursor>,
     segments: Option<SegmentElements>,
     info: TimelineInfo,
     found: Option<Found>,
@@ -188,6 +190,7 @@ impl Timelines {
             device,
             kind,
             layout,
+            hover: Default::default(),
             segments,
             info,
             found,
@@ -272,7 +275,14 @@ impl Timelines {
             height: request.height.clamp(1, MAX_SIDE),
             y_max: Some(request.y_max.max(1)),
         };
-        let hit = raster::hit(&track, &view, request.x, request.y);
+        let hit = raster::hit(
+            &track,
+            &view,
+            request.x,
+            request.y,
+            &mut entry.hover.borrow_mut(),
+        );
+        let hit_ms = now() - start;
         let state = match hit {
             Hit::Element { state, .. } | Hit::Small { state, .. } => Some(state),
             Hit::Nothing => {
@@ -309,7 +319,7 @@ impl Timelines {
                 Hit::Small { bytes, .. } => Some(bytes),
                 _ => None,
             },
-            hit_ms: now() - start,
+            hit_ms,
         };
         Response::Hit(info).into()
     }
@@ -360,7 +370,7 @@ impl Timelines {
         let mut drawn = 0;
         for &id in &ids {
             bits[id as usize / 64] |= 1 << (id % 64);
-            if entry.layout.is_drawn(id, elements.size(id)) {
+            if entry.layout.is_drawn(id) {
                 drawn += 1;
             }
         }
@@ -441,7 +451,7 @@ impl Timelines {
             layout: &entry.layout,
             total,
             line,
-            axis: Axis::new(&dev.trace),
+            axis: Axis::known(&dev.trace, entry.info.has_time),
         }
     }
 }
