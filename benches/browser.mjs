@@ -15,24 +15,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import { execFileSync } from 'node:child_process';
 
-import { DIST, ROOT, launchBrowser, marks, openApp, openFiles, startServer, waitSettled } from '../tests/e2e/helpers.mjs';
+import { DIST, launchBrowser, marks, openApp, openFiles, startServer, waitSettled } from '../tests/e2e/helpers.mjs';
+import { dataFile, mb, median, option, parseCount, rendererMemoryMiB } from './common.mjs';
 
-const args = process.argv.slice(2);
-const option = (name, fallback) => {
-  const i = args.indexOf(name);
-  return i >= 0 ? args[i + 1] : fallback;
-};
-const parseCount = (text) => {
-  const m = /^(\d+(?:\.\d+)?)([kKmM]?)$/.exec(text.trim());
-  if (!m) throw new Error(`bad size ${text}`);
-  return Math.round(Number(m[1]) * ({ k: 1e3, K: 1e3, m: 1e6, M: 1e6 }[m[2]] ?? 1));
-};
 const sizes = option('--sizes', '100k,1M,3M,6M').split(',').map(parseCount);
 const runs = Number(option('--runs', '3'));
 const [depthMin, depthMax] = option('--depth', '30-40').split('-').map(Number);
-const depthTag = depthMin === 30 && depthMax === 40 ? '' : `-depth${depthMin}-${depthMax}`;
 
 const targets = {
   overview1M: 1000, // ms, file → overview for 1M entries
@@ -40,39 +29,6 @@ const targets = {
   memory6M: 1024, // MiB of page memory at 6M
   bundle: 1.5 * 1024 * 1024, // gzipped bytes
 };
-
-function dataFile(entries) {
-  const dir = path.join(ROOT, 'target/bench-data');
-  fs.mkdirSync(dir, { recursive: true });
-  const cached = depthTag
-    ? undefined
-    : fs.readdirSync(dir).find((f) => f.startsWith(`snapshot-${entries}-seed1-`) && f.endsWith('.pickle'));
-  if (cached) return path.join(dir, cached);
-  const file = path.join(dir, `browser-${entries}-seed1${depthTag}.pickle`);
-  if (fs.existsSync(file)) return file;
-  console.error(`generating ${entries} entries → ${file}`);
-  const depth = ['--depth-min', String(depthMin), '--depth-max', String(depthMax)];
-  execFileSync('python3', [path.join(ROOT, 'tests/python/gen_snapshot.py'), '--entries', String(entries), '--seed', '1', ...depth, '-o', file], {
-    stdio: 'inherit',
-  });
-  return file;
-}
-
-/** Resident memory (MiB) of all renderer processes: the page, its workers and their wasm. */
-function rendererMemoryMiB() {
-  let kib = 0;
-  for (const pid of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
-    try {
-      const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-      if (!cmdline.includes('chromium') || !cmdline.includes('--type=renderer')) continue;
-      const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-      kib += Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
-    } catch {
-      // The process ended while we looked.
-    }
-  }
-  return kib / 1024;
-}
 
 function bundleBytes() {
   let raw = 0;
@@ -84,12 +40,6 @@ function bundleBytes() {
   }
   return { raw, gz };
 }
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
-const mb = (bytes) => bytes / 1e6;
 
 async function measure(browser, server, file) {
   const { context, page } = await openApp(browser, server);
@@ -119,7 +69,7 @@ const browser = await launchBrowser();
 const rows = [];
 try {
   for (const entries of sizes) {
-    const file = dataFile(entries);
+    const file = dataFile(entries, depthMin, depthMax);
     const bytes = fs.statSync(file).size;
     const results = [];
     for (let r = 0; r < runs; r++) results.push(await measure(browser, server, file));

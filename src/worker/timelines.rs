@@ -162,6 +162,7 @@ impl Timelines {
             .unwrap_or(default_detail)
             .min(elements.count());
         let reuse = existing.filter(|&i| self.entries[i].info.detail == detail);
+        let previous_ms = existing.map_or(0.0, |i| self.entries[i].info.layout_ms);
         let layout = match reuse {
             Some(i) => std::mem::take(&mut self.entries[i].layout),
             None => Layout::build(&elements, detail),
@@ -195,7 +196,11 @@ impl Timelines {
             info,
             found,
         };
-        entry.info.layout_ms = now() - start;
+        // A reused layout keeps the time it took to build.
+        entry.info.layout_ms = match reuse {
+            Some(_) => previous_ms,
+            None => now() - start,
+        };
         let info = entry.info.clone();
         match existing {
             Some(i) => self.entries[i] = entry,

@@ -23,8 +23,12 @@ pub struct Scene<'a> {
     pub dark: bool,
 }
 
-/// Height of the phase band along the top.
-const PHASE_BAND: f64 = 16.0;
+/// Height of one lane of phases along the top; nested or overlapping phases take the next
+/// lane, up to [`PHASE_LANES`].
+const PHASE_LANE: f64 = 14.0;
+const PHASE_LANES: usize = 3;
+/// Where the plot's own marks start below the phases.
+const PHASE_BAND: f64 = PHASE_LANE;
 
 /// A power of two giving about five byte ticks.
 fn byte_step(y_max: u64) -> u64 {
@@ -128,6 +132,8 @@ pub fn draw(canvas: &HtmlCanvasElement, scene: &Scene<'_>) {
         AxisMode::Events => scene.info.events_range.1,
         AxisMode::Time => scene.info.time_range.map_or(0.0, |r| r.1),
     };
+    // Each phase takes the first lane whose previous phase ended before it starts.
+    let mut lane_ends: Vec<f64> = Vec::new();
     for (i, phase) in scene.info.phases.iter().enumerate() {
         let (Some(a), b) = (
             x_of(phase.start_state, Some(phase.start_time_us)),
@@ -138,23 +144,33 @@ pub fn draw(canvas: &HtmlCanvasElement, scene: &Scene<'_>) {
         ) else {
             continue;
         };
+        let lane = match lane_ends.iter().position(|&end| end <= a) {
+            Some(lane) => lane,
+            None if lane_ends.len() < PHASE_LANES => {
+                lane_ends.push(f64::NEG_INFINITY);
+                lane_ends.len() - 1
+            }
+            None => continue,
+        };
+        lane_ends[lane] = b;
         let (pa, pb) = (x_px(a).max(0.0), x_px(b).min(w));
         if pb <= 0.0 || pa >= w {
             continue;
         }
+        let top = lane as f64 * PHASE_LANE;
         let fill = if i % 2 == 0 {
             "rgba(79,70,229,0.22)"
         } else {
             "rgba(13,148,136,0.22)"
         };
         ctx.set_fill_style_str(fill);
-        ctx.fill_rect(pa, 0.0, (pb - pa).max(1.0), PHASE_BAND);
+        ctx.fill_rect(pa, top, (pb - pa).max(1.0), PHASE_LANE - 1.0);
         ctx.save();
         ctx.begin_path();
-        ctx.rect(pa, 0.0, (pb - pa).max(1.0), PHASE_BAND);
+        ctx.rect(pa, top, (pb - pa).max(1.0), PHASE_LANE);
         ctx.clip();
         ctx.set_fill_style_str(text);
-        let _ = ctx.fill_text(&phase.name, pa + 3.0, PHASE_BAND / 2.0);
+        let _ = ctx.fill_text(&phase.name, pa + 3.0, top + PHASE_LANE / 2.0);
         ctx.restore();
     }
 
@@ -195,10 +211,11 @@ pub fn draw(canvas: &HtmlCanvasElement, scene: &Scene<'_>) {
             ctx.close_path();
             ctx.fill();
             ctx.set_text_align(if px > w - 120.0 { "right" } else { "left" });
-            ctx.set_text_baseline("bottom");
             let label = format!("peak {}", format::bytes(scene.info.peak_bytes));
             let lx = if px > w - 120.0 { px - 8.0 } else { px + 8.0 };
-            let _ = ctx.fill_text(&label, lx, py - 4.0);
+            let below = py < PHASE_LANE * PHASE_LANES as f64 + 14.0;
+            ctx.set_text_baseline(if below { "top" } else { "bottom" });
+            let _ = ctx.fill_text(&label, lx, if below { py + 2.0 } else { py - 4.0 });
         }
     }
 }

@@ -1,0 +1,180 @@
+// Timeline benchmark: loads generated snapshots into the built viewer in headless Chromium
+// through the file input, then measures the memory timeline as a user meets it:
+//   decoded → timeline on screen (layout in the worker + first frame), from performance marks;
+//   frame times while zooming and panning with a scripted gesture (one wheel or key input per
+//     animation frame): the frame time, from an input to its frame on screen (the worker
+//     paints while the page stays free), the worker's paint time, and the page's animation
+//     frames (at 60 Hz a 16.7 ms interval means no frame was missed; the count of intervals
+//     over 25 ms shows jank);
+//   hover hit-testing in the worker;
+//   page memory with the timeline shown.
+//
+// Usage: node benches/timeline.mjs [--sizes 1M,6M] [--runs 2] [--depth 6-10] [--frames 120]
+// Needs a release build in dist/ (./x build) and Debian's chromium (./x setup test).
+
+import fs from 'node:fs';
+
+import { launchBrowser, marks, openApp, openFiles, startServer, waitSettled } from '../tests/e2e/helpers.mjs';
+import { dataFile, mb, median, option, parseCount, rendererMemoryMiB } from './common.mjs';
+
+const sizes = option('--sizes', '1M,6M').split(',').map(parseCount);
+const runs = Number(option('--runs', '2'));
+const [depthMin, depthMax] = option('--depth', '6-10').split('-').map(Number);
+const frames = Number(option('--frames', '120'));
+
+const targets = { firstPaint1M: 300, firstPaint6M: 1500, frame: 16, hit: 1 };
+
+/**
+ * Runs in the page: one input per animation frame (zoom in around the peak with the wheel,
+ * pan with D/A keys, zoom back out), recording animation-frame intervals and, for each frame
+ * put on screen, the time since the input that asked for it and the worker's paint time.
+ */
+async function gesture(count) {
+  const canvas = document.querySelector('#timeline-canvas');
+  const root = document.querySelector('#timeline');
+  const frame = document.querySelector('#timeline-frame');
+  const rect = canvas.getBoundingClientRect();
+  const ticks = [];
+  const latencies = [];
+  const paints = [];
+  let lastInput = null;
+  const observer = new MutationObserver(() => {
+    if (lastInput !== null) {
+      latencies.push(performance.now() - lastInput);
+      lastInput = null;
+    }
+    paints.push(Number(frame.dataset.paintMs));
+  });
+  observer.observe(root, { attributes: true, attributeFilter: ['data-frames-painted'] });
+  const peakX = () => {
+    const start = Number(root.dataset.viewStart);
+    const end = Number(root.dataset.viewEnd);
+    const peak = Number(root.dataset.peakState);
+    const f = (peak - start) / (end - start);
+    return rect.left + rect.width * Math.min(0.95, Math.max(0.05, f));
+  };
+  const step = (i) => {
+    const third = count / 3;
+    if (i < third) {
+      canvas.dispatchEvent(new WheelEvent('wheel', { deltaY: -120, clientX: peakX(), clientY: rect.top + rect.height / 2, bubbles: true, cancelable: true }));
+    } else if (i < 2 * third) {
+      const key = Math.floor(i / 10) % 2 ? 'a' : 'd';
+      window.dispatchEvent(new KeyboardEvent('keydown', { key, bubbles: true }));
+    } else {
+      canvas.dispatchEvent(new WheelEvent('wheel', { deltaY: 120, clientX: rect.left + rect.width / 2, clientY: rect.top + rect.height / 2, bubbles: true, cancelable: true }));
+    }
+  };
+  await new Promise((resolve) => {
+    let i = 0;
+    let previous = null;
+    const tick = (now) => {
+      if (previous !== null) ticks.push(now - previous);
+      previous = now;
+      if (i >= count) {
+        resolve();
+        return;
+      }
+      if (lastInput === null) lastInput = performance.now();
+      step(i++);
+      requestAnimationFrame(tick);
+    };
+    requestAnimationFrame(tick);
+  });
+  await new Promise((r) => setTimeout(r, 300));
+  observer.disconnect();
+  return { ticks, latencies, paints };
+}
+
+async function measure(browser, server, file) {
+  const { context, page } = await openApp(browser, server);
+  await page.setViewportSize({ width: 1400, height: 1000 });
+  await page.waitForTimeout(1000);
+  await openFiles(page, file);
+  const status = await waitSettled(page, 600_000);
+  if (status !== 'ready') throw new Error(`${file}: ${status}`);
+  await page.waitForFunction(() => performance.getEntriesByName('memsight:timeline-painted').length > 0, null, { timeout: 120_000 });
+  const [decoded] = (await marks(page, 'memsight:decoded')).slice(-1);
+  const [painted] = (await marks(page, 'memsight:timeline-painted')).slice(-1);
+  const info = await page.$eval('#timeline', (e) => ({ layout: Number(e.dataset.layoutMs), elements: Number(e.dataset.elements), detail: Number(e.dataset.detail) }));
+  const size = await page.$eval('#timeline-frame', (e) => `${e.dataset.width}×${e.dataset.height}`);
+  const memory = rendererMemoryMiB();
+  const g = await page.evaluate(gesture, frames);
+
+  // Hover: move across the plot's bottom row, reading the worker's hit-test time.
+  const box = await page.$eval('#timeline-canvas', (c) => {
+    const r = c.getBoundingClientRect();
+    return { x: r.x, y: r.y, w: r.width, h: r.height };
+  });
+  const hits = [];
+  for (let i = 0; i < 40; i++) {
+    await page.mouse.move(box.x + ((i + 0.5) / 40) * box.w, box.y + box.h - 4);
+    const ms = await page
+      .waitForFunction(() => document.querySelector('#timeline-tooltip')?.dataset.hitMs, null, { timeout: 2000 })
+      .then((h) => h.jsonValue())
+      .catch(() => undefined);
+    if (ms !== undefined) hits.push(Number(ms));
+  }
+  await context.close();
+  return {
+    firstPaint: painted - decoded,
+    layout: info.layout,
+    elements: info.elements,
+    detail: info.detail,
+    size,
+    memory,
+    tick: median(g.ticks),
+    janky: g.ticks.filter((t) => t > 25).length,
+    ticks: g.ticks.length,
+    latency: median(g.latencies),
+    paint: median(g.paints),
+    frames: g.paints.length,
+    hit: hits.length ? median(hits) : NaN,
+  };
+}
+
+const server = await startServer();
+const browser = await launchBrowser();
+const rows = [];
+try {
+  for (const entries of sizes) {
+    const file = dataFile(entries, depthMin, depthMax);
+    const bytes = fs.statSync(file).size;
+    const results = [];
+    for (let r = 0; r < runs; r++) results.push(await measure(browser, server, file));
+    const pick = (k) => median(results.map((x) => x[k]));
+    rows.push({
+      entries,
+      bytes,
+      firstPaint: pick('firstPaint'),
+      layout: pick('layout'),
+      elements: results[0].elements,
+      detail: results[0].detail,
+      size: results[0].size,
+      memory: Math.max(...results.map((x) => x.memory)),
+      tick: pick('tick'),
+      janky: Math.max(...results.map((x) => x.janky)),
+      ticks: results[0].ticks,
+      latency: pick('latency'),
+      paint: pick('paint'),
+      frames: pick('frames'),
+      hit: pick('hit'),
+    });
+    console.error(`${entries}: timeline ${rows.at(-1).firstPaint.toFixed(0)} ms after decoding, frame ${rows.at(-1).latency.toFixed(1)} ms`);
+  }
+} finally {
+  await browser.close();
+  server.close();
+}
+
+const check = (ok) => (ok ? '✓' : '✗');
+console.log(`Timeline benchmark: ${runs} run(s) per size, medians, ${depthMin}–${depthMax} frames per traceback; headless Chromium, ${frames}-frame gesture.`);
+console.log(`Targets: layout + first paint ≤ ${targets.firstPaint1M} ms after decoding at 1M, ≤ ${targets.firstPaint6M} ms at 6M; median frame ≤ ${targets.frame} ms; hover hit test ≤ ${targets.hit} ms.\n`);
+console.log('| entries | file MB | allocations (drawn) | decoded → timeline on screen (ms) | of which layout (ms) | frame: input → on screen (ms) | worker paint (ms, canvas px) | page animation frames: median ms, over 25 ms | hit test (ms) | page memory (MiB) |');
+console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+for (const r of rows) {
+  const target = r.entries >= 6e6 ? targets.firstPaint6M : r.entries >= 1e6 ? targets.firstPaint1M : Infinity;
+  const first = `${r.firstPaint.toFixed(0)}${Number.isFinite(target) ? ' ' + check(r.firstPaint <= target) : ''}`;
+  const hit = Number.isNaN(r.hit) ? 'n/a' : `${r.hit < 0.1 ? '< 0.1' : r.hit.toFixed(2)} ${check(r.hit <= targets.hit)}`;
+  console.log(`| ${r.entries.toLocaleString('en')} | ${mb(r.bytes).toFixed(1)} | ${r.elements.toLocaleString('en')} (${r.detail.toLocaleString('en')}) | ${first} | ${r.layout.toFixed(0)} | ${r.latency.toFixed(1)} ${check(r.latency <= targets.frame)} | ${r.paint.toFixed(1)} (${r.size}) | ${r.tick.toFixed(1)}, ${r.janky} of ${r.ticks} | ${hit} | ${r.memory.toFixed(0)} |`);
+}
+console.log('\nWorker times come from performance.now() in the worker, which browsers round to 0.1 ms.');
