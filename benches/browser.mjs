@@ -2,7 +2,8 @@
 // through the file input, exactly as a user does, and prints a table of
 //   file → decoded and file → first paint (from the app's performance marks),
 //   the decoder's throughput inside the page's worker (wasm),
-//   the memory of the page (resident memory of the renderer processes: page and workers),
+//   the memory of the page (resident memory of the renderer process that hosts the page and its
+//   workers; Chromium's own UI renderer and blank start page are not counted),
 //   the release bundle size (wasm + JS, gzipped).
 //
 // Usage: node benches/browser.mjs [--sizes 100k,1M,3M,6M] [--runs 3] [--depth 30-40]
@@ -17,7 +18,7 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 
 import { DIST, launchBrowser, marks, openApp, openFiles, startServer, waitSettled } from '../tests/e2e/helpers.mjs';
-import { dataFile, mb, median, option, parseCount, rendererMemoryMiB } from './common.mjs';
+import { dataFile, mb, median, option, parseCount, launchedBrowserPid, openMeasuredApp, residentMiB } from './common.mjs';
 
 const sizes = option('--sizes', '100k,1M,3M,6M').split(',').map(parseCount);
 const runs = Number(option('--runs', '3'));
@@ -42,18 +43,18 @@ function bundleBytes() {
 }
 
 async function measure(browser, server, file) {
-  const { context, page } = await openApp(browser, server);
+  const { context, page, pagePids } = await openMeasuredApp(browser, browserPid, server, openApp);
   // A fresh context has its own renderer: measure memory relative to the idle page.
   // A person takes a moment to pick a file; the page uses it to start a worker ahead of need.
   await page.waitForTimeout(1000);
-  const idle = rendererMemoryMiB();
+  const idle = residentMiB(pagePids);
   await openFiles(page, file);
   const status = await waitSettled(page, 600_000);
   if (status !== 'ready') throw new Error(`${file}: ${status}`);
   const [start] = (await marks(page, 'memsight:file-start')).slice(-1);
   const [decoded] = (await marks(page, 'memsight:decoded')).slice(-1);
   const [painted] = (await marks(page, 'memsight:first-paint')).slice(-1);
-  const memory = rendererMemoryMiB();
+  const memory = residentMiB(pagePids);
   // The worker's own breakdown: waiting for file bytes, and deriving facts.
   const worker = await page.$eval('#snapshot', (e) => ({
     read: Number(e.dataset.readMs),
@@ -66,6 +67,7 @@ async function measure(browser, server, file) {
 
 const server = await startServer();
 const browser = await launchBrowser();
+const browserPid = launchedBrowserPid();
 const rows = [];
 try {
   for (const entries of sizes) {

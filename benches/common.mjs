@@ -37,20 +37,85 @@ export function dataFile(entries, depthMin, depthMax) {
   return file;
 }
 
-/** Resident memory (MiB) of all renderer processes: the page, its workers and their wasm. */
-export function rendererMemoryMiB() {
-  let kib = 0;
+/** Parent process id of `pid`, or 0. */
+function parentOf(pid) {
+  try {
+    // The command name (field 2) may hold spaces; the fields after its closing parenthesis do not.
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  } catch {
+    return 0;
+  }
+}
+
+/** The process of the browser this Node.js process launched (its chromium child), or 0. */
+export function launchedBrowserPid() {
   for (const pid of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
     try {
       const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-      if (!cmdline.includes('chromium') || !cmdline.includes('--type=renderer')) continue;
-      const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-      kib += Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+      if (cmdline.includes('chromium') && !cmdline.includes('--type=') && parentOf(pid) === process.pid) return Number(pid);
     } catch {
       // The process ended while we looked.
     }
   }
+  return 0;
+}
+
+/** Renderer processes of the browser whose process is `browserPid` (other browsers on the machine are ignored). */
+export function rendererPids(browserPid) {
+  const pids = [];
+  for (const pid of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    try {
+      const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      if (!cmdline.includes('chromium') || !cmdline.includes('--type=renderer')) continue;
+      let ancestor = Number(pid);
+      while (ancestor > 1 && ancestor !== browserPid) ancestor = parentOf(ancestor);
+      if (ancestor === browserPid) pids.push(Number(pid));
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  return pids;
+}
+
+/** Resident memory (MiB) of processes `pids`. */
+export function residentMiB(pids) {
+  let kib = 0;
+  for (const pid of pids) {
+    try {
+      const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+      kib += Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+    } catch {
+      // The process ended.
+    }
+  }
   return kib / 1024;
+}
+
+/** Whether process `pid` runs a Web Worker (a thread Chromium names "DedicatedWorker…"). */
+function hostsWorker(pid) {
+  try {
+    return fs
+      .readdirSync(`/proc/${pid}/task`)
+      .some((t) => fs.readFileSync(`/proc/${pid}/task/${t}/comm`, 'utf8').startsWith('DedicatedWorker'));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Opens the app in a fresh browser context and returns it with the renderer process that hosts
+ * the page and its workers: the one running a Web Worker (the app starts one at once). Chromium's
+ * own processes (its UI renderer, a spare renderer) are not the page and are not counted.
+ */
+export async function openMeasuredApp(browser, browserPid, server, openApp) {
+  const app = await openApp(browser, server);
+  for (let i = 0; i < 100; i++) {
+    const pagePids = rendererPids(browserPid).filter(hostsWorker);
+    if (pagePids.length > 0) return { ...app, pagePids };
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('no renderer process runs the page\'s worker');
 }
 
 export const median = (xs) => {

@@ -15,7 +15,7 @@
 import fs from 'node:fs';
 
 import { launchBrowser, marks, openApp, openFiles, startServer, waitSettled } from '../tests/e2e/helpers.mjs';
-import { dataFile, mb, median, option, parseCount, rendererMemoryMiB } from './common.mjs';
+import { dataFile, mb, median, option, parseCount, launchedBrowserPid, openMeasuredApp, residentMiB } from './common.mjs';
 
 const sizes = option('--sizes', '1M,6M').split(',').map(parseCount);
 const runs = Number(option('--runs', '2'));
@@ -86,7 +86,7 @@ async function gesture(count) {
 }
 
 async function measure(browser, server, file) {
-  const { context, page } = await openApp(browser, server);
+  const { context, page, pagePids } = await openMeasuredApp(browser, browserPid, server, openApp);
   await page.setViewportSize({ width: 1400, height: 1000 });
   await page.waitForTimeout(1000);
   await openFiles(page, file);
@@ -97,7 +97,7 @@ async function measure(browser, server, file) {
   const [painted] = (await marks(page, 'memsight:timeline-painted')).slice(-1);
   const info = await page.$eval('#timeline', (e) => ({ layout: Number(e.dataset.layoutMs), elements: Number(e.dataset.elements), detail: Number(e.dataset.detail) }));
   const size = await page.$eval('#timeline-frame', (e) => `${e.dataset.width}×${e.dataset.height}`);
-  const memory = rendererMemoryMiB();
+  const memory = residentMiB(pagePids);
   const g = await page.evaluate(gesture, frames);
 
   // Hover: move across the plot's bottom row, reading the worker's hit-test time.
@@ -134,6 +134,7 @@ async function measure(browser, server, file) {
 
 const server = await startServer();
 const browser = await launchBrowser();
+const browserPid = launchedBrowserPid();
 const rows = [];
 try {
   for (const entries of sizes) {

@@ -62,6 +62,7 @@ fn main() {
             mode: AxisMode::Events,
             x0: (centre - half).max(x0),
             x1: (centre + half).min(x1),
+            whole: false,
             width,
             height,
             dark: false,

@@ -61,6 +61,10 @@ pub struct FrameRequest {
     /// The visible range `[x0, x1)` in `mode` units.
     pub x0: f64,
     pub x1: f64,
+    /// Show the whole trace instead of `[x0, x1)` (the page may ask for a first frame before
+    /// it knows the trace's range).
+    #[serde(default)]
+    pub whole: bool,
     /// Device pixels.
     pub width: u32,
     pub height: u32,
@@ -172,6 +176,11 @@ pub struct OomMark {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FrameInfo {
     pub seq: u32,
+    /// The range painted, in the effective mode's units (time falls back to events when the
+    /// trace has no times).
+    pub mode: AxisMode,
+    pub x0: f64,
+    pub x1: f64,
     pub width: u32,
     pub height: u32,
     /// Bytes at the top edge (the view's highest value plus 5 %).

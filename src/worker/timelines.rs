@@ -220,10 +220,16 @@ impl Timelines {
         );
         let elements = any_elements(facts, entry.segments.as_ref());
         let track = self.track(entry, dev, facts, &elements);
+        let mode = track.axis.mode(request.mode);
+        let (x0, x1) = if request.whole || !(request.x0 < request.x1) {
+            track.axis.full_range(mode)
+        } else {
+            (request.x0, request.x1)
+        };
         let view = View {
-            mode: request.mode,
-            x0: request.x0,
-            x1: request.x1,
+            mode,
+            x0,
+            x1,
             width,
             height,
             y_max: None,
@@ -249,6 +255,9 @@ impl Timelines {
         let frame = raster::paint(&track, &view, &style, marks);
         let info = FrameInfo {
             seq: request.seq,
+            mode,
+            x0,
+            x1,
             width,
             height,
             y_max: frame.y_max,
@@ -580,6 +589,7 @@ mod tests {
             height,
             dark: false,
             line_width: 2,
+            whole: false,
             pinned: None,
             show_matches: false,
             show_line: true,

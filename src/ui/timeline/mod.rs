@@ -48,7 +48,7 @@ struct Pacing {
     dirty: bool,
     seq: u32,
     /// The view of the frame on screen, for hit-testing what is painted.
-    painted: Option<FrameRequest>,
+    painted: Option<PaintedView>,
     /// The painted frame's top edge in bytes.
     painted_y_max: u64,
     hover_in_flight: bool,
@@ -207,7 +207,8 @@ impl Timeline {
         self.window.update(|w| *w = w.centred_on(a, b, full, min));
     }
 
-    /// Lays the current kind out again (`detail` = `None` keeps the current detail).
+    /// Lays the current kind out again (`detail` = `None` keeps the current detail) and asks
+    /// for a frame right behind it.
     pub fn lay_out(&self, detail: Option<u32>) {
         self.pacing.update_value(|p| p.awaiting_first_frame = true);
         self.send(Request::Timeline {
@@ -215,13 +216,15 @@ impl Timeline {
             kind: self.kind.get_untracked(),
             detail,
         });
+        self.request_frame();
     }
 
     /// Asks for a frame of the current view, or marks one as wanted if a frame is in flight.
+    /// Before the layout's description arrives, asks for the whole trace, so the first frame
+    /// does not wait for an extra round trip.
     pub fn request_frame(&self) {
-        let Some(info) = self.info.get_untracked() else {
-            return;
-        };
+        let info = self.info.get_untracked();
+        let kind = info.as_ref().map_or(self.kind.get_untracked(), |i| i.kind);
         let (w, h, dpr) = self.size.get_untracked();
         let window = self.window.get_untracked();
         let mut request = None;
@@ -235,11 +238,12 @@ impl Timeline {
             p.seq = p.seq.wrapping_add(1);
             request = Some(FrameRequest {
                 device: self.device,
-                kind: info.kind,
+                kind,
                 seq: p.seq,
                 mode: self.mode.get_untracked(),
                 x0: window.x0,
                 x1: window.x1,
+                whole: info.is_none(),
                 width: (w * dpr).round().max(1.0) as u32,
                 height: (h * dpr).round().max(1.0) as u32,
                 dark: self.dark.get_untracked(),
@@ -248,12 +252,10 @@ impl Timeline {
                 show_matches: self
                     .search
                     .with_untracked(|s| s.as_ref().is_some_and(|s| s.count > 0)),
-                show_line: self.show_line.get_untracked() && info.kind == Kind::Allocations,
+                show_line: self.show_line.get_untracked() && kind == Kind::Allocations,
             });
         });
         if let Some(request) = request {
-            self.pacing
-                .update_value(|p| p.painted = Some(request.clone()));
             self.send(Request::Frame(request));
         }
     }
@@ -275,7 +277,7 @@ impl Timeline {
             }
             request = Some(HitRequest {
                 device: self.device,
-                kind: painted.kind,
+                kind: self.kind.get_untracked(),
                 seq: p.hover_seq,
                 mode: painted.mode,
                 x0: painted.x0,
@@ -379,6 +381,7 @@ impl Timeline {
                         plot::put_pixels(&canvas, &frame, &pixels);
                     }
                     let first = self.pacing.try_update_value(|p| {
+                        p.painted = Some(painted_view(self.device, &frame));
                         p.painted_y_max = frame.y_max;
                         std::mem::take(&mut p.awaiting_first_frame)
                     });
@@ -461,6 +464,29 @@ impl Timeline {
     pub fn pointer_at(&self, x: f64, y: f64) {
         self.pacing.update_value(|p| p.pointer = (x, y));
     }
+}
+
+/// The view a frame was painted with, for hit-testing its pixels.
+fn painted_view(device: u32, frame: &FrameInfo) -> PaintedView {
+    PaintedView {
+        device,
+        mode: frame.mode,
+        x0: frame.x0,
+        x1: frame.x1,
+        width: frame.width,
+        height: frame.height,
+    }
+}
+
+/// What a frame on screen shows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PaintedView {
+    pub device: u32,
+    pub mode: AxisMode,
+    pub x0: f64,
+    pub x1: f64,
+    pub width: u32,
+    pub height: u32,
 }
 
 fn prefers_dark() -> bool {

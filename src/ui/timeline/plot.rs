@@ -228,12 +228,8 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
         let frame = tl.frame.get();
         let info = tl.info.get();
         let (w, h, dpr) = tl.size.get();
-        let mode = tl.mode.get();
         let dark = tl.dark.get();
-        let painted = tl.pacing.with_value(|p| p.painted.clone());
-        let (Some(c), Some(frame), Some(info), Some(painted)) =
-            (overlay_canvas.get(), frame, info, painted)
-        else {
+        let (Some(c), Some(frame), Some(info)) = (overlay_canvas.get(), frame, info) else {
             return;
         };
         overlay::draw(
@@ -242,9 +238,9 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
                 width: w,
                 height: h,
                 dpr,
-                x0: painted.x0,
-                x1: painted.x1,
-                mode,
+                x0: frame.x0,
+                x1: frame.x1,
+                mode: frame.mode,
                 y_max: frame.y_max,
                 info: &info,
                 dark,
