@@ -37,6 +37,16 @@ pub fn SnapshotView(id: FileId, state: RwSignal<AppState>, actions: Actions) -> 
     let device = Memo::new(move |_| state.with(|s| s.file(id).and_then(|f| f.device)));
     let overview =
         Memo::new(move |_| state.with(|s| s.file(id).and_then(|f| f.overview().cloned())));
+    // The timeline mounts two frames after the overview, so the overview's numbers are on
+    // screen first and never wait for the timeline's canvases.
+    let timeline_shown = RwSignal::new(false);
+    Effect::new(move |_| {
+        if overview.with(Option::is_some) && !timeline_shown.get_untracked() {
+            request_animation_frame(move || {
+                request_animation_frame(move || timeline_shown.set(true));
+            });
+        }
+    });
 
     view! {
         <section
@@ -76,7 +86,7 @@ pub fn SnapshotView(id: FileId, state: RwSignal<AppState>, actions: Actions) -> 
                         let device = overview.device;
                         view! {
                             <Warnings warnings=overview.warnings.clone() />
-                            <TimelinePanel file=id device=device actions=actions />
+                            {move || timeline_shown.get().then(|| view! { <TimelinePanel file=id device=device actions=actions /> })}
                             <div class="overview" id="overview" data-device=overview.device.to_string()>
                                 <MetricGroups metrics=overview.metrics.clone() />
                                 <div class="overview-facts">
