@@ -22,7 +22,7 @@ mod tooltip;
 use std::rc::Rc;
 
 use leptos::prelude::*;
-use wasm_bindgen::JsValue;
+use wasm_bindgen::{JsCast, JsValue};
 
 use super::actions::Actions;
 use super::perf;
@@ -531,6 +531,25 @@ pub fn TimelinePanel(file: FileId, device: u32, actions: Actions) -> impl IntoVi
         tl.search.track();
         tl.request_frame();
     });
+    // Follow the system theme while the page is open.
+    if let Some(query) =
+        web_sys::window().and_then(|w| w.match_media("(prefers-color-scheme: dark)").ok().flatten())
+    {
+        let on_change = wasm_bindgen::closure::Closure::<dyn FnMut()>::new(move || {
+            tl.dark.set(prefers_dark());
+        });
+        let _ =
+            query.add_event_listener_with_callback("change", on_change.as_ref().unchecked_ref());
+        let handler = StoredValue::new_local(Some(on_change));
+        on_cleanup(move || {
+            if let Some(on_change) = handler.try_update_value(Option::take).flatten() {
+                let _ = query.remove_event_listener_with_callback(
+                    "change",
+                    on_change.as_ref().unchecked_ref(),
+                );
+            }
+        });
+    }
     Effect::new(move |previous: Option<f64>| {
         let width = tl.size.get().0;
         if previous.is_some_and(|p| (p - width).abs() > 0.5) {
