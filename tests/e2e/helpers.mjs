@@ -46,11 +46,12 @@ export async function launchBrowser() {
 }
 
 /**
- * Opens the app in a fresh context. Records every request (page and workers), console errors,
- * uncaught errors and Content-Security-Policy violations.
+ * Opens the app in a fresh context (with Playwright `contextOptions`, e.g. a
+ * `deviceScaleFactor`). Records every request (page and workers), console errors, uncaught
+ * errors and Content-Security-Policy violations.
  */
-export async function openApp(browser, server) {
-  const context = await browser.newContext();
+export async function openApp(browser, server, contextOptions = {}) {
+  const context = await browser.newContext(contextOptions);
   const requests = [];
   context.on('request', (request) => requests.push(request.url()));
   const page = await context.newPage();
