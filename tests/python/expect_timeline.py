@@ -8,8 +8,8 @@ Writes ``tests/expectations/timeline.json`` for the end-to-end test
 (``static/example.pickle``), one edge fixture without times or stacks
 (``tests/fixtures/no_time_no_frames.pickle``) and the real snapshots named in
 ``REAL`` below, read from ``../shared/fixtures/real`` (override with FOLDER or
-``MEMSIGHT_REAL_FIXTURES``; real files that are missing are left out, with a
-note). Files are loaded with an unpickler whose ``find_class`` raises.
+``MEMSIGHT_REAL_FIXTURES``; a missing real file keeps its facts from the
+existing output, or is left out, with a note). Files are loaded with an unpickler whose ``find_class`` raises.
 
 Semantics (those of PyTorch's memory_viz, which the viewer follows), per device:
 
@@ -342,13 +342,21 @@ def main(argv=None):
     p.add_argument("-o", "--output", default=os.path.join(ROOT, "tests", "expectations", "timeline.json"))
     args = p.parse_args(argv)
     folder = args.folder or os.environ.get("MEMSIGHT_REAL_FIXTURES") or os.path.join(ROOT, "..", "shared", "fixtures", "real")
+    previous = {}
+    if os.path.exists(args.output):
+        with open(args.output, encoding="utf-8") as f:
+            previous = json.load(f)
     result = {}
     for key, rel, query in LOCAL:
         result[key] = dict(file_facts(os.path.join(ROOT, rel), query), source=rel)
     for name, query in REAL.items():
         path = os.path.join(folder, name)
         if not os.path.exists(path):
-            print("missing %s: left out" % path, file=sys.stderr)
+            if name in previous:
+                print("missing %s: kept its previous facts" % path, file=sys.stderr)
+                result[name] = previous[name]
+            else:
+                print("missing %s: left out" % path, file=sys.stderr)
             continue
         result[name] = dict(file_facts(path, query), source="real")
     for key, facts in result.items():
