@@ -724,9 +724,7 @@ describe('timeline of the bundled example', () => {
     await focusPlot(page);
   });
 
-  it('Escape in the search box leaves no search behind', {
-    todo: 'product bug: data-search-count becomes "0" after Escape (the worker\'s answer to the clearing request is stored as a search)',
-  }, async () => {
+  it('Escape in the search box leaves no search behind', async () => {
     await resetView(page);
     await search(page, expected.text_query);
     await waitAttr(page, '#timeline', 'data-search-count', String(expected.text_matches.count), 'the search');
@@ -740,9 +738,7 @@ describe('timeline of the bundled example', () => {
     }
   });
 
-  it('Escape right after a search\'s count arrives leaves nothing pinned', {
-    todo: 'product bug: the match requested by the cleared search still arrives, pins and centres',
-  }, async () => {
+  it('Escape right after a search\'s count arrives leaves nothing pinned', async () => {
     await resetView(page);
     // Press Escape in the search box as soon as the count is shown, before match 0 arrives.
     await page.evaluate(() => {
@@ -818,9 +814,7 @@ describe('timeline at devicePixelRatio 2', () => {
     await searchAndHoverChosen(page, expected);
   });
 
-  it('hovering any pinned pixel names the pinned allocation', {
-    todo: 'product bug: the plot hit-tests floor(offsetX) * devicePixelRatio (web_sys offset_x() is an integer), so odd device columns and rows are never addressed',
-  }, async () => {
+  it('hovering any pinned pixel names the pinned allocation', async () => {
     const chosen = expected.chosen;
     if ((await timeline(page)).pinned !== String(chosen.index)) {
       await search(page, chosen.address_query);

@@ -6,7 +6,7 @@ use leptos::html::{Canvas, Div};
 use leptos::prelude::*;
 use web_sys::PointerEvent;
 
-use super::plot::context;
+use super::plot::{context, offset};
 use super::window::Window;
 use super::Timeline;
 
@@ -92,7 +92,7 @@ pub fn Minimap(tl: Timeline) -> impl IntoView {
             .map(|full| full.x0 + fraction(offset_x) * full.span())
     };
     let on_down = move |event: PointerEvent| {
-        let (Some(full), Some(x)) = (tl.full(), x_at(event.offset_x() as f64)) else {
+        let (Some(full), Some(x)) = (tl.full(), x_at(offset(&event).0)) else {
             return;
         };
         let window = tl.window.get_untracked();
@@ -100,7 +100,7 @@ pub fn Minimap(tl: Timeline) -> impl IntoView {
         let px_per_unit = w / full.span();
         let left = (window.x0 - full.x0) * px_per_unit;
         let right = (window.x1 - full.x0) * px_per_unit;
-        let px = event.offset_x() as f64;
+        let px = offset(&event).0;
         let g = if (px - left).abs() <= EDGE {
             Grab::Left
         } else if (px - right).abs() <= EDGE {
@@ -120,7 +120,7 @@ pub fn Minimap(tl: Timeline) -> impl IntoView {
         }
     };
     let on_move = move |event: PointerEvent| {
-        let Some(x) = x_at(event.offset_x() as f64) else {
+        let Some(x) = x_at(offset(&event).0) else {
             return;
         };
         let window = tl.window.get_untracked();

@@ -56,12 +56,26 @@ struct Pacing {
     hover_seq: u32,
     /// The click whose hit should pin an element.
     pin_seq: Option<u32>,
-    /// The next `Element` answer comes from search navigation: centre on it.
-    centre_next: bool,
+    /// Why each `Element` request in flight was sent, oldest first (the worker answers in
+    /// order).
+    element_requests: std::collections::VecDeque<ElementPurpose>,
+    /// The query of the search in progress; answers to other queries are stale.
+    search_query: Option<String>,
     /// The first frame of this layout has not been painted yet.
     awaiting_first_frame: bool,
     /// Where the pointer is in the plot, in CSS pixels.
     pointer: (f64, f64),
+}
+
+/// What an `Element` answer is for.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum ElementPurpose {
+    /// A click: pin it.
+    Pin,
+    /// Search navigation: pin it and centre the view on it.
+    Match,
+    /// Asked for by a pin or search the user has since cleared: drop it.
+    Cancelled,
 }
 
 /// The view state of one device's timeline, shared by its components.
@@ -300,11 +314,34 @@ impl Timeline {
     }
 
     pub fn unpin(&self) {
+        self.cancel_pending_elements();
         self.pinned.set(None);
+    }
+
+    /// Answers still to come for pins or matches must not pin anything any more.
+    fn cancel_pending_elements(&self) {
+        self.pacing.update_value(|p| {
+            p.pin_seq = None;
+            for purpose in &mut p.element_requests {
+                *purpose = ElementPurpose::Cancelled;
+            }
+        });
+    }
+
+    fn request_element(&self, kind: Kind, index: u32, purpose: ElementPurpose) {
+        self.pacing
+            .update_value(|p| p.element_requests.push_back(purpose));
+        self.send(Request::Element {
+            device: self.device,
+            kind,
+            index,
+        });
     }
 
     pub fn run_search(&self, query: String) {
         self.match_nth.set(0);
+        self.pacing
+            .update_value(|p| p.search_query = Some(query.clone()));
         self.send(Request::Search {
             device: self.device,
             kind: self.kind.get_untracked(),
@@ -313,7 +350,10 @@ impl Timeline {
     }
 
     pub fn clear_search(&self) {
+        self.pacing.update_value(|p| p.search_query = None);
+        self.cancel_pending_elements();
         self.search.set(None);
+        // The worker forgets its matches (no longer highlighted); its answer is dropped.
         self.send(Request::Search {
             device: self.device,
             kind: self.kind.get_untracked(),
@@ -331,7 +371,8 @@ impl Timeline {
         }
         let nth = nth.rem_euclid(count as i64) as u32;
         self.match_nth.set(nth);
-        self.pacing.update_value(|p| p.centre_next = true);
+        self.pacing
+            .update_value(|p| p.element_requests.push_back(ElementPurpose::Match));
         self.send(Request::Match {
             device: self.device,
             kind: self.kind.get_untracked(),
@@ -413,11 +454,7 @@ impl Timeline {
                     .unwrap_or((false, false, None));
                 if pin {
                     match &hit.element {
-                        Some(e) => self.send(Request::Element {
-                            device: self.device,
-                            kind: e.kind,
-                            index: e.index,
-                        }),
+                        Some(e) => self.request_element(e.kind, e.index, ElementPurpose::Pin),
                         None => self.unpin(),
                     }
                 }
@@ -430,18 +467,25 @@ impl Timeline {
                 }
             }
             Response::Element { detail } => {
-                let centre = self
+                let purpose = self
                     .pacing
-                    .try_update_value(|p| std::mem::take(&mut p.centre_next))
-                    .unwrap_or(false);
-                if let Some(detail) = detail {
-                    if centre {
+                    .try_update_value(|p| p.element_requests.pop_front())
+                    .flatten()
+                    .unwrap_or(ElementPurpose::Cancelled);
+                if let (Some(detail), false) = (detail, purpose == ElementPurpose::Cancelled) {
+                    if purpose == ElementPurpose::Match {
                         self.centre_on(&detail);
                     }
                     self.pinned.set(Some(detail));
                 }
             }
             Response::Search(found) => {
+                let current = self
+                    .pacing
+                    .with_value(|p| p.search_query.as_deref() == Some(found.query.as_str()));
+                if !current {
+                    return;
+                }
                 let any = found.count > 0;
                 self.search.set(Some(found));
                 if any {

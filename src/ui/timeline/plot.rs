@@ -48,6 +48,21 @@ pub fn context(canvas: &HtmlCanvasElement) -> Option<CanvasRenderingContext2d> {
         .and_then(|c| c.dyn_into().ok())
 }
 
+/// The pointer's position in the target, in fractional CSS pixels (`web_sys`'s `offset_x()`
+/// is an integer, which at a device pixel ratio of 2 would reach only every other pixel).
+pub fn offset(event: &web_sys::MouseEvent) -> (f64, f64) {
+    let read = |name: &str, fallback: i32| {
+        js_sys::Reflect::get(event, &JsValue::from_str(name))
+            .ok()
+            .and_then(|v| v.as_f64())
+            .unwrap_or(fallback as f64)
+    };
+    (
+        read("offsetX", event.offset_x()),
+        read("offsetY", event.offset_y()),
+    )
+}
+
 /// Whether keys typed now belong to a text field rather than the timeline.
 fn typing(event: &KeyboardEvent) -> bool {
     event
@@ -164,7 +179,7 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
             if dx.abs() > dy.abs() {
                 tl.pan(dx / w.max(1.0));
             } else {
-                let fraction = event.offset_x() as f64 / w.max(1.0);
+                let fraction = offset(&event).0 / w.max(1.0);
                 let speed = if event.ctrl_key() { 0.01 } else { 0.002 };
                 tl.zoom(fraction, (dy * speed).exp());
             }
@@ -184,10 +199,11 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
             return;
         }
         let window = tl.window.get_untracked();
+        let (x, y) = offset(&event);
         drag.set_value(Drag {
             active: true,
-            start_x: event.offset_x() as f64,
-            start_y: event.offset_y() as f64,
+            start_x: x,
+            start_y: y,
             moved: false,
             x0: window.x0,
             x1: window.x1,
@@ -197,7 +213,7 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
         }
     };
     let on_move = move |event: PointerEvent| {
-        let (x, y) = (event.offset_x() as f64, event.offset_y() as f64);
+        let (x, y) = offset(&event);
         let d = drag.get_value();
         if d.active {
             let dx = x - d.start_x;
@@ -217,7 +233,7 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
         let d = drag.get_value();
         drag.update_value(|d| d.active = false);
         if d.active && !d.moved {
-            let (x, y) = (event.offset_x() as f64, event.offset_y() as f64);
+            let (x, y) = offset(&event);
             tl.pointer_at(x, y);
             tl.hit_test(x, y, true);
         }
