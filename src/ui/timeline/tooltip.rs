@@ -8,17 +8,18 @@ use crate::timeline::inspect::ElementDetail;
 use crate::timeline::Kind;
 use crate::ui::format;
 
-/// "event 1,234" or "event 1,234 (+1.2 s)".
+/// The trace event that produced `state`, as "event 1,234" or "event 1,234 (+1.2 s)", numbered
+/// like the overview (from 0; state `s` is memory after event `s - 1`).
 pub fn when(state: Option<u32>, time_us: Option<i64>, origin: Option<f64>) -> String {
     match state {
-        None => "before the trace".to_string(),
+        None | Some(0) => "before the first event".to_string(),
         Some(s) => match (time_us, origin) {
             (Some(t), Some(o)) => format!(
                 "event {} (+{})",
-                format::count(s as u64),
+                format::count(s as u64 - 1),
                 format::duration_us((t as f64 - o).max(0.0) as u64)
             ),
-            _ => format!("event {}", format::count(s as u64)),
+            _ => format!("event {}", format::count(s as u64 - 1)),
         },
     }
 }
@@ -58,10 +59,19 @@ pub fn Tooltip(tl: Timeline) -> impl IntoView {
     let states = move || tl.info.with(|i| i.as_ref().map_or(0, |i| i.states));
     move || {
         let (hit, x, y) = tl.hover.get()?;
-        let (w, _, _) = tl.size.get_untracked();
+        let (w, h, _) = tl.size.get_untracked();
         let left = if x > w - 320.0 { x - 300.0 } else { x + 14.0 };
-        let (left, top) = (format!("{}px", left.max(0.0)), format!("{}px", y + 14.0));
-        let at = when(hit.state, hit.time_us, origin());
+        // Below the pointer in the plot's upper half, above it in the lower half.
+        let (top, lift) = if y > h / 2.0 {
+            (y - 14.0, "translateY(-100%)")
+        } else {
+            (y + 14.0, "none")
+        };
+        let (left, top) = (format!("{}px", left.max(0.0)), format!("{top}px"));
+        let at = match hit.state {
+            Some(s) if s > 0 => format!("after {}", when(Some(s), hit.time_us, origin())),
+            other => when(other, hit.time_us, origin()),
+        };
         let totals = match hit.line {
             Some(line) => format!(
                 "{} allocated · {} reserved",
@@ -77,7 +87,7 @@ pub fn Tooltip(tl: Timeline) -> impl IntoView {
                     <div
                         class="timeline-tooltip"
                         id="timeline-tooltip"
-                        style:left=left.clone() style:top=top.clone()
+                        style:left=left.clone() style:top=top.clone() style:transform=lift
                         data-index=e.index.to_string()
                         data-size=size.to_string()
                         data-addr=e.addr.to_string()
@@ -103,7 +113,7 @@ pub fn Tooltip(tl: Timeline) -> impl IntoView {
             }
             None => match hit.small_bytes {
                 Some(bytes) => view! {
-                    <div class="timeline-tooltip" id="timeline-tooltip" style:left=left.clone() style:top=top.clone() data-small=bytes.to_string()>
+                    <div class="timeline-tooltip" id="timeline-tooltip" style:left=left.clone() style:top=top.clone() style:transform=lift data-small=bytes.to_string()>
                         <p class="tooltip-title">"Small allocations · " <strong>{format::bytes(bytes)}</strong></p>
                         <p>"Allocations too small to draw one by one at this detail. Raise the detail to draw more."</p>
                         <p class="tooltip-totals">{at} " · " {totals}</p>
@@ -111,7 +121,7 @@ pub fn Tooltip(tl: Timeline) -> impl IntoView {
                 }
                 .into_any(),
                 None => view! {
-                    <div class="timeline-tooltip faint" id="timeline-tooltip" style:left=left.clone() style:top=top.clone()>
+                    <div class="timeline-tooltip faint" id="timeline-tooltip" style:left=left.clone() style:top=top.clone() style:transform=lift>
                         <p class="tooltip-totals">{at} " · " {totals}</p>
                     </div>
                 }
