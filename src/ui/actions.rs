@@ -124,6 +124,7 @@ impl Actions {
     pub fn close(self, id: FileId) {
         let commands = self.state.try_update(|s| s.close(id)).unwrap_or_default();
         self.run_all(commands);
+        self.prepare_spare_when_idle();
     }
 
     pub fn select_device(self, id: FileId, device: u32) {
@@ -141,11 +142,25 @@ impl Actions {
             }
             return;
         }
+        let finished = matches!(response, Response::Loaded(_) | Response::Failed(_));
         let commands = self
             .state
             .try_update(|s| s.apply(id, response))
             .unwrap_or_default();
         self.run_all(commands);
+        if finished {
+            self.prepare_spare_when_idle();
+        }
+    }
+
+    /// Starts the next file's worker once no file is loading.
+    fn prepare_spare_when_idle(self) {
+        let loading = self
+            .state
+            .with_untracked(|s| s.files().iter().any(|f| f.is_loading()));
+        if !loading {
+            self.workers.update_value(WorkerPool::prepare_spare);
+        }
     }
 
     fn on_worker_error(self, id: FileId, message: String) {
@@ -161,6 +176,7 @@ impl Actions {
             .try_update(|s| s.worker_failed(id, error))
             .unwrap_or_default();
         self.run_all(commands);
+        self.prepare_spare_when_idle();
     }
 
     fn run_all(self, commands: Vec<Command>) {

@@ -49,7 +49,9 @@ impl WorkerPool {
         Worker::new_with_options(WORKER_URL, &options).map_err(|e| js_text(&e))
     }
 
-    fn prepare_spare(&mut self) {
+    /// Starts the next file's worker if none is waiting. Called when no file is loading, so a
+    /// starting worker (compiling and warming its decoder up) never competes with a load.
+    pub fn prepare_spare(&mut self) {
         if self.spare.is_none() {
             self.spare = Self::start_worker().ok();
         }
@@ -114,7 +116,6 @@ impl WorkerPool {
                 on_error,
             },
         );
-        self.prepare_spare();
         Ok(())
     }
 
