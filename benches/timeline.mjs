@@ -173,7 +173,7 @@ console.log(`Targets: layout + first paint ≤ ${targets.firstPaint1M} ms after 
 console.log('| entries | file MB | allocations (drawn) | decoded → timeline on screen (ms) | of which layout (ms) | frame: input → on screen (ms) | worker paint (ms, canvas px) | page animation frames: median ms, over 25 ms | hit test (ms) | page memory (MiB) |');
 console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
 for (const r of rows) {
-  const target = r.entries >= 6e6 ? targets.firstPaint6M : r.entries >= 1e6 ? targets.firstPaint1M : Infinity;
+  const target = r.entries === 6e6 ? targets.firstPaint6M : r.entries === 1e6 ? targets.firstPaint1M : Infinity;
   const first = `${r.firstPaint.toFixed(0)}${Number.isFinite(target) ? ' ' + check(r.firstPaint <= target) : ''}`;
   const hit = Number.isNaN(r.hit) ? 'n/a' : `${r.hit < 0.1 ? '< 0.1' : r.hit.toFixed(2)} ${check(r.hit <= targets.hit)}`;
   console.log(`| ${r.entries.toLocaleString('en')} | ${mb(r.bytes).toFixed(1)} | ${r.elements.toLocaleString('en')} (${r.detail.toLocaleString('en')}) | ${first} | ${r.layout.toFixed(0)} | ${r.latency.toFixed(1)} ${check(r.latency <= targets.frame)} | ${r.paint.toFixed(1)} (${r.size}) | ${r.tick.toFixed(1)}, ${r.janky} of ${r.ticks} | ${hit} | ${r.memory.toFixed(0)} |`);
