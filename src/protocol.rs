@@ -139,7 +139,8 @@ pub struct TimelineInfo {
     /// Elements in the timeline, and how many are drawn individually.
     pub elements: u32,
     pub detail: u32,
-    /// The detail chosen when none is asked for: everything at least 1/4096 of the peak.
+    /// The detail chosen when none is asked for: every element of a timeline of up to 20,000,
+    /// otherwise every element at least 1/4096 of the peak (at most 500,000).
     pub default_detail: u32,
     /// Where the total peaks (state and bytes) and its time.
     pub peak_state: u32,

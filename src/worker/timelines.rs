@@ -19,6 +19,8 @@ use crate::timeline::layout::{Cursor, Layout};
 use crate::timeline::raster::{self, Hit, Marks, Style, Track, View};
 use crate::timeline::{AxisMode, Kind};
 
+/// Timelines with at most this many elements draw all of them by default.
+const DRAW_ALL_UP_TO: u32 = 20_000;
 /// Largest detail offered by default; more can be asked for.
 const DEFAULT_DETAIL_CAP: u32 = 500_000;
 /// Elements at least this fraction of the peak are drawn by default (a pixel of a 4K-tall plot).
@@ -480,8 +482,12 @@ fn any_elements<'a>(
     }
 }
 
-/// Elements at least 1/4096 of the peak: every one that is a pixel tall at the full view.
+/// Every element of a small timeline; otherwise those at least 1/4096 of the peak (every one
+/// that is a pixel tall at the full view), up to [`DEFAULT_DETAIL_CAP`].
 fn default_detail(elements: &impl Elements, peak: u64) -> u32 {
+    if elements.count() <= DRAW_ALL_UP_TO {
+        return elements.count();
+    }
     let floor = (peak / DEFAULT_DETAIL_FRACTION).max(1);
     let count = (0..elements.count())
         .filter(|&i| elements.size(i) >= floor)
