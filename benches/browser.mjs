@@ -97,7 +97,7 @@ console.log(`Targets: 1M entries → overview ≤ ${targets.overview1M} ms; 6M �
 console.log('| entries | file MB | file → decoded (ms) | read + decode (MB/s) | in the worker: reading / decoding / analysis (ms) | file → first paint (ms) | page memory (MiB) | of which the snapshot (MiB) |');
 console.log('|---:|---:|---:|---:|---:|---:|---:|---:|');
 for (const r of rows) {
-  // The issue sets targets for 1M and 6M entries only.
+  // Targets are set for 1M and 6M entries only.
   const paintTarget = r.entries === 6e6 ? targets.overview6M : r.entries === 1e6 ? targets.overview1M : Infinity;
   const paint = `${r.painted.toFixed(0)}${Number.isFinite(paintTarget) ? ' ' + check(r.painted <= paintTarget) : ''}`;
   const memory = `${r.memory.toFixed(0)}${r.entries === 6e6 ? ' ' + check(r.memory <= targets.memory6M) : ''}`;

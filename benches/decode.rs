@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
-/// Targets from the decoder issue, printed beside the results.
+/// The decoder's targets, printed beside the results.
 const TARGET_NATIVE_MBPS: f64 = 400.0;
 const TARGET_MODEL_BYTES_PER_ENTRY: f64 = 48.0;
 const TARGET_RSS_FRACTION: f64 = 0.5;

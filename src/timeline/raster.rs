@@ -51,7 +51,7 @@ impl Style {
         }
     }
 
-    /// The colour of element `i`: stable across views, zooms and sessions.
+    /// The colour of element `i`: stable across views, zooms and page loads.
     pub fn colour(&self, i: u32) -> [u8; 4] {
         let hash = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
         self.palette[(hash % self.palette.len() as u64) as usize]

@@ -400,11 +400,7 @@ impl Timeline {
                 let same_layout = self
                     .info
                     .with_untracked(|i| i.as_ref().is_some_and(|i| i.kind == info.kind));
-                if !self
-                    .info
-                    .with_untracked(|i| i.as_ref().is_some_and(|i| i.has_time))
-                    && !info.has_time
-                {
+                if !info.has_time && self.mode.get_untracked() == AxisMode::Time {
                     self.mode.set(AxisMode::Events);
                 }
                 self.error.set(None);
@@ -553,7 +549,8 @@ pub fn TimelinePanel(file: FileId, device: u32, actions: Actions) -> impl IntoVi
     Effect::new(move |_| {
         let _ = tl.kind.get();
         tl.info.set(None);
-        tl.pinned.set(None);
+        tl.unpin();
+        tl.pacing.update_value(|p| p.search_query = None);
         tl.search.set(None);
         tl.minimap.set(None);
         tl.lay_out(None);
