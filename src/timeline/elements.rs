@@ -111,7 +111,8 @@ pub struct SegmentElements {
 }
 
 impl SegmentElements {
-    /// Pairs segment events by address. The elements add up to the replay's reserved curve:
+    /// Pairs segment events by address; a free or unmap of part of a range ends it and starts
+    /// what remains mapped as new ranges. The elements add up to the replay's reserved curve:
     /// whatever the trace and the final segments leave unexplained before the window becomes
     /// one baseline element with no address.
     pub fn build(device: &Device, facts: &DeviceFacts) -> Self {
@@ -137,36 +138,75 @@ impl SegmentElements {
                         origin: Origin::Trace,
                     });
                 }
-                _ => match open.get(&addr) {
-                    Some(&i) if in_trace[i].size == size => {
-                        open.remove(&addr);
-                        in_trace[i].free_row = row;
+                _ => {
+                    // The open range this free covers: one starting at its address, else one
+                    // containing it (expandable segments unmap parts of what they mapped).
+                    let covering = open.get(&addr).copied().or_else(|| {
+                        open.values().copied().find(|&i| {
+                            let e = &in_trace[i];
+                            e.addr < addr && addr < e.addr + e.size
+                        })
+                    });
+                    match covering {
+                        Some(i) => {
+                            let whole = in_trace[i].clone();
+                            open.remove(&whole.addr);
+                            in_trace[i].free_row = row;
+                            // What stays mapped on either side lives on as new ranges.
+                            let end = addr.saturating_add(size);
+                            let pieces = [
+                                (whole.addr, addr.saturating_sub(whole.addr)),
+                                (end, (whole.addr + whole.size).saturating_sub(end)),
+                            ];
+                            for (piece_addr, piece_size) in pieces {
+                                if piece_size > 0 {
+                                    open.insert(piece_addr, in_trace.len());
+                                    in_trace.push(SegmentElement {
+                                        addr: piece_addr,
+                                        size: piece_size,
+                                        alloc_row: row,
+                                        free_row: NO_ROW,
+                                        ..whole.clone()
+                                    });
+                                }
+                            }
+                        }
+                        None => freed_before.push(SegmentElement {
+                            addr,
+                            size,
+                            stream: trace.stream[r],
+                            alloc_row: NO_ROW,
+                            free_row: row,
+                            stack: trace.stack[r],
+                            origin: Origin::FreedBeforeAlloc,
+                        }),
                     }
-                    _ => freed_before.push(SegmentElement {
-                        addr,
-                        size,
-                        stream: trace.stream[r],
-                        alloc_row: NO_ROW,
-                        free_row: row,
-                        stack: trace.stack[r],
-                        origin: Origin::FreedBeforeAlloc,
-                    }),
-                },
+                }
             }
         }
-        // Final segments the trace never mapped were there from the start.
+        // What the final segments hold beyond the ranges the trace left mapped was there from
+        // the start.
         let mut live: Vec<SegmentElement> = device
             .segments
             .iter()
-            .filter(|s| !open.contains_key(&s.address))
-            .map(|s| SegmentElement {
-                addr: s.address,
-                size: s.total_size,
-                stream: s.stream.min(u16::MAX as u64) as u16,
-                alloc_row: NO_ROW,
-                free_row: NO_ROW,
-                stack: s.stack,
-                origin: Origin::LiveBlock,
+            .filter_map(|s| {
+                let end = s.address.saturating_add(s.total_size);
+                let mapped_in_trace: u64 = open
+                    .values()
+                    .map(|&i| &in_trace[i])
+                    .filter(|e| s.address <= e.addr && e.addr < end)
+                    .map(|e| e.size)
+                    .sum();
+                let before = s.total_size.saturating_sub(mapped_in_trace);
+                (before > 0).then(|| SegmentElement {
+                    addr: s.address,
+                    size: before,
+                    stream: s.stream.min(u16::MAX as u64) as u16,
+                    alloc_row: NO_ROW,
+                    free_row: NO_ROW,
+                    stack: s.stack,
+                    origin: Origin::LiveBlock,
+                })
             })
             .collect();
         let explained: u64 = live.iter().chain(&freed_before).map(|s| s.size).sum();
@@ -291,6 +331,33 @@ mod tests {
         assert_eq!((e.start(2), e.end(2)), (1, 4));
         for i in 0..3 {
             assert_eq!(e.position(e.allocation_index(i)), i);
+        }
+    }
+
+    #[test]
+    fn mapped_ranges_pair_by_address_and_size_and_partial_unmaps_stay_consistent() {
+        // Expandable segments: two ranges mapped, one unmapped whole, then a partial unmap of
+        // the other (a different size at the same address) which cannot be paired.
+        let d = device(vec![
+            row(Action::SegmentMap, 0x1000, 20),
+            row(Action::SegmentMap, 0x2000, 40),
+            row(Action::SegmentUnmap, 0x1000, 20),
+            row(Action::SegmentUnmap, 0x2000, 10),
+        ]);
+        let facts = replay(&d);
+        let s = SegmentElements::build(&d, &facts);
+        let first = s.items.iter().find(|e| e.addr == 0x1000).unwrap();
+        assert_eq!((first.alloc_row, first.free_row), (0, 2));
+        for state in 0..=4u32 {
+            let total: u64 = (0..s.count())
+                .filter(|&i| s.start(i) <= state && state < s.end(i))
+                .map(|i| s.size(i))
+                .sum();
+            assert_eq!(
+                total,
+                facts.reserved_after(state.checked_sub(1)),
+                "state {state}"
+            );
         }
     }
 
