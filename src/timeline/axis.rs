@@ -105,7 +105,9 @@ impl<'a> Axis<'a> {
     /// The states shown in `[a, b)`.
     pub fn span(&self, mode: AxisMode, a: f64, b: f64) -> Option<Span> {
         let (start, end) = self.full_range(mode);
-        if !(b > start && a < end) || !(b > a) {
+        // Written so NaN bounds fall out too.
+        let overlaps = b > start && a < end && b > a;
+        if !overlaps {
             return None;
         }
         let a = a.max(start);

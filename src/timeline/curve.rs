@@ -21,16 +21,18 @@ impl Envelope {
         let mut fine = Vec::new();
         let mut coarse = Vec::new();
         for (s, v) in values.enumerate() {
-            if s % FINE == 0 {
+            if s.is_multiple_of(FINE) {
                 fine.push(v);
             } else {
-                let last = fine.last_mut().expect("pushed at s % FINE == 0");
+                let last = fine.last_mut().expect("pushed at s.is_multiple_of(FINE)");
                 *last = (*last).max(v);
             }
-            if s % COARSE == 0 {
+            if s.is_multiple_of(COARSE) {
                 coarse.push(v);
             } else {
-                let last = coarse.last_mut().expect("pushed at s % COARSE == 0");
+                let last = coarse
+                    .last_mut()
+                    .expect("pushed at s.is_multiple_of(COARSE)");
                 *last = (*last).max(v);
             }
         }
@@ -125,10 +127,10 @@ fn argmax_dense(
     let mut best = 0u64;
     let mut s = first;
     while s <= last {
-        if s % COARSE == 0 && s + COARSE - 1 <= last {
+        if s.is_multiple_of(COARSE) && s + COARSE - 1 <= last {
             best = best.max(envelope.coarse[s / COARSE]);
             s += COARSE;
-        } else if s % FINE == 0 && s + FINE - 1 <= last {
+        } else if s.is_multiple_of(FINE) && s + FINE - 1 <= last {
             best = best.max(envelope.fine[s / FINE]);
             s += FINE;
         } else {
@@ -138,9 +140,10 @@ fn argmax_dense(
     }
     let mut s = first;
     while s <= last {
-        if s % COARSE == 0 && s + COARSE - 1 <= last && envelope.coarse[s / COARSE] < best {
+        if s.is_multiple_of(COARSE) && s + COARSE - 1 <= last && envelope.coarse[s / COARSE] < best
+        {
             s += COARSE;
-        } else if s % FINE == 0 && s + FINE - 1 <= last && envelope.fine[s / FINE] < best {
+        } else if s.is_multiple_of(FINE) && s + FINE - 1 <= last && envelope.fine[s / FINE] < best {
             s += FINE;
         } else {
             if value(s) == best {

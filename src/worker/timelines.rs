@@ -223,7 +223,9 @@ impl Timelines {
         let elements = any_elements(facts, entry.segments.as_ref());
         let track = self.track(entry, dev, facts, &elements);
         let mode = track.axis.mode(request.mode);
-        let (x0, x1) = if request.whole || !(request.x0 < request.x1) {
+        // A range that is empty, reversed or NaN shows the whole trace.
+        let usable = request.x0 < request.x1;
+        let (x0, x1) = if request.whole || !usable {
             track.axis.full_range(mode)
         } else {
             (request.x0, request.x1)
