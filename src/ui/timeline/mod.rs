@@ -204,10 +204,10 @@ impl Timeline {
         self.set_window(Window::new(x - span / 2.0, x + span / 2.0));
     }
 
-    /// Centres the view on an element, keeping the zoom when it fits.
-    fn centre_on(&self, detail: &ElementDetail) {
-        let Some(full) = self.full() else { return };
-        let (a, b) = match self.mode.get_untracked() {
+    /// Where an element lives along the x axis of `mode`: from its alloc to its free.
+    pub fn lifetime_x(&self, detail: &ElementDetail, mode: AxisMode) -> Option<(f64, f64)> {
+        let full = self.full()?;
+        Some(match mode {
             AxisMode::Events => (
                 detail.start_state as f64,
                 detail.end_state.map_or(full.x1, |e| e as f64),
@@ -216,6 +216,14 @@ impl Timeline {
                 detail.alloc_time_us.map_or(full.x0, |t| t as f64),
                 detail.free_time_us.map_or(full.x1, |t| t as f64),
             ),
+        })
+    }
+
+    /// Centres the view on an element, keeping the zoom when it fits.
+    fn centre_on(&self, detail: &ElementDetail) {
+        let Some(full) = self.full() else { return };
+        let Some((a, b)) = self.lifetime_x(detail, self.mode.get_untracked()) else {
+            return;
         };
         let min = self.min_span();
         self.window.update(|w| *w = w.centred_on(a, b, full, min));

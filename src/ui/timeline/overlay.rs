@@ -20,6 +20,9 @@ pub struct Scene<'a> {
     pub mode: AxisMode,
     pub y_max: u64,
     pub info: &'a TimelineInfo,
+    /// The pinned allocation's lifetime, marked along the bottom even when it is too small to
+    /// be drawn individually.
+    pub pinned: Option<(f64, f64)>,
     pub dark: bool,
 }
 
@@ -196,6 +199,29 @@ pub fn draw(canvas: &HtmlCanvasElement, scene: &Scene<'_>) {
             px + 4.0,
             PHASE_BAND + 2.0,
         );
+    }
+
+    // The pinned allocation's lifetime: a bar along the bottom and its two ends.
+    if let Some((a, b)) = scene.pinned {
+        let (pa, pb) = (x_px(a), x_px(b));
+        if pb >= 0.0 && pa <= w {
+            let colour = "rgba(220,20,60,0.9)";
+            ctx.set_fill_style_str(colour);
+            let (left, right) = (pa.max(0.0), pb.min(w));
+            ctx.fill_rect(left, h - 4.0, (right - left).max(2.0), 4.0);
+            ctx.set_stroke_style_str(colour);
+            ctx.set_line_width(1.0);
+            let _ = ctx.set_line_dash(&js_sys::Array::of2(&4.0.into(), &3.0.into()));
+            for x in [pa, pb] {
+                if (0.0..=w).contains(&x) {
+                    ctx.begin_path();
+                    ctx.move_to(x.round() + 0.5, PHASE_BAND);
+                    ctx.line_to(x.round() + 0.5, h);
+                    ctx.stroke();
+                }
+            }
+            let _ = ctx.set_line_dash(&js_sys::Array::new());
+        }
     }
 
     // The peak.

@@ -248,6 +248,9 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
         let (Some(c), Some(frame), Some(info)) = (overlay_canvas.get(), frame, info) else {
             return;
         };
+        let pinned = tl
+            .pinned
+            .with(|p| p.as_ref().and_then(|d| tl.lifetime_x(d, frame.mode)));
         overlay::draw(
             &c,
             &overlay::Scene {
@@ -259,6 +262,7 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
                 mode: frame.mode,
                 y_max: frame.y_max,
                 info: &info,
+                pinned,
                 dark,
             },
         );
