@@ -30,6 +30,8 @@ pub struct Scene<'a> {
 /// lane, up to [`PHASE_LANES`].
 const PHASE_LANE: f64 = 14.0;
 const PHASE_LANES: usize = 3;
+/// Phases narrower than this (CSS pixels) are drawn without their name.
+const MIN_LABEL_WIDTH: f64 = 24.0;
 /// Where the plot's own marks start below the phases.
 const PHASE_BAND: f64 = PHASE_LANE;
 
@@ -137,6 +139,7 @@ pub fn draw(canvas: &HtmlCanvasElement, scene: &Scene<'_>) {
     };
     // Each phase takes the first lane whose previous phase ended before it starts.
     let mut lane_ends: Vec<f64> = Vec::new();
+    let mut lane_columns: Vec<i64> = Vec::new();
     for (i, phase) in scene.info.phases.iter().enumerate() {
         let (Some(a), b) = (
             x_of(phase.start_state, Some(phase.start_time_us)),
@@ -160,6 +163,16 @@ pub fn draw(canvas: &HtmlCanvasElement, scene: &Scene<'_>) {
         if pb <= 0.0 || pa >= w {
             continue;
         }
+        // Thousands of phases can share a pixel when zoomed out: paint each pixel of a lane
+        // once, and name only phases wide enough to read.
+        let column = pa.floor() as i64;
+        if pb - pa < 1.0 && lane_columns.get(lane).copied() == Some(column) {
+            continue;
+        }
+        if lane_columns.len() <= lane {
+            lane_columns.resize(lane + 1, i64::MIN);
+        }
+        lane_columns[lane] = column;
         let top = lane as f64 * PHASE_LANE;
         let fill = if i % 2 == 0 {
             "rgba(79,70,229,0.22)"
@@ -168,13 +181,15 @@ pub fn draw(canvas: &HtmlCanvasElement, scene: &Scene<'_>) {
         };
         ctx.set_fill_style_str(fill);
         ctx.fill_rect(pa, top, (pb - pa).max(1.0), PHASE_LANE - 1.0);
-        ctx.save();
-        ctx.begin_path();
-        ctx.rect(pa, top, (pb - pa).max(1.0), PHASE_LANE);
-        ctx.clip();
-        ctx.set_fill_style_str(text);
-        let _ = ctx.fill_text(&phase.name, pa + 3.0, top + PHASE_LANE / 2.0);
-        ctx.restore();
+        if pb - pa >= MIN_LABEL_WIDTH {
+            ctx.save();
+            ctx.begin_path();
+            ctx.rect(pa, top, pb - pa, PHASE_LANE);
+            ctx.clip();
+            ctx.set_fill_style_str(text);
+            let _ = ctx.fill_text(&phase.name, pa + 3.0, top + PHASE_LANE / 2.0);
+            ctx.restore();
+        }
     }
 
     // OOM marks.
