@@ -18,6 +18,9 @@ use super::state::{AppState, Command, FileId};
 use super::workers::{js_text, WorkerPool};
 use crate::protocol::{ErrorReport, Request, Response};
 
+/// How long after a load ends the next file's worker starts.
+const SPARE_WORKER_DELAY: std::time::Duration = std::time::Duration::from_millis(1500);
+
 /// The example snapshot shipped next to the page (`static/example.pickle`).
 const EXAMPLE_URL: &str = "./example.pickle";
 const EXAMPLE_NAME: &str = "example.pickle";
@@ -153,14 +156,21 @@ impl Actions {
         }
     }
 
-    /// Starts the next file's worker once no file is loading.
+    /// Starts the next file's worker a moment after the last load ends (when no file is
+    /// loading then), so its start-up competes neither with a load nor with drawing the file
+    /// that just arrived.
     fn prepare_spare_when_idle(self) {
-        let loading = self
-            .state
-            .with_untracked(|s| s.files().iter().any(|f| f.is_loading()));
-        if !loading {
-            self.workers.update_value(WorkerPool::prepare_spare);
-        }
+        set_timeout(
+            move || {
+                let loading = self
+                    .state
+                    .try_with_untracked(|s| s.files().iter().any(|f| f.is_loading()));
+                if loading == Some(false) {
+                    self.workers.try_update_value(WorkerPool::prepare_spare);
+                }
+            },
+            SPARE_WORKER_DELAY,
+        );
     }
 
     fn on_worker_error(self, id: FileId, message: String) {
