@@ -289,37 +289,15 @@ impl Elements for AnyElements<'_> {
 mod tests {
     use super::*;
     use crate::analysis::replay::replay;
-    use crate::model::{Trace, TraceRow};
-
-    fn row(action: Action, addr: u64, size: u64) -> TraceRow {
-        let mut r = TraceRow::new(action);
-        r.addr = addr;
-        r.size = size;
-        r
-    }
-
-    fn device(rows: Vec<TraceRow>) -> Device {
-        let mut trace = Trace::default();
-        for r in rows {
-            trace.push(r);
-        }
-        trace.finish();
-        Device {
-            id: 0,
-            has_trace_list: true,
-            trace,
-            segments: Vec::new(),
-            blocks: Vec::new(),
-        }
-    }
+    use crate::timeline::test_traces::device;
 
     #[test]
     fn pre_window_allocations_sit_below_with_the_earliest_free_on_top() {
-        let d = device(vec![
-            row(Action::Alloc, 0x100, 10),
-            row(Action::FreeCompleted, 0xa, 1), // freed first: on top of the baseline
-            row(Action::FreeCompleted, 0xb, 2),
-            row(Action::FreeCompleted, 0x100, 10),
+        let d = device(&[
+            (Action::Alloc, 0x100, 10),
+            (Action::FreeCompleted, 0xa, 1), // freed first: on top of the baseline
+            (Action::FreeCompleted, 0xb, 2),
+            (Action::FreeCompleted, 0x100, 10),
         ]);
         let facts = replay(&d);
         let e = AllocationElements::new(&facts);
@@ -338,11 +316,11 @@ mod tests {
     fn mapped_ranges_pair_by_address_and_size_and_partial_unmaps_stay_consistent() {
         // Expandable segments: two ranges mapped, one unmapped whole, then a partial unmap of
         // the other (a different size at the same address) which cannot be paired.
-        let d = device(vec![
-            row(Action::SegmentMap, 0x1000, 20),
-            row(Action::SegmentMap, 0x2000, 40),
-            row(Action::SegmentUnmap, 0x1000, 20),
-            row(Action::SegmentUnmap, 0x2000, 10),
+        let d = device(&[
+            (Action::SegmentMap, 0x1000, 20),
+            (Action::SegmentMap, 0x2000, 40),
+            (Action::SegmentUnmap, 0x1000, 20),
+            (Action::SegmentUnmap, 0x2000, 10),
         ]);
         let facts = replay(&d);
         let s = SegmentElements::build(&d, &facts);
@@ -363,10 +341,10 @@ mod tests {
 
     #[test]
     fn segments_pair_by_address_and_add_up_to_reserved() {
-        let d = device(vec![
-            row(Action::SegmentAlloc, 0x1000, 100),
-            row(Action::SegmentFree, 0x9000, 50), // predates the trace
-            row(Action::SegmentFree, 0x1000, 100),
+        let d = device(&[
+            (Action::SegmentAlloc, 0x1000, 100),
+            (Action::SegmentFree, 0x9000, 50), // predates the trace
+            (Action::SegmentFree, 0x1000, 100),
         ]);
         let facts = replay(&d);
         let s = SegmentElements::build(&d, &facts);

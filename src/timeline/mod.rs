@@ -54,3 +54,28 @@ pub enum AxisMode {
 
 /// "Not freed within the trace": the end state of an element alive at the end.
 pub const ALIVE: u32 = u32::MAX;
+
+/// Hand-made traces for the timeline's unit tests.
+#[cfg(test)]
+pub(crate) mod test_traces {
+    use crate::model::{Action, Device, Trace, TraceRow};
+
+    /// A device whose trace is `rows` of (action, address, size), with no final segments.
+    pub fn device(rows: &[(Action, u64, u64)]) -> Device {
+        let mut trace = Trace::default();
+        for &(action, addr, size) in rows {
+            let mut row = TraceRow::new(action);
+            row.addr = addr;
+            row.size = size;
+            trace.push(row);
+        }
+        trace.finish();
+        Device {
+            id: 0,
+            has_trace_list: true,
+            trace,
+            segments: Vec::new(),
+            blocks: Vec::new(),
+        }
+    }
+}

@@ -352,27 +352,10 @@ pub fn hit<E: Elements>(
 mod tests {
     use super::*;
     use crate::analysis::replay::replay;
-    use crate::model::{Action, Device, Trace, TraceRow};
+    use crate::model::{Action, Device};
     use crate::timeline::curve::Envelope;
     use crate::timeline::elements::AllocationElements;
-
-    fn device(rows: &[(Action, u64, u64)]) -> Device {
-        let mut trace = Trace::default();
-        for &(action, addr, size) in rows {
-            let mut r = TraceRow::new(action);
-            r.addr = addr;
-            r.size = size;
-            trace.push(r);
-        }
-        trace.finish();
-        Device {
-            id: 0,
-            has_trace_list: true,
-            trace,
-            segments: Vec::new(),
-            blocks: Vec::new(),
-        }
-    }
+    use crate::timeline::test_traces::device;
 
     /// Paints a device's allocations with `detail` drawn and calls `check` with the frame.
     fn with_frame(
