@@ -672,6 +672,61 @@ describe('timeline of the bundled example', () => {
     await resetView(page);
   });
 
+  it('the minimap moves the view: a click centres it, dragging the window pans, dragging an edge resizes', async () => {
+    await resetView(page);
+    const f = full(await timeline(page));
+    // Zoom to a tenth of the trace at the centre so the minimap window can move.
+    await focusPlot(page);
+    for (let i = 0; i < 10; i++) await painted(page, () => page.keyboard.press('w'), 'the frame after w');
+    // The strip's inner box (inside its border), which spans the whole trace.
+    const strip = await page.$eval('#timeline-minimap', (e) => {
+      const r = e.getBoundingClientRect();
+      return { left: r.left + e.clientLeft, top: r.top, width: e.clientWidth, height: r.height };
+    });
+    const at = (x) => f.x0 + ((x - strip.left) / strip.width) * (f.x1 - f.x0);
+    const y = strip.top + strip.height / 2;
+
+    // A click outside the window centres the window there, keeping its span.
+    let before = view(await timeline(page));
+    let span = before.x1 - before.x0;
+    const clickX = strip.left + strip.width * 0.15;
+    await painted(page, async () => {
+      await page.mouse.move(clickX, y);
+      await page.mouse.down();
+      await page.mouse.up();
+    }, 'the frame after a minimap click');
+    const centre = at(clickX);
+    assertWindow(view(await timeline(page)), clampWindow({ x0: centre - span / 2, x1: centre + span / 2 }, f), f, 'after a minimap click');
+
+    // Dragging the window's middle 100 px to the right pans by that share of the trace.
+    before = view(await timeline(page));
+    const box = await page.$eval('#timeline-minimap-window', (e) => e.getBoundingClientRect().toJSON());
+    const mid = box.left + box.width / 2;
+    await painted(page, async () => {
+      await page.mouse.move(mid, y);
+      await page.mouse.down();
+      await page.mouse.move(mid + 50, y, { steps: 3 });
+      await page.mouse.move(mid + 100, y, { steps: 3 });
+      await page.mouse.up();
+    }, 'the frame after dragging the minimap window');
+    const shift = at(mid + 100) - at(mid);
+    assertWindow(view(await timeline(page)), clampWindow({ x0: before.x0 + shift, x1: before.x1 + shift }, f), f, 'after dragging the window');
+
+    // Dragging the right edge 80 px further right widens the view; its left edge stays.
+    before = view(await timeline(page));
+    const edge = await page.$eval('#timeline-minimap-window', (e) => e.getBoundingClientRect().right);
+    await painted(page, async () => {
+      await page.mouse.move(edge, y);
+      await page.mouse.down();
+      await page.mouse.move(edge + 80, y, { steps: 4 });
+      await page.mouse.up();
+    }, 'the frame after dragging the minimap edge');
+    const resized = view(await timeline(page));
+    assert.ok(Math.abs(resized.x0 - before.x0) <= (f.x1 - f.x0) / strip.width, `the left edge moved: ${before.x0} -> ${resized.x0}`);
+    assertWindow(resized, clampWindow({ x0: before.x0, x1: at(edge + 80) }, f), f, 'after dragging the right edge');
+    await resetView(page);
+  });
+
   it('jump to peak shows a fiftieth of the trace around the peak', async () => {
     await resetView(page);
     const f = full(await timeline(page));

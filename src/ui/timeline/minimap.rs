@@ -6,7 +6,7 @@ use leptos::html::{Canvas, Div};
 use leptos::prelude::*;
 use web_sys::PointerEvent;
 
-use super::plot::{context, offset};
+use super::plot::context;
 use super::window::Window;
 use super::Timeline;
 
@@ -83,24 +83,32 @@ pub fn Minimap(tl: Timeline) -> impl IntoView {
         }
     });
 
-    let fraction = move |offset_x: f64| {
-        let (w, _, _) = tl.size.get_untracked();
-        (offset_x / w.max(1.0)).clamp(0.0, 1.0)
+    // Where the pointer is on the strip, in pixels from its inner left edge, and the strip's
+    // inner width. From client coordinates: `offsetX` would be relative to whichever child
+    // (the window, its edges) is under the pointer.
+    let position = move |event: &PointerEvent| {
+        let s = strip.get_untracked()?;
+        let client_x = js_sys::Reflect::get(event, &"clientX".into())
+            .ok()
+            .and_then(|v| v.as_f64())?;
+        let left = s.get_bounding_client_rect().left() + s.client_left() as f64;
+        Some((client_x - left, (s.client_width() as f64).max(1.0)))
     };
-    let x_at = move |offset_x: f64| {
+    let x_at = move |px: f64, width: f64| {
         tl.full()
-            .map(|full| full.x0 + fraction(offset_x) * full.span())
+            .map(|full| full.x0 + (px / width).clamp(0.0, 1.0) * full.span())
     };
     let on_down = move |event: PointerEvent| {
-        let (Some(full), Some(x)) = (tl.full(), x_at(offset(&event).0)) else {
+        let Some((px, width)) = position(&event) else {
+            return;
+        };
+        let (Some(full), Some(x)) = (tl.full(), x_at(px, width)) else {
             return;
         };
         let window = tl.window.get_untracked();
-        let (w, _, _) = tl.size.get_untracked();
-        let px_per_unit = w / full.span();
+        let px_per_unit = width / full.span();
         let left = (window.x0 - full.x0) * px_per_unit;
         let right = (window.x1 - full.x0) * px_per_unit;
-        let px = offset(&event).0;
         let g = if (px - left).abs() <= EDGE {
             Grab::Left
         } else if (px - right).abs() <= EDGE {
@@ -120,7 +128,7 @@ pub fn Minimap(tl: Timeline) -> impl IntoView {
         }
     };
     let on_move = move |event: PointerEvent| {
-        let Some(x) = x_at(offset(&event).0) else {
+        let Some(x) = position(&event).and_then(|(px, width)| x_at(px, width)) else {
             return;
         };
         let window = tl.window.get_untracked();
