@@ -145,30 +145,34 @@ impl Timelines {
             );
             self.envelopes.insert(device, envelope);
         }
-        let existing = self
+        if let Some(entry) = self
             .entries
-            .iter()
-            .position(|e| e.device == device && e.kind == kind);
-        let segments = match existing {
-            Some(i) => self.entries[i].segments.take(),
-            None => (kind == Kind::Segments).then(|| SegmentElements::build(dev, facts)),
-        };
+            .iter_mut()
+            .find(|e| e.device == device && e.kind == kind)
+        {
+            // Laid out before: only a new detail changes anything.
+            let elements = any_elements(facts, entry.segments.as_ref());
+            let detail = detail.unwrap_or(entry.info.detail).min(elements.count());
+            if detail != entry.info.detail {
+                entry.layout = Layout::build(&elements, detail);
+                // Ranks changed: a kept cursor would name the wrong elements.
+                entry.hover = Default::default();
+                entry.info.detail = entry.layout.drawn;
+                entry.info.layout_ms = now() - start;
+            }
+            return Response::Timeline(entry.info.clone()).into();
+        }
+        let segments = (kind == Kind::Segments).then(|| SegmentElements::build(dev, facts));
         let elements = any_elements(facts, segments.as_ref());
         let peak = match kind {
             Kind::Allocations => facts.peak_allocated,
             Kind::Segments => facts.peak_reserved,
         };
         let default_detail = default_detail(&elements, peak.bytes);
-        let detail = detail
-            .or_else(|| existing.map(|i| self.entries[i].info.detail))
-            .unwrap_or(default_detail)
-            .min(elements.count());
-        let reuse = existing.filter(|&i| self.entries[i].info.detail == detail);
-        let previous_ms = existing.map_or(0.0, |i| self.entries[i].info.layout_ms);
-        let layout = match reuse {
-            Some(i) => std::mem::take(&mut self.entries[i].layout),
-            None => Layout::build(&elements, detail),
-        };
+        let layout = Layout::build(
+            &elements,
+            detail.unwrap_or(default_detail).min(elements.count()),
+        );
         let axis = Axis::new(&dev.trace);
         let peak_state = peak.row.map_or(0, |r| r + 1);
         let info = TimelineInfo {
@@ -186,28 +190,17 @@ impl Timelines {
             peak_time_us: axis.time_of_state(peak_state).filter(|_| axis.has_time()),
             phases: phases(analysed, dev, &axis),
             ooms: ooms(dev, &axis),
-            layout_ms: 0.0,
+            layout_ms: now() - start,
         };
-        let found = existing.and_then(|i| self.entries[i].found.take());
-        let mut entry = Entry {
+        self.entries.push(Entry {
             device,
             kind,
             layout,
             hover: Default::default(),
             segments,
-            info,
-            found,
-        };
-        // A reused layout keeps the time it took to build.
-        entry.info.layout_ms = match reuse {
-            Some(_) => previous_ms,
-            None => now() - start,
-        };
-        let info = entry.info.clone();
-        match existing {
-            Some(i) => self.entries[i] = entry,
-            None => self.entries.push(entry),
-        }
+            info: info.clone(),
+            found: None,
+        });
         Response::Timeline(info).into()
     }
 
