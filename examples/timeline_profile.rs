@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use memsight::analysis::Analysed;
 use memsight::protocol::{FrameRequest, HitRequest, Request, Response};
-use memsight::timeline::{AxisMode, Kind};
+use memsight::timeline::{AxisMode, Kind, Viewport};
 use memsight::worker::timelines::Timelines;
 
 fn main() {
@@ -59,12 +59,14 @@ fn main() {
             device,
             kind: Kind::Allocations,
             seq: i as u32,
-            mode: AxisMode::Events,
-            x0: (centre - half).max(x0),
-            x1: (centre + half).min(x1),
+            view: Viewport {
+                mode: AxisMode::Events,
+                x0: (centre - half).max(x0),
+                x1: (centre + half).min(x1),
+                width,
+                height,
+            },
             whole: false,
-            width,
-            height,
             dark: false,
             line_width: 2,
             pinned: None,
@@ -93,11 +95,13 @@ fn main() {
             device,
             kind: Kind::Allocations,
             seq: 0,
-            mode: AxisMode::Events,
-            x0,
-            x1,
-            width,
-            height,
+            view: Viewport {
+                mode: AxisMode::Events,
+                x0,
+                x1,
+                width,
+                height,
+            },
             y_max,
             x,
             y: height - 3,

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::analysis::overview::Overview;
 use crate::timeline::inspect::ElementDetail;
-use crate::timeline::{AxisMode, Kind};
+use crate::timeline::{AxisMode, Kind, Viewport};
 
 /// What the page asks a worker to do.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -57,17 +57,11 @@ pub struct FrameRequest {
     pub kind: Kind,
     /// Echoed in the answer, so the page can drop stale frames.
     pub seq: u32,
-    pub mode: AxisMode,
-    /// The visible range `[x0, x1)` in `mode` units.
-    pub x0: f64,
-    pub x1: f64,
-    /// Show the whole trace instead of `[x0, x1)` (the page may ask for a first frame before
-    /// it knows the trace's range).
+    pub view: Viewport,
+    /// Show the whole trace instead of the view's range (the page may ask for a first frame
+    /// before it knows the trace's range).
     #[serde(default)]
     pub whole: bool,
-    /// Device pixels.
-    pub width: u32,
-    pub height: u32,
     pub dark: bool,
     /// Thickness of the reserved line, in device pixels.
     pub line_width: u32,
@@ -84,11 +78,8 @@ pub struct HitRequest {
     pub device: u32,
     pub kind: Kind,
     pub seq: u32,
-    pub mode: AxisMode,
-    pub x0: f64,
-    pub x1: f64,
-    pub width: u32,
-    pub height: u32,
+    /// The view of the painted frame.
+    pub view: Viewport,
     /// The painted frame's top edge in bytes.
     pub y_max: u64,
     /// Device pixels from the top-left corner.
@@ -177,13 +168,9 @@ pub struct OomMark {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FrameInfo {
     pub seq: u32,
-    /// The range painted, in the effective mode's units (time falls back to events when the
-    /// trace has no times).
-    pub mode: AxisMode,
-    pub x0: f64,
-    pub x1: f64,
-    pub width: u32,
-    pub height: u32,
+    /// What was painted: time falls back to events when the trace has no times, and a request
+    /// for the whole trace names its range.
+    pub view: Viewport,
     /// Bytes at the top edge (the view's highest value plus 5 %).
     pub y_max: u64,
     /// Distinct elements painted at least one pixel tall.

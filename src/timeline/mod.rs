@@ -52,6 +52,17 @@ pub enum AxisMode {
     Time,
 }
 
+/// What a canvas shows of a timeline: `[x0, x1)` in `mode` units over `width × height` device
+/// pixels. Frames are asked for and answered with one, and hit tests name the one painted.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Viewport {
+    pub mode: AxisMode,
+    pub x0: f64,
+    pub x1: f64,
+    pub width: u32,
+    pub height: u32,
+}
+
 /// "Not freed within the trace": the end state of an element alive at the end.
 pub const ALIVE: u32 = u32::MAX;
 

@@ -17,7 +17,7 @@ use crate::timeline::elements::{AllocationElements, AnyElements, Elements, Segme
 use crate::timeline::inspect::{self, Query};
 use crate::timeline::layout::{Cursor, Layout};
 use crate::timeline::raster::{self, Hit, Marks, Style, Track, View};
-use crate::timeline::{AxisMode, Kind};
+use crate::timeline::{AxisMode, Kind, Viewport};
 
 /// Timelines with at most this many elements draw all of them by default.
 const DRAW_ALL_UP_TO: u32 = 20_000;
@@ -210,18 +210,18 @@ impl Timelines {
             return failed("Lay the timeline out before asking for a frame.");
         };
         let (width, height) = (
-            request.width.clamp(1, MAX_SIDE),
-            request.height.clamp(1, MAX_SIDE),
+            request.view.width.clamp(1, MAX_SIDE),
+            request.view.height.clamp(1, MAX_SIDE),
         );
         let elements = any_elements(facts, entry.segments.as_ref());
         let track = self.track(entry, dev, facts, &elements);
-        let mode = track.axis.mode(request.mode);
+        let mode = track.axis.mode(request.view.mode);
         // A range that is empty, reversed or NaN shows the whole trace.
-        let usable = request.x0 < request.x1;
+        let usable = request.view.x0 < request.view.x1;
         let (x0, x1) = if request.whole || !usable {
             track.axis.full_range(mode)
         } else {
-            (request.x0, request.x1)
+            (request.view.x0, request.view.x1)
         };
         let view = View {
             mode,
@@ -252,11 +252,13 @@ impl Timelines {
         let frame = raster::paint(&track, &view, &style, marks);
         let info = FrameInfo {
             seq: request.seq,
-            mode,
-            x0,
-            x1,
-            width,
-            height,
+            view: Viewport {
+                mode,
+                x0,
+                x1,
+                width,
+                height,
+            },
             y_max: frame.y_max,
             drawn_individually: frame.drawn_individually,
             peak_state: frame.peak.map(|p| p.0),
@@ -279,11 +281,11 @@ impl Timelines {
         let elements = any_elements(facts, entry.segments.as_ref());
         let track = self.track(entry, dev, facts, &elements);
         let view = View {
-            mode: request.mode,
-            x0: request.x0,
-            x1: request.x1,
-            width: request.width.clamp(1, MAX_SIDE),
-            height: request.height.clamp(1, MAX_SIDE),
+            mode: request.view.mode,
+            x0: request.view.x0,
+            x1: request.view.x1,
+            width: request.view.width.clamp(1, MAX_SIDE),
+            height: request.view.height.clamp(1, MAX_SIDE),
             y_max: Some(request.y_max.max(1)),
         };
         let hit = raster::hit(
@@ -583,11 +585,13 @@ mod tests {
             device: info.device,
             kind: info.kind,
             seq: 7,
-            mode: AxisMode::Events,
-            x0: info.events_range.0,
-            x1: info.events_range.1,
-            width,
-            height,
+            view: Viewport {
+                mode: AxisMode::Events,
+                x0: info.events_range.0,
+                x1: info.events_range.1,
+                width,
+                height,
+            },
             dark: false,
             line_width: 2,
             whole: false,
@@ -632,16 +636,13 @@ mod tests {
             panic!()
         };
         // The column holding the peak state.
-        let x = ((info.peak_state as f64 - request.x0) / (request.x1 - request.x0) * 400.0) as u32;
+        let view = request.view;
+        let x = ((info.peak_state as f64 - view.x0) / (view.x1 - view.x0) * 400.0) as u32;
         let hit = HitRequest {
             device: info.device,
             kind: info.kind,
             seq: 1,
-            mode: AxisMode::Events,
-            x0: request.x0,
-            x1: request.x1,
-            width: 400,
-            height: 200,
+            view,
             y_max: frame.y_max,
             x,
             y: 199,

@@ -32,7 +32,7 @@ use crate::protocol::{
     TimelineInfo,
 };
 use crate::timeline::inspect::ElementDetail;
-use crate::timeline::{AxisMode, Kind};
+use crate::timeline::{AxisMode, Kind, Viewport};
 use window::Window;
 
 /// Set when a timeline's first frame is on screen (read by benchmarks).
@@ -48,7 +48,7 @@ struct Pacing {
     dirty: bool,
     seq: u32,
     /// The view of the frame on screen, for hit-testing what is painted.
-    painted: Option<PaintedView>,
+    painted: Option<Viewport>,
     /// The painted frame's top edge in bytes.
     painted_y_max: u64,
     hover_in_flight: bool,
@@ -262,12 +262,14 @@ impl Timeline {
                 device: self.device,
                 kind,
                 seq: p.seq,
-                mode: self.mode.get_untracked(),
-                x0: window.x0,
-                x1: window.x1,
+                view: Viewport {
+                    mode: self.mode.get_untracked(),
+                    x0: window.x0,
+                    x1: window.x1,
+                    width: (w * dpr).round().max(1.0) as u32,
+                    height: (h * dpr).round().max(1.0) as u32,
+                },
                 whole: info.is_none(),
-                width: (w * dpr).round().max(1.0) as u32,
-                height: (h * dpr).round().max(1.0) as u32,
                 dark: self.dark.get_untracked(),
                 line_width: (2.0 * dpr).round().max(1.0) as u32,
                 pinned: self.pinned.with_untracked(|p| p.as_ref().map(|d| d.index)),
@@ -291,7 +293,7 @@ impl Timeline {
                 p.hover_next = Some((x, y));
                 return;
             }
-            let Some(painted) = &p.painted else { return };
+            let Some(painted) = p.painted else { return };
             p.hover_in_flight = true;
             p.hover_seq = p.hover_seq.wrapping_add(1);
             if pin {
@@ -301,11 +303,7 @@ impl Timeline {
                 device: self.device,
                 kind: self.kind.get_untracked(),
                 seq: p.hover_seq,
-                mode: painted.mode,
-                x0: painted.x0,
-                x1: painted.x1,
-                width: painted.width,
-                height: painted.height,
+                view: painted,
                 y_max: p.painted_y_max,
                 x: (x * dpr).floor().max(0.0) as u32,
                 y: (y * dpr).floor().max(0.0) as u32,
@@ -426,7 +424,7 @@ impl Timeline {
                         plot::put_pixels(&canvas, &frame, &pixels);
                     }
                     let first = self.pacing.try_update_value(|p| {
-                        p.painted = Some(painted_view(self.device, &frame));
+                        p.painted = Some(frame.view);
                         p.painted_y_max = frame.y_max;
                         std::mem::take(&mut p.awaiting_first_frame)
                     });
@@ -512,29 +510,6 @@ impl Timeline {
     pub fn pointer_at(&self, x: f64, y: f64) {
         self.pacing.update_value(|p| p.pointer = (x, y));
     }
-}
-
-/// The view a frame was painted with, for hit-testing its pixels.
-fn painted_view(device: u32, frame: &FrameInfo) -> PaintedView {
-    PaintedView {
-        device,
-        mode: frame.mode,
-        x0: frame.x0,
-        x1: frame.x1,
-        width: frame.width,
-        height: frame.height,
-    }
-}
-
-/// What a frame on screen shows.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct PaintedView {
-    pub device: u32,
-    pub mode: AxisMode,
-    pub x0: f64,
-    pub x1: f64,
-    pub width: u32,
-    pub height: u32,
 }
 
 fn prefers_dark() -> bool {
@@ -647,8 +622,8 @@ pub fn TimelinePanel(file: FileId, device: u32, actions: Actions) -> impl IntoVi
                 class="timeline-frame"
                 id="timeline-frame"
                 data-y-max=frame_attr(|f| f.y_max.to_string())
-                data-width=frame_attr(|f| f.width.to_string())
-                data-height=frame_attr(|f| f.height.to_string())
+                data-width=frame_attr(|f| f.view.width.to_string())
+                data-height=frame_attr(|f| f.view.height.to_string())
                 data-seq=frame_attr(|f| f.seq.to_string())
                 data-first-state=frame_attr(|f| f.first_state.map(|s| s.to_string()).unwrap_or_default())
                 data-last-state=frame_attr(|f| f.last_state.map(|s| s.to_string()).unwrap_or_default())

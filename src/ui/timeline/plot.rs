@@ -23,18 +23,17 @@ const CLICK_SLOP: f64 = 4.0;
 
 /// Puts a frame's RGBA pixels on the plot canvas.
 pub fn put_pixels(canvas: &HtmlCanvasElement, frame: &FrameInfo, pixels: &JsValue) {
-    if canvas.width() != frame.width {
-        canvas.set_width(frame.width);
+    let (width, height) = (frame.view.width, frame.view.height);
+    if canvas.width() != width {
+        canvas.set_width(width);
     }
-    if canvas.height() != frame.height {
-        canvas.set_height(frame.height);
+    if canvas.height() != height {
+        canvas.set_height(height);
     }
     let Some(ctx) = context(canvas) else { return };
-    let Ok(data) = ImageData::new_with_js_u8_clamped_array_and_sh(
-        pixels.unchecked_ref(),
-        frame.width,
-        frame.height,
-    ) else {
+    let Ok(data) =
+        ImageData::new_with_js_u8_clamped_array_and_sh(pixels.unchecked_ref(), width, height)
+    else {
         return;
     };
     let _ = ctx.put_image_data(&data, 0.0, 0.0);
@@ -250,16 +249,16 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
         };
         let pinned = tl
             .pinned
-            .with(|p| p.as_ref().and_then(|d| tl.lifetime_x(d, frame.mode)));
+            .with(|p| p.as_ref().and_then(|d| tl.lifetime_x(d, frame.view.mode)));
         overlay::draw(
             &c,
             &overlay::Scene {
                 width: w,
                 height: h,
                 dpr,
-                x0: frame.x0,
-                x1: frame.x1,
-                mode: frame.mode,
+                x0: frame.view.x0,
+                x1: frame.view.x1,
+                mode: frame.view.mode,
                 y_max: frame.y_max,
                 info: &info,
                 pinned,
