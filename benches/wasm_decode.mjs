@@ -18,7 +18,7 @@ const option = (name, fallback) => (args.includes(name) ? args[args.indexOf(name
 const sizes = option('--sizes', '100k,1M,3M').split(',').map((t) => Math.round(parseFloat(t) * ({ k: 1e3, m: 1e6 }[t.slice(-1).toLowerCase()] ?? 1)));
 const runs = Number(option('--runs', '5'));
 
-execFileSync('cargo', ['build', '--release', '--target', 'wasm32-unknown-unknown', '--example', 'wasm_decode'], { cwd: ROOT, stdio: 'inherit' });
+execFileSync('cargo', ['build', '--release', '--target', 'wasm32-unknown-unknown', '-p', 'memsight-web', '--example', 'wasm_decode'], { cwd: ROOT, stdio: 'inherit' });
 const out = path.join(ROOT, 'target/wasm-decode-bench');
 execFileSync('wasm-bindgen', ['--target', 'nodejs', '--out-dir', out, path.join(ROOT, 'target/wasm32-unknown-unknown/release/examples/wasm_decode.wasm')], { stdio: 'inherit' });
 // wasm-bindgen's Node.js glue is CommonJS; the repository's package.json says "module".

@@ -8,7 +8,7 @@ mod wasm {
     /// Decodes `bytes` and returns the number of trace rows (to keep the work observable).
     #[wasm_bindgen]
     pub fn decode_rows(bytes: &[u8]) -> f64 {
-        match memsight::decode::decode_bytes(bytes) {
+        match memsight_core::decode::decode_bytes(bytes) {
             Ok(s) => s.devices.iter().map(|d| d.trace.len()).sum::<usize>() as f64,
             Err(_) => -1.0,
         }
@@ -17,8 +17,8 @@ mod wasm {
     /// Decodes and analyses `bytes`, as the worker does on load.
     #[wasm_bindgen]
     pub fn decode_and_analyse(bytes: &[u8]) -> f64 {
-        match memsight::decode::decode_bytes(bytes) {
-            Ok(s) => memsight::analysis::Analysed::new(s).facts.len() as f64,
+        match memsight_core::decode::decode_bytes(bytes) {
+            Ok(s) => memsight_core::analysis::Analysed::new(s).facts.len() as f64,
             Err(_) => -1.0,
         }
     }

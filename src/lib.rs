@@ -1,19 +1,9 @@
-//! memsight: decode PyTorch CUDA memory snapshots into one compact model and analyse them.
+//! memsight's web app: the page (the `page` binary, `src/main.rs` and `src/ui/`) and the Web
+//! Worker that owns one snapshot file (the `worker` binary, `src/bin/worker.rs` and
+//! [`worker`]).
 //!
-//! The crate is split so that everything except the user interface is pure Rust with no
-//! browser dependency, tested natively:
-//! - [`decode`] turns bytes (pickle, gzip, JSON) into a [`model::Snapshot`];
-//! - [`model`] is the in-memory model every view is built on;
-//! - [`analysis`] derives facts from the model (pairing, curves, peaks, overview);
-//! - [`format`] writes numbers for people (binary units, durations);
-//! - [`protocol`] and [`worker`] are the page↔worker messages and the worker's logic (its
-//!   browser transport is wasm32-only); the Leptos page itself is in the `memsight` binary
-//!   (`src/main.rs`, `src/ui/`), so the worker does not link the UI.
+//! Everything that decodes, analyses or draws is in `memsight-core` (`crates/core`), pure and
+//! tested natively; this package only carries messages between the page and its workers and
+//! shows what the core computes.
 
-pub mod analysis;
-pub mod decode;
-pub mod format;
-pub mod model;
-pub mod protocol;
-pub mod timeline;
 pub mod worker;

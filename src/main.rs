@@ -6,7 +6,7 @@
 
 // The UI names the library's modules as `crate::…`.
 #[allow(unused_imports)]
-use memsight::{analysis, decode, model, protocol, timeline};
+use memsight_core::{analysis, decode, model, protocol, timeline};
 
 #[cfg(target_arch = "wasm32")]
 mod ui;
@@ -22,7 +22,7 @@ fn main() {}
 #[cfg(all(test, not(target_arch = "wasm32")))]
 #[allow(dead_code)]
 mod ui {
-    pub use memsight::format;
+    pub use memsight_core::format;
     pub mod state;
     pub mod timeline {
         pub mod window;

@@ -12,7 +12,7 @@
 use std::io::{self, Read};
 
 use libfuzzer_sys::fuzz_target;
-use memsight::decode::{decode_bytes, decode_reader};
+use memsight_core::decode::{decode_bytes, decode_reader};
 
 /// Serves `data` in chunks of 1–16 bytes, with an occasional 0–4 KiB chunk (and, once in a
 /// while, an `Interrupted` error, which readers must retry).

@@ -1,12 +1,12 @@
 //! memsight's Web Worker: one per open file. It reads the file in chunks, decodes it, keeps the
-//! model and answers the page's view requests (see `memsight::worker`).
+//! model and answers the page's view requests (see `memsight_web::worker`).
 //!
 //! Built by Trunk as a worker (`data-type="worker"` in `index.html`); natively (for
 //! `cargo test`) `main` is an empty stub.
 
 #[cfg(target_arch = "wasm32")]
 fn main() {
-    memsight::worker::start();
+    memsight_web::worker::start();
 }
 
 #[cfg(not(target_arch = "wasm32"))]

@@ -14,7 +14,7 @@
 //! State lives in signals created by `App` and passed down; nothing here is global. File data
 //! is only ever rendered as text nodes, never as HTML.
 
-pub use memsight::format;
+pub use memsight_core::format;
 pub mod state;
 
 mod actions;

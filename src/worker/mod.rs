@@ -1,20 +1,19 @@
-//! The Web Worker that owns one snapshot file: it receives the `File` with a `Load` request,
-//! reads it in 8 MiB chunks, decodes it with progress messages, keeps the model and answers
-//! view requests. One worker per open file, so closing a file (terminating its worker) frees
-//! all its memory, and a slow or broken file never blocks the page or another file.
+//! The Web Worker that owns one snapshot file: it receives the `File` with a `Load` message,
+//! reads it in 8 MiB chunks, hands it to the core's [`Session`](memsight_core::engine::Session)
+//! and posts its progress and answers to the page. One worker per open file, so closing a
+//! file (terminating its worker) frees all its memory, and a slow or broken file never blocks
+//! the page or another file.
 //!
 //! Transport: the page posts a JS array `[json, file?]` where `json` is a
-//! [`Request`](crate::protocol::Request) as JSON text; the worker answers with
-//! [`Response`](crate::protocol::Response)s as JSON text. Messages that arrive before the wasm
-//! module is ready are queued by `static/worker_loader.js` and replayed here.
+//! [`Request`](memsight_core::protocol::Request) as JSON text; the worker answers with
+//! [`Response`](memsight_core::protocol::Response)s as JSON text. Messages that arrive before
+//! the wasm module is ready are queued by `static/worker_loader.js` and replayed here.
 //! A panic is reported to the page as a `Failed` response before the module traps.
 //!
-//! Not the place for decoding or analysis logic (see `decode`, `analysis`) or for state that
+//! Not the place for decoding or analysis logic (see `memsight-core`) or for state that
 //! outlives the file.
 
 pub mod reader;
-pub mod session;
-pub mod timelines;
 
 #[cfg(target_arch = "wasm32")]
 mod blob;

@@ -10,9 +10,9 @@ use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent};
 
 use super::blob::BlobSource;
 use super::reader::{ChunkSource, ChunkedReader, CHUNK_BYTES};
-use super::session::Session;
-use super::timelines::Reply;
-use crate::protocol::{ErrorReport, Request, Response};
+use memsight_core::engine::Session;
+use memsight_core::timeline::service::Reply;
+use memsight_core::protocol::{ErrorReport, Request, Response};
 
 /// Name of the queue `static/worker_loader.js` fills while the module loads.
 const EARLY_QUEUE: &str = "__memsightQueue";
@@ -122,7 +122,7 @@ const WARM_UP_SNAPSHOT: &[u8] = include_bytes!("warmup.pickle");
 /// hot functions fast before a real file arrives.
 fn warm_up() {
     for _ in 0..24 {
-        let _ = crate::decode::decode_bytes(WARM_UP_SNAPSHOT).map(crate::analysis::Analysed::new);
+        let _ = memsight_core::decode::decode_bytes(WARM_UP_SNAPSHOT).map(memsight_core::analysis::Analysed::new);
     }
 }
 

@@ -27,6 +27,7 @@ pub mod elements;
 pub mod inspect;
 pub mod layout;
 pub mod raster;
+pub mod service;
 
 use serde::{Deserialize, Serialize};
 

@@ -7,7 +7,7 @@ use std::io::Read;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use common::*;
-use memsight::decode::{decode_bytes, decode_reader};
+use memsight_core::decode::{decode_bytes, decode_reader};
 
 /// xorshift64*: deterministic and dependency-free.
 struct Rng(u64);

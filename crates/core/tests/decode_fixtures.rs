@@ -4,8 +4,8 @@
 mod common;
 
 use common::*;
-use memsight::analysis::Analysed;
-use memsight::decode::decode_bytes;
+use memsight_core::analysis::Analysed;
+use memsight_core::decode::decode_bytes;
 
 #[test]
 fn every_real_snapshot_matches_cpython() {
@@ -127,7 +127,7 @@ fn gzip_json_and_every_protocol_give_the_same_model() {
 
 #[test]
 fn edge_case_details_are_kept() {
-    use memsight::model::{BlockState, Value};
+    use memsight_core::model::{BlockState, Value};
     let s = decode_file(&edge("big_ints.pickle")).unwrap();
     assert!(s.streams.contains(&((1u64 << 63) + 12345)));
     let extra = &s.extra.iter().find(|(k, _)| k == "extra_ints").unwrap().1;
@@ -183,7 +183,7 @@ fn edge_case_details_are_kept() {
         (0..d.trace.len()).all(|r| d.trace.pool(r).is_some()),
         "pool_id kept per row"
     );
-    assert!((0..d.trace.len()).any(|r| d.trace.forward_stack(r) != memsight::model::NO_STACK));
+    assert!((0..d.trace.len()).any(|r| d.trace.forward_stack(r) != memsight_core::model::NO_STACK));
     let fx = s
         .frames
         .iter()
@@ -193,7 +193,7 @@ fn edge_case_details_are_kept() {
     assert!(s.extra.iter().any(|(k, _)| k == "host_traces"));
 
     let s = decode_file(&edge("segment_list.pickle")).unwrap();
-    assert_eq!(s.layout, memsight::model::Layout::SegmentList);
+    assert_eq!(s.layout, memsight_core::model::Layout::SegmentList);
 
     let s = decode_file(&edge("wrapped.pickle")).unwrap();
     let a = Analysed::new(s);

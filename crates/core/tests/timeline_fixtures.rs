@@ -4,9 +4,9 @@
 
 mod common;
 
-use memsight::analysis::Analysed;
-use memsight::timeline::elements::{AllocationElements, Elements, SegmentElements};
-use memsight::timeline::layout::{Cursor, Layout};
+use memsight_core::analysis::Analysed;
+use memsight_core::timeline::elements::{AllocationElements, Elements, SegmentElements};
+use memsight_core::timeline::layout::{Cursor, Layout};
 
 /// Up to this many states are checked per device, evenly spread (plus the peaks).
 const SAMPLES: u32 = 400;

@@ -3,12 +3,13 @@
 
 use std::path::{Path, PathBuf};
 
-use memsight::analysis::Analysed;
-use memsight::model::{Action, Snapshot};
+use memsight_core::analysis::Analysed;
+use memsight_core::model::{Action, Snapshot};
 use serde_json::Value as Json;
 
+/// The repository's root (this crate is `crates/core`).
 pub fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
 }
 
 /// The real snapshot corpus (`MEMSIGHT_REAL_FIXTURES` or `../shared/fixtures/real`), if present.
@@ -169,14 +170,14 @@ pub fn check_expectations(name: &str, analysed: &Analysed, expected: &Json) {
     }
     if let Some(layout) = expected.get("layout").and_then(Json::as_str) {
         let got = match snapshot.layout {
-            memsight::model::Layout::Dict => "dict",
-            memsight::model::Layout::SegmentList => "segment_list",
+            memsight_core::model::Layout::Dict => "dict",
+            memsight_core::model::Layout::SegmentList => "segment_list",
         };
         assert_eq!(got, layout, "{name}: layout");
     }
 }
 
-pub fn decode_file(path: &Path) -> Result<Snapshot, memsight::decode::DecodeError> {
+pub fn decode_file(path: &Path) -> Result<Snapshot, memsight_core::decode::DecodeError> {
     let file = std::fs::File::open(path).unwrap();
-    memsight::decode::decode_reader(file, &mut |_| {})
+    memsight_core::decode::decode_reader(file, &mut |_| {})
 }

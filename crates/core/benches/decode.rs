@@ -1,7 +1,7 @@
 //! Decode benchmark: memsight's native decoder against `serde-pickle` and CPython's `pickle.load`.
 //!
 //! ```text
-//! cargo bench --bench decode -- [--sizes 10k,100k,1M,3M,6M] [--runs 3] [--quick]
+//! cargo bench -p memsight-core --bench decode -- [--sizes 10k,100k,1M,3M,6M] [--runs 3] [--quick]
 //!                               [--seed 1] [--decoders native,serde-pickle,cpython]
 //! ```
 //!
@@ -56,7 +56,7 @@ fn main() -> ExitCode {
     if args.is_empty() {
         // `cargo test --benches` runs bench binaries with no arguments (`cargo bench` always
         // passes `--bench`): compiling is the test, the benchmark itself is not run.
-        eprintln!("decode benchmark: not run (use `cargo bench --bench decode`)");
+        eprintln!("decode benchmark: not run (use `cargo bench -p memsight-core --bench decode`)");
         return ExitCode::SUCCESS;
     }
     match Options::parse(&args) {
@@ -75,7 +75,7 @@ fn main() -> ExitCode {
 }
 
 const USAGE: &str =
-    "usage: cargo bench --bench decode -- [--sizes 10k,100k,1M,3M,6M] [--runs 3] [--quick]
+    "usage: cargo bench -p memsight-core --bench decode -- [--sizes 10k,100k,1M,3M,6M] [--runs 3] [--quick]
                                    [--seed 1] [--decoders native,serde-pickle,cpython]
   --sizes     trace entries per generated snapshot (k = 1e3, M = 1e6); default 10k,100k,1M
   --runs      runs per decoder and size (median time, max peak RSS); default 3
@@ -95,7 +95,7 @@ fn child(kind: &str, path: &Path) -> ExitCode {
                 Ok(f) => f,
                 Err(e) => return fail(&format!("{}: {e}", path.display())),
             };
-            let snapshot = match memsight::decode::decode_reader(file, &mut |_| {}) {
+            let snapshot = match memsight_core::decode::decode_reader(file, &mut |_| {}) {
                 Ok(s) => s,
                 Err(e) => return fail(&format!("decode failed: {e:?}")),
             };
@@ -281,8 +281,9 @@ fn size_label(n: u64) -> String {
 // ------------------------------------------------------------------------------------------
 // Orchestration.
 
+/// The repository's root (this crate is `crates/core`).
 fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
 }
 
 fn data_dir() -> PathBuf {

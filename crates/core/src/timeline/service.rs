@@ -550,7 +550,7 @@ mod tests {
     fn example() -> Analysed {
         let bytes = std::fs::read(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/static/example.pickle"
+            "/../../static/example.pickle"
         ))
         .expect("the bundled example");
         Analysed::new(decode_bytes(&bytes).expect("the example decodes"))

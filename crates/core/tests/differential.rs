@@ -5,9 +5,9 @@
 mod common;
 
 use common::*;
-use memsight::decode::build::{At, Builder, Node};
-use memsight::decode::decode_bytes;
-use memsight::model::{Snapshot, StackId, Value};
+use memsight_core::decode::build::{At, Builder, Node};
+use memsight_core::decode::decode_bytes;
+use memsight_core::model::{Snapshot, StackId, Value};
 use serde_pickle::Value as P;
 
 fn reference(bytes: &[u8]) -> Snapshot {
@@ -100,9 +100,9 @@ fn canonical(v: &Value) -> String {
 }
 
 /// A block state by name (unknown states carry an interned id, which differs between models).
-fn state_name(s: &Snapshot, state: memsight::model::BlockState) -> String {
+fn state_name(s: &Snapshot, state: memsight_core::model::BlockState) -> String {
     match state {
-        memsight::model::BlockState::Other(id) => s.str(id).to_string(),
+        memsight_core::model::BlockState::Other(id) => s.str(id).to_string(),
         known => format!("{known:?}"),
     }
 }
@@ -187,7 +187,7 @@ fn assert_same(name: &str, fast: &Snapshot, slow: &Snapshot) {
                 "{ctx} row {row}"
             );
         }
-        let row_extra = |s: &Snapshot, t: &memsight::model::Trace| {
+        let row_extra = |s: &Snapshot, t: &memsight_core::model::Trace| {
             let mut v: Vec<(u32, String, String)> = t
                 .extra
                 .iter()

@@ -7,7 +7,7 @@
 use std::cell::Cell;
 use std::io::Read;
 
-use super::timelines::{Reply, Timelines};
+use crate::timeline::service::{Reply, Timelines};
 use crate::analysis::Analysed;
 use crate::decode::{decode_reader, DecodeError};
 use crate::protocol::{ErrorReport, LoadedSummary, Request, Response};

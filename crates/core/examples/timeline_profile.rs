@@ -1,12 +1,12 @@
 //! Times the timeline's layout, frames and hit tests natively on one snapshot file:
-//! `cargo run --release --example timeline_profile -- FILE [WIDTH HEIGHT]`.
+//! `cargo run --release -p memsight-core --example timeline_profile -- FILE [WIDTH HEIGHT]`.
 
 use std::time::Instant;
 
-use memsight::analysis::Analysed;
-use memsight::protocol::{FrameRequest, HitRequest, Request, Response};
-use memsight::timeline::{AxisMode, Kind, Viewport};
-use memsight::worker::timelines::Timelines;
+use memsight_core::analysis::Analysed;
+use memsight_core::protocol::{FrameRequest, HitRequest, Request, Response};
+use memsight_core::timeline::{AxisMode, Kind, Viewport};
+use memsight_core::timeline::service::Timelines;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -17,7 +17,7 @@ fn main() {
     let height: u32 = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(720);
     let bytes = std::fs::read(path).expect("readable file");
     let start = Instant::now();
-    let analysed = Analysed::new(memsight::decode::decode_bytes(&bytes).expect("a snapshot"));
+    let analysed = Analysed::new(memsight_core::decode::decode_bytes(&bytes).expect("a snapshot"));
     println!(
         "decode+analyse {:>8.1} ms",
         start.elapsed().as_secs_f64() * 1e3
