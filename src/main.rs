@@ -1,12 +1,13 @@
 //! memsight's page: the Leptos app (`src/ui/`), built for the browser by Trunk (`index.html`).
 //!
 //! The UI lives in this binary, not in the library, so the worker binary does not link it.
-//! Natively (for `cargo test`) `main` is an empty stub and only the UI's pure state logic is
-//! compiled, so its unit tests run without a browser.
+//! Natively (for `cargo test`) `main` is an empty stub and only the UI's pure logic (the page
+//! state, the table of pending requests, timeline navigation) is compiled, so its unit tests
+//! run without a browser.
 
-// The UI names the library's modules as `crate::…`.
+// The UI names the core's modules as `crate::…`.
 #[allow(unused_imports)]
-use memsight_core::{analysis, decode, model, protocol, timeline};
+use memsight_core::{analysis, format, model, overview, protocol, service, timeline};
 
 #[cfg(target_arch = "wasm32")]
 mod ui;
@@ -22,9 +23,9 @@ fn main() {}
 #[cfg(all(test, not(target_arch = "wasm32")))]
 #[allow(dead_code)]
 mod ui {
-    pub use memsight_core::format;
+    pub mod requests;
     pub mod state;
     pub mod timeline {
-        pub mod window;
+        pub mod range;
     }
 }

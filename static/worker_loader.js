@@ -13,11 +13,13 @@ try {
 }
 
 function fail(error) {
-  // Same shape as memsight::protocol::Response::Failed.
+  // A failed file event: memsight_core::protocol::FromWorker::Event(FileEvent::Failed(..)).
   self.postMessage(JSON.stringify({
-    type: 'failed',
-    message: 'The decoding worker could not start: ' + error,
-    offset: null,
-    hint: 'This browser may lack WebAssembly support, or the site is missing files.',
+    event: {
+      type: 'failed',
+      message: 'The decoding worker could not start: ' + error,
+      offset: null,
+      hint: 'This browser may lack WebAssembly support, or the site is missing files.',
+    },
   }));
 }

@@ -1,22 +1,21 @@
 //! What the user can do (open, select, close, cancel, pick a device) and what workers report,
 //! applied to the state; then the [`Command`]s the state machine returns are carried out:
-//! starting and ending workers, sending requests, setting performance marks.
+//! starting and ending workers, asking them, setting performance marks. Views ask their
+//! file's worker through [`Actions::ask`] and get their answers back in a callback.
 //!
 //! A `Copy` handle passed down to components as a prop. Not the place for decisions (those are
-//! in `state`) or for the transport (that is `workers`).
-
-use std::collections::HashMap;
-use std::rc::Rc;
+//! in `state` and the views) or for the transport (that is `workers`).
 
 use leptos::prelude::*;
-use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Blob, FileList};
 
 use super::perf;
+use super::requests::ScopeId;
 use super::state::{AppState, Command, FileId};
-use super::workers::{js_text, WorkerPool};
-use crate::protocol::{ErrorReport, Request, Response};
+use super::workers::{js_text, Answered, WorkerPool};
+use crate::protocol::{ErrorReport, FileEvent, Request, RequestId, ToWorker};
 
 /// How long after a load ends the next file's worker starts.
 const SPARE_WORKER_DELAY: std::time::Duration = std::time::Duration::from_millis(1500);
@@ -25,15 +24,15 @@ const SPARE_WORKER_DELAY: std::time::Duration = std::time::Duration::from_millis
 const EXAMPLE_URL: &str = "./example.pickle";
 const EXAMPLE_NAME: &str = "example.pickle";
 
-/// Receives a file's timeline answers (with a frame's pixels).
-pub type ViewListener = Rc<dyn Fn(Response, Option<JsValue>)>;
+/// The scope of the page state's own requests (overviews); views get scopes of their own.
+const STATE_SCOPE: ScopeId = 0;
 
 #[derive(Clone, Copy)]
 pub struct Actions {
     state: RwSignal<AppState>,
     workers: StoredValue<WorkerPool, LocalStorage>,
-    /// The timeline view of each file, if one is shown.
-    listeners: StoredValue<HashMap<FileId, ViewListener>, LocalStorage>,
+    /// The last scope handed to a view.
+    last_scope: StoredValue<ScopeId, LocalStorage>,
 }
 
 impl Actions {
@@ -41,24 +40,43 @@ impl Actions {
         Actions {
             state,
             workers: StoredValue::new_local(WorkerPool::warm()),
-            listeners: StoredValue::new_local(HashMap::new()),
+            last_scope: StoredValue::new_local(STATE_SCOPE),
         }
     }
 
-    /// Routes file `id`'s view answers (timeline, frames, hits…) to `listener`.
-    pub fn listen(self, id: FileId, listener: ViewListener) {
-        self.listeners.update_value(|l| {
-            l.insert(id, listener);
-        });
+    /// A scope for one view's requests, to forget them all when the view goes away.
+    pub fn new_scope(self) -> ScopeId {
+        self.last_scope
+            .try_update_value(|s| {
+                *s += 1;
+                *s
+            })
+            .unwrap_or(STATE_SCOPE)
     }
 
-    pub fn unlisten(self, id: FileId) {
-        self.listeners.try_update_value(|l| l.remove(&id));
+    /// Asks file `id`'s worker; `on_answer` receives the answer (or the view's error) unless
+    /// the scope is forgotten first. `None` when the file has no worker any more.
+    pub fn ask(
+        self,
+        id: FileId,
+        scope: ScopeId,
+        request: Request,
+        on_answer: impl FnOnce(Answered) + 'static,
+    ) -> Option<RequestId> {
+        self.workers
+            .try_with_value(|pool| pool.ask(id, scope, request, Box::new(on_answer)))
+            .flatten()
     }
 
-    /// Sends a view request to file `id`'s worker.
-    pub fn send(self, id: FileId, request: &Request) {
-        self.workers.with_value(|pool| pool.send(id, request));
+    /// Sends a request to file `id`'s worker whose answer nobody waits for.
+    pub fn tell(self, id: FileId, request: Request) {
+        self.workers.try_with_value(|pool| pool.tell(id, request));
+    }
+
+    /// Drops the answers still to come for `scope`'s requests (the view went away).
+    pub fn forget_scope(self, id: FileId, scope: ScopeId) {
+        self.workers
+            .try_with_value(|pool| pool.forget_scope(id, scope));
     }
 
     /// Opens every file of a file input or a drop.
@@ -73,23 +91,24 @@ impl Actions {
     /// Opens one file (or any blob) in a new worker.
     pub fn open_blob(self, name: String, blob: Blob) {
         let size = blob.size() as u64;
-        let Some((id, commands)) = self.state.try_update(|s| s.open(&name, size)) else {
+        let Some((_, commands)) = self.state.try_update(|s| s.open(&name, size)) else {
             return;
         };
         for command in commands {
             match command {
-                Command::Send(_, request @ Request::Load { .. }) => {
+                Command::Load { file, name, size } => {
+                    let load = ToWorker::Load { name, size };
                     let spawned = self.workers.try_update_value(|pool| {
                         pool.spawn(
-                            id,
-                            &request,
+                            file,
+                            &load,
                             &blob,
-                            move |response, pixels| self.on_response(id, response, pixels),
-                            move |message| self.on_worker_error(id, message),
+                            move |event| self.on_event(file, event),
+                            move |message| self.on_worker_error(file, message),
                         )
                     });
                     if let Some(Err(error)) = spawned {
-                        self.on_worker_error(id, error);
+                        self.on_worker_error(file, error);
                     }
                 }
                 other => self.run(other),
@@ -138,17 +157,11 @@ impl Actions {
         self.run_all(commands);
     }
 
-    fn on_response(self, id: FileId, response: Response, pixels: Option<JsValue>) {
-        if is_view_answer(&response) {
-            if let Some(listener) = self.listeners.with_value(|l| l.get(&id).cloned()) {
-                listener(response, pixels);
-            }
-            return;
-        }
-        let finished = matches!(response, Response::Loaded(_) | Response::Failed(_));
+    fn on_event(self, id: FileId, event: FileEvent) {
+        let finished = matches!(event, FileEvent::Loaded(_) | FileEvent::Failed(_));
         let commands = self
             .state
-            .try_update(|s| s.apply(id, response))
+            .try_update(|s| s.on_event(id, event))
             .unwrap_or_default();
         self.run_all(commands);
         if finished {
@@ -197,26 +210,28 @@ impl Actions {
 
     fn run(self, command: Command) {
         match command {
-            Command::Send(id, request) => self.workers.with_value(|pool| pool.send(id, &request)),
-            Command::Terminate(id) => self.workers.update_value(|pool| pool.terminate(id)),
+            Command::Ask(id, request) => {
+                let asked = request.clone();
+                self.ask(id, STATE_SCOPE, request, move |answered| {
+                    let commands = self
+                        .state
+                        .try_update(|s| s.answered(id, &asked, answered.result))
+                        .unwrap_or_default();
+                    self.run_all(commands);
+                });
+            }
+            Command::Prepare(id, request) => self.tell(id, request),
+            Command::Terminate(id) => {
+                self.workers.try_update_value(|pool| pool.terminate(id));
+            }
             Command::Mark(name) => perf::mark(name),
             Command::MarkAfterRender(name) => perf::mark_after_render(name),
+            // Files are loaded by `open_blob`, which has the file's bytes.
+            Command::Load { file, .. } => {
+                self.on_worker_error(file, "a load was asked for without the file's bytes".into())
+            }
         }
     }
-}
-
-/// Answers that belong to the view that asked rather than to the page state.
-fn is_view_answer(response: &Response) -> bool {
-    matches!(
-        response,
-        Response::Timeline(_)
-            | Response::Frame(_)
-            | Response::Hit(_)
-            | Response::Element { .. }
-            | Response::Search(_)
-            | Response::Minimap(_)
-            | Response::ViewError(_)
-    )
 }
 
 /// Fetches a same-origin URL as a blob.

@@ -5,7 +5,7 @@
 
 use leptos::prelude::*;
 
-use super::format;
+use crate::format;
 use crate::protocol::ErrorReport;
 
 #[component]
@@ -21,7 +21,7 @@ pub fn ErrorReportView(name: String, report: ErrorReport) -> impl IntoView {
             <p class="error-message">{message}</p>
             {offset.map(|offset| view! {
                 <p class="error-offset" data-offset=offset.to_string()>
-                    "At byte " {format::count(offset)} " of the (decompressed) file."
+                    {format::problems::error_offset(offset)}
                 </p>
             })}
             {hint.map(|hint| view! { <p class="error-hint">{hint}</p> })}

@@ -6,8 +6,8 @@
 use leptos::prelude::*;
 
 use super::actions::Actions;
-use super::format;
 use super::state::{AppState, FileId};
+use crate::format;
 
 #[component]
 pub fn FileList(state: RwSignal<AppState>, actions: Actions) -> impl IntoView {

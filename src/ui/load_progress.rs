@@ -6,8 +6,8 @@
 use leptos::prelude::*;
 
 use super::actions::Actions;
-use super::format;
 use super::state::{AppState, FileId, Status};
+use crate::format;
 
 #[component]
 pub fn LoadProgress(id: FileId, state: RwSignal<AppState>, actions: Actions) -> impl IntoView {

@@ -3,22 +3,23 @@
 //!
 //! Layout of this module, one component per file:
 //! - [`state`]: the page state and its state machine (pure, natively tested);
-//! - [`format`]: human units (pure, natively tested);
-//! - `actions`: carries out what the state machine asks (workers, performance marks);
-//! - `workers`: the page side of the worker transport;
+//! - [`requests`]: the table of requests in flight to each worker, and "latest wins" (pure,
+//!   natively tested);
+//! - `actions`: what the user can do, and carrying out what the state machine asks;
+//! - `workers`: the page side of the worker transport (one table of pending requests each);
 //! - `app` and the components it is built from (`toolbar`, `file_list`, `file_view`,
-//!   `load_progress`, `error_report`, `snapshot_view`, `device_picker`, `metric_groups`,
-//!   `allocator_settings`, `warnings`, `welcome`, `drop_overlay`);
+//!   `load_progress`, `error_report`, `snapshot_view`, `device_picker`, `welcome`,
+//!   `drop_overlay`);
+//! - one folder per view: `overview`, `timeline`;
 //! - `panic_banner`: shows a Rust panic instead of a dead page.
 //!
 //! State lives in signals created by `App` and passed down; nothing here is global. File data
 //! is only ever rendered as text nodes, never as HTML.
 
-pub use memsight_core::format;
+pub mod requests;
 pub mod state;
 
 mod actions;
-mod allocator_settings;
 mod app;
 mod device_picker;
 mod drop_overlay;
@@ -26,13 +27,12 @@ mod error_report;
 mod file_list;
 mod file_view;
 mod load_progress;
-mod metric_groups;
+mod overview;
 mod panic_banner;
 mod perf;
 mod snapshot_view;
 mod timeline;
 mod toolbar;
-mod warnings;
 mod welcome;
 mod workers;
 

@@ -1,19 +1,17 @@
-//! A decoded snapshot: the file's header (name, size, decode time), the device picker, and the
-//! overview of the selected device (metric groups, era, allocator settings, warnings).
+//! A decoded snapshot: the file's header (name, size, decode time), the device picker, and
+//! the views of the selected device: its warnings, its timeline and its overview.
 //!
 //! Asks for nothing itself: overviews are requested by the state machine and arrive through
-//! the state.
+//! the state; each view asks for its own data.
 
 use leptos::prelude::*;
 
 use super::actions::Actions;
-use super::allocator_settings::AllocatorSettings;
 use super::device_picker::DevicePicker;
-use super::format;
-use super::metric_groups::MetricGroups;
+use super::overview::{OverviewPanel, Warnings};
 use super::state::{AppState, FileId, Status};
 use super::timeline::TimelinePanel;
-use super::warnings::Warnings;
+use crate::format;
 
 #[component]
 pub fn SnapshotView(id: FileId, state: RwSignal<AppState>, actions: Actions) -> impl IntoView {
@@ -80,29 +78,23 @@ pub fn SnapshotView(id: FileId, state: RwSignal<AppState>, actions: Actions) -> 
                     }
                     .into_any();
                 }
+                let Some(device) = device.get() else {
+                    return ().into_any();
+                };
+                let timeline = move || timeline_shown.get().then(|| view! { <TimelinePanel file=id device=device actions=actions /> });
                 match overview.get() {
                     None => view! { <p class="pending" aria-busy="true">"Preparing the overview…"</p> }.into_any(),
-                    Some(overview) => {
-                        let device = overview.device;
-                        view! {
-                            <Warnings warnings=overview.warnings.clone() />
-                            {move || timeline_shown.get().then(|| view! { <TimelinePanel file=id device=device actions=actions /> })}
-                            <div class="overview" id="overview" data-device=overview.device.to_string()>
-                                <MetricGroups metrics=overview.metrics.clone() />
-                                <div class="overview-facts">
-                                    <section class="fact-card">
-                                        <h2>"Format"</h2>
-                                        <p class="era" id="era">
-                                            {if overview.era.is_empty() { "Unknown".to_string() } else { overview.era.clone() }}
-                                        </p>
-                                        <p class="hint">"PyTorch release range inferred from the keys present in the file."</p>
-                                    </section>
-                                    <AllocatorSettings settings=overview.allocator_settings.clone() />
-                                </div>
-                            </div>
-                        }
-                        .into_any()
+                    Some(Err(error)) => view! {
+                        {timeline}
+                        <p class="view-error" id="overview-error" role="alert">{format::problems::view_error(&error)}</p>
                     }
+                    .into_any(),
+                    Some(Ok(overview)) => view! {
+                        <Warnings warnings=overview.warnings.clone() />
+                        {timeline}
+                        <OverviewPanel overview=overview />
+                    }
+                    .into_any(),
                 }
             }}
         </section>

@@ -3,16 +3,20 @@
 //!
 //! Pure logic with no browser dependency, unit-tested natively (see the `cfg(test)` block in
 //! `src/main.rs`). Every change goes through a method that returns the [`Command`]s the page
-//! must carry out (send a request to a file's worker, end a worker, set a performance mark),
-//! so the state machine is tested without workers. Not the place for rendering or for the
-//! worker transport: components read this state through a signal, and `workers.rs` carries
-//! out the commands.
+//! must carry out (start a file's worker, ask it for a view, end it, set a performance mark),
+//! so the state machine is tested without workers. A file's lifecycle arrives as
+//! [`FileEvent`]s; the answers to what the state asked for (overviews) come back to
+//! [`AppState::answered`]. Views other than the overview ask for their own answers. Not the
+//! place for rendering or for the worker transport: components read this state through a
+//! signal, and `actions.rs` carries out the commands.
 
 use std::collections::BTreeMap;
 
-use crate::analysis::overview::Overview;
-use crate::protocol::{ErrorReport, LoadedSummary, Request, Response};
-use crate::timeline::Kind;
+use crate::overview::service::OverviewRequest;
+use crate::overview::Overview;
+use crate::protocol::{Answer, ErrorReport, FileEvent, LoadedSummary, Request, ViewError};
+use crate::timeline::service::TimelineRequest;
+use crate::timeline::TimelineKind;
 
 /// Identifies one open file (and its worker) for the life of the page.
 pub type FileId = u64;
@@ -43,15 +47,15 @@ pub struct OpenFile {
     pub status: Status,
     /// The device shown, once the file is decoded.
     pub device: Option<u32>,
-    /// Overviews received, by device.
-    pub overviews: BTreeMap<u32, Overview>,
+    /// Overviews received (or why they could not be computed), by device.
+    pub overviews: BTreeMap<u32, Result<Overview, ViewError>>,
     /// The first overview after loading has not been shown yet (for `memsight:first-paint`).
     awaiting_first_paint: bool,
 }
 
 impl OpenFile {
-    /// The overview of the device shown, when it has arrived.
-    pub fn overview(&self) -> Option<&Overview> {
+    /// The overview of the device shown (or its error), when it has arrived.
+    pub fn overview(&self) -> Option<&Result<Overview, ViewError>> {
         self.device.and_then(|d| self.overviews.get(&d))
     }
 
@@ -73,7 +77,7 @@ impl OpenFile {
             Status::Loading { bytes_read, total } => {
                 format!(
                     "Loading {}%",
-                    super::format::percent_of(*bytes_read, *total)
+                    crate::format::percent_of(*bytes_read, *total)
                 )
             }
             Status::Ready(summary) => match summary.devices.len() {
@@ -98,8 +102,17 @@ impl OpenFile {
 /// Something the page must do after a state change.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Command {
-    /// Send a request to the file's worker.
-    Send(FileId, Request),
+    /// Start the file's worker and have it load the file.
+    Load {
+        file: FileId,
+        name: String,
+        size: u64,
+    },
+    /// Ask the file's worker; the answer comes back to [`AppState::answered`].
+    Ask(FileId, Request),
+    /// Ask the file's worker to prepare something a view will ask for; nobody waits for
+    /// the answer.
+    Prepare(FileId, Request),
     /// End the file's worker (frees its memory).
     Terminate(FileId),
     /// `performance.mark(name)` now.
@@ -143,7 +156,7 @@ impl AppState {
     }
 
     /// Starts loading a file: adds it, selects it, and asks for its worker to be started with
-    /// the returned `Load` request (the page spawns the worker; see `workers.rs`).
+    /// the returned `Load` command (the page spawns the worker; see `workers.rs`).
     pub fn open(&mut self, name: &str, size: u64) -> (FileId, Vec<Command>) {
         let id = self.add(
             name,
@@ -153,14 +166,12 @@ impl AppState {
                 total: size,
             },
         );
-        let load = Request::Load {
+        let load = Command::Load {
+            file: id,
             name: name.to_string(),
             size,
         };
-        (
-            id,
-            vec![Command::Mark(MARK_FILE_START), Command::Send(id, load)],
-        )
+        (id, vec![Command::Mark(MARK_FILE_START), load])
     }
 
     /// Adds a file that failed before any worker was started (e.g. the example could not be
@@ -226,28 +237,29 @@ impl AppState {
         if file.overviews.contains_key(&device) {
             Vec::new()
         } else {
-            vec![Command::Send(id, Request::Overview { device })]
+            vec![Command::Ask(id, overview_request(device))]
         }
     }
 
     /// The worker of file `id` could not be started or died (a script error, not a message).
     pub fn worker_failed(&mut self, id: FileId, error: ErrorReport) -> Vec<Command> {
-        self.apply(id, Response::Failed(error))
+        self.on_event(id, FileEvent::Failed(error))
     }
 
-    /// Applies a message from the worker of file `id`. Messages for closed files are ignored.
-    pub fn apply(&mut self, id: FileId, response: Response) -> Vec<Command> {
+    /// Applies a lifecycle event from the worker of file `id`. Events for closed files are
+    /// ignored.
+    pub fn on_event(&mut self, id: FileId, event: FileEvent) -> Vec<Command> {
         let Some(file) = self.file_mut(id) else {
             return Vec::new();
         };
-        match response {
-            Response::Progress { bytes_read, total } => {
+        match event {
+            FileEvent::Progress { bytes_read, total } => {
                 if file.is_loading() {
                     file.status = Status::Loading { bytes_read, total };
                 }
                 Vec::new()
             }
-            Response::Loaded(summary) => {
+            FileEvent::Loaded(summary) => {
                 if !file.is_loading() {
                     return Vec::new();
                 }
@@ -261,16 +273,16 @@ impl AppState {
                 let mut commands = vec![Command::Mark(MARK_DECODED)];
                 match device {
                     Some(device) => {
-                        commands.push(Command::Send(id, Request::Overview { device }));
+                        commands.push(Command::Ask(id, overview_request(device)));
                         // Lay the timeline out while the page shows the overview: the view
                         // asks for it once mounted and finds it ready.
-                        commands.push(Command::Send(
+                        commands.push(Command::Prepare(
                             id,
-                            Request::Timeline {
+                            Request::Timeline(TimelineRequest::Layout {
                                 device,
-                                kind: Kind::Allocations,
+                                kind: TimelineKind::Allocations,
                                 detail: None,
-                            },
+                            }),
                         ));
                     }
                     // Nothing to ask for: the empty snapshot is what gets painted.
@@ -281,17 +293,7 @@ impl AppState {
                 }
                 commands
             }
-            Response::Overview(overview) => {
-                let device = overview.device;
-                file.overviews.insert(device, overview);
-                if file.awaiting_first_paint && file.device == Some(device) {
-                    file.awaiting_first_paint = false;
-                    vec![Command::MarkAfterRender(MARK_FIRST_PAINT)]
-                } else {
-                    Vec::new()
-                }
-            }
-            Response::Failed(error) => {
+            FileEvent::Failed(error) => {
                 if matches!(file.status, Status::Failed(_)) {
                     return Vec::new();
                 }
@@ -303,22 +305,51 @@ impl AppState {
                 file.status = Status::Failed(error);
                 vec![Command::Terminate(id)]
             }
-            // Timeline answers go to the timeline view that asked (see `ui::timeline`).
-            Response::Timeline(_)
-            | Response::Frame(_)
-            | Response::Hit(_)
-            | Response::Element { .. }
-            | Response::Search(_)
-            | Response::Minimap(_)
-            | Response::ViewError(_) => Vec::new(),
         }
     }
+
+    /// The answer to what the state asked file `id`'s worker (`request`, sent by
+    /// [`Command::Ask`]). An error is kept for the view that shows it; the file stays open.
+    pub fn answered(
+        &mut self,
+        id: FileId,
+        request: &Request,
+        result: Result<Answer, ViewError>,
+    ) -> Vec<Command> {
+        let Some(file) = self.file_mut(id) else {
+            return Vec::new();
+        };
+        if !matches!(file.status, Status::Ready(_)) {
+            return Vec::new();
+        }
+        let Request::Overview(OverviewRequest { device }) = *request else {
+            return Vec::new();
+        };
+        let overview = match result {
+            Ok(Answer::Overview(overview)) => Ok(overview),
+            Ok(other) => Err(ViewError::Malformed {
+                detail: format!("an overview request was answered with {other:?}"),
+            }),
+            Err(error) => Err(error),
+        };
+        file.overviews.insert(device, overview);
+        if file.awaiting_first_paint && file.device == Some(device) {
+            file.awaiting_first_paint = false;
+            vec![Command::MarkAfterRender(MARK_FIRST_PAINT)]
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+fn overview_request(device: u32) -> Request {
+    Request::Overview(OverviewRequest { device })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::overview::{Metric, Unit};
+    use crate::overview::{Era, FormatFacts, Metric, MetricKey};
 
     fn summary(devices: Vec<u32>, default_device: u32) -> LoadedSummary {
         LoadedSummary {
@@ -335,16 +366,22 @@ mod tests {
         Overview {
             device,
             metrics: vec![Metric {
-                key: "reserved-end-bytes".into(),
-                label: "Reserved at end".into(),
+                key: MetricKey::ReservedEndBytes,
                 value: 42,
-                unit: Unit::Bytes,
-                group: "memory".into(),
             }],
-            era: "2.5 or later".into(),
+            format: FormatFacts {
+                era: Era::Since2_5,
+                segment_list_only: false,
+            },
             allocator_settings: Vec::new(),
             warnings: Vec::new(),
         }
+    }
+
+    /// The state's answer to its overview request for `device`.
+    fn answer_overview(state: &mut AppState, id: FileId, overview: Overview) -> Vec<Command> {
+        let request = overview_request(overview.device);
+        state.answered(id, &request, Ok(Answer::Overview(overview)))
     }
 
     fn error(message: &str) -> ErrorReport {
@@ -363,13 +400,11 @@ mod tests {
             commands,
             vec![
                 Command::Mark(MARK_FILE_START),
-                Command::Send(
-                    a,
-                    Request::Load {
-                        name: "a.pickle".into(),
-                        size: 100
-                    }
-                ),
+                Command::Load {
+                    file: a,
+                    name: "a.pickle".into(),
+                    size: 100
+                },
             ]
         );
         assert_eq!(state.selected_id(), Some(a));
@@ -386,9 +421,9 @@ mod tests {
         let mut state = AppState::new();
         let (id, _) = state.open("a.pickle", 100);
         assert!(state
-            .apply(
+            .on_event(
                 id,
-                Response::Progress {
+                FileEvent::Progress {
                     bytes_read: 40,
                     total: 100
                 }
@@ -396,19 +431,19 @@ mod tests {
             .is_empty());
         assert_eq!(state.file(id).unwrap().status_text(), "Loading 40%");
 
-        let commands = state.apply(id, Response::Loaded(summary(vec![0, 1], 1)));
+        let commands = state.on_event(id, FileEvent::Loaded(summary(vec![0, 1], 1)));
         assert_eq!(
             commands,
             vec![
                 Command::Mark(MARK_DECODED),
-                Command::Send(id, Request::Overview { device: 1 }),
-                Command::Send(
+                Command::Ask(id, overview_request(1)),
+                Command::Prepare(
                     id,
-                    Request::Timeline {
+                    Request::Timeline(TimelineRequest::Layout {
                         device: 1,
-                        kind: Kind::Allocations,
+                        kind: TimelineKind::Allocations,
                         detail: None
-                    }
+                    })
                 )
             ]
         );
@@ -418,18 +453,28 @@ mod tests {
         assert_eq!(file.status_text(), "2 devices");
         assert!(file.overview().is_none());
 
-        let commands = state.apply(id, Response::Overview(overview(1)));
+        let commands = answer_overview(&mut state, id, overview(1));
         assert_eq!(commands, vec![Command::MarkAfterRender(MARK_FIRST_PAINT)]);
-        assert_eq!(state.file(id).unwrap().overview(), Some(&overview(1)));
+        assert_eq!(state.file(id).unwrap().overview(), Some(&Ok(overview(1))));
 
         // Switching devices asks once, and never marks first paint again.
         assert_eq!(
             state.select_device(id, 0),
-            vec![Command::Send(id, Request::Overview { device: 0 })]
+            vec![Command::Ask(id, overview_request(0))]
         );
-        assert!(state.apply(id, Response::Overview(overview(0))).is_empty());
+        assert!(answer_overview(&mut state, id, overview(0)).is_empty());
         assert!(state.select_device(id, 1).is_empty());
-        assert_eq!(state.file(id).unwrap().overview().unwrap().device, 1);
+        assert_eq!(
+            state
+                .file(id)
+                .unwrap()
+                .overview()
+                .unwrap()
+                .as_ref()
+                .unwrap()
+                .device,
+            1
+        );
         // Devices the file does not have are refused.
         assert!(state.select_device(id, 9).is_empty());
         assert_eq!(state.file(id).unwrap().device, Some(1));
@@ -439,7 +484,7 @@ mod tests {
     fn a_default_device_missing_from_the_list_falls_back_to_the_first() {
         let mut state = AppState::new();
         let (id, _) = state.open("a.pickle", 1);
-        state.apply(id, Response::Loaded(summary(vec![2, 3], 0)));
+        state.on_event(id, FileEvent::Loaded(summary(vec![2, 3], 0)));
         assert_eq!(state.file(id).unwrap().device, Some(2));
     }
 
@@ -447,7 +492,7 @@ mod tests {
     fn an_empty_snapshot_is_painted_without_an_overview_request() {
         let mut state = AppState::new();
         let (id, _) = state.open("empty.pickle", 1);
-        let commands = state.apply(id, Response::Loaded(summary(vec![], 0)));
+        let commands = state.on_event(id, FileEvent::Loaded(summary(vec![], 0)));
         assert_eq!(
             commands,
             vec![
@@ -462,12 +507,12 @@ mod tests {
     fn a_failure_ends_the_worker_and_leaves_other_files_intact() {
         let mut state = AppState::new();
         let (good, _) = state.open("good.pickle", 10);
-        state.apply(good, Response::Loaded(summary(vec![0], 0)));
-        state.apply(good, Response::Overview(overview(0)));
+        state.on_event(good, FileEvent::Loaded(summary(vec![0], 0)));
+        answer_overview(&mut state, good, overview(0));
         let before = state.file(good).cloned();
 
         let (bad, _) = state.open("bad.pickle", 10);
-        let commands = state.apply(bad, Response::Failed(error("truncated")));
+        let commands = state.on_event(bad, FileEvent::Failed(error("truncated")));
         assert_eq!(commands, vec![Command::Terminate(bad)]);
         assert_eq!(
             state.file(bad).unwrap().status,
@@ -476,16 +521,16 @@ mod tests {
         assert_eq!(state.file(good).cloned(), before);
         // Late messages from the ended worker change nothing.
         assert!(state
-            .apply(
+            .on_event(
                 bad,
-                Response::Progress {
+                FileEvent::Progress {
                     bytes_read: 5,
                     total: 10
                 }
             )
             .is_empty());
         assert!(state
-            .apply(bad, Response::Failed(error("again")))
+            .on_event(bad, FileEvent::Failed(error("again")))
             .is_empty());
         assert_eq!(
             state.file(bad).unwrap().status,
@@ -500,8 +545,8 @@ mod tests {
     fn a_worker_dying_after_load_drops_its_views() {
         let mut state = AppState::new();
         let (id, _) = state.open("a.pickle", 10);
-        state.apply(id, Response::Loaded(summary(vec![0], 0)));
-        state.apply(id, Response::Overview(overview(0)));
+        state.on_event(id, FileEvent::Loaded(summary(vec![0], 0)));
+        answer_overview(&mut state, id, overview(0));
         let commands = state.worker_failed(id, error("worker crashed"));
         assert_eq!(commands, vec![Command::Terminate(id)]);
         let file = state.file(id).unwrap();
@@ -530,7 +575,7 @@ mod tests {
         assert!(state.files().is_empty());
         // Unknown ids are ignored everywhere.
         assert!(state.close(a).is_empty());
-        assert!(state.apply(a, Response::Overview(overview(0))).is_empty());
+        assert!(answer_overview(&mut state, a, overview(0)).is_empty());
         state.select(a);
         assert_eq!(state.selected_id(), None);
     }
@@ -542,7 +587,7 @@ mod tests {
         let (b, _) = state.open("b", 1);
         state.close(a);
         assert!(state
-            .apply(a, Response::Loaded(summary(vec![0], 0)))
+            .on_event(a, FileEvent::Loaded(summary(vec![0], 0)))
             .is_empty());
         assert_eq!(state.files().len(), 1);
         assert_eq!(state.selected_id(), Some(b));
@@ -561,10 +606,10 @@ mod tests {
     fn progress_after_load_does_not_reset_the_status() {
         let mut state = AppState::new();
         let (id, _) = state.open("a", 10);
-        state.apply(id, Response::Loaded(summary(vec![0], 0)));
-        state.apply(
+        state.on_event(id, FileEvent::Loaded(summary(vec![0], 0)));
+        state.on_event(
             id,
-            Response::Progress {
+            FileEvent::Progress {
                 bytes_read: 1,
                 total: 10,
             },
@@ -572,7 +617,47 @@ mod tests {
         assert_eq!(state.file(id).unwrap().status_kind(), "ready");
         // A second Loaded is ignored too.
         assert!(state
-            .apply(id, Response::Loaded(summary(vec![0], 0)))
+            .on_event(id, FileEvent::Loaded(summary(vec![0], 0)))
             .is_empty());
+    }
+
+    #[test]
+    fn an_overview_that_cannot_be_computed_is_an_error_in_its_view_and_the_file_stays() {
+        let mut state = AppState::new();
+        let (id, _) = state.open("a.pickle", 10);
+        state.on_event(id, FileEvent::Loaded(summary(vec![0, 1], 0)));
+        let refused = ViewError::NoSuchDevice { device: 0 };
+        let commands = state.answered(id, &overview_request(0), Err(refused.clone()));
+        // Nothing is ended: the error is shown where the overview would be.
+        assert_eq!(commands, vec![Command::MarkAfterRender(MARK_FIRST_PAINT)]);
+        let file = state.file(id).unwrap();
+        assert_eq!(file.status_kind(), "ready");
+        assert_eq!(file.overview(), Some(&Err(refused)));
+        // The other device still asks for and shows its overview.
+        assert_eq!(
+            state.select_device(id, 1),
+            vec![Command::Ask(id, overview_request(1))]
+        );
+        answer_overview(&mut state, id, overview(1));
+        assert_eq!(state.file(id).unwrap().overview(), Some(&Ok(overview(1))));
+    }
+
+    #[test]
+    fn answers_for_a_file_not_ready_or_to_other_requests_change_nothing() {
+        let mut state = AppState::new();
+        let (id, _) = state.open("a.pickle", 10);
+        // Still loading.
+        assert!(answer_overview(&mut state, id, overview(0)).is_empty());
+        assert!(state.file(id).unwrap().overviews.is_empty());
+        state.on_event(id, FileEvent::Loaded(summary(vec![0], 0)));
+        let layout = Request::Timeline(TimelineRequest::Layout {
+            device: 0,
+            kind: TimelineKind::Allocations,
+            detail: None,
+        });
+        assert!(state
+            .answered(id, &layout, Err(ViewError::NotLoaded))
+            .is_empty());
+        assert!(state.file(id).unwrap().overviews.is_empty());
     }
 }

@@ -1,26 +1,43 @@
 //! The page side of the worker transport: starts one Web Worker per open file, posts
-//! requests to it as `[json, file?]`, turns its JSON answers into [`Response`]s, and ends it.
+//! messages to it as `[json, file?]`, and turns its JSON messages back into lifecycle events
+//! (handed to the page state) and answers (handed, through the worker's table of pending
+//! requests, to whoever asked).
 //!
 //! Raw `web_sys::Worker` rather than `gloo-worker`: a worker decoding a file runs synchronously
-//! for seconds, so Cancel and Close must be able to `terminate()` it at once, and the request
-//! carries a `File` object next to the JSON, which gloo-worker's serde codecs cannot send.
-//! Not the place for deciding what to send: that is `state`.
+//! for seconds, so Cancel and Close must be able to `terminate()` it at once, and the load
+//! message carries a `File` object next to the JSON, which gloo-worker's serde codecs cannot
+//! send. Not the place for deciding what to send: that is `state` and the views.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use js_sys::Array;
 use wasm_bindgen::prelude::*;
 use web_sys::{Blob, ErrorEvent, MessageEvent, Worker, WorkerOptions, WorkerType};
 
+use super::requests::{Pending, ScopeId};
 use super::state::FileId;
-use crate::protocol::{Request, Response};
+use crate::protocol::{Answer, FileEvent, FromWorker, Request, RequestId, ToWorker, ViewError};
 
 /// The worker script, relative to the page so the site works under any sub-path. It queues
 /// early messages, then loads `worker.js` and `worker_bg.wasm` (built by Trunk).
 const WORKER_URL: &str = "./worker_loader.js";
 
+/// An answer as it reaches whoever asked.
+pub struct Answered {
+    pub id: RequestId,
+    pub result: Result<Answer, ViewError>,
+    /// Bytes sent beside the answer (a frame's pixels, as a `Uint8ClampedArray`).
+    pub attachment: Option<JsValue>,
+}
+
+/// Whoever waits for an answer.
+pub type Asker = Box<dyn FnOnce(Answered)>;
+
 struct Entry {
     worker: Worker,
+    pending: Rc<RefCell<Pending<Asker>>>,
     on_message: Closure<dyn FnMut(MessageEvent)>,
     on_error: Closure<dyn FnMut(ErrorEvent)>,
 }
@@ -57,28 +74,30 @@ impl WorkerPool {
         }
     }
 
-    /// Starts the worker of file `id` and sends it `request` with `blob`. Answers go to
-    /// `on_response`; a worker that fails to start or dies goes to `on_error`.
+    /// Starts the worker of file `id` and has it load `blob`. Its lifecycle events go to
+    /// `on_event`; a worker that fails to start or dies goes to `on_error`.
     pub fn spawn(
         &mut self,
         id: FileId,
-        request: &Request,
+        load: &ToWorker,
         blob: &Blob,
-        on_response: impl Fn(Response, Option<JsValue>) + 'static,
+        on_event: impl Fn(FileEvent) + 'static,
         on_error: impl Fn(String) + 'static,
     ) -> Result<(), String> {
         let worker = match self.spare.take() {
             Some(worker) => worker,
             None => Self::start_worker()?,
         };
+        let pending: Rc<RefCell<Pending<Asker>>> = Rc::default();
 
-        let on_error = std::rc::Rc::new(on_error);
+        let on_error = Rc::new(on_error);
         let on_message = {
             let on_error = on_error.clone();
+            let pending = pending.clone();
             Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
-                // Text, or `[text, pixels]` for a painted frame.
+                // Text, or `[text, attachment]`.
                 let data = event.data();
-                let (text, pixels) = if Array::is_array(&data) {
+                let (text, attachment) = if Array::is_array(&data) {
                     let parts = Array::from(&data);
                     (parts.get(0).as_string(), Some(parts.get(1)))
                 } else {
@@ -88,8 +107,19 @@ impl WorkerPool {
                     on_error("the worker sent a message that is not text".into());
                     return;
                 };
-                match serde_json::from_str::<Response>(&text) {
-                    Ok(response) => on_response(response, pixels),
+                match serde_json::from_str::<FromWorker>(&text) {
+                    Ok(FromWorker::Event(event)) => on_event(event),
+                    Ok(FromWorker::Answer { id, result }) => {
+                        // Taken out before it runs: an asker may ask again.
+                        let asker = pending.borrow_mut().take(id);
+                        if let Some(asker) = asker {
+                            asker(Answered {
+                                id,
+                                result,
+                                attachment,
+                            });
+                        }
+                    }
                     Err(error) => on_error(format!("the worker sent a bad message: {error}")),
                 }
             })
@@ -106,12 +136,13 @@ impl WorkerPool {
         worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
         worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
 
-        let message = Array::of2(&JsValue::from_str(&to_json(request)), blob);
+        let message = Array::of2(&JsValue::from_str(&to_json(load)), blob);
         worker.post_message(&message).map_err(|e| js_text(&e))?;
         self.entries.insert(
             id,
             Entry {
                 worker,
+                pending,
                 on_message,
                 on_error,
             },
@@ -119,15 +150,38 @@ impl WorkerPool {
         Ok(())
     }
 
-    /// Sends a request to the worker of file `id`, if it is running.
-    pub fn send(&self, id: FileId, request: &Request) {
+    /// Asks the worker of file `id`; `asker` gets the answer unless `scope` is forgotten
+    /// first. `None` when the file has no worker (it failed or was closed).
+    pub fn ask(
+        &self,
+        id: FileId,
+        scope: ScopeId,
+        request: Request,
+        asker: Asker,
+    ) -> Option<RequestId> {
+        let entry = self.entries.get(&id)?;
+        let request_id = entry.pending.borrow_mut().register(scope, asker);
+        post(&entry.worker, request_id, request);
+        Some(request_id)
+    }
+
+    /// Sends a request whose answer nobody waits for.
+    pub fn tell(&self, id: FileId, request: Request) {
         if let Some(entry) = self.entries.get(&id) {
-            let message = Array::of1(&JsValue::from_str(&to_json(request)));
-            let _ = entry.worker.post_message(&message);
+            let request_id = entry.pending.borrow_mut().fresh_id();
+            post(&entry.worker, request_id, request);
         }
     }
 
-    /// Ends the worker of file `id` at once, even in the middle of decoding; its memory is freed.
+    /// Drops the answers still to come for `scope`'s requests to file `id`'s worker.
+    pub fn forget_scope(&self, id: FileId, scope: ScopeId) {
+        if let Some(entry) = self.entries.get(&id) {
+            entry.pending.borrow_mut().forget_scope(scope);
+        }
+    }
+
+    /// Ends the worker of file `id` at once, even in the middle of decoding; its memory is
+    /// freed and the answers it still owed reach nobody.
     pub fn terminate(&mut self, id: FileId) {
         if let Some(entry) = self.entries.remove(&id) {
             entry.worker.set_onmessage(None);
@@ -137,18 +191,24 @@ impl WorkerPool {
             let Entry {
                 on_message,
                 on_error,
+                pending,
                 ..
             } = entry;
             leptos::prelude::set_timeout(
-                move || drop((on_message, on_error)),
+                move || drop((on_message, on_error, pending)),
                 std::time::Duration::ZERO,
             );
         }
     }
 }
 
-fn to_json(request: &Request) -> String {
-    serde_json::to_string(request).expect("requests always serialize")
+fn post(worker: &Worker, id: RequestId, request: Request) {
+    let message = Array::of1(&JsValue::from_str(&to_json(&ToWorker::Ask { id, request })));
+    let _ = worker.post_message(&message);
+}
+
+fn to_json(message: &ToWorker) -> String {
+    serde_json::to_string(message).expect("messages to workers always serialize")
 }
 
 /// Text of a JS exception.

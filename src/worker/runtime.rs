@@ -1,18 +1,19 @@
-//! The worker's browser side: message transport, reading the `File`, panic reporting.
-//! The logic it drives is in `session` (pure, tested natively).
+//! The worker's browser side: receiving the page's messages, reading the `File`, posting
+//! events and answers, reporting panics. What it carries out is the core's
+//! [`Session`] (pure, tested natively).
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
 use js_sys::{Array, Reflect};
+use memsight_core::protocol::{ErrorReport, FileEvent, FromWorker, RequestId, ToWorker, ViewError};
+use memsight_core::service::Reply;
+use memsight_core::session::Session;
 use wasm_bindgen::prelude::*;
 use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent};
 
 use super::blob::BlobSource;
 use super::reader::{ChunkSource, ChunkedReader, CHUNK_BYTES};
-use memsight_core::engine::Session;
-use memsight_core::timeline::service::Reply;
-use memsight_core::protocol::{ErrorReport, Request, Response};
 
 /// Name of the queue `static/worker_loader.js` fills while the module loads.
 const EARLY_QUEUE: &str = "__memsightQueue";
@@ -21,36 +22,39 @@ fn scope() -> DedicatedWorkerGlobalScope {
     js_sys::global().unchecked_into()
 }
 
-/// Posts a reply: its response as JSON text, with a frame's pixels as a second element whose
-/// buffer is transferred rather than copied.
-fn post_reply(reply: Reply) {
-    let Some(pixels) = reply.pixels else {
-        post(&reply.response);
+fn console_error(text: &str) {
+    web_sys::console::error_1(&format!("memsight worker: {text}").into());
+}
+
+/// Posts a message to the page as JSON text, with an attachment (a frame's pixels) as a second
+/// element whose buffer is transferred rather than copied.
+fn post(message: &FromWorker, attachment: Option<Vec<u8>>) {
+    let json = match serde_json::to_string(message) {
+        Ok(json) => JsValue::from_str(&json),
+        Err(error) => return console_error(&error.to_string()),
+    };
+    let Some(bytes) = attachment else {
+        let _ = scope().post_message(&json);
         return;
     };
-    let json = match serde_json::to_string(&reply.response) {
-        Ok(json) => json,
-        Err(error) => {
-            web_sys::console::error_1(&format!("memsight worker: {error}").into());
-            return;
-        }
-    };
-    let array = js_sys::Uint8ClampedArray::new_with_length(pixels.len() as u32);
-    array.copy_from(&pixels);
-    drop(pixels);
-    let message = Array::of2(&JsValue::from_str(&json), &array);
+    let array = js_sys::Uint8ClampedArray::new_with_length(bytes.len() as u32);
+    array.copy_from(&bytes);
+    drop(bytes);
+    let message = Array::of2(&json, &array);
     let transfer = Array::of1(&array.buffer());
     let _ = scope().post_message_with_transfer(&message, &transfer);
 }
 
-/// Posts one response to the page.
-fn post(response: &Response) {
-    match serde_json::to_string(response) {
-        Ok(json) => {
-            let _ = scope().post_message(&JsValue::from_str(&json));
-        }
-        Err(error) => web_sys::console::error_1(&format!("memsight worker: {error}").into()),
-    }
+fn post_event(event: FileEvent) {
+    post(&FromWorker::Event(event), None);
+}
+
+fn post_answer(id: RequestId, result: Result<Reply<memsight_core::protocol::Answer>, ViewError>) {
+    let (result, attachment) = match result {
+        Ok(reply) => (Ok(reply.answer), reply.attachment),
+        Err(error) => (Err(error), None),
+    };
+    post(&FromWorker::Answer { id, result }, attachment);
 }
 
 /// Text of a JS exception or value, for error messages.
@@ -65,19 +69,11 @@ pub(crate) fn js_error_text(value: &JsValue) -> String {
     value.as_string().unwrap_or_else(|| format!("{value:?}"))
 }
 
-fn failed(message: String) -> Response {
-    Response::Failed(ErrorReport {
-        message,
-        offset: None,
-        hint: None,
-    })
-}
-
 /// Entry point of the worker binary (`src/bin/worker.rs`).
 pub fn start() {
     std::panic::set_hook(Box::new(|info| {
-        web_sys::console::error_1(&format!("memsight worker panicked: {info}").into());
-        post(&Response::Failed(ErrorReport {
+        console_error(&format!("panicked: {info}"));
+        post_event(FileEvent::Failed(ErrorReport {
             message: format!("memsight crashed while working on this file: {info}"),
             offset: None,
             hint: Some("This is a bug in memsight: please report it.".into()),
@@ -122,51 +118,53 @@ const WARM_UP_SNAPSHOT: &[u8] = include_bytes!("warmup.pickle");
 /// hot functions fast before a real file arrives.
 fn warm_up() {
     for _ in 0..24 {
-        let _ = memsight_core::decode::decode_bytes(WARM_UP_SNAPSHOT).map(memsight_core::analysis::Analysed::new);
+        let _ = memsight_core::decode::decode_bytes(WARM_UP_SNAPSHOT)
+            .map(memsight_core::analysis::Analysed::new);
     }
 }
 
-/// Handles one message from the page.
+/// Handles one message from the page: `[json, file?]`.
 fn handle(session: &Rc<RefCell<Session>>, data: JsValue) {
     let message = Array::from(&data);
     let Some(json) = message.get(0).as_string() else {
-        post(&failed(
-            "The worker received a message it does not understand.".into(),
-        ));
-        return;
-    };
-    let request: Request = match serde_json::from_str(&json) {
-        Ok(request) => request,
-        Err(error) => {
-            post(&failed(format!(
-                "The worker received a bad request: {error}"
-            )));
-            return;
-        }
+        return console_error("received a message that is not text");
     };
     // performance.now(): sub-millisecond, unlike Date.now().
     let clock = scope().performance();
     let now = move || clock.as_ref().map_or_else(js_sys::Date::now, |p| p.now());
-    let response = match request {
-        Request::Load { .. } => match message.get(1).dyn_into::<Blob>() {
-            Ok(blob) => match BlobSource::new(blob) {
-                Ok(source) => {
-                    // The blob's own length is authoritative.
-                    let total = source.size();
-                    let reader = ChunkedReader::new(source, CHUNK_BYTES);
-                    session
-                        .borrow_mut()
-                        .load(reader, total, &now, &mut |progress| post(&progress))
-                }
-                Err(error) => failed(format!("The file cannot be read in this browser: {error}")),
-            },
-            Err(_) => failed("The load request came without a file.".into()),
-        },
-        other => {
-            let reply = session.borrow_mut().handle(&other, &now);
-            post_reply(reply);
-            return;
+    match ToWorker::parse(&json) {
+        Ok(ToWorker::Ask { id, request }) => {
+            let result = session.borrow_mut().answer(request, &now);
+            post_answer(id, result);
         }
-    };
-    post(&response);
+        Ok(ToWorker::Load { .. }) => {
+            let Ok(blob) = message.get(1).dyn_into::<Blob>() else {
+                return post_event(FileEvent::Failed(ErrorReport::message(
+                    "The load request came without a file.",
+                )));
+            };
+            let source = match BlobSource::new(blob) {
+                Ok(source) => source,
+                Err(error) => {
+                    return post_event(FileEvent::Failed(ErrorReport::message(format!(
+                        "The file cannot be read in this browser: {error}"
+                    ))))
+                }
+            };
+            if session.borrow().is_loaded() {
+                // A page bug, not a broken file: the loaded file stays.
+                return console_error("refused a second file: each file has its own worker");
+            }
+            // The blob's own length is authoritative.
+            let total = source.size();
+            let reader = ChunkedReader::new(source, CHUNK_BYTES);
+            let event = session
+                .borrow_mut()
+                .load_event(reader, total, &now, &mut post_event);
+            post_event(event);
+        }
+        // Not understood: that request's view shows the error; nothing else changes.
+        Err((Some(id), error)) => post_answer(id, Err(error)),
+        Err((None, error)) => console_error(&format!("received a bad message: {error:?}")),
+    }
 }

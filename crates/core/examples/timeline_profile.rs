@@ -4,9 +4,11 @@
 use std::time::Instant;
 
 use memsight_core::analysis::Analysed;
-use memsight_core::protocol::{FrameRequest, HitRequest, Request, Response};
-use memsight_core::timeline::{AxisMode, Kind, Viewport};
-use memsight_core::timeline::service::Timelines;
+use memsight_core::service::{Context, Service};
+use memsight_core::timeline::service::{
+    FrameRequest, HitRequest, TimelineAnswer, TimelineRequest, TimelineService,
+};
+use memsight_core::timeline::{AxisMode, TimelineKind, Viewport};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -25,20 +27,23 @@ fn main() {
     let device = analysed.snapshot.default_device().unwrap_or(0);
     let epoch = Instant::now();
     let now = move || epoch.elapsed().as_secs_f64() * 1e3;
-    let mut timelines = Timelines::default();
+    let cx = Context {
+        analysed: &analysed,
+        now: &now,
+    };
+    let mut timelines = TimelineService::default();
     let start = Instant::now();
     let reply = timelines
-        .handle(
-            &analysed,
-            &Request::Timeline {
+        .answer(
+            &cx,
+            TimelineRequest::Layout {
                 device,
-                kind: Kind::Allocations,
+                kind: TimelineKind::Allocations,
                 detail: None,
             },
-            &now,
         )
         .unwrap();
-    let Response::Timeline(info) = reply.response else {
+    let TimelineAnswer::Layout(info) = reply.answer else {
         panic!("no timeline")
     };
     println!(
@@ -57,8 +62,7 @@ fn main() {
         let half = (x1 - x0) * f / 2.0;
         let request = FrameRequest {
             device,
-            kind: Kind::Allocations,
-            seq: i as u32,
+            kind: TimelineKind::Allocations,
             view: Viewport {
                 mode: AxisMode::Events,
                 x0: (centre - half).max(x0),
@@ -75,10 +79,10 @@ fn main() {
         };
         let start = Instant::now();
         let reply = timelines
-            .handle(&analysed, &Request::Frame(request), &now)
+            .answer(&cx, TimelineRequest::Frame(request))
             .unwrap();
         frame_ms.push(start.elapsed().as_secs_f64() * 1e3);
-        if let Response::Frame(f) = reply.response {
+        if let TimelineAnswer::Frame(f) = reply.answer {
             if i == 0 {
                 y_max = f.y_max;
             }
@@ -93,8 +97,7 @@ fn main() {
     for x in (0..width).step_by((width / 50).max(1) as usize) {
         let request = HitRequest {
             device,
-            kind: Kind::Allocations,
-            seq: 0,
+            kind: TimelineKind::Allocations,
             view: Viewport {
                 mode: AxisMode::Events,
                 x0,
@@ -108,7 +111,7 @@ fn main() {
         };
         let start = Instant::now();
         timelines
-            .handle(&analysed, &Request::Hit(request), &now)
+            .answer(&cx, TimelineRequest::Hit(request))
             .unwrap();
         hit_ms.push(start.elapsed().as_secs_f64() * 1e3);
     }

@@ -6,6 +6,7 @@ mod common;
 use common::*;
 use memsight_core::analysis::Analysed;
 use memsight_core::decode::decode_bytes;
+use memsight_core::overview;
 
 #[test]
 fn every_real_snapshot_matches_cpython() {
@@ -171,8 +172,10 @@ fn edge_case_details_are_kept() {
 
     let s = decode_file(&edge("oom.pickle")).unwrap();
     let a = Analysed::new(s);
-    let warnings = a.overview(a.snapshot.default_device().unwrap()).warnings;
-    assert!(warnings.iter().any(|w| w.kind == "oom"), "{warnings:?}");
+    let warnings = overview::build(&a, a.snapshot.default_device().unwrap())
+        .unwrap()
+        .warnings;
+    assert!(warnings.iter().any(|w| w.kind() == "oom"), "{warnings:?}");
 
     let s = decode_file(&edge("unknown_keys.pickle")).unwrap();
     assert!(!s.extra.is_empty());
@@ -193,13 +196,13 @@ fn edge_case_details_are_kept() {
     assert!(s.extra.iter().any(|(k, _)| k == "host_traces"));
 
     let s = decode_file(&edge("segment_list.pickle")).unwrap();
-    assert_eq!(s.layout, memsight_core::model::Layout::SegmentList);
+    assert_eq!(s.top_level, memsight_core::model::TopLevel::SegmentList);
 
     let s = decode_file(&edge("wrapped.pickle")).unwrap();
     let a = Analysed::new(s);
-    let warnings = a.overview(0).warnings;
+    let warnings = overview::build(&a, 0).unwrap().warnings;
     assert!(
-        warnings.iter().any(|w| w.kind == "ring-buffer-wrapped"),
+        warnings.iter().any(|w| w.kind() == "ring-buffer-wrapped"),
         "{warnings:?}"
     );
 }

@@ -108,7 +108,7 @@ fn state_name(s: &Snapshot, state: memsight_core::model::BlockState) -> String {
 }
 
 fn assert_same(name: &str, fast: &Snapshot, slow: &Snapshot) {
-    assert_eq!(fast.layout, slow.layout, "{name}: layout");
+    assert_eq!(fast.top_level, slow.top_level, "{name}: top level");
     assert_eq!(fast.features, slow.features, "{name}: features");
     assert_eq!(fast.device_ids(), slow.device_ids(), "{name}: devices");
     assert_eq!(

@@ -31,9 +31,9 @@ fn check(name: &str, analysed: &Analysed) {
         let layout = Layout::build(&allocations, allocations.count());
         let mut cursor = Cursor::default();
         let reserved_consistent = !facts
-            .findings
+            .warnings
             .iter()
-            .any(|f| f.kind == "reserved-inconsistent");
+            .any(|f| f.kind() == "reserved-inconsistent");
         let segments = SegmentElements::build(device, facts);
         for &state in &sampled {
             let allocated = match state {

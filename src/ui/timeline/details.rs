@@ -5,7 +5,7 @@ use leptos::prelude::*;
 
 use super::tooltip::{lifetime, title, when};
 use super::Timeline;
-use crate::ui::format;
+use crate::format;
 
 #[component]
 pub fn PinnedDetails(tl: Timeline) -> impl IntoView {

@@ -7,7 +7,7 @@ use leptos::prelude::*;
 use web_sys::PointerEvent;
 
 use super::plot::context;
-use super::window::Window;
+use super::range::XRange;
 use super::Timeline;
 
 const HEIGHT: f64 = 56.0;
@@ -105,21 +105,21 @@ pub fn Minimap(tl: Timeline) -> impl IntoView {
         let (Some(full), Some(x)) = (tl.full(), x_at(px, width)) else {
             return;
         };
-        let window = tl.window.get_untracked();
+        let range = tl.range.get_untracked();
         let px_per_unit = width / full.span();
-        let left = (window.x0 - full.x0) * px_per_unit;
-        let right = (window.x1 - full.x0) * px_per_unit;
+        let left = (range.x0 - full.x0) * px_per_unit;
+        let right = (range.x1 - full.x0) * px_per_unit;
         let g = if (px - left).abs() <= EDGE {
             Grab::Left
         } else if (px - right).abs() <= EDGE {
             Grab::Right
         } else if px > left && px < right {
             Grab::Move {
-                offset: x - window.x0,
+                offset: x - range.x0,
             }
         } else {
-            let span = window.span();
-            tl.set_window(Window::new(x - span / 2.0, x + span / 2.0));
+            let span = range.span();
+            tl.set_range(XRange::new(x - span / 2.0, x + span / 2.0));
             Grab::Move { offset: span / 2.0 }
         };
         grab.set_value(g);
@@ -131,27 +131,27 @@ pub fn Minimap(tl: Timeline) -> impl IntoView {
         let Some(x) = position(&event).and_then(|(px, width)| x_at(px, width)) else {
             return;
         };
-        let window = tl.window.get_untracked();
+        let range = tl.range.get_untracked();
         let min = tl.min_span();
         match grab.get_value() {
             Grab::None => {}
             Grab::Move { offset } => {
-                let span = window.span();
-                tl.set_window(Window::new(x - offset, x - offset + span));
+                let span = range.span();
+                tl.set_range(XRange::new(x - offset, x - offset + span));
             }
-            Grab::Left => tl.set_window(Window::new(x.min(window.x1 - min), window.x1)),
-            Grab::Right => tl.set_window(Window::new(window.x0, x.max(window.x0 + min))),
+            Grab::Left => tl.set_range(XRange::new(x.min(range.x1 - min), range.x1)),
+            Grab::Right => tl.set_range(XRange::new(range.x0, x.max(range.x0 + min))),
         }
     };
     let on_up = move |_: PointerEvent| grab.set_value(Grab::None);
 
     // Left edge and width of the window, in percent of the strip.
     let window_box = move || {
-        let window = tl.window.get();
+        let range = tl.range.get();
         match tl.full() {
             Some(full) if full.span() > 0.0 => (
-                (window.x0 - full.x0) / full.span() * 100.0,
-                window.span() / full.span() * 100.0,
+                (range.x0 - full.x0) / full.span() * 100.0,
+                range.span() / full.span() * 100.0,
             ),
             _ => (0.0, 100.0),
         }

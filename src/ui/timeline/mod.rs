@@ -4,13 +4,16 @@
 //!
 //! The worker lays the timeline out and paints it; this module only keeps the view state in
 //! signals ([`Timeline`]), asks for frames when it changes (one in flight at a time, the
-//! latest view wins) and shows what comes back.
-//! - [`window`]: navigation arithmetic (pure, natively tested);
+//! latest view wins) and shows what comes back. Every request is asked with
+//! [`Timeline::ask`], whose answer comes back to the handler given with it; each kind of
+//! request remembers its latest id ([`Latest`]), so an answer superseded by a newer request
+//! is dropped.
+//! - [`range`]: navigation arithmetic (pure, natively tested);
 //! - `plot`: the canvas, its pointer, wheel and keyboard handling;
 //! - `overlay`: axes, peak, OOM and phase marks drawn over the pixels;
 //! - `minimap`, `toolbar`, `details`, `tooltip`: one component each.
 
-pub mod window;
+pub mod range;
 
 mod details;
 mod minimap;
@@ -19,21 +22,22 @@ mod plot;
 mod toolbar;
 mod tooltip;
 
-use std::rc::Rc;
-
 use leptos::prelude::*;
 use wasm_bindgen::{JsCast, JsValue};
 
 use super::actions::Actions;
 use super::perf;
+use super::requests::{Latest, ScopeId};
 use super::state::FileId;
-use crate::protocol::{
-    FrameInfo, FrameRequest, HitInfo, HitRequest, MinimapInfo, Request, Response, SearchInfo,
-    TimelineInfo,
-};
+use crate::format;
+use crate::protocol::{Answer, Request, RequestId, ViewError};
 use crate::timeline::inspect::ElementDetail;
-use crate::timeline::{AxisMode, Kind, Viewport};
-use window::Window;
+use crate::timeline::service::{
+    FrameInfo, FrameRequest, HitInfo, HitRequest, MinimapInfo, SearchInfo, TimelineAnswer,
+    TimelineInfo, TimelineRequest,
+};
+use crate::timeline::{AxisMode, TimelineKind, Viewport};
+use range::XRange;
 
 /// Set when a timeline's first frame is on screen (read by benchmarks).
 pub const MARK_TIMELINE_PAINTED: &str = "memsight:timeline-painted";
@@ -41,26 +45,31 @@ pub const MARK_TIMELINE_PAINTED: &str = "memsight:timeline-painted";
 /// Plot height in CSS pixels.
 pub const PLOT_HEIGHT: f64 = 360.0;
 
-/// A frame request and whether another view is waiting behind it.
+/// The requests in flight and what waits behind them.
 #[derive(Default)]
 struct Pacing {
-    in_flight: bool,
+    /// The layout whose description counts.
+    layout: Latest,
+    /// The frame in flight (at most one).
+    frame: Latest,
+    /// Another view changed while a frame was in flight: ask again when it arrives.
     dirty: bool,
-    seq: u32,
     /// The view of the frame on screen, for hit-testing what is painted.
     painted: Option<Viewport>,
     /// The painted frame's top edge in bytes.
     painted_y_max: u64,
+    /// A hit test is in flight: a hover waits in `hover_next` behind it.
     hover_in_flight: bool,
     hover_next: Option<(f64, f64)>,
-    hover_seq: u32,
+    /// The hit whose answer shows in the tooltip.
+    hover: Latest,
     /// The click whose hit should pin an element.
-    pin_seq: Option<u32>,
-    /// Why each `Element` request in flight was sent, oldest first (the worker answers in
-    /// order).
-    element_requests: std::collections::VecDeque<ElementPurpose>,
-    /// The query of the search in progress; answers to other queries are stale.
-    search_query: Option<String>,
+    pin: Latest,
+    /// The element (a pinned one, or a search match) whose details count.
+    element: Latest,
+    /// The search whose count counts.
+    search: Latest,
+    minimap: Latest,
     /// The first frame of this layout has not been painted yet.
     awaiting_first_frame: bool,
     /// Where the pointer is in the plot, in CSS pixels.
@@ -74,8 +83,6 @@ enum ElementPurpose {
     Pin,
     /// Search navigation: pin it and centre the view on it.
     Match,
-    /// Asked for by a pin or search the user has since cleared: drop it.
-    Cancelled,
 }
 
 /// The view state of one device's timeline, shared by its components.
@@ -84,10 +91,13 @@ pub struct Timeline {
     pub file: FileId,
     pub device: u32,
     actions: Actions,
-    pub kind: RwSignal<Kind>,
+    /// This view's requests, forgotten when it goes away.
+    scope: ScopeId,
+    pub kind: RwSignal<TimelineKind>,
     pub mode: RwSignal<AxisMode>,
     pub info: RwSignal<Option<TimelineInfo>>,
-    pub window: RwSignal<Window>,
+    /// The visible x range.
+    pub range: RwSignal<XRange>,
     pub frame: RwSignal<Option<FrameInfo>>,
     /// The hovered pixel's answer, with the pointer's position in CSS pixels in the plot.
     pub hover: RwSignal<Option<(HitInfo, f64, f64)>>,
@@ -97,6 +107,7 @@ pub struct Timeline {
     pub show_line: RwSignal<bool>,
     pub show_all_frames: RwSignal<bool>,
     pub minimap: RwSignal<Option<MinimapInfo>>,
+    /// Why the last request could not be answered, in words.
     pub error: RwSignal<Option<String>>,
     /// Plot size in CSS pixels, and the device pixel ratio.
     pub size: RwSignal<(f64, f64, f64)>,
@@ -113,10 +124,11 @@ impl Timeline {
             file,
             device,
             actions,
-            kind: RwSignal::new(Kind::Allocations),
+            scope: actions.new_scope(),
+            kind: RwSignal::new(TimelineKind::Allocations),
             mode: RwSignal::new(AxisMode::Events),
             info: RwSignal::new(None),
-            window: RwSignal::new(Window::new(0.0, 1.0)),
+            range: RwSignal::new(XRange::new(0.0, 1.0)),
             frame: RwSignal::new(None),
             hover: RwSignal::new(None),
             pinned: RwSignal::new(None),
@@ -134,12 +146,36 @@ impl Timeline {
         }
     }
 
-    fn send(&self, request: Request) {
-        self.actions.send(self.file, &request);
+    /// Asks the worker; `on_answer` gets this view, the request's id and the timeline's
+    /// answer (or the view's error) with its attachment. `None` when the file has no worker.
+    fn ask(
+        &self,
+        request: TimelineRequest,
+        on_answer: impl FnOnce(Timeline, RequestId, Result<TimelineAnswer, ViewError>, Option<JsValue>)
+            + 'static,
+    ) -> Option<RequestId> {
+        let tl = *self;
+        self.actions.ask(
+            self.file,
+            self.scope,
+            Request::Timeline(request),
+            move |answered| {
+                let result = answered.result.and_then(|answer| match answer {
+                    Answer::Timeline(answer) => Ok(answer),
+                    other => Err(unexpected(&other)),
+                });
+                on_answer(tl, answered.id, result, answered.attachment);
+            },
+        )
+    }
+
+    /// Shows why a request could not be answered.
+    fn show_error(&self, error: &ViewError) {
+        self.error.set(Some(format::problems::view_error(error)));
     }
 
     /// The whole trace in the current axis units.
-    pub fn full(&self) -> Option<Window> {
+    pub fn full(&self) -> Option<XRange> {
         let mode = self.mode.get();
         self.info.with(|i| {
             i.as_ref().map(|i| {
@@ -147,40 +183,40 @@ impl Timeline {
                     (AxisMode::Time, Some(r)) => r,
                     _ => i.events_range,
                 };
-                Window::new(a, b)
+                XRange::new(a, b)
             })
         })
     }
 
-    /// The narrowest window: a few states wide in event units, a few microseconds in time.
+    /// The narrowest range: a few states wide in event units, a few microseconds in time.
     pub fn min_span(&self) -> f64 {
-        window::MIN_SPAN_EVENTS
+        range::MIN_SPAN_EVENTS
     }
 
     /// Moves the view (clamped to the trace).
-    pub fn set_window(&self, w: Window) {
+    pub fn set_range(&self, r: XRange) {
         if let Some(full) = self.full() {
-            self.window.set(w.clamped(full));
+            self.range.set(r.clamped(full));
         }
     }
 
     pub fn reset(&self) {
         if let Some(full) = self.full() {
-            self.window.set(full);
+            self.range.set(full);
         }
     }
 
     pub fn zoom(&self, fraction: f64, factor: f64) {
         if let Some(full) = self.full() {
             let min = self.min_span();
-            self.window
-                .update(|w| *w = w.zoom(fraction, factor, full, min));
+            self.range
+                .update(|r| *r = r.zoom(fraction, factor, full, min));
         }
     }
 
     pub fn pan(&self, fraction: f64) {
         if let Some(full) = self.full() {
-            self.window.update(|w| *w = w.pan(fraction, full));
+            self.range.update(|r| *r = r.pan(fraction, full));
         }
     }
 
@@ -201,7 +237,7 @@ impl Timeline {
             return;
         };
         let span = (full.span() / 50.0).max(self.min_span());
-        self.set_window(Window::new(x - span / 2.0, x + span / 2.0));
+        self.set_range(XRange::new(x - span / 2.0, x + span / 2.0));
     }
 
     /// Where an element lives along the x axis of `mode`: from its alloc to its free.
@@ -226,18 +262,44 @@ impl Timeline {
             return;
         };
         let min = self.min_span();
-        self.window.update(|w| *w = w.centred_on(a, b, full, min));
+        self.range.update(|r| *r = r.centred_on(a, b, full, min));
     }
 
     /// Lays the current kind out again (`detail` = `None` keeps the current detail) and asks
     /// for a frame right behind it.
     pub fn lay_out(&self, detail: Option<u32>) {
         self.pacing.update_value(|p| p.awaiting_first_frame = true);
-        self.send(Request::Timeline {
+        let request = TimelineRequest::Layout {
             device: self.device,
             kind: self.kind.get_untracked(),
             detail,
-        });
+        };
+        if let Some(id) = self.ask(request, |tl, id, result, _| tl.on_layout(id, result)) {
+            self.pacing.update_value(|p| p.layout.sent(id));
+        }
+        self.request_frame();
+    }
+
+    fn on_layout(&self, id: RequestId, result: Result<TimelineAnswer, ViewError>) {
+        if self.pacing.try_update_value(|p| p.layout.answered(id)) != Some(true) {
+            return;
+        }
+        let info = match result {
+            Ok(TimelineAnswer::Layout(info)) => info,
+            other => return self.show_error(&failure(other)),
+        };
+        let same_layout = self
+            .info
+            .with_untracked(|i| i.as_ref().is_some_and(|i| i.kind == info.kind));
+        if !info.has_time && self.mode.get_untracked() == AxisMode::Time {
+            self.mode.set(AxisMode::Events);
+        }
+        self.error.set(None);
+        self.info.set(Some(info));
+        if !same_layout {
+            self.reset();
+            self.request_minimap();
+        }
         self.request_frame();
     }
 
@@ -248,39 +310,77 @@ impl Timeline {
         let info = self.info.get_untracked();
         let kind = info.as_ref().map_or(self.kind.get_untracked(), |i| i.kind);
         let (w, h, dpr) = self.size.get_untracked();
-        let window = self.window.get_untracked();
-        let mut request = None;
-        self.pacing.update_value(|p| {
-            if p.in_flight {
-                p.dirty = true;
-                return;
-            }
-            p.in_flight = true;
-            p.dirty = false;
-            p.seq = p.seq.wrapping_add(1);
-            request = Some(FrameRequest {
-                device: self.device,
-                kind,
-                seq: p.seq,
-                view: Viewport {
-                    mode: self.mode.get_untracked(),
-                    x0: window.x0,
-                    x1: window.x1,
-                    width: (w * dpr).round().max(1.0) as u32,
-                    height: (h * dpr).round().max(1.0) as u32,
-                },
-                whole: info.is_none(),
-                dark: self.dark.get_untracked(),
-                line_width: (2.0 * dpr).round().max(1.0) as u32,
-                pinned: self.pinned.with_untracked(|p| p.as_ref().map(|d| d.index)),
-                show_matches: self
-                    .search
-                    .with_untracked(|s| s.as_ref().is_some_and(|s| s.count > 0)),
-                show_line: self.show_line.get_untracked() && kind == Kind::Allocations,
-            });
+        let range = self.range.get_untracked();
+        let in_flight = self
+            .pacing
+            .try_update_value(|p| {
+                let in_flight = p.frame.awaited();
+                p.dirty = in_flight;
+                in_flight
+            })
+            .unwrap_or(true);
+        if in_flight {
+            return;
+        }
+        let request = FrameRequest {
+            device: self.device,
+            kind,
+            view: Viewport {
+                mode: self.mode.get_untracked(),
+                x0: range.x0,
+                x1: range.x1,
+                width: (w * dpr).round().max(1.0) as u32,
+                height: (h * dpr).round().max(1.0) as u32,
+            },
+            whole: info.is_none(),
+            dark: self.dark.get_untracked(),
+            line_width: (2.0 * dpr).round().max(1.0) as u32,
+            pinned: self.pinned.with_untracked(|p| p.as_ref().map(|d| d.index)),
+            show_matches: self
+                .search
+                .with_untracked(|s| s.as_ref().is_some_and(|s| s.count > 0)),
+            show_line: self.show_line.get_untracked() && kind == TimelineKind::Allocations,
+        };
+        let sent = self.ask(TimelineRequest::Frame(request), |tl, id, result, pixels| {
+            tl.on_frame(id, result, pixels)
         });
-        if let Some(request) = request {
-            self.send(Request::Frame(request));
+        if let Some(id) = sent {
+            self.pacing.update_value(|p| p.frame.sent(id));
+        }
+    }
+
+    fn on_frame(
+        &self,
+        id: RequestId,
+        result: Result<TimelineAnswer, ViewError>,
+        pixels: Option<JsValue>,
+    ) {
+        if self.pacing.try_update_value(|p| p.frame.answered(id)) != Some(true) {
+            return;
+        }
+        match result {
+            Ok(TimelineAnswer::Frame(frame)) => {
+                if let (Some(pixels), Some(canvas)) = (pixels, self.canvas.get_value()) {
+                    plot::put_pixels(&canvas, &frame, &pixels);
+                }
+                let first = self.pacing.try_update_value(|p| {
+                    p.painted = Some(frame.view);
+                    p.painted_y_max = frame.y_max;
+                    std::mem::take(&mut p.awaiting_first_frame)
+                });
+                self.frames_painted.update(|n| *n += 1);
+                self.frame.set(Some(frame));
+                if first == Some(true) {
+                    perf::mark_after_render(MARK_TIMELINE_PAINTED);
+                }
+            }
+            other => self.show_error(&failure(other)),
+        }
+        let again = self
+            .pacing
+            .try_update_value(|p| std::mem::take(&mut p.dirty));
+        if again == Some(true) {
+            self.request_frame();
         }
     }
 
@@ -294,23 +394,59 @@ impl Timeline {
                 return;
             }
             let Some(painted) = p.painted else { return };
-            p.hover_in_flight = true;
-            p.hover_seq = p.hover_seq.wrapping_add(1);
-            if pin {
-                p.pin_seq = Some(p.hover_seq);
-            }
             request = Some(HitRequest {
                 device: self.device,
                 kind: self.kind.get_untracked(),
-                seq: p.hover_seq,
                 view: painted,
                 y_max: p.painted_y_max,
                 x: (x * dpr).floor().max(0.0) as u32,
                 y: (y * dpr).floor().max(0.0) as u32,
             });
         });
-        if let Some(request) = request {
-            self.send(Request::Hit(request));
+        let Some(request) = request else { return };
+        let sent = self.ask(TimelineRequest::Hit(request), |tl, id, result, _| {
+            tl.on_hit(id, result)
+        });
+        if let Some(id) = sent {
+            self.pacing.update_value(|p| {
+                p.hover_in_flight = true;
+                p.hover.sent(id);
+                if pin {
+                    p.pin.sent(id);
+                }
+            });
+        }
+    }
+
+    fn on_hit(&self, id: RequestId, result: Result<TimelineAnswer, ViewError>) {
+        let (latest, pin, next) = self
+            .pacing
+            .try_update_value(|p| {
+                p.hover_in_flight = false;
+                (
+                    p.hover.answered(id),
+                    p.pin.answered(id),
+                    p.hover_next.take(),
+                )
+            })
+            .unwrap_or((false, false, None));
+        match result {
+            Ok(TimelineAnswer::Hit(hit)) => {
+                if pin {
+                    match &hit.element {
+                        Some(e) => self.request_element(e.kind, e.index, ElementPurpose::Pin),
+                        None => self.unpin(),
+                    }
+                }
+                if latest {
+                    let (x, y) = self.pacing.with_value(|p| p.pointer);
+                    self.hover.set(Some((hit, x, y)));
+                }
+            }
+            other => self.show_error(&failure(other)),
+        }
+        if let Some((x, y)) = next {
+            self.hit_test(x, y, false);
         }
     }
 
@@ -327,44 +463,87 @@ impl Timeline {
     /// Answers still to come for pins or matches must not pin anything any more.
     fn cancel_pending_elements(&self) {
         self.pacing.update_value(|p| {
-            p.pin_seq = None;
-            for purpose in &mut p.element_requests {
-                *purpose = ElementPurpose::Cancelled;
-            }
+            p.pin.cancel();
+            p.element.cancel();
         });
     }
 
-    fn request_element(&self, kind: Kind, index: u32, purpose: ElementPurpose) {
-        self.pacing
-            .update_value(|p| p.element_requests.push_back(purpose));
-        self.send(Request::Element {
+    fn request_element(&self, kind: TimelineKind, index: u32, purpose: ElementPurpose) {
+        let request = TimelineRequest::Element {
             device: self.device,
             kind,
             index,
+        };
+        let sent = self.ask(request, move |tl, id, result, _| {
+            tl.on_element(id, purpose, result)
         });
+        if let Some(id) = sent {
+            self.pacing.update_value(|p| p.element.sent(id));
+        }
+    }
+
+    fn on_element(
+        &self,
+        id: RequestId,
+        purpose: ElementPurpose,
+        result: Result<TimelineAnswer, ViewError>,
+    ) {
+        if self.pacing.try_update_value(|p| p.element.answered(id)) != Some(true) {
+            return;
+        }
+        match result {
+            Ok(TimelineAnswer::Element(Some(detail))) => {
+                if purpose == ElementPurpose::Match {
+                    self.centre_on(&detail);
+                }
+                self.pinned.set(Some(detail));
+            }
+            Ok(TimelineAnswer::Element(None)) => {}
+            other => self.show_error(&failure(other)),
+        }
     }
 
     pub fn run_search(&self, query: String) {
         self.match_nth.set(0);
-        self.pacing
-            .update_value(|p| p.search_query = Some(query.clone()));
-        self.send(Request::Search {
+        let request = TimelineRequest::Search {
             device: self.device,
             kind: self.kind.get_untracked(),
             query,
-        });
+        };
+        let sent = self.ask(request, |tl, id, result, _| tl.on_search(id, result));
+        if let Some(id) = sent {
+            self.pacing.update_value(|p| p.search.sent(id));
+        }
+    }
+
+    fn on_search(&self, id: RequestId, result: Result<TimelineAnswer, ViewError>) {
+        if self.pacing.try_update_value(|p| p.search.answered(id)) != Some(true) {
+            return;
+        }
+        let found = match result {
+            Ok(TimelineAnswer::Search(found)) => found,
+            other => return self.show_error(&failure(other)),
+        };
+        let any = found.count > 0;
+        self.search.set(Some(found));
+        if any {
+            self.go_to_match(0);
+        }
     }
 
     pub fn clear_search(&self) {
-        self.pacing.update_value(|p| p.search_query = None);
+        self.pacing.update_value(|p| p.search.cancel());
         self.cancel_pending_elements();
         self.search.set(None);
-        // The worker forgets its matches (no longer highlighted); its answer is dropped.
-        self.send(Request::Search {
-            device: self.device,
-            kind: self.kind.get_untracked(),
-            query: String::new(),
-        });
+        // The worker forgets its matches (no longer highlighted); nobody needs the answer.
+        self.actions.tell(
+            self.file,
+            Request::Timeline(TimelineRequest::Search {
+                device: self.device,
+                kind: self.kind.get_untracked(),
+                query: String::new(),
+            }),
+        );
     }
 
     /// Shows the `nth` search match (wrapping around), pinned and centred.
@@ -377,138 +556,73 @@ impl Timeline {
         }
         let nth = nth.rem_euclid(count as i64) as u32;
         self.match_nth.set(nth);
-        self.pacing
-            .update_value(|p| p.element_requests.push_back(ElementPurpose::Match));
-        self.send(Request::Match {
+        let request = TimelineRequest::Match {
             device: self.device,
             kind: self.kind.get_untracked(),
             nth,
+        };
+        let sent = self.ask(request, |tl, id, result, _| {
+            tl.on_element(id, ElementPurpose::Match, result)
         });
+        if let Some(id) = sent {
+            self.pacing.update_value(|p| p.element.sent(id));
+        }
     }
 
     fn request_minimap(&self) {
         let (w, _, dpr) = self.size.get_untracked();
-        self.send(Request::Minimap {
+        let request = TimelineRequest::Minimap {
             device: self.device,
             kind: self.kind.get_untracked(),
             mode: self.mode.get_untracked(),
             width: (w * dpr).round().max(1.0) as u32,
+        };
+        let sent = self.ask(request, |tl, id, result, _| {
+            if tl.pacing.try_update_value(|p| p.minimap.answered(id)) != Some(true) {
+                return;
+            }
+            match result {
+                Ok(TimelineAnswer::Minimap(minimap)) => tl.minimap.set(Some(minimap)),
+                other => tl.show_error(&failure(other)),
+            }
         });
-    }
-
-    /// Handles an answer from the worker.
-    fn on_answer(&self, response: Response, pixels: Option<JsValue>) {
-        match response {
-            Response::Timeline(info) => {
-                if info.device != self.device || info.kind != self.kind.get_untracked() {
-                    return;
-                }
-                let same_layout = self
-                    .info
-                    .with_untracked(|i| i.as_ref().is_some_and(|i| i.kind == info.kind));
-                if !info.has_time && self.mode.get_untracked() == AxisMode::Time {
-                    self.mode.set(AxisMode::Events);
-                }
-                self.error.set(None);
-                self.info.set(Some(info));
-                if !same_layout {
-                    self.reset();
-                    self.request_minimap();
-                }
-                self.request_frame();
-            }
-            Response::Frame(frame) => {
-                let expected = self.pacing.with_value(|p| p.seq);
-                if frame.seq == expected {
-                    if let (Some(pixels), Some(canvas)) = (pixels, self.canvas.get_value()) {
-                        plot::put_pixels(&canvas, &frame, &pixels);
-                    }
-                    let first = self.pacing.try_update_value(|p| {
-                        p.painted = Some(frame.view);
-                        p.painted_y_max = frame.y_max;
-                        std::mem::take(&mut p.awaiting_first_frame)
-                    });
-                    self.frames_painted.update(|n| *n += 1);
-                    self.frame.set(Some(frame));
-                    if first == Some(true) {
-                        perf::mark_after_render(MARK_TIMELINE_PAINTED);
-                    }
-                }
-                let again = self.pacing.try_update_value(|p| {
-                    p.in_flight = false;
-                    p.dirty
-                });
-                if again == Some(true) {
-                    self.request_frame();
-                }
-            }
-            Response::Hit(hit) => {
-                let (latest, pin, next) = self
-                    .pacing
-                    .try_update_value(|p| {
-                        p.hover_in_flight = false;
-                        let pin = p.pin_seq == Some(hit.seq);
-                        if pin {
-                            p.pin_seq = None;
-                        }
-                        (p.hover_seq == hit.seq, pin, p.hover_next.take())
-                    })
-                    .unwrap_or((false, false, None));
-                if pin {
-                    match &hit.element {
-                        Some(e) => self.request_element(e.kind, e.index, ElementPurpose::Pin),
-                        None => self.unpin(),
-                    }
-                }
-                if latest {
-                    let (x, y) = self.pacing.with_value(|p| p.pointer);
-                    self.hover.set(Some((hit, x, y)));
-                }
-                if let Some((x, y)) = next {
-                    self.hit_test(x, y, false);
-                }
-            }
-            Response::Element { detail } => {
-                let purpose = self
-                    .pacing
-                    .try_update_value(|p| p.element_requests.pop_front())
-                    .flatten()
-                    .unwrap_or(ElementPurpose::Cancelled);
-                if let (Some(detail), false) = (detail, purpose == ElementPurpose::Cancelled) {
-                    if purpose == ElementPurpose::Match {
-                        self.centre_on(&detail);
-                    }
-                    self.pinned.set(Some(detail));
-                }
-            }
-            Response::Search(found) => {
-                let current = self
-                    .pacing
-                    .with_value(|p| p.search_query.as_deref() == Some(found.query.as_str()));
-                if !current {
-                    return;
-                }
-                let any = found.count > 0;
-                self.search.set(Some(found));
-                if any {
-                    self.go_to_match(0);
-                }
-            }
-            Response::Minimap(minimap) => self.minimap.set(Some(minimap)),
-            Response::ViewError(message) => {
-                self.pacing.update_value(|p| {
-                    p.in_flight = false;
-                    p.hover_in_flight = false;
-                });
-                self.error.set(Some(message));
-            }
-            _ => {}
+        if let Some(id) = sent {
+            self.pacing.update_value(|p| p.minimap.sent(id));
         }
     }
 
     /// Records where the pointer is (CSS pixels), before its hit answer arrives.
     pub fn pointer_at(&self, x: f64, y: f64) {
         self.pacing.update_value(|p| p.pointer = (x, y));
+    }
+
+    /// Forgets everything asked before the layout changes: answers about the previous
+    /// layout must not reach the new one.
+    fn forget_view(&self) {
+        self.info.set(None);
+        self.unpin();
+        self.pacing.update_value(|p| {
+            p.search.cancel();
+            p.minimap.cancel();
+        });
+        self.search.set(None);
+        self.minimap.set(None);
+    }
+}
+
+/// The error of an answer that is not the one a handler expects.
+fn failure(result: Result<TimelineAnswer, ViewError>) -> ViewError {
+    match result {
+        Err(error) => error,
+        Ok(answer) => ViewError::Malformed {
+            detail: format!("unexpected answer {answer:?}"),
+        },
+    }
+}
+
+fn unexpected(answer: &Answer) -> ViewError {
+    ViewError::Malformed {
+        detail: format!("a timeline request was answered with {answer:?}"),
     }
 }
 
@@ -522,20 +636,14 @@ fn prefers_dark() -> bool {
 #[component]
 pub fn TimelinePanel(file: FileId, device: u32, actions: Actions) -> impl IntoView {
     let tl = Timeline::new(file, device, actions);
-    actions.listen(
-        file,
-        Rc::new(move |response, pixels| tl.on_answer(response, pixels)),
-    );
-    on_cleanup(move || actions.unlisten(file));
+    // Answers still to come for this view reach nobody once it is gone.
+    let scope = tl.scope;
+    on_cleanup(move || actions.forget_scope(file, scope));
 
     // Lay out again when the kind changes; frames follow every change of the view.
     Effect::new(move |_| {
         let _ = tl.kind.get();
-        tl.info.set(None);
-        tl.unpin();
-        tl.pacing.update_value(|p| p.search_query = None);
-        tl.search.set(None);
-        tl.minimap.set(None);
+        tl.forget_view();
         tl.lay_out(None);
     });
     Effect::new(move |previous: Option<AxisMode>| {
@@ -547,7 +655,7 @@ pub fn TimelinePanel(file: FileId, device: u32, actions: Actions) -> impl IntoVi
         mode
     });
     Effect::new(move |_| {
-        tl.window.track();
+        tl.range.track();
         tl.size.track();
         tl.dark.track();
         tl.show_line.track();
@@ -584,7 +692,7 @@ pub fn TimelinePanel(file: FileId, device: u32, actions: Actions) -> impl IntoVi
 
     let info = tl.info;
     let frame = tl.frame;
-    let window = tl.window;
+    let range = tl.range;
     let attr = move |f: fn(&TimelineInfo) -> String| {
         move || info.with(|i| i.as_ref().map(f).unwrap_or_default())
     };
@@ -597,11 +705,11 @@ pub fn TimelinePanel(file: FileId, device: u32, actions: Actions) -> impl IntoVi
             class="panel timeline"
             id="timeline"
             data-device=device.to_string()
-            data-kind=move || match tl.kind.get() { Kind::Allocations => "allocations", Kind::Segments => "segments" }
+            data-kind=move || match tl.kind.get() { TimelineKind::Allocations => "allocations", TimelineKind::Segments => "segments" }
             data-mode=move || match tl.mode.get() { AxisMode::Events => "events", AxisMode::Time => "time" }
             data-ready=move || info.with(|i| i.is_some()).to_string()
-            data-view-start=move || window.get().x0.to_string()
-            data-view-end=move || window.get().x1.to_string()
+            data-view-start=move || range.get().x0.to_string()
+            data-view-end=move || range.get().x1.to_string()
             data-states=attr(|i| i.states.to_string())
             data-elements=attr(|i| i.elements.to_string())
             data-detail=attr(|i| i.detail.to_string())
@@ -624,7 +732,6 @@ pub fn TimelinePanel(file: FileId, device: u32, actions: Actions) -> impl IntoVi
                 data-y-max=frame_attr(|f| f.y_max.to_string())
                 data-width=frame_attr(|f| f.view.width.to_string())
                 data-height=frame_attr(|f| f.view.height.to_string())
-                data-seq=frame_attr(|f| f.seq.to_string())
                 data-first-state=frame_attr(|f| f.first_state.map(|s| s.to_string()).unwrap_or_default())
                 data-last-state=frame_attr(|f| f.last_state.map(|s| s.to_string()).unwrap_or_default())
                 data-peak-bytes=frame_attr(|f| f.peak_bytes.to_string())

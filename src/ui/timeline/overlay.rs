@@ -6,9 +6,9 @@
 use web_sys::HtmlCanvasElement;
 
 use super::plot::context;
-use crate::protocol::TimelineInfo;
+use crate::format;
+use crate::timeline::service::TimelineInfo;
 use crate::timeline::AxisMode;
-use crate::ui::format;
 
 /// What the overlay shows, in CSS pixels.
 pub struct Scene<'a> {

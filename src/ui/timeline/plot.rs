@@ -16,7 +16,7 @@ use web_sys::{
 
 use super::tooltip::Tooltip;
 use super::{overlay, Timeline, PLOT_HEIGHT};
-use crate::protocol::FrameInfo;
+use crate::timeline::service::FrameInfo;
 
 /// Pixels a press may move and still count as a click.
 const CLICK_SLOP: f64 = 4.0;
@@ -197,15 +197,15 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
         if event.button() != 0 {
             return;
         }
-        let window = tl.window.get_untracked();
+        let range = tl.range.get_untracked();
         let (x, y) = offset(&event);
         drag.set_value(Drag {
             active: true,
             start_x: x,
             start_y: y,
             moved: false,
-            x0: window.x0,
-            x1: window.x1,
+            x0: range.x0,
+            x1: range.x1,
         });
         if let Some(c) = canvas.get_untracked() {
             let _ = c.set_pointer_capture(event.pointer_id());
@@ -220,7 +220,7 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
                 drag.update_value(|d| d.moved = true);
                 let (w, _, _) = tl.size.get_untracked();
                 let shift = -dx / w.max(1.0) * (d.x1 - d.x0);
-                tl.set_window(super::window::Window::new(d.x0 + shift, d.x1 + shift));
+                tl.set_range(super::range::XRange::new(d.x0 + shift, d.x1 + shift));
                 tl.clear_hover();
                 return;
             }

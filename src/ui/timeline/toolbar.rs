@@ -6,8 +6,8 @@ use wasm_bindgen::JsCast;
 use web_sys::{HtmlInputElement, KeyboardEvent};
 
 use super::Timeline;
-use crate::timeline::{AxisMode, Kind};
-use crate::ui::format;
+use crate::format;
+use crate::timeline::{AxisMode, TimelineKind};
 
 /// Positions of the detail slider; detail grows exponentially along it.
 const DETAIL_STEPS: f64 = 1000.0;
@@ -40,7 +40,7 @@ fn input_value(event: &leptos::ev::Event) -> String {
 #[component]
 pub fn TimelineToolbar(tl: Timeline) -> impl IntoView {
     let has_time = move || tl.info.with(|i| i.as_ref().is_some_and(|i| i.has_time));
-    let kind_button = move |kind: Kind, label: &'static str, id: &'static str| {
+    let kind_button = move |kind: TimelineKind, label: &'static str, id: &'static str| {
         view! {
             <button
                 type="button"
@@ -74,8 +74,8 @@ pub fn TimelineToolbar(tl: Timeline) -> impl IntoView {
     };
     let elements = move || tl.info.with(|i| i.as_ref().map_or(0, |i| i.elements));
     let noun = move || match tl.kind.get() {
-        Kind::Allocations => "allocations",
-        Kind::Segments => "segments",
+        TimelineKind::Allocations => "allocations",
+        TimelineKind::Segments => "segments",
     };
     let search_input = NodeRef::<leptos::html::Input>::new();
     let on_search_key = move |event: KeyboardEvent| match event.key().as_str() {
@@ -110,14 +110,14 @@ pub fn TimelineToolbar(tl: Timeline) -> impl IntoView {
     view! {
         <div class="timeline-toolbar">
             <div class="segmented-group" role="group" aria-label="Timeline">
-                {kind_button(Kind::Allocations, "Allocations", "timeline-tab-allocations")}
-                {kind_button(Kind::Segments, "Segments", "timeline-tab-segments")}
+                {kind_button(TimelineKind::Allocations, "Allocations", "timeline-tab-allocations")}
+                {kind_button(TimelineKind::Segments, "Segments", "timeline-tab-segments")}
             </div>
             <div class="segmented-group" role="group" aria-label="X axis">
                 {mode_button(AxisMode::Events, "Events", "timeline-axis-events")}
                 {mode_button(AxisMode::Time, "Time", "timeline-axis-time")}
             </div>
-            <label class="check" class:hidden=move || tl.kind.get() != Kind::Allocations>
+            <label class="check" class:hidden=move || tl.kind.get() != TimelineKind::Allocations>
                 <input
                     type="checkbox"
                     id="timeline-reserved-line"

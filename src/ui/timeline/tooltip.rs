@@ -4,9 +4,9 @@
 use leptos::prelude::*;
 
 use super::Timeline;
+use crate::format;
 use crate::timeline::inspect::ElementDetail;
-use crate::timeline::Kind;
-use crate::ui::format;
+use crate::timeline::TimelineKind;
 
 /// The trace event that produced `state`, as "event 1,234" or "event 1,234 (+1.2 s)", numbered
 /// like the overview (from 0; state `s` is memory after event `s - 1`).
@@ -44,8 +44,8 @@ pub fn lifetime(detail: &ElementDetail, states: u32) -> String {
 
 pub fn title(detail: &ElementDetail) -> String {
     let noun = match detail.kind {
-        Kind::Allocations => "Allocation",
-        Kind::Segments => "Segment",
+        TimelineKind::Allocations => "Allocation",
+        TimelineKind::Segments => "Segment",
     };
     format!("{noun} {:#x}", detail.addr)
 }

@@ -1,11 +1,15 @@
-//! Facts derived from the model: computed once at load ([`Analysed::new`]) or on request by a
-//! view. Nothing here decodes or draws.
+//! Facts derived from the model that many views share: the replay of each device's trace
+//! (computed once at load, [`Analysed::new`]), stack analysis, and typed warnings. Nothing
+//! here decodes, draws or chooses words; each view's own computation lives with its feature
+//! (`overview`, `timeline`).
 
-pub mod overview;
 pub mod replay;
+pub mod stacks;
+pub mod warning;
 
 use crate::model::Snapshot;
-pub use replay::{Allocation, DeviceFacts, Finding, Origin, Peak, NO_ROW};
+pub use replay::{Allocation, DeviceFacts, Origin, Peak, NO_ROW};
+pub use warning::Warning;
 
 /// A snapshot with the facts every view needs, one [`DeviceFacts`] per device (same order as
 /// [`Snapshot::devices`]).
@@ -25,11 +29,6 @@ impl Analysed {
     pub fn device_facts(&self, id: u32) -> Option<(&crate::model::Device, &DeviceFacts)> {
         let i = self.snapshot.devices.iter().position(|d| d.id == id)?;
         Some((&self.snapshot.devices[i], &self.facts[i]))
-    }
-
-    /// The overview of device `id` (an empty overview for an unknown device).
-    pub fn overview(&self, id: u32) -> overview::Overview {
-        overview::build(self, id)
     }
 
     /// Heap bytes of the derived facts, for benchmarks.

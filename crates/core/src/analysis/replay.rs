@@ -10,6 +10,7 @@
 
 use rustc_hash::FxHashMap;
 
+use super::warning::Warning;
 use crate::model::{Action, Device, StackId, NO_STACK};
 
 /// Row index of "no such event".
@@ -56,13 +57,6 @@ pub struct Peak {
     pub row: Option<u32>,
 }
 
-/// A problem or notable fact found by the replay, with a stable kind.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Finding {
-    pub kind: &'static str,
-    pub message: String,
-}
-
 /// Everything derived from one device's trace and segments.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DeviceFacts {
@@ -85,7 +79,8 @@ pub struct DeviceFacts {
     /// Allocations alive at the end of the trace that no allocated block accounts for.
     pub missing_from_segments: u64,
     pub missing_from_segments_bytes: u64,
-    pub findings: Vec<Finding>,
+    /// What the replay found that limits the views (not the OOMs: see the overview).
+    pub warnings: Vec<Warning>,
 }
 
 impl DeviceFacts {
@@ -243,10 +238,7 @@ pub fn replay(device: &Device) -> DeviceFacts {
     let reserved_end: u64 = device.segments.iter().map(|s| s.total_size).sum();
     let mut baseline_reserved = reserved_end as i128 - reserved_net;
     if baseline_reserved + reserved_min < 0 {
-        facts.findings.push(Finding {
-            kind: "reserved-inconsistent",
-            message: "segment events in the trace do not add up to the final segments; the reserved curve is approximate".into(),
-        });
+        facts.warnings.push(Warning::ReservedInconsistent);
         baseline_reserved = -reserved_min;
     }
     facts.baseline_reserved = baseline_reserved as u64;
@@ -277,7 +269,7 @@ pub fn replay(device: &Device) -> DeviceFacts {
     allocations.extend(freed_before);
     allocations.extend(trace_allocs);
     facts.allocations = allocations;
-    findings(device, &mut facts);
+    warnings(device, &mut facts);
     facts
 }
 
@@ -304,47 +296,30 @@ fn peak(baseline: u64, curve: &[u64]) -> Peak {
     best
 }
 
-fn findings(device: &Device, facts: &mut DeviceFacts) {
+fn warnings(device: &Device, facts: &mut DeviceFacts) {
     let trace = &device.trace;
     let allocs = facts.action_counts[Action::Alloc as usize];
     let before = facts.frees_without_alloc + facts.live_blocks_without_alloc;
-    if trace.is_empty() {
-        facts.findings.push(Finding {
-            kind: "trace-empty",
-            message: "The trace is empty: only the final segments are known. Call torch.cuda.memory._record_memory_history() before the allocations to record a timeline.".into(),
-        });
-    } else if allocs == 0 {
-        facts.findings.push(Finding {
-            kind: "trace-empty",
-            message: format!(
-                "The trace holds {} events but no allocation: only the final segments are known.",
-                trace.len()
-            ),
+    if allocs == 0 {
+        facts.warnings.push(Warning::TraceEmpty {
+            events: trace.len() as u64,
         });
     }
     if allocs > 0 && before > 0 {
-        facts.findings.push(Finding {
-            kind: "ring-buffer-wrapped",
-            message: format!(
-                "{} allocations existed before the first recorded event ({} freed during the trace, {} still alive): the trace ring buffer wrapped (max_entries) or recording started late. They are drawn as a baseline from the start.",
-                before, facts.frees_without_alloc, facts.live_blocks_without_alloc
-            ),
+        facts.warnings.push(Warning::RingBufferWrapped {
+            before,
+            freed_during_trace: facts.frees_without_alloc,
+            still_alive: facts.live_blocks_without_alloc,
         });
     }
     if facts.missing_from_segments > 0 {
-        facts.findings.push(Finding {
-            kind: "trace-segments-mismatch",
-            message: format!(
-                "{} allocations alive at the end of the trace ({} bytes) have no allocated block in the final segments: the trace and the segments disagree.",
-                facts.missing_from_segments, facts.missing_from_segments_bytes
-            ),
+        facts.warnings.push(Warning::TraceSegmentsMismatch {
+            allocations: facts.missing_from_segments,
+            bytes: facts.missing_from_segments_bytes,
         });
     }
     if allocs > 0 && (0..trace.len()).all(|r| trace.stack[r] == NO_STACK) {
-        facts.findings.push(Finding {
-            kind: "no-stacks",
-            message: "No stacks were recorded: pass stacks='python' or 'all' to _record_memory_history() to see who allocated what.".into(),
-        });
+        facts.warnings.push(Warning::NoStacks);
     }
 }
 
@@ -433,7 +408,7 @@ mod tests {
                 row: Some(3)
             }
         );
-        let kinds: Vec<_> = f.findings.iter().map(|x| x.kind).collect();
+        let kinds: Vec<_> = f.warnings.iter().map(|x| x.kind()).collect();
         assert_eq!(kinds, ["no-stacks"]);
     }
 
@@ -469,7 +444,7 @@ mod tests {
             .find(|a| a.origin == Origin::FreedBeforeAlloc)
             .unwrap();
         assert_eq!((freed.free_requested_row, freed.free_row), (0, 1));
-        assert!(f.findings.iter().any(|x| x.kind == "ring-buffer-wrapped"));
+        assert!(f.warnings.iter().any(|x| x.kind() == "ring-buffer-wrapped"));
         assert_eq!(f.allocated_at_end(), 12);
     }
 
@@ -510,10 +485,10 @@ mod tests {
             (1, 30)
         );
         assert!(f
-            .findings
+            .warnings
             .iter()
-            .any(|x| x.kind == "trace-segments-mismatch"));
-        assert!(f.findings.iter().any(|x| x.kind == "no-stacks"));
+            .any(|x| x.kind() == "trace-segments-mismatch"));
+        assert!(f.warnings.iter().any(|x| x.kind() == "no-stacks"));
     }
 
     #[test]
@@ -527,6 +502,6 @@ mod tests {
                 row: None
             }
         );
-        assert!(f.findings.iter().any(|x| x.kind == "trace-empty"));
+        assert!(f.warnings.iter().any(|x| x.kind() == "trace-empty"));
     }
 }

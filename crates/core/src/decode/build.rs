@@ -11,8 +11,8 @@ use rustc_hash::FxHashMap;
 use super::DecodeError;
 use crate::model::{
     Action, Annotation, AnnotationStage, Block, BlockState, Device, Features, Frame, FrameId,
-    FrameInterner, HistoryEntry, Layout, Segment, SegmentType, Snapshot, StackId, Stacks, StrId,
-    Strings, Trace, TraceRow, Value, NO_STACK, NO_TIME,
+    FrameInterner, HistoryEntry, Segment, SegmentType, Snapshot, StackId, Stacks, StrId, Strings,
+    TopLevel, Trace, TraceRow, Value, NO_STACK, NO_TIME,
 };
 
 /// The deepest nesting accepted anywhere (snapshots need about 6 levels).
@@ -570,7 +570,7 @@ impl Builder {
                 }
             }
             Node::List(_) => {
-                snapshot.layout = Layout::SegmentList;
+                snapshot.top_level = TopLevel::SegmentList;
                 self.segments(root, &mut segments, at_end)?;
             }
             other => return Err(not_a_snapshot(&self, &other, at_end)),

@@ -6,28 +6,44 @@
 use std::fmt;
 use std::ops::Deref;
 
-/// What went wrong, where, and what the file probably is.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ErrorDetail {
-    /// Offset in the decoded byte stream (after gzip) where the problem was found.
-    pub offset: Option<u64>,
+use serde::{Deserialize, Serialize};
+
+/// What went wrong, where, and what the file probably is: what the page and the command line
+/// show for a file that could not be opened.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorReport {
+    /// What is wrong, in one sentence.
     pub message: String,
+    /// Offset in the decoded byte stream (after gzip) where the problem was found, when known.
+    pub offset: Option<u64>,
+    /// What the file probably is, or what to do about it.
     pub hint: Option<String>,
 }
 
+impl ErrorReport {
+    /// A report with a message only.
+    pub fn message(message: impl Into<String>) -> Self {
+        ErrorReport {
+            message: message.into(),
+            offset: None,
+            hint: None,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DecodeError(Box<ErrorDetail>);
+pub struct DecodeError(Box<ErrorReport>);
 
 impl Deref for DecodeError {
-    type Target = ErrorDetail;
-    fn deref(&self) -> &ErrorDetail {
+    type Target = ErrorReport;
+    fn deref(&self) -> &ErrorReport {
         &self.0
     }
 }
 
 impl DecodeError {
     pub fn new(offset: Option<u64>, message: impl Into<String>) -> Self {
-        DecodeError(Box::new(ErrorDetail {
+        DecodeError(Box::new(ErrorReport {
             offset,
             message: message.into(),
             hint: None,
@@ -49,7 +65,8 @@ impl DecodeError {
         self
     }
 
-    pub fn into_detail(self) -> ErrorDetail {
+    /// The report shown to the user.
+    pub fn into_report(self) -> ErrorReport {
         *self.0
     }
 }

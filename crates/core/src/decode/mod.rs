@@ -15,7 +15,7 @@ mod input;
 mod json;
 mod pickle;
 
-pub use error::{DecodeError, ErrorDetail};
+pub use error::{DecodeError, ErrorReport};
 use input::{Counting, Input};
 
 /// What the first bytes of a stream say it is.

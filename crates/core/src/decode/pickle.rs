@@ -43,7 +43,7 @@ enum Val {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
+enum Container {
     List,
     Dict,
     Tuple,
@@ -53,7 +53,7 @@ enum Kind {
 const NO_MEMO: u32 = u32::MAX;
 
 struct Obj {
-    kind: Kind,
+    kind: Container,
     /// Items; for dicts, keys and values alternate.
     items: Vec<Val>,
     /// The memo slot holding this container, if any.
@@ -281,31 +281,31 @@ impl<R: Read> Parser<R> {
                 }
                 // --- containers -----------------------------------------------------------
                 b'}' => {
-                    let o = self.new_obj(Kind::Dict);
+                    let o = self.new_obj(Container::Dict);
                     self.push(Val::Obj(o), at)?;
                 }
                 b']' => {
-                    let o = self.new_obj(Kind::List);
+                    let o = self.new_obj(Container::List);
                     self.push(Val::Obj(o), at)?;
                 }
                 b')' => {
-                    let o = self.new_obj(Kind::Tuple);
+                    let o = self.new_obj(Container::Tuple);
                     self.push(Val::Obj(o), at)?;
                 }
                 0x8f => {
-                    let o = self.new_obj(Kind::Set);
+                    let o = self.new_obj(Container::Set);
                     self.push(Val::Obj(o), at)?;
                 }
                 b'(' => self.op_mark(at)?,
                 b't' | b'l' | b'd' | 0x91 => {
                     let mark = self.pop_mark(at)?;
                     let kind = match op {
-                        b't' => Kind::Tuple,
-                        b'l' => Kind::List,
-                        b'd' => Kind::Dict,
-                        _ => Kind::Set,
+                        b't' => Container::Tuple,
+                        b'l' => Container::List,
+                        b'd' => Container::Dict,
+                        _ => Container::Set,
                     };
-                    if kind == Kind::Dict && (self.stack.len() - mark) % 2 != 0 {
+                    if kind == Container::Dict && (self.stack.len() - mark) % 2 != 0 {
                         return Err(DecodeError::at(at, "DICT with an odd number of items"));
                     }
                     let o = self.new_obj(kind);
@@ -321,10 +321,10 @@ impl<R: Read> Parser<R> {
                 b'u' => self.op_setitems(at)?,
                 0x90 => {
                     let mark = self.pop_mark(at)?;
-                    let target = self.obj_below(mark, Kind::Set, "ADDITEMS", at)?;
+                    let target = self.obj_below(mark, Container::Set, "ADDITEMS", at)?;
                     self.scratch.clear();
                     self.scratch.extend(self.stack.drain(mark..));
-                    self.fill_obj(target, Kind::Set, at)?;
+                    self.fill_obj(target, Container::Set, at)?;
                 }
                 // --- stack manipulation ---------------------------------------------------
                 b'0' => {
@@ -430,7 +430,11 @@ impl<R: Read> Parser<R> {
             }
             b'}' | b']' => {
                 self.input.pos += 1;
-                let o = self.new_obj(if c[0] == b'}' { Kind::Dict } else { Kind::List });
+                let o = self.new_obj(if c[0] == b'}' {
+                    Container::Dict
+                } else {
+                    Container::List
+                });
                 self.push(Val::Obj(o), at)?;
             }
             b'K' => {
@@ -669,40 +673,40 @@ impl<R: Read> Parser<R> {
                 format!("TUPLE{n} needs {n} values on the stack"),
             ));
         }
-        let o = self.new_obj(Kind::Tuple);
+        let o = self.new_obj(Container::Tuple);
         self.scratch.clear();
         let start = self.stack.len() - n;
         self.scratch.extend(self.stack.drain(start..));
-        self.fill_obj(o, Kind::Tuple, at)?;
+        self.fill_obj(o, Container::Tuple, at)?;
         self.stack.push(Val::Obj(o));
         Ok(())
     }
 
     fn op_append(&mut self, at: u64) -> Result<(), DecodeError> {
         let v = self.pop(at)?;
-        let target = self.top_obj(Kind::List, "APPEND", at)?;
+        let target = self.top_obj(Container::List, "APPEND", at)?;
         self.scratch.clear();
         self.scratch.push(v);
-        self.fill_obj(target, Kind::List, at)
+        self.fill_obj(target, Container::List, at)
     }
 
     fn op_appends(&mut self, at: u64) -> Result<(), DecodeError> {
         let mark = self.pop_mark(at)?;
-        let target = self.obj_below(mark, Kind::List, "APPENDS", at)?;
+        let target = self.obj_below(mark, Container::List, "APPENDS", at)?;
         self.scratch.clear();
         self.scratch.extend_from_slice(&self.stack[mark..]);
         self.stack.truncate(mark);
-        self.fill_obj(target, Kind::List, at)
+        self.fill_obj(target, Container::List, at)
     }
 
     fn op_setitem(&mut self, at: u64) -> Result<(), DecodeError> {
         let v = self.pop(at)?;
         let k = self.pop(at)?;
-        let target = self.top_obj(Kind::Dict, "SETITEM", at)?;
+        let target = self.top_obj(Container::Dict, "SETITEM", at)?;
         self.scratch.clear();
         self.scratch.push(k);
         self.scratch.push(v);
-        self.fill_obj(target, Kind::Dict, at)
+        self.fill_obj(target, Container::Dict, at)
     }
 
     fn op_setitems(&mut self, at: u64) -> Result<(), DecodeError> {
@@ -710,11 +714,11 @@ impl<R: Read> Parser<R> {
         if (self.stack.len() - mark) % 2 != 0 {
             return Err(DecodeError::at(at, "SETITEMS with an odd number of items"));
         }
-        let target = self.obj_below(mark, Kind::Dict, "SETITEMS", at)?;
+        let target = self.obj_below(mark, Container::Dict, "SETITEMS", at)?;
         self.scratch.clear();
         self.scratch.extend_from_slice(&self.stack[mark..]);
         self.stack.truncate(mark);
-        self.fill_obj(target, Kind::Dict, at)
+        self.fill_obj(target, Container::Dict, at)
     }
 
     fn code_opcode(&mut self, op: u8, at: u64) -> DecodeError {
@@ -825,7 +829,7 @@ impl<R: Read> Parser<R> {
         self.push(Val::Bytes((self.blobs.len() - 1) as u32), at)
     }
 
-    fn new_obj(&mut self, kind: Kind) -> u32 {
+    fn new_obj(&mut self, kind: Container) -> u32 {
         if let Some(o) = self.free_objs.pop() {
             let obj = &mut self.objs[o as usize];
             obj.kind = kind;
@@ -853,7 +857,7 @@ impl<R: Read> Parser<R> {
         }
     }
 
-    fn top_obj(&self, kind: Kind, op: &str, at: u64) -> Result<u32, DecodeError> {
+    fn top_obj(&self, kind: Container, op: &str, at: u64) -> Result<u32, DecodeError> {
         let floor = self.marks.last().copied().unwrap_or(0);
         match self.stack.last() {
             Some(Val::Obj(o))
@@ -868,7 +872,13 @@ impl<R: Read> Parser<R> {
         }
     }
 
-    fn obj_below(&self, mark: usize, kind: Kind, op: &str, at: u64) -> Result<u32, DecodeError> {
+    fn obj_below(
+        &self,
+        mark: usize,
+        kind: Container,
+        op: &str,
+        at: u64,
+    ) -> Result<u32, DecodeError> {
         match mark.checked_sub(1).and_then(|i| self.stack.get(i)) {
             Some(Val::Obj(o)) if self.objs[*o as usize].kind == kind => Ok(*o),
             _ => Err(DecodeError::at(
@@ -879,18 +889,18 @@ impl<R: Read> Parser<R> {
     }
 
     /// Moves `self.scratch` into container `target`, converting completed children.
-    fn fill_obj(&mut self, target: u32, kind: Kind, at: u64) -> Result<(), DecodeError> {
+    fn fill_obj(&mut self, target: u32, kind: Container, at: u64) -> Result<(), DecodeError> {
         let mut items = std::mem::take(&mut self.scratch);
         let mut height = self.objs[target as usize].height;
         if items.iter().any(|v| matches!(v, Val::Obj(_))) {
             for i in 0..items.len() {
-                let dict_key = (kind == Kind::Dict && i % 2 == 1).then(|| items[i - 1]);
+                let dict_key = (kind == Container::Dict && i % 2 == 1).then(|| items[i - 1]);
                 if let Val::Obj(o) = items[i] {
                     if o == target {
                         self.scratch = items;
                         return Err(DecodeError::at(at, "a container contains itself"));
                     }
-                    match self.converted(o, kind == Kind::List, dict_key, at) {
+                    match self.converted(o, kind == Container::List, dict_key, at) {
                         Ok(v) => items[i] = v,
                         Err(e) => {
                             self.scratch = items;
@@ -912,7 +922,7 @@ impl<R: Read> Parser<R> {
         }
         let obj = &mut self.objs[target as usize];
         obj.height = height;
-        if kind == Kind::List && items.iter().any(|v| matches!(v, Val::Rows(..))) {
+        if kind == Container::List && items.iter().any(|v| matches!(v, Val::Rows(..))) {
             for item in items.drain(..) {
                 match (item, obj.items.last_mut()) {
                     (Val::Rows(s, n), Some(Val::Rows(ls, ln))) if *ls + *ln == s => *ln += n,
@@ -942,7 +952,7 @@ impl<R: Read> Parser<R> {
             return Ok(v);
         }
         let new = match obj.kind {
-            Kind::Dict if into_list => {
+            Container::Dict if into_list => {
                 let keys = obj.items.iter().step_by(2);
                 let is_trace = keys
                     .clone()
@@ -980,7 +990,7 @@ impl<R: Read> Parser<R> {
                 self.pairs = pairs;
                 result?
             }
-            Kind::List
+            Container::List
                 if dict_key.is_some()
                     && obj.items.iter().all(|v| matches!(v, Val::Frame(_)))
                     && (!obj.items.is_empty()
@@ -1107,9 +1117,9 @@ impl<R: Read> Parser<R> {
             Node::Rows(s, n) => Val::Rows(*s, *n),
             Node::List(items) | Node::Tuple(items) | Node::Set(items) => {
                 let kind = match node {
-                    Node::List(_) => Kind::List,
-                    Node::Tuple(_) => Kind::Tuple,
-                    _ => Kind::Set,
+                    Node::List(_) => Container::List,
+                    Node::Tuple(_) => Container::Tuple,
+                    _ => Container::Set,
                 };
                 let vals: Vec<Val> = items.iter().map(|n| self.materialize(n)).collect();
                 let o = self.new_obj(kind);
@@ -1123,7 +1133,7 @@ impl<R: Read> Parser<R> {
                     vals.push(self.materialize(k));
                     vals.push(self.materialize(v));
                 }
-                let o = self.new_obj(Kind::Dict);
+                let o = self.new_obj(Container::Dict);
                 self.objs[o as usize].items = vals;
                 self.objs[o as usize].aliased = true;
                 Val::Obj(o)
@@ -1305,10 +1315,10 @@ impl<R: Read> Parser<R> {
                         .collect()
                 };
                 match obj.kind {
-                    Kind::List => Node::List(items()?),
-                    Kind::Tuple => Node::Tuple(items()?),
-                    Kind::Set => Node::Set(items()?),
-                    Kind::Dict => Node::Dict(
+                    Container::List => Node::List(items()?),
+                    Container::Tuple => Node::Tuple(items()?),
+                    Container::Set => Node::Set(items()?),
+                    Container::Dict => Node::Dict(
                         obj.items
                             .chunks_exact(2)
                             .map(|kv| {
@@ -1378,12 +1388,12 @@ fn short_string(
     Some(id)
 }
 
-fn kind_name(kind: Kind) -> &'static str {
+fn kind_name(kind: Container) -> &'static str {
     match kind {
-        Kind::List => "list",
-        Kind::Dict => "dict",
-        Kind::Tuple => "tuple",
-        Kind::Set => "set",
+        Container::List => "list",
+        Container::Dict => "dict",
+        Container::Tuple => "tuple",
+        Container::Set => "set",
     }
 }
 

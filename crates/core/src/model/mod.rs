@@ -31,7 +31,7 @@ pub struct Snapshot {
     /// `external_annotations`: named phase markers.
     pub annotations: Vec<Annotation>,
     /// How the file was laid out at the top level.
-    pub layout: Layout,
+    pub top_level: TopLevel,
     /// Top-level keys this model does not know, kept as written.
     pub extra: Vec<(String, Value)>,
     /// Which optional keys the file used, to tell its PyTorch era.
@@ -61,7 +61,7 @@ pub struct Features {
 
 /// The top-level shape of the input.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Layout {
+pub enum TopLevel {
     /// `{segments, device_traces, ...}`, as written by `_dump_snapshot`.
     #[default]
     Dict,

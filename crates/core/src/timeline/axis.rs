@@ -10,7 +10,7 @@ use crate::model::{Trace, NO_TIME};
 
 /// States covered by one pixel column, inclusive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Span {
+pub struct StateRange {
     pub first: u32,
     pub last: u32,
 }
@@ -92,18 +92,18 @@ impl<'a> Axis<'a> {
 
     /// The states each of `width` columns of the view `[x0, x1)` covers (`None` for columns
     /// outside the trace).
-    pub fn columns(&self, mode: AxisMode, x0: f64, x1: f64, width: u32) -> Vec<Option<Span>> {
+    pub fn columns(&self, mode: AxisMode, x0: f64, x1: f64, width: u32) -> Vec<Option<StateRange>> {
         let dx = (x1 - x0) / width.max(1) as f64;
         (0..width)
             .map(|c| {
                 let a = x0 + c as f64 * dx;
-                self.span(mode, a, a + dx)
+                self.states_in(mode, a, a + dx)
             })
             .collect()
     }
 
     /// The states shown in `[a, b)`.
-    pub fn span(&self, mode: AxisMode, a: f64, b: f64) -> Option<Span> {
+    pub fn states_in(&self, mode: AxisMode, a: f64, b: f64) -> Option<StateRange> {
         let (start, end) = self.full_range(mode);
         // Written so NaN bounds fall out too.
         let overlaps = b > start && a < end && b > a;
@@ -123,7 +123,7 @@ impl<'a> Axis<'a> {
             _ => (b.ceil() as u32).saturating_sub(1),
         }
         .clamp(first, self.states - 1);
-        Some(Span { first, last })
+        Some(StateRange { first, last })
     }
 }
 
@@ -157,8 +157,8 @@ mod tests {
         // Zoomed in: several columns show the same state; outside the trace, nothing.
         let cols = axis.columns(AxisMode::Events, -1.0, 1.0, 4);
         assert_eq!(cols[0], None);
-        assert_eq!(cols[2], Some(Span { first: 0, last: 0 }));
-        assert_eq!(cols[3], Some(Span { first: 0, last: 0 }));
+        assert_eq!(cols[2], Some(StateRange { first: 0, last: 0 }));
+        assert_eq!(cols[3], Some(StateRange { first: 0, last: 0 }));
     }
 
     #[test]
@@ -172,12 +172,12 @@ mod tests {
         assert_eq!(axis.state_at(AxisMode::Time, 150.0), Some(3));
         assert_eq!(axis.state_at(AxisMode::Time, 99.0), None);
         assert_eq!(
-            axis.span(AxisMode::Time, 100.0, 160.0),
-            Some(Span { first: 0, last: 3 })
+            axis.states_in(AxisMode::Time, 100.0, 160.0),
+            Some(StateRange { first: 0, last: 3 })
         );
         assert_eq!(
-            axis.span(AxisMode::Time, 120.0, 121.0),
-            Some(Span { first: 2, last: 2 })
+            axis.states_in(AxisMode::Time, 120.0, 121.0),
+            Some(StateRange { first: 2, last: 2 })
         );
         assert_eq!(axis.x_of_state(AxisMode::Time, 4), 300.0);
     }

@@ -1,30 +1,21 @@
-//! Details of one timeline element (for the tooltip and the pinned panel), stacks with the
-//! interpreter's noise marked, and search by address or frame text.
+//! Details of one timeline element (for the tooltip and the pinned panel) and search by
+//! address or frame text.
 //!
-//! Reads the model; computes no layout and draws nothing.
+//! Reads the model; computes no layout and draws nothing. What a frame is, and which frame
+//! names an allocation, is decided by [`crate::analysis::stacks`].
 
-use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use super::elements::{AllocationElements, Elements, SegmentElements};
-use super::{Kind, ALIVE};
+use super::{TimelineKind, ALIVE};
+use crate::analysis::stacks::{stack_text, FrameSearch, FrameText, StackText};
 use crate::analysis::{DeviceFacts, Origin, NO_ROW};
-use crate::model::{Device, Frame, Snapshot, StackId};
-
-/// One frame of a stack, as text.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct FrameText {
-    pub filename: String,
-    pub line: i64,
-    pub name: String,
-    /// Interpreter or dispatcher machinery rather than code someone wrote.
-    pub noise: bool,
-}
+use crate::model::{Device, Snapshot, StackId};
 
 /// Everything known about one element.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ElementDetail {
-    pub kind: Kind,
+    pub kind: TimelineKind,
     /// Stack position: the element's id within its timeline.
     pub index: u32,
     pub addr: u64,
@@ -54,95 +45,6 @@ pub struct ElementDetail {
     pub user_metadata: Option<String>,
 }
 
-/// Function-name and file-name fragments of frames that are machinery, not user code (the
-/// same lists PyTorch's memory_viz hides).
-const NOISE_FUNCTIONS: [&str; 8] = [
-    "unwind::unwind",
-    "CapturedTraceback::gather",
-    "gather_with_cpp",
-    "_start",
-    "__libc_start_main",
-    "PyEval_",
-    "PyObject_",
-    "PyFunction_",
-];
-const NOISE_FILES: [&str; 10] = [
-    "core/boxing",
-    "/Register",
-    "/Redispatch",
-    "pythonrun.c",
-    "Modules/main.c",
-    "Objects/call.c",
-    "Objects/methodobject.c",
-    "pycore_ceval.h",
-    "ceval.c",
-    "cpython/abstract.h",
-];
-
-pub fn is_noise(filename: &str, name: &str) -> bool {
-    NOISE_FUNCTIONS.iter().any(|f| name.contains(f))
-        || NOISE_FILES.iter().any(|f| filename.contains(f))
-}
-
-fn frame_text(snapshot: &Snapshot, frame: &Frame) -> FrameText {
-    let filename = snapshot.str(frame.filename).to_string();
-    let name = snapshot.str(frame.name).to_string();
-    FrameText {
-        noise: is_noise(&filename, &name),
-        filename,
-        line: frame.line,
-        name,
-    }
-}
-
-/// How much a frame looks like the user's own code: their Python (2), a library's Python (1),
-/// anything else that is not noise (0).
-fn user_rank(frame: &FrameText) -> Option<u8> {
-    if frame.noise {
-        return None;
-    }
-    let python = frame.filename.ends_with(".py");
-    let library = ["/torch/", "site-packages/", "dist-packages/", "/lib/python"]
-        .iter()
-        .any(|p| frame.filename.contains(p));
-    Some(match (python, library) {
-        (true, false) => 2,
-        (true, true) => 1,
-        _ => 0,
-    })
-}
-
-/// The frames of `stack` (when asked for), its top user frame and its frame count.
-fn stack_text(
-    snapshot: &Snapshot,
-    stack: StackId,
-    with_frames: bool,
-) -> (Option<String>, Vec<FrameText>, u32) {
-    let mut top: Option<(u8, String)> = None;
-    let mut frames = Vec::new();
-    for frame in snapshot.stack_frames(stack) {
-        let text = frame_text(snapshot, frame);
-        if let Some(rank) = user_rank(&text) {
-            if top.as_ref().is_none_or(|(best, _)| rank > *best) {
-                top = Some((
-                    rank,
-                    format!("{}:{}:{}", text.filename, text.line, text.name),
-                ));
-            }
-        }
-        if with_frames {
-            frames.push(text);
-        } else if top.as_ref().is_some_and(|(rank, _)| *rank == 2) {
-            break;
-        }
-    }
-    (
-        top.map(|(_, text)| text),
-        frames,
-        snapshot.stacks.frames(stack).len() as u32,
-    )
-}
-
 /// The block size the caching allocator uses for a request of `size` bytes.
 pub fn block_size(size: u64) -> u64 {
     size.max(1).div_ceil(512) * 512
@@ -166,7 +68,7 @@ pub fn detail(
     device: &Device,
     facts: &DeviceFacts,
     segments: Option<&SegmentElements>,
-    kind: Kind,
+    kind: TimelineKind,
     index: u32,
     with_frames: bool,
 ) -> Option<ElementDetail> {
@@ -179,7 +81,7 @@ pub fn detail(
     };
     let stream_of = |index: u16| snapshot.streams.get(index as usize).copied().unwrap_or(0);
     match kind {
-        Kind::Allocations => {
+        TimelineKind::Allocations => {
             let elements = AllocationElements::new(facts);
             if index >= elements.count() {
                 return None;
@@ -191,7 +93,11 @@ pub fn detail(
             } else {
                 a.free_row
             };
-            let (top_frame, frames, frame_count) = stack_text(snapshot, a.stack, with_frames);
+            let StackText {
+                top_frame,
+                frames,
+                frame_count,
+            } = stack_text(snapshot, a.stack, with_frames);
             let text = |id: Option<u32>| id.map(|s| snapshot.str(s).to_string());
             let (stream, compile_context, user_metadata) = if row != NO_ROW {
                 let r = row as usize;
@@ -229,10 +135,14 @@ pub fn detail(
                 user_metadata,
             })
         }
-        Kind::Segments => {
+        TimelineKind::Segments => {
             let segments = segments?;
             let s = segments.items.get(index as usize)?;
-            let (top_frame, frames, frame_count) = stack_text(snapshot, s.stack, with_frames);
+            let StackText {
+                top_frame,
+                frames,
+                frame_count,
+            } = stack_text(snapshot, s.stack, with_frames);
             let stream = if s.alloc_row != NO_ROW || s.free_row != NO_ROW {
                 stream_of(s.stream)
             } else {
@@ -301,28 +211,20 @@ pub fn search(
     snapshot: &Snapshot,
     facts: &DeviceFacts,
     segments: Option<&SegmentElements>,
-    kind: Kind,
+    kind: TimelineKind,
     query: &Query,
 ) -> Vec<u32> {
-    let mut stack_matches: FxHashMap<StackId, bool> = FxHashMap::default();
-    let mut frame_matches: FxHashMap<u32, bool> = FxHashMap::default();
-    let mut matches_stack = |stack: StackId, needle: &str| -> bool {
-        *stack_matches.entry(stack).or_insert_with(|| {
-            snapshot.stacks.frames(stack).iter().any(|&f| {
-                *frame_matches.entry(f).or_insert_with(|| {
-                    let frame = &snapshot.frames[f as usize];
-                    snapshot.str(frame.filename).to_lowercase().contains(needle)
-                        || snapshot.str(frame.name).to_lowercase().contains(needle)
-                })
-            })
-        })
+    let mut frames = match query {
+        Query::Text(needle) => Some(FrameSearch::new(snapshot, needle)),
+        Query::Address(_) => None,
     };
-    let mut test = |addr: u64, size: u64, stack: StackId| match query {
-        Query::Address(a) => addr <= *a && *a < addr.saturating_add(size.max(1)),
-        Query::Text(needle) => matches_stack(stack, needle),
+    let mut test = |addr: u64, size: u64, stack: StackId| match (query, &mut frames) {
+        (Query::Address(a), _) => addr <= *a && *a < addr.saturating_add(size.max(1)),
+        (Query::Text(_), Some(frames)) => frames.matches(stack),
+        (Query::Text(_), None) => false,
     };
     match kind {
-        Kind::Allocations => {
+        TimelineKind::Allocations => {
             let elements = AllocationElements::new(facts);
             (0..elements.count())
                 .filter(|&i| {
@@ -331,7 +233,7 @@ pub fn search(
                 })
                 .collect()
         }
-        Kind::Segments => segments.map_or_else(Vec::new, |s| {
+        TimelineKind::Segments => segments.map_or_else(Vec::new, |s| {
             (0..s.count())
                 .filter(|&i| {
                     let e = &s.items[i as usize];
@@ -356,34 +258,6 @@ mod tests {
         assert_eq!(Query::parse("Linear"), Some(Query::Text("linear".into())));
         assert_eq!(Query::parse("facade"), Some(Query::Text("facade".into())));
         assert_eq!(Query::parse("   "), None);
-    }
-
-    #[test]
-    fn interpreter_frames_are_noise() {
-        assert!(is_noise("Python/ceval.c", "_PyEval_EvalFrameDefault"));
-        assert!(is_noise("??", "PyObject_Call"));
-        assert!(!is_noise("/home/me/train.py", "forward"));
-    }
-
-    #[test]
-    fn the_top_user_frame_is_the_innermost_frame_of_the_users_python() {
-        let frame = |filename: &str, name: &str| FrameText {
-            filename: filename.into(),
-            line: 1,
-            name: name.into(),
-            noise: is_noise(filename, name),
-        };
-        let rank = |f: &str, n: &str| user_rank(&frame(f, n));
-        assert_eq!(rank("Python/ceval.c", "_PyEval_EvalFrameDefault"), None);
-        assert_eq!(rank("CUDACachingAllocator.cpp", "malloc"), Some(0));
-        assert_eq!(
-            rank(
-                "/usr/lib/python3/site-packages/torch/nn/modules/linear.py",
-                "forward"
-            ),
-            Some(1)
-        );
-        assert_eq!(rank("/home/me/train.py", "step"), Some(2));
     }
 
     #[test]

@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 /// Which timeline of a device.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Kind {
+pub enum TimelineKind {
     /// Active allocations (blocks handed to tensors), with the reserved total as a line.
     #[default]
     Allocations,

@@ -8,11 +8,11 @@
 //! elements + height)), independent of the trace length. Hit-testing repeats the same
 //! arithmetic for one column, so a hover always names what is painted under the cursor.
 
-use super::axis::{Axis, Span};
+use super::axis::{Axis, StateRange};
 use super::curve::Curve;
 use super::elements::Elements;
 use super::layout::{Cursor, Layout};
-use super::AxisMode;
+use super::Viewport;
 
 /// Colours, as RGBA.
 #[derive(Clone, Debug, PartialEq)]
@@ -82,18 +82,6 @@ pub struct Track<'a, E: Elements> {
     pub axis: Axis<'a>,
 }
 
-/// A view: `[x0, x1)` in `mode` units over `width × height` pixels.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct View {
-    pub mode: AxisMode,
-    pub x0: f64,
-    pub x1: f64,
-    pub width: u32,
-    pub height: u32,
-    /// Bytes at the top edge; `None` fits the view's highest value.
-    pub y_max: Option<u64>,
-}
-
 /// Elements to mark.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Marks<'a> {
@@ -159,13 +147,13 @@ pub fn fitted_y_max(highest: u64) -> u64 {
 }
 
 struct Column {
-    span: Option<Span>,
+    span: Option<StateRange>,
     state: u32,
     total: u64,
     line: Option<u64>,
 }
 
-fn columns<E: Elements>(track: &Track<'_, E>, view: &View) -> Vec<Column> {
+fn columns<E: Elements>(track: &Track<'_, E>, view: &Viewport) -> Vec<Column> {
     track
         .axis
         .columns(view.mode, view.x0, view.x1, view.width)
@@ -191,10 +179,12 @@ fn columns<E: Elements>(track: &Track<'_, E>, view: &View) -> Vec<Column> {
         .collect()
 }
 
-/// Paints `view` of `track`.
+/// Paints `view` of `track`, with `y_max` bytes at the top edge (`None` fits the view's
+/// highest value).
 pub fn paint<E: Elements>(
     track: &Track<'_, E>,
-    view: &View,
+    view: &Viewport,
+    y_max: Option<u64>,
     style: &Style,
     marks: Marks<'_>,
 ) -> Frame {
@@ -219,7 +209,7 @@ pub fn paint<E: Elements>(
             });
         }
     }
-    let y_max = view.y_max.unwrap_or_else(|| fitted_y_max(highest));
+    let y_max = y_max.unwrap_or_else(|| fitted_y_max(highest));
     let scale = Scale::new(view.height, y_max);
 
     let layout = track.layout;
@@ -299,12 +289,13 @@ pub fn paint<E: Elements>(
     }
 }
 
-/// What is painted at pixel `(x, y)` (y from the top) of `view`, whose `y_max` must be the
-/// painted frame's. `cursor` may be kept between calls: nearby hovers then seek only a few
+/// What is painted at pixel `(x, y)` (y from the top) of `view`, painted with `y_max` bytes at
+/// its top edge. `cursor` may be kept between calls: nearby hovers then seek only a few
 /// events.
 pub fn hit<E: Elements>(
     track: &Track<'_, E>,
-    view: &View,
+    view: &Viewport,
+    y_max: u64,
     x: u32,
     y: u32,
     cursor: &mut Cursor,
@@ -314,11 +305,11 @@ pub fn hit<E: Elements>(
     }
     let dx = (view.x1 - view.x0) / view.width.max(1) as f64;
     let a = view.x0 + x as f64 * dx;
-    let Some(span) = track.axis.span(view.mode, a, a + dx) else {
+    let Some(span) = track.axis.states_in(view.mode, a, a + dx) else {
         return Hit::Nothing;
     };
     let (state, total) = track.total.argmax(span.first, span.last);
-    let scale = Scale::new(view.height, view.y_max.unwrap_or(1));
+    let scale = Scale::new(view.height, y_max);
     let row = view.height - 1 - y;
     let layout = track.layout;
     cursor.seek(layout, state);
@@ -356,12 +347,13 @@ mod tests {
     use crate::timeline::curve::Envelope;
     use crate::timeline::elements::AllocationElements;
     use crate::timeline::test_traces::device;
+    use crate::timeline::AxisMode;
 
     /// Paints a device's allocations with `detail` drawn and calls `check` with the frame.
     fn with_frame(
         d: &Device,
         detail: u32,
-        view: impl Fn(u32) -> View,
+        view: impl Fn(u32) -> (Viewport, Option<u64>),
         check: impl Fn(&Frame, &dyn Fn(u32, u32) -> Hit),
     ) {
         let facts = replay(d);
@@ -381,14 +373,10 @@ mod tests {
             line: None,
             axis: Axis::new(&d.trace),
         };
-        let v = view(track.axis.states);
-        let frame = paint(&track, &v, &Style::light(), Marks::default());
-        let fixed = View {
-            y_max: Some(frame.y_max),
-            ..v
-        };
+        let (v, y_max) = view(track.axis.states);
+        let frame = paint(&track, &v, y_max, &Style::light(), Marks::default());
         check(&frame, &|x, y| {
-            hit(&track, &fixed, x, y, &mut Cursor::default())
+            hit(&track, &v, frame.y_max, x, y, &mut Cursor::default())
         });
     }
 
@@ -414,13 +402,17 @@ mod tests {
             (Action::Alloc, 3, 40),
             (Action::FreeCompleted, 1, 40),
         ]);
-        let view = |states: u32| View {
-            mode: AxisMode::Events,
-            x0: 0.0,
-            x1: states as f64,
-            width: states,
-            height: 105,
-            y_max: Some(105),
+        let view = |states: u32| {
+            (
+                Viewport {
+                    mode: AxisMode::Events,
+                    x0: 0.0,
+                    x1: states as f64,
+                    width: states,
+                    height: 105,
+                },
+                Some(105),
+            )
         };
         with_frame(&d, 10, view, |frame, hit| {
             assert_eq!(frame.peak, Some((3, 100)));
@@ -451,13 +443,17 @@ mod tests {
             (Action::FreeCompleted, 1, 10),
             (Action::Alloc, 4, 1),
         ]);
-        let view = |_| View {
-            mode: AxisMode::Events,
-            x0: 0.0,
-            x1: 8.0,
-            width: 2,
-            height: 200,
-            y_max: None,
+        let view = |_| {
+            (
+                Viewport {
+                    mode: AxisMode::Events,
+                    x0: 0.0,
+                    x1: 8.0,
+                    width: 2,
+                    height: 200,
+                },
+                None,
+            )
         };
         with_frame(&d, 10, view, |frame, hit| {
             assert_eq!(frame.peak, Some((2, 100)));
@@ -478,13 +474,17 @@ mod tests {
             (Action::Alloc, 1, 100),
             (Action::Alloc, 3, 1),
         ]);
-        let view = |states: u32| View {
-            mode: AxisMode::Events,
-            x0: 0.0,
-            x1: states as f64,
-            width: states,
-            height: 102,
-            y_max: Some(102),
+        let view = |states: u32| {
+            (
+                Viewport {
+                    mode: AxisMode::Events,
+                    x0: 0.0,
+                    x1: states as f64,
+                    width: states,
+                    height: 102,
+                },
+                Some(102),
+            )
         };
         with_frame(&d, 1, view, |frame, hit| {
             assert_eq!(frame.drawn_individually, 1);
@@ -501,13 +501,17 @@ mod tests {
     fn the_baseline_is_drawn_from_the_first_state() {
         // A free without an alloc: alive before the window, from state 0 to its free.
         let d = device(&[(Action::Alloc, 1, 30), (Action::FreeCompleted, 9, 50)]);
-        let view = |states: u32| View {
-            mode: AxisMode::Events,
-            x0: 0.0,
-            x1: states as f64,
-            width: states,
-            height: 100,
-            y_max: Some(100),
+        let view = |states: u32| {
+            (
+                Viewport {
+                    mode: AxisMode::Events,
+                    x0: 0.0,
+                    x1: states as f64,
+                    width: states,
+                    height: 100,
+                },
+                Some(100),
+            )
         };
         with_frame(&d, 10, view, |frame, hit| {
             assert_eq!(hit(0, 99), Hit::Element { index: 0, state: 0 });

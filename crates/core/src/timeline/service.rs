@@ -1,23 +1,214 @@
-//! The worker's timelines: lays each (device, kind) timeline out on request, keeps the layout
-//! and the last search, and answers frame, hit, element, search and minimap requests.
+//! The timeline's requests and answers, and the service that answers them: it lays each
+//! (device, kind) timeline out on request, keeps the layout and the last search, and answers
+//! frame, hit, element, search and minimap requests.
 //!
-//! Pure logic over [`crate::timeline`], tested natively; `session` routes requests here.
+//! Pure logic over [`crate::timeline`], tested natively; the
+//! [`Session`](crate::session::Session) routes [`TimelineRequest`]s here.
 
 use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
 
+use super::axis::Axis;
+use super::curve::{Curve, Envelope};
+use super::elements::{AllocationElements, AnyElements, Elements, SegmentElements};
+use super::inspect::{self, ElementDetail, Query};
+use super::layout::{Cursor, Layout};
+use super::raster::{self, Hit, Marks, Style, Track};
+use super::{AxisMode, TimelineKind, Viewport};
 use crate::analysis::{Analysed, DeviceFacts};
 use crate::model::{Action, AnnotationStage, Device};
-use crate::protocol::{
-    FrameInfo, FrameRequest, HitInfo, HitRequest, MinimapInfo, OomMark, Phase, Request, Response,
-    SearchInfo, TimelineInfo,
-};
-use crate::timeline::axis::Axis;
-use crate::timeline::curve::{Curve, Envelope};
-use crate::timeline::elements::{AllocationElements, AnyElements, Elements, SegmentElements};
-use crate::timeline::inspect::{self, Query};
-use crate::timeline::layout::{Cursor, Layout};
-use crate::timeline::raster::{self, Hit, Marks, Style, Track, View};
-use crate::timeline::{AxisMode, Kind, Viewport};
+use crate::service::{Context, Prerequisite, Reply, Service, ViewError};
+
+/// What a timeline view asks for.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum TimelineRequest {
+    /// Lay a timeline out (again, when `detail` changes) and describe it.
+    Layout {
+        device: u32,
+        kind: TimelineKind,
+        /// Elements to draw individually; `None` keeps the current (or default) detail.
+        detail: Option<u32>,
+    },
+    /// Paint a view of a timeline laid out before; the pixels travel beside the answer.
+    Frame(FrameRequest),
+    /// What is painted at one pixel of a view.
+    Hit(HitRequest),
+    /// Everything about one element, with its stack.
+    Element {
+        device: u32,
+        kind: TimelineKind,
+        index: u32,
+    },
+    /// Find elements by address or frame text; the matches are kept for `Frame` and `Match`.
+    Search {
+        device: u32,
+        kind: TimelineKind,
+        query: String,
+    },
+    /// The `nth` match of the last search, as an `Element`.
+    Match {
+        device: u32,
+        kind: TimelineKind,
+        nth: u32,
+    },
+    /// The whole run's totals, one maximum per pixel column, for the minimap.
+    Minimap {
+        device: u32,
+        kind: TimelineKind,
+        mode: AxisMode,
+        width: u32,
+    },
+}
+
+/// What the timeline service answers, one variant per request.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "answer", rename_all = "snake_case")]
+pub enum TimelineAnswer {
+    Layout(TimelineInfo),
+    /// A painted view; its `width × height` RGBA pixels are the reply's attachment.
+    Frame(FrameInfo),
+    Hit(HitInfo),
+    /// `None` when the element does not exist (or the search has fewer matches); answers both
+    /// `Element` and `Match`.
+    Element(Option<ElementDetail>),
+    Search(SearchInfo),
+    Minimap(MinimapInfo),
+}
+
+/// A view of a timeline to paint.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FrameRequest {
+    pub device: u32,
+    pub kind: TimelineKind,
+    pub view: Viewport,
+    /// Show the whole trace instead of the view's range (the page may ask for a first frame
+    /// before it knows the trace's range).
+    #[serde(default)]
+    pub whole: bool,
+    pub dark: bool,
+    /// Thickness of the reserved line, in device pixels.
+    pub line_width: u32,
+    pub pinned: Option<u32>,
+    /// Paint the last search's matches in the match colour.
+    pub show_matches: bool,
+    /// Draw the line (reserved bytes) over the allocations.
+    pub show_line: bool,
+}
+
+/// A pixel of a painted view.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HitRequest {
+    pub device: u32,
+    pub kind: TimelineKind,
+    /// The view of the painted frame.
+    pub view: Viewport,
+    /// The painted frame's top edge in bytes.
+    pub y_max: u64,
+    /// Device pixels from the top-left corner.
+    pub x: u32,
+    pub y: u32,
+}
+
+/// A laid-out timeline: what the page needs to set up its view.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TimelineInfo {
+    pub device: u32,
+    pub kind: TimelineKind,
+    /// States: trace rows + 1 (state 0 is before the first row).
+    pub states: u32,
+    /// Whether the x axis can show wall-clock time.
+    pub has_time: bool,
+    /// The whole trace in event units and, with `has_time`, in microseconds.
+    pub events_range: (f64, f64),
+    pub time_range: Option<(f64, f64)>,
+    /// Elements in the timeline, and how many are drawn individually.
+    pub elements: u32,
+    pub detail: u32,
+    /// The detail chosen when none is asked for: every element of a timeline of up to 20,000,
+    /// otherwise every element at least 1/4096 of the peak (at most 500,000).
+    pub default_detail: u32,
+    /// Where the total peaks (state and bytes) and its time.
+    pub peak_state: u32,
+    pub peak_bytes: u64,
+    pub peak_time_us: Option<i64>,
+    /// Named phases (`external_annotations`) as state ranges.
+    pub phases: Vec<Phase>,
+    /// Out-of-memory events.
+    pub ooms: Vec<OomMark>,
+    /// Milliseconds the worker spent laying the timeline out.
+    pub layout_ms: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Phase {
+    pub name: String,
+    pub start_state: u32,
+    /// `None` when the phase never ended within the trace.
+    pub end_state: Option<u32>,
+    pub start_time_us: i64,
+    pub end_time_us: Option<i64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OomMark {
+    pub state: u32,
+    pub time_us: Option<i64>,
+    /// Bytes requested by the allocation that failed.
+    pub requested: u64,
+    /// Bytes the device reported free.
+    pub device_free: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FrameInfo {
+    /// What was painted: time falls back to events when the trace has no times, and a request
+    /// for the whole trace names its range.
+    pub view: Viewport,
+    /// Bytes at the top edge (the view's highest value plus 5 %).
+    pub y_max: u64,
+    /// Distinct elements painted at least one pixel tall.
+    pub drawn_individually: u32,
+    /// The highest total in view.
+    pub peak_state: Option<u32>,
+    pub peak_bytes: u64,
+    pub first_state: Option<u32>,
+    pub last_state: Option<u32>,
+    pub paint_ms: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HitInfo {
+    /// The state shown in the hovered column (`None` outside the trace).
+    pub state: Option<u32>,
+    pub time_us: Option<i64>,
+    /// Total and line (reserved) bytes at that state.
+    pub total: u64,
+    pub line: Option<u64>,
+    /// The element under the pixel, without its full stack.
+    pub element: Option<ElementDetail>,
+    /// Bytes of the small-allocations band, when the pixel is in it.
+    pub small_bytes: Option<u64>,
+    pub hit_ms: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SearchInfo {
+    pub query: String,
+    /// Whether the query was understood ("0x…" address or frame text).
+    pub valid: bool,
+    pub count: u32,
+    /// Of the matches, how many are drawn individually (the others are in the small band).
+    pub drawn: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MinimapInfo {
+    pub mode: AxisMode,
+    /// Highest total and line per column over the whole trace.
+    pub totals: Vec<u64>,
+    pub line: Vec<u64>,
+}
 
 /// Timelines with at most this many elements draw all of them by default.
 const DRAW_ALL_UP_TO: u32 = 20_000;
@@ -28,23 +219,6 @@ const DEFAULT_DETAIL_FRACTION: u64 = 4096;
 /// Largest frame painted, in pixels per side (guards against absurd requests).
 const MAX_SIDE: u32 = 8192;
 
-/// An answer, with pixels for a frame.
-#[derive(Debug, PartialEq)]
-pub struct Reply {
-    pub response: Response,
-    /// `width × height` RGBA of a `Frame` response.
-    pub pixels: Option<Vec<u8>>,
-}
-
-impl From<Response> for Reply {
-    fn from(response: Response) -> Self {
-        Reply {
-            response,
-            pixels: None,
-        }
-    }
-}
-
 struct Found {
     /// Matching elements, ascending.
     ids: Vec<u32>,
@@ -54,7 +228,7 @@ struct Found {
 
 struct Entry {
     device: u32,
-    kind: Kind,
+    kind: TimelineKind,
     layout: Layout,
     /// Kept between hit tests: a hover moves little, so its seeks are short.
     hover: std::cell::RefCell<Cursor>,
@@ -63,65 +237,66 @@ struct Entry {
     found: Option<Found>,
 }
 
-/// Laid-out timelines of one snapshot.
+/// Laid-out timelines of one snapshot: the timeline feature's service.
 #[derive(Default)]
-pub struct Timelines {
+pub struct TimelineService {
     entries: Vec<Entry>,
     /// Block maxima of each device's allocated curve.
     envelopes: FxHashMap<u32, Envelope>,
 }
 
-fn failed(message: &str) -> Reply {
-    Response::ViewError(message.into()).into()
-}
+type Answered = Result<Reply<TimelineAnswer>, ViewError>;
 
-impl Timelines {
-    /// Answers a timeline request; `None` for requests that are not about timelines.
-    pub fn handle(
-        &mut self,
-        analysed: &Analysed,
-        request: &Request,
-        now: &dyn Fn() -> f64,
-    ) -> Option<Reply> {
-        Some(match request {
-            Request::Timeline {
+const NOT_LAID_OUT: ViewError = ViewError::NotPrepared {
+    needs: Prerequisite::TimelineLayout,
+};
+
+impl Service for TimelineService {
+    type Request = TimelineRequest;
+    type Answer = TimelineAnswer;
+
+    fn answer(&mut self, cx: &Context<'_>, request: TimelineRequest) -> Answered {
+        let (analysed, now) = (cx.analysed, cx.now);
+        match request {
+            TimelineRequest::Layout {
                 device,
                 kind,
                 detail,
-            } => self.timeline(analysed, *device, *kind, *detail, now),
-            Request::Frame(frame) => self.frame(analysed, frame, now),
-            Request::Hit(hit) => self.hit(analysed, hit, now),
-            Request::Element {
+            } => self.timeline(analysed, device, kind, detail, now),
+            TimelineRequest::Frame(frame) => self.frame(analysed, &frame, now),
+            TimelineRequest::Hit(hit) => self.hit(analysed, &hit, now),
+            TimelineRequest::Element {
                 device,
                 kind,
                 index,
-            } => self.element(analysed, *device, *kind, *index),
-            Request::Search {
+            } => self.element(analysed, device, kind, index),
+            TimelineRequest::Search {
                 device,
                 kind,
                 query,
-            } => self.search(analysed, *device, *kind, query),
-            Request::Match { device, kind, nth } => {
+            } => self.search(analysed, device, kind, &query),
+            TimelineRequest::Match { device, kind, nth } => {
                 let index = self
-                    .entry(*device, *kind)
+                    .entry(device, kind)
                     .and_then(|e| e.found.as_ref())
-                    .and_then(|f| f.ids.get(*nth as usize).copied());
+                    .and_then(|f| f.ids.get(nth as usize).copied());
                 match index {
-                    Some(index) => self.element(analysed, *device, *kind, index),
-                    None => Response::Element { detail: None }.into(),
+                    Some(index) => self.element(analysed, device, kind, index),
+                    None => Ok(TimelineAnswer::Element(None).into()),
                 }
             }
-            Request::Minimap {
+            TimelineRequest::Minimap {
                 device,
                 kind,
                 mode,
                 width,
-            } => self.minimap(analysed, *device, *kind, *mode, *width),
-            Request::Load { .. } | Request::Overview { .. } => return None,
-        })
+            } => self.minimap(analysed, device, kind, mode, width),
+        }
     }
+}
 
-    fn entry(&self, device: u32, kind: Kind) -> Option<&Entry> {
+impl TimelineService {
+    fn entry(&self, device: u32, kind: TimelineKind) -> Option<&Entry> {
         self.entries
             .iter()
             .find(|e| e.device == device && e.kind == kind)
@@ -131,15 +306,15 @@ impl Timelines {
         &mut self,
         analysed: &Analysed,
         device: u32,
-        kind: Kind,
+        kind: TimelineKind,
         detail: Option<u32>,
         now: &dyn Fn() -> f64,
-    ) -> Reply {
+    ) -> Answered {
         let start = now();
-        let Some((dev, facts)) = analysed.device_facts(device) else {
-            return failed("This snapshot has no such device.");
-        };
-        if kind == Kind::Allocations && !self.envelopes.contains_key(&device) {
+        let (dev, facts) = analysed
+            .device_facts(device)
+            .ok_or(ViewError::NoSuchDevice { device })?;
+        if kind == TimelineKind::Allocations && !self.envelopes.contains_key(&device) {
             let envelope = Envelope::new(
                 std::iter::once(facts.baseline_allocated).chain(facts.allocated.iter().copied()),
             );
@@ -160,13 +335,13 @@ impl Timelines {
                 entry.info.detail = entry.layout.drawn;
                 entry.info.layout_ms = now() - start;
             }
-            return Response::Timeline(entry.info.clone()).into();
+            return Ok(TimelineAnswer::Layout(entry.info.clone()).into());
         }
-        let segments = (kind == Kind::Segments).then(|| SegmentElements::build(dev, facts));
+        let segments = (kind == TimelineKind::Segments).then(|| SegmentElements::build(dev, facts));
         let elements = any_elements(facts, segments.as_ref());
         let peak = match kind {
-            Kind::Allocations => facts.peak_allocated,
-            Kind::Segments => facts.peak_reserved,
+            TimelineKind::Allocations => facts.peak_allocated,
+            TimelineKind::Segments => facts.peak_reserved,
         };
         let default_detail = default_detail(&elements, peak.bytes);
         let layout = Layout::build(
@@ -201,14 +376,17 @@ impl Timelines {
             info: info.clone(),
             found: None,
         });
-        Response::Timeline(info).into()
+        Ok(TimelineAnswer::Layout(info).into())
     }
 
-    fn frame(&self, analysed: &Analysed, request: &FrameRequest, now: &dyn Fn() -> f64) -> Reply {
+    fn frame(
+        &self,
+        analysed: &Analysed,
+        request: &FrameRequest,
+        now: &dyn Fn() -> f64,
+    ) -> Answered {
         let start = now();
-        let Some((entry, dev, facts)) = self.lookup(analysed, request.device, request.kind) else {
-            return failed("Lay the timeline out before asking for a frame.");
-        };
+        let (entry, dev, facts) = self.lookup(analysed, request.device, request.kind)?;
         let (width, height) = (
             request.view.width.clamp(1, MAX_SIDE),
             request.view.height.clamp(1, MAX_SIDE),
@@ -223,13 +401,12 @@ impl Timelines {
         } else {
             (request.view.x0, request.view.x1)
         };
-        let view = View {
+        let view = Viewport {
             mode,
             x0,
             x1,
             width,
             height,
-            y_max: None,
         };
         let mut style = if request.dark {
             Style::dark()
@@ -249,16 +426,9 @@ impl Timelines {
             line: track.line.filter(|_| request.show_line),
             ..track
         };
-        let frame = raster::paint(&track, &view, &style, marks);
+        let frame = raster::paint(&track, &view, None, &style, marks);
         let info = FrameInfo {
-            seq: request.seq,
-            view: Viewport {
-                mode,
-                x0,
-                x1,
-                width,
-                height,
-            },
+            view,
             y_max: frame.y_max,
             drawn_individually: frame.drawn_individually,
             peak_state: frame.peak.map(|p| p.0),
@@ -267,30 +437,26 @@ impl Timelines {
             last_state: frame.states.map(|s| s.1),
             paint_ms: now() - start,
         };
-        Reply {
-            response: Response::Frame(info),
-            pixels: Some(frame.pixels),
-        }
+        Ok(Reply::with_attachment(
+            TimelineAnswer::Frame(info),
+            frame.pixels,
+        ))
     }
 
-    fn hit(&self, analysed: &Analysed, request: &HitRequest, now: &dyn Fn() -> f64) -> Reply {
+    fn hit(&self, analysed: &Analysed, request: &HitRequest, now: &dyn Fn() -> f64) -> Answered {
         let start = now();
-        let Some((entry, dev, facts)) = self.lookup(analysed, request.device, request.kind) else {
-            return failed("Lay the timeline out before hovering it.");
-        };
+        let (entry, dev, facts) = self.lookup(analysed, request.device, request.kind)?;
         let elements = any_elements(facts, entry.segments.as_ref());
         let track = self.track(entry, dev, facts, &elements);
-        let view = View {
-            mode: request.view.mode,
-            x0: request.view.x0,
-            x1: request.view.x1,
+        let view = Viewport {
             width: request.view.width.clamp(1, MAX_SIDE),
             height: request.view.height.clamp(1, MAX_SIDE),
-            y_max: Some(request.y_max.max(1)),
+            ..request.view
         };
         let hit = raster::hit(
             &track,
             &view,
+            request.y_max.max(1),
             request.x,
             request.y,
             &mut entry.hover.borrow_mut(),
@@ -303,7 +469,7 @@ impl Timelines {
                 let a = view.x0 + request.x as f64 * dx;
                 track
                     .axis
-                    .span(view.mode, a, a + dx)
+                    .states_in(view.mode, a, a + dx)
                     .map(|s| track.total.argmax(s.first, s.last).0)
             }
         };
@@ -320,7 +486,6 @@ impl Timelines {
             _ => None,
         };
         let info = HitInfo {
-            seq: request.seq,
             state,
             time_us: state
                 .and_then(|s| track.axis.time_of_state(s))
@@ -334,42 +499,50 @@ impl Timelines {
             },
             hit_ms,
         };
-        Response::Hit(info).into()
+        Ok(TimelineAnswer::Hit(info).into())
     }
 
-    fn element(&self, analysed: &Analysed, device: u32, kind: Kind, index: u32) -> Reply {
-        let Some((dev, facts)) = analysed.device_facts(device) else {
-            return Response::Element { detail: None }.into();
-        };
+    fn element(
+        &self,
+        analysed: &Analysed,
+        device: u32,
+        kind: TimelineKind,
+        index: u32,
+    ) -> Answered {
+        let (dev, facts) = analysed
+            .device_facts(device)
+            .ok_or(ViewError::NoSuchDevice { device })?;
         let segments = self.entry(device, kind).and_then(|e| e.segments.as_ref());
-        Response::Element {
-            detail: inspect::detail(&analysed.snapshot, dev, facts, segments, kind, index, true),
-        }
-        .into()
+        let detail = inspect::detail(&analysed.snapshot, dev, facts, segments, kind, index, true);
+        Ok(TimelineAnswer::Element(detail).into())
     }
 
-    fn search(&mut self, analysed: &Analysed, device: u32, kind: Kind, query: &str) -> Reply {
-        let Some((_, facts)) = analysed.device_facts(device) else {
-            return failed("This snapshot has no such device.");
-        };
-        let Some(i) = self
+    fn search(
+        &mut self,
+        analysed: &Analysed,
+        device: u32,
+        kind: TimelineKind,
+        query: &str,
+    ) -> Answered {
+        let (_, facts) = analysed
+            .device_facts(device)
+            .ok_or(ViewError::NoSuchDevice { device })?;
+        let i = self
             .entries
             .iter()
             .position(|e| e.device == device && e.kind == kind)
-        else {
-            return failed("Lay the timeline out before searching it.");
-        };
+            .ok_or(NOT_LAID_OUT)?;
         let entry = &mut self.entries[i];
         let parsed = Query::parse(query);
         let Some(parsed) = parsed else {
             entry.found = None;
-            return Response::Search(SearchInfo {
+            return Ok(TimelineAnswer::Search(SearchInfo {
                 query: query.into(),
                 valid: false,
                 count: 0,
                 drawn: 0,
             })
-            .into();
+            .into());
         };
         let ids = inspect::search(
             &analysed.snapshot,
@@ -394,28 +567,26 @@ impl Timelines {
             drawn,
         };
         entry.found = Some(Found { ids, bits });
-        Response::Search(info).into()
+        Ok(TimelineAnswer::Search(info).into())
     }
 
     fn minimap(
         &self,
         analysed: &Analysed,
         device: u32,
-        kind: Kind,
+        kind: TimelineKind,
         mode: AxisMode,
         width: u32,
-    ) -> Reply {
-        let Some((entry, dev, facts)) = self.lookup(analysed, device, kind) else {
-            return failed("Lay the timeline out before asking for its minimap.");
-        };
+    ) -> Answered {
+        let (entry, dev, facts) = self.lookup(analysed, device, kind)?;
         let elements = any_elements(facts, entry.segments.as_ref());
         let track = self.track(entry, dev, facts, &elements);
         let mode = track.axis.mode(mode);
         let (x0, x1) = track.axis.full_range(mode);
         let mut totals = Vec::new();
         let mut line = Vec::new();
-        for span in track.axis.columns(mode, x0, x1, width.clamp(1, MAX_SIDE)) {
-            let Some(s) = span else {
+        for states in track.axis.columns(mode, x0, x1, width.clamp(1, MAX_SIDE)) {
+            let Some(s) = states else {
                 totals.push(0);
                 line.push(0);
                 continue;
@@ -423,18 +594,20 @@ impl Timelines {
             totals.push(track.total.argmax(s.first, s.last).1);
             line.push(track.line.map_or(0, |l| l.argmax(s.first, s.last).1));
         }
-        Response::Minimap(MinimapInfo { mode, totals, line }).into()
+        Ok(TimelineAnswer::Minimap(MinimapInfo { mode, totals, line }).into())
     }
 
     fn lookup<'a>(
         &'a self,
         analysed: &'a Analysed,
         device: u32,
-        kind: Kind,
-    ) -> Option<(&'a Entry, &'a Device, &'a DeviceFacts)> {
-        let entry = self.entry(device, kind)?;
-        let (dev, facts) = analysed.device_facts(device)?;
-        Some((entry, dev, facts))
+        kind: TimelineKind,
+    ) -> Result<(&'a Entry, &'a Device, &'a DeviceFacts), ViewError> {
+        let (dev, facts) = analysed
+            .device_facts(device)
+            .ok_or(ViewError::NoSuchDevice { device })?;
+        let entry = self.entry(device, kind).ok_or(NOT_LAID_OUT)?;
+        Ok((entry, dev, facts))
     }
 
     fn track<'a>(
@@ -449,7 +622,7 @@ impl Timelines {
             changes: &facts.reserved_changes,
         };
         let (total, line) = match (entry.kind, self.envelopes.get(&entry.device)) {
-            (Kind::Allocations, Some(envelope)) => (
+            (TimelineKind::Allocations, Some(envelope)) => (
                 Curve::Dense {
                     baseline: facts.baseline_allocated,
                     values: &facts.allocated,
@@ -560,22 +733,35 @@ mod tests {
         0.0
     }
 
-    fn timeline(t: &mut Timelines, a: &Analysed, kind: Kind, detail: Option<u32>) -> TimelineInfo {
+    fn ask(t: &mut TimelineService, a: &Analysed, request: TimelineRequest) -> Answered {
+        let cx = Context {
+            analysed: a,
+            now: &clock,
+        };
+        t.answer(&cx, request)
+    }
+
+    fn answer(t: &mut TimelineService, a: &Analysed, request: TimelineRequest) -> TimelineAnswer {
+        ask(t, a, request).expect("an answer").answer
+    }
+
+    fn timeline(
+        t: &mut TimelineService,
+        a: &Analysed,
+        kind: TimelineKind,
+        detail: Option<u32>,
+    ) -> TimelineInfo {
         let device = a.snapshot.default_device().unwrap();
-        match t
-            .handle(
-                a,
-                &Request::Timeline {
-                    device,
-                    kind,
-                    detail,
-                },
-                &clock,
-            )
-            .unwrap()
-            .response
-        {
-            Response::Timeline(info) => info,
+        match answer(
+            t,
+            a,
+            TimelineRequest::Layout {
+                device,
+                kind,
+                detail,
+            },
+        ) {
+            TimelineAnswer::Layout(info) => info,
             other => panic!("{other:?}"),
         }
     }
@@ -584,7 +770,6 @@ mod tests {
         FrameRequest {
             device: info.device,
             kind: info.kind,
-            seq: 7,
             view: Viewport {
                 mode: AxisMode::Events,
                 x0: info.events_range.0,
@@ -604,34 +789,35 @@ mod tests {
     #[test]
     fn a_frame_of_the_whole_run_reaches_the_peak() {
         let a = example();
-        let mut t = Timelines::default();
-        let info = timeline(&mut t, &a, Kind::Allocations, None);
+        let mut t = TimelineService::default();
+        let info = timeline(&mut t, &a, TimelineKind::Allocations, None);
         let (_, facts) = a.device_facts(info.device).unwrap();
         assert_eq!(info.peak_bytes, facts.peak_allocated.bytes);
         assert!(info.detail > 0 && info.detail <= info.elements);
-        let reply = t
-            .handle(&a, &Request::Frame(frame_request(&info, 800, 300)), &clock)
-            .unwrap();
-        let Response::Frame(frame) = reply.response else {
+        let reply = ask(
+            &mut t,
+            &a,
+            TimelineRequest::Frame(frame_request(&info, 800, 300)),
+        )
+        .unwrap();
+        let TimelineAnswer::Frame(frame) = reply.answer else {
             panic!()
         };
-        assert_eq!(frame.seq, 7);
+        assert_eq!(frame.view, frame_request(&info, 800, 300).view);
         assert_eq!(frame.peak_bytes, info.peak_bytes);
         assert_eq!(frame.peak_state, Some(info.peak_state));
-        assert_eq!(reply.pixels.unwrap().len(), 800 * 300 * 4);
+        assert_eq!(reply.attachment.unwrap().len(), 800 * 300 * 4);
         assert!(frame.drawn_individually > 0);
     }
 
     #[test]
     fn hovering_the_bottom_of_the_peak_names_an_allocation_and_its_stack_is_available() {
         let a = example();
-        let mut t = Timelines::default();
-        let info = timeline(&mut t, &a, Kind::Allocations, None);
+        let mut t = TimelineService::default();
+        let info = timeline(&mut t, &a, TimelineKind::Allocations, None);
         let request = frame_request(&info, 400, 200);
-        let Response::Frame(frame) = t
-            .handle(&a, &Request::Frame(request.clone()), &clock)
-            .unwrap()
-            .response
+        let TimelineAnswer::Frame(frame) =
+            answer(&mut t, &a, TimelineRequest::Frame(request.clone()))
         else {
             panic!()
         };
@@ -641,13 +827,12 @@ mod tests {
         let hit = HitRequest {
             device: info.device,
             kind: info.kind,
-            seq: 1,
             view,
             y_max: frame.y_max,
             x,
             y: 199,
         };
-        let Response::Hit(hit) = t.handle(&a, &Request::Hit(hit), &clock).unwrap().response else {
+        let TimelineAnswer::Hit(hit) = answer(&mut t, &a, TimelineRequest::Hit(hit)) else {
             panic!()
         };
         let element = hit
@@ -658,19 +843,15 @@ mod tests {
             element.frames.is_empty(),
             "hover details come without the stack"
         );
-        let Response::Element { detail: Some(full) } = t
-            .handle(
-                &a,
-                &Request::Element {
-                    device: info.device,
-                    kind: info.kind,
-                    index: element.index,
-                },
-                &clock,
-            )
-            .unwrap()
-            .response
-        else {
+        let TimelineAnswer::Element(Some(full)) = answer(
+            &mut t,
+            &a,
+            TimelineRequest::Element {
+                device: info.device,
+                kind: info.kind,
+                index: element.index,
+            },
+        ) else {
             panic!()
         };
         assert_eq!(full.frame_count as usize, full.frames.len());
@@ -680,16 +861,16 @@ mod tests {
     #[test]
     fn search_counts_matches_and_walks_them() {
         let a = example();
-        let mut t = Timelines::default();
-        let info = timeline(&mut t, &a, Kind::Allocations, None);
+        let mut t = TimelineService::default();
+        let info = timeline(&mut t, &a, TimelineKind::Allocations, None);
         let (_, facts) = a.device_facts(info.device).unwrap();
         let target = facts.allocations.last().unwrap().addr;
-        let request = Request::Search {
+        let request = TimelineRequest::Search {
             device: info.device,
             kind: info.kind,
             query: format!("{target:#x}"),
         };
-        let Response::Search(found) = t.handle(&a, &request, &clock).unwrap().response else {
+        let TimelineAnswer::Search(found) = answer(&mut t, &a, request) else {
             panic!()
         };
         assert!(found.valid);
@@ -699,59 +880,47 @@ mod tests {
             .filter(|x| x.addr <= target && target < x.addr + x.size.max(1))
             .count();
         assert_eq!(found.count as usize, expected);
-        let Response::Element {
-            detail: Some(first),
-        } = t
-            .handle(
-                &a,
-                &Request::Match {
-                    device: info.device,
-                    kind: info.kind,
-                    nth: 0,
-                },
-                &clock,
-            )
-            .unwrap()
-            .response
-        else {
+        let TimelineAnswer::Element(Some(first)) = answer(
+            &mut t,
+            &a,
+            TimelineRequest::Match {
+                device: info.device,
+                kind: info.kind,
+                nth: 0,
+            },
+        ) else {
             panic!()
         };
         assert!(first.addr <= target && target < first.addr + first.size.max(1));
-        let past_end = Request::Match {
+        let past_end = TimelineRequest::Match {
             device: info.device,
             kind: info.kind,
             nth: found.count,
         };
-        assert_eq!(
-            t.handle(&a, &past_end, &clock).unwrap().response,
-            Response::Element { detail: None }
-        );
+        assert_eq!(answer(&mut t, &a, past_end), TimelineAnswer::Element(None));
     }
 
     #[test]
     fn changing_the_detail_relays_out_and_segments_have_their_own_timeline() {
         let a = example();
-        let mut t = Timelines::default();
-        let first = timeline(&mut t, &a, Kind::Allocations, Some(3));
+        let mut t = TimelineService::default();
+        let first = timeline(&mut t, &a, TimelineKind::Allocations, Some(3));
         assert_eq!(first.detail, 3.min(first.elements));
-        let again = timeline(&mut t, &a, Kind::Allocations, None);
+        let again = timeline(&mut t, &a, TimelineKind::Allocations, None);
         assert_eq!(again.detail, first.detail, "the detail is kept");
-        let segments = timeline(&mut t, &a, Kind::Segments, None);
+        let segments = timeline(&mut t, &a, TimelineKind::Segments, None);
         let (_, facts) = a.device_facts(segments.device).unwrap();
         assert_eq!(segments.peak_bytes, facts.peak_reserved.bytes);
-        let reply = t
-            .handle(
-                &a,
-                &Request::Minimap {
-                    device: segments.device,
-                    kind: Kind::Segments,
-                    mode: AxisMode::Events,
-                    width: 50,
-                },
-                &clock,
-            )
-            .unwrap();
-        let Response::Minimap(m) = reply.response else {
+        let TimelineAnswer::Minimap(m) = answer(
+            &mut t,
+            &a,
+            TimelineRequest::Minimap {
+                device: segments.device,
+                kind: TimelineKind::Segments,
+                mode: AxisMode::Events,
+                width: 50,
+            },
+        ) else {
             panic!()
         };
         assert_eq!(m.totals.len(), 50);
@@ -764,10 +933,10 @@ mod tests {
     #[test]
     fn frames_before_layout_are_refused() {
         let a = example();
-        let t = Timelines::default();
+        let mut t = TimelineService::default();
         let info = TimelineInfo {
             device: 0,
-            kind: Kind::Allocations,
+            kind: TimelineKind::Allocations,
             states: 1,
             has_time: false,
             events_range: (0.0, 1.0),
@@ -782,10 +951,32 @@ mod tests {
             ooms: vec![],
             layout_ms: 0.0,
         };
-        let mut t = t;
-        let reply = t
-            .handle(&a, &Request::Frame(frame_request(&info, 10, 10)), &clock)
-            .unwrap();
-        assert!(matches!(reply.response, Response::ViewError(_)));
+        let refused = ask(
+            &mut t,
+            &a,
+            TimelineRequest::Frame(frame_request(&info, 10, 10)),
+        );
+        assert_eq!(refused, Err(NOT_LAID_OUT));
+        let search = TimelineRequest::Search {
+            device: 0,
+            kind: TimelineKind::Allocations,
+            query: "x".into(),
+        };
+        assert_eq!(ask(&mut t, &a, search), Err(NOT_LAID_OUT));
+    }
+
+    #[test]
+    fn an_unknown_device_is_a_view_error() {
+        let a = example();
+        let mut t = TimelineService::default();
+        let layout = TimelineRequest::Layout {
+            device: 77,
+            kind: TimelineKind::Allocations,
+            detail: None,
+        };
+        assert_eq!(
+            ask(&mut t, &a, layout),
+            Err(ViewError::NoSuchDevice { device: 77 })
+        );
     }
 }

@@ -169,9 +169,9 @@ pub fn check_expectations(name: &str, analysed: &Analysed, expected: &Json) {
         assert_eq!(snapshot.annotations.len() as u64, n, "{name}: annotations");
     }
     if let Some(layout) = expected.get("layout").and_then(Json::as_str) {
-        let got = match snapshot.layout {
-            memsight_core::model::Layout::Dict => "dict",
-            memsight_core::model::Layout::SegmentList => "segment_list",
+        let got = match snapshot.top_level {
+            memsight_core::model::TopLevel::Dict => "dict",
+            memsight_core::model::TopLevel::SegmentList => "segment_list",
         };
         assert_eq!(got, layout, "{name}: layout");
     }

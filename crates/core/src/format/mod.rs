@@ -1,11 +1,14 @@
-//! Human-readable numbers for the page: binary byte units, counts with separators, durations,
-//! timestamps and percentages.
+//! Words and units for people, shared by the page and the command line so both say the same
+//! thing: binary byte units, counts with separators, durations, timestamps and percentages
+//! (here), the overview's labels and sentences ([`overview`]), and why something could not be
+//! shown ([`problems`]).
 //!
-//! Pure functions with no browser dependency, so they are unit-tested natively (see the
-//! `cfg(test)` block in `src/main.rs`). Not for parsing, and not for exact values: the page
-//! always keeps the exact integer next to a formatted one (`data-value`, `title`).
+//! The analysis computes numbers and typed facts; only this module turns them into text. Not
+//! for parsing, and not for exact values: the page always keeps the exact integer next to a
+//! formatted one (`data-value`, `title`), and the command line's JSON prints it.
 
-use crate::analysis::overview::{Metric, Unit};
+pub mod overview;
+pub mod problems;
 
 const BYTE_UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
 
@@ -123,60 +126,9 @@ pub fn percent_of(part: u64, whole: u64) -> u32 {
     ((part.min(whole) as u128 * 100) / whole as u128) as u32
 }
 
-/// Whether a `Micros` metric is a point in time (µs since the epoch) rather than a duration.
-pub fn is_timestamp(metric: &Metric) -> bool {
-    metric.unit == Unit::Micros && metric.key.ends_with("-time-us")
-}
-
-/// The value of a metric as shown on the page.
-pub fn metric_value(metric: &Metric) -> String {
-    match metric.unit {
-        Unit::Bytes => bytes(metric.value),
-        Unit::Count => count(metric.value),
-        Unit::Micros if is_timestamp(metric) => timestamp_us(metric.value),
-        Unit::Micros => duration_us(metric.value),
-        Unit::Ppm => percent_ppm(metric.value),
-    }
-}
-
-/// The exact value of a metric with its unit, for tooltips: `11,844,714,496 bytes`.
-pub fn metric_exact(metric: &Metric) -> String {
-    let n = count(metric.value);
-    match metric.unit {
-        Unit::Bytes => format!("{n} bytes"),
-        Unit::Count => n,
-        Unit::Micros if is_timestamp(metric) => format!("{n} µs since 1970-01-01 UTC"),
-        Unit::Micros => format!("{n} µs"),
-        Unit::Ppm => format!("{n} parts per million"),
-    }
-}
-
-/// A group key (`"memory"`, `"counts"`) as a heading: `Memory`, `Counts`.
-pub fn group_title(group: &str) -> String {
-    let mut chars = group.chars();
-    match chars.next() {
-        Some(first) => first
-            .to_uppercase()
-            .chain(chars)
-            .collect::<String>()
-            .replace(['_', '-'], " "),
-        None => "Other".to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn metric(key: &str, value: u64, unit: Unit) -> Metric {
-        Metric {
-            key: key.into(),
-            label: key.into(),
-            value,
-            unit,
-            group: "memory".into(),
-        }
-    }
 
     #[test]
     fn bytes_use_binary_units_with_three_significant_digits() {
@@ -244,44 +196,5 @@ mod tests {
         assert_eq!(percent_of(50, 200), 25);
         assert_eq!(percent_of(300, 200), 100);
         assert_eq!(percent_of(u64::MAX - 1, u64::MAX), 99);
-    }
-
-    #[test]
-    fn metrics_format_by_unit_and_key() {
-        assert_eq!(
-            metric_value(&metric("reserved-end-bytes", 1536, Unit::Bytes)),
-            "1.50 KiB"
-        );
-        assert_eq!(
-            metric_value(&metric("segment-count", 12345, Unit::Count)),
-            "12,345"
-        );
-        assert_eq!(
-            metric_value(&metric("time-span-us", 4_560_000, Unit::Micros)),
-            "4.56 s"
-        );
-        assert_eq!(
-            metric_value(&metric(
-                "peak-allocated-time-us",
-                1_708_245_883_000_000,
-                Unit::Micros
-            )),
-            "2024-02-18 08:44:43 UTC"
-        );
-        assert_eq!(
-            metric_value(&metric("efficiency-ppm", 973_000, Unit::Ppm)),
-            "97.3%"
-        );
-        assert_eq!(
-            metric_exact(&metric("reserved-end-bytes", 1536, Unit::Bytes)),
-            "1,536 bytes"
-        );
-    }
-
-    #[test]
-    fn group_titles_are_capitalised() {
-        assert_eq!(group_title("memory"), "Memory");
-        assert_eq!(group_title("trace_actions"), "Trace actions");
-        assert_eq!(group_title(""), "Other");
     }
 }

@@ -9,14 +9,14 @@ pub const MIN_SPAN_EVENTS: f64 = 4.0;
 
 /// A visible range `[x0, x1)`.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Window {
+pub struct XRange {
     pub x0: f64,
     pub x1: f64,
 }
 
-impl Window {
+impl XRange {
     pub fn new(x0: f64, x1: f64) -> Self {
-        Window { x0, x1 }
+        XRange { x0, x1 }
     }
 
     pub fn span(&self) -> f64 {
@@ -24,29 +24,29 @@ impl Window {
     }
 
     /// Zooms by `factor` (< 1 zooms in) keeping the point at `fraction` of the width fixed.
-    pub fn zoom(self, fraction: f64, factor: f64, full: Window, min_span: f64) -> Window {
+    pub fn zoom(self, fraction: f64, factor: f64, full: XRange, min_span: f64) -> XRange {
         let fraction = fraction.clamp(0.0, 1.0);
         let at = self.x0 + self.span() * fraction;
         let span = (self.span() * factor).clamp(min_span.min(full.span()), full.span());
         let x0 = at - span * fraction;
-        Window::new(x0, x0 + span).clamped(full)
+        XRange::new(x0, x0 + span).clamped(full)
     }
 
     /// Moves by `fraction` of the visible width (positive moves right).
-    pub fn pan(self, fraction: f64, full: Window) -> Window {
+    pub fn pan(self, fraction: f64, full: XRange) -> XRange {
         let dx = self.span() * fraction;
-        Window::new(self.x0 + dx, self.x1 + dx).clamped(full)
+        XRange::new(self.x0 + dx, self.x1 + dx).clamped(full)
     }
 
     /// Shifted back inside `full`, keeping the span when it fits.
-    pub fn clamped(self, full: Window) -> Window {
+    pub fn clamped(self, full: XRange) -> XRange {
         let span = self.span().min(full.span()).max(f64::MIN_POSITIVE);
         let x0 = self.x0.clamp(full.x0, full.x1 - span);
-        Window::new(x0, x0 + span)
+        XRange::new(x0, x0 + span)
     }
 
     /// A window showing `[a, b)` with a margin, keeping the current zoom when `[a, b)` fits.
-    pub fn centred_on(self, a: f64, b: f64, full: Window, min_span: f64) -> Window {
+    pub fn centred_on(self, a: f64, b: f64, full: XRange, min_span: f64) -> XRange {
         let width = (b - a).max(0.0);
         let span = if width * 1.25 <= self.span() {
             self.span()
@@ -54,7 +54,7 @@ impl Window {
             (width * 1.5).max(min_span)
         };
         let mid = (a + b) / 2.0;
-        Window::new(mid - span / 2.0, mid + span / 2.0).clamped(full)
+        XRange::new(mid - span / 2.0, mid + span / 2.0).clamped(full)
     }
 }
 
@@ -62,7 +62,7 @@ impl Window {
 mod tests {
     use super::*;
 
-    const FULL: Window = Window {
+    const FULL: XRange = XRange {
         x0: 0.0,
         x1: 1000.0,
     };
@@ -70,7 +70,7 @@ mod tests {
     #[test]
     fn zoom_keeps_the_point_under_the_cursor() {
         let w = FULL.zoom(0.25, 0.5, FULL, 4.0);
-        assert_eq!(w, Window::new(125.0, 625.0));
+        assert_eq!(w, XRange::new(125.0, 625.0));
         assert!(((250.0 - w.x0) / w.span() - 0.25).abs() < 1e-12);
         // Zooming out never goes past the whole trace.
         assert_eq!(w.zoom(0.5, 10.0, FULL, 4.0), FULL);
@@ -80,28 +80,28 @@ mod tests {
 
     #[test]
     fn pan_stops_at_the_ends() {
-        let w = Window::new(100.0, 200.0);
-        assert_eq!(w.pan(0.5, FULL), Window::new(150.0, 250.0));
-        assert_eq!(w.pan(-5.0, FULL), Window::new(0.0, 100.0));
-        assert_eq!(w.pan(50.0, FULL), Window::new(900.0, 1000.0));
+        let w = XRange::new(100.0, 200.0);
+        assert_eq!(w.pan(0.5, FULL), XRange::new(150.0, 250.0));
+        assert_eq!(w.pan(-5.0, FULL), XRange::new(0.0, 100.0));
+        assert_eq!(w.pan(50.0, FULL), XRange::new(900.0, 1000.0));
     }
 
     #[test]
     fn centring_keeps_the_zoom_when_the_element_fits() {
-        let w = Window::new(0.0, 100.0);
+        let w = XRange::new(0.0, 100.0);
         assert_eq!(
             w.centred_on(500.0, 520.0, FULL, 4.0),
-            Window::new(460.0, 560.0)
+            XRange::new(460.0, 560.0)
         );
         // Too long for the view: zoom out to show it with a margin.
         assert_eq!(
             w.centred_on(400.0, 600.0, FULL, 4.0),
-            Window::new(350.0, 650.0)
+            XRange::new(350.0, 650.0)
         );
         // Alive to the end of the trace: clamped.
         assert_eq!(
             w.centred_on(990.0, 1000.0, FULL, 4.0),
-            Window::new(900.0, 1000.0)
+            XRange::new(900.0, 1000.0)
         );
     }
 }

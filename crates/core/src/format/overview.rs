@@ -1,0 +1,243 @@
+//! The overview in words: each metric's label and its value in human units, group titles,
+//! the PyTorch era, and the sentence of each warning. The page and the command line both
+//! print these, so they read the same.
+
+use super::{bytes, count, duration_us, percent_ppm, timestamp_us};
+use crate::analysis::Warning;
+use crate::overview::{Era, FormatFacts, Group, Metric, MetricKey, Unit};
+
+/// What a metric is called: `Peak allocated`, `free_requested events`.
+pub fn metric_label(key: MetricKey) -> String {
+    let label = match key {
+        MetricKey::PeakAllocatedBytes => "Peak allocated",
+        MetricKey::PeakAllocatedEvent => "Peak allocated at event",
+        MetricKey::PeakAllocatedAtUs => "Peak allocated at",
+        MetricKey::PeakReservedBytes => "Peak reserved",
+        MetricKey::PeakReservedEvent => "Peak reserved at event",
+        MetricKey::AllocatedEndBytes => "Allocated at end",
+        MetricKey::RequestedEndBytes => "Requested at end",
+        MetricKey::ReservedEndBytes => "Reserved at end",
+        MetricKey::CachedFreeBytes => "Cached free (reserved − allocated)",
+        MetricKey::RoundingWasteBytes => "Rounding waste (allocated − requested)",
+        MetricKey::PendingFreeBytes => "Awaiting free on other streams",
+        MetricKey::EfficiencyPpm => "Efficiency (allocated / reserved)",
+        MetricKey::SegmentCount => "Segments",
+        MetricKey::BlockCount => "Blocks",
+        MetricKey::TraceEntries => "Trace entries",
+        MetricKey::ActionCount(action) => return format!("{} events", action.name()),
+        MetricKey::AllocationCount => "Allocations",
+        MetricKey::AllocationsBeforeTrace => "Allocations before the trace",
+        MetricKey::UniqueStacks => "Unique stacks",
+        MetricKey::UniqueFrames => "Unique frames",
+        MetricKey::TimeSpanUs => "Time span",
+        MetricKey::FirstTimeUs => "First event",
+    };
+    label.to_string()
+}
+
+/// The value of a metric in human units: `1.50 KiB`, `12,345`, `4.56 s`, `97.3%`.
+pub fn metric_value(metric: &Metric) -> String {
+    match metric.unit() {
+        Unit::Bytes => bytes(metric.value),
+        Unit::Count => count(metric.value),
+        Unit::Micros if metric.key.is_timestamp() => timestamp_us(metric.value),
+        Unit::Micros => duration_us(metric.value),
+        Unit::Ppm => percent_ppm(metric.value),
+    }
+}
+
+/// The exact value of a metric with its unit, for tooltips: `11,844,714,496 bytes`.
+pub fn metric_exact(metric: &Metric) -> String {
+    let n = count(metric.value);
+    match metric.unit() {
+        Unit::Bytes => format!("{n} bytes"),
+        Unit::Count => n,
+        Unit::Micros if metric.key.is_timestamp() => format!("{n} µs since 1970-01-01 UTC"),
+        Unit::Micros => format!("{n} µs"),
+        Unit::Ppm => format!("{n} parts per million"),
+    }
+}
+
+/// A group's heading: `Memory`, `Counts`, `Time`.
+pub fn group_title(group: Group) -> &'static str {
+    match group {
+        Group::Memory => "Memory",
+        Group::Counts => "Counts",
+        Group::Time => "Time",
+    }
+}
+
+/// The PyTorch release range, with the key that tells it: `2.10 or later (user_metadata)`.
+pub fn era(format: &FormatFacts) -> String {
+    let era = match format.era {
+        Era::NewerThan2_10 => "newer than 2.10 (pool_id / forward_frames)",
+        Era::Since2_10 => "2.10 or later (user_metadata)",
+        Era::From2_7To2_9 => "2.7 – 2.9 (compile_context)",
+        Era::Since2_5 => "2.5 or later (external_annotations)",
+        Era::Since2_3 => "2.3 or later (allocator_settings)",
+        Era::Is2_2 => "2.2 (time_us)",
+        Era::Is2_0 => "2.0 (block history)",
+        Era::Is2_1 => "2.1 (no time_us)",
+        Era::Unknown => "unknown (no versioned keys)",
+    };
+    if format.segment_list_only {
+        format!("{era}; segment list only")
+    } else {
+        era.to_string()
+    }
+}
+
+/// A warning as one or two sentences: what was found and what it means or what to do.
+pub fn warning(warning: &Warning) -> String {
+    match *warning {
+        Warning::ReservedInconsistent => "Segment events in the trace do not add up to the final segments: the reserved curve is approximate.".into(),
+        Warning::TraceEmpty { events: 0 } => "The trace is empty: only the final segments are known. Call torch.cuda.memory._record_memory_history() before the allocations to record a timeline.".into(),
+        Warning::TraceEmpty { events } => format!(
+            "The trace holds {events} events but no allocation: only the final segments are known."
+        ),
+        Warning::RingBufferWrapped {
+            before,
+            freed_during_trace,
+            still_alive,
+        } => format!(
+            "{before} allocations existed before the first recorded event ({freed_during_trace} freed during the trace, {still_alive} still alive): the trace ring buffer wrapped (max_entries) or recording started late. They are drawn as a baseline from the start."
+        ),
+        Warning::TraceSegmentsMismatch { allocations, bytes } => format!(
+            "{allocations} allocations alive at the end of the trace ({bytes} bytes) have no allocated block in the final segments: the trace and the segments disagree."
+        ),
+        Warning::NoStacks => "No stacks were recorded: pass stacks='python' or 'all' to _record_memory_history() to see who allocated what.".into(),
+        Warning::Oom {
+            event,
+            at_us,
+            requested,
+            device_free,
+        } => {
+            let when = at_us
+                .map(|t| format!(" at {:.3} s", t as f64 / 1e6))
+                .unwrap_or_default();
+            format!(
+                "Out of memory{when} (event {event}): a request of {} failed with {} free on the device.",
+                bytes(requested),
+                bytes(device_free)
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Action;
+
+    fn metric(key: MetricKey, value: u64) -> Metric {
+        Metric { key, value }
+    }
+
+    #[test]
+    fn metrics_format_by_unit_and_key() {
+        assert_eq!(
+            metric_value(&metric(MetricKey::ReservedEndBytes, 1536)),
+            "1.50 KiB"
+        );
+        assert_eq!(
+            metric_value(&metric(MetricKey::SegmentCount, 12345)),
+            "12,345"
+        );
+        assert_eq!(
+            metric_value(&metric(MetricKey::TimeSpanUs, 4_560_000)),
+            "4.56 s"
+        );
+        assert_eq!(
+            metric_value(&metric(MetricKey::FirstTimeUs, 1_708_245_883_000_000)),
+            "2024-02-18 08:44:43 UTC"
+        );
+        assert_eq!(
+            metric_value(&metric(MetricKey::EfficiencyPpm, 973_000)),
+            "97.3%"
+        );
+        assert_eq!(
+            metric_exact(&metric(MetricKey::ReservedEndBytes, 1536)),
+            "1,536 bytes"
+        );
+        assert_eq!(
+            metric_exact(&metric(MetricKey::FirstTimeUs, 5)),
+            "5 µs since 1970-01-01 UTC"
+        );
+        assert_eq!(
+            metric_exact(&metric(MetricKey::EfficiencyPpm, 5)),
+            "5 parts per million"
+        );
+    }
+
+    #[test]
+    fn every_metric_has_a_label() {
+        for key in MetricKey::all() {
+            assert!(!metric_label(key).is_empty(), "{key}");
+        }
+        assert_eq!(
+            metric_label(MetricKey::ActionCount(Action::FreeRequested)),
+            "free_requested events"
+        );
+        assert_eq!(
+            metric_label(MetricKey::PeakAllocatedBytes),
+            "Peak allocated"
+        );
+    }
+
+    #[test]
+    fn group_titles_are_capitalised() {
+        assert_eq!(group_title(Group::Memory), "Memory");
+        assert_eq!(group_title(Group::Counts), "Counts");
+        assert_eq!(group_title(Group::Time), "Time");
+    }
+
+    #[test]
+    fn eras_name_the_key_that_tells_them() {
+        let facts = |era, segment_list_only| FormatFacts {
+            era,
+            segment_list_only,
+        };
+        assert_eq!(
+            era(&facts(Era::Since2_10, false)),
+            "2.10 or later (user_metadata)"
+        );
+        assert_eq!(
+            era(&facts(Era::Unknown, true)),
+            "unknown (no versioned keys); segment list only"
+        );
+    }
+
+    #[test]
+    fn warnings_say_what_was_found_with_its_numbers() {
+        assert_eq!(
+            warning(&Warning::Oom {
+                event: 420,
+                at_us: Some(1_500_000),
+                requested: 2 << 30,
+                device_free: 512 << 20,
+            }),
+            "Out of memory at 1.500 s (event 420): a request of 2.00 GiB failed with 512 MiB free on the device."
+        );
+        assert_eq!(
+            warning(&Warning::Oom {
+                event: 3,
+                at_us: None,
+                requested: 1024,
+                device_free: 0,
+            }),
+            "Out of memory (event 3): a request of 1.00 KiB failed with 0 B free on the device."
+        );
+        assert!(warning(&Warning::TraceEmpty { events: 0 }).starts_with("The trace is empty"));
+        assert!(warning(&Warning::TraceEmpty { events: 7 }).contains("7 events"));
+        let wrapped = warning(&Warning::RingBufferWrapped {
+            before: 5,
+            freed_during_trace: 3,
+            still_alive: 2,
+        });
+        assert!(
+            wrapped.starts_with("5 allocations existed before"),
+            "{wrapped}"
+        );
+        assert!(wrapped.contains("3 freed during the trace, 2 still alive"));
+    }
+}

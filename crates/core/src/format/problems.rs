@@ -1,0 +1,56 @@
+//! Why something could not be shown, in words: a view's error, and where in a file the
+//! decoder found a problem. The decoder's own messages and hints come with its errors
+//! ([`crate::decode::ErrorReport`]); the page and the command line add only these.
+
+use super::count;
+use crate::service::{Prerequisite, ViewError};
+
+/// A view's error as one sentence.
+pub fn view_error(error: &ViewError) -> String {
+    match error {
+        ViewError::NotLoaded => "No snapshot is loaded.".into(),
+        ViewError::NoSuchDevice { device } => {
+            format!("This snapshot has no device cuda:{device}.")
+        }
+        ViewError::NotPrepared {
+            needs: Prerequisite::TimelineLayout,
+        } => "The timeline was not laid out before this view of it was asked for.".into(),
+        ViewError::Malformed { detail } => {
+            format!("The worker could not understand this request: {detail}")
+        }
+    }
+}
+
+/// Where the decoder found a problem: `At byte 1,234 of the (decompressed) file.`
+pub fn error_offset(offset: u64) -> String {
+    format!("At byte {} of the (decompressed) file.", count(offset))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn view_errors_and_offsets_read_as_sentences() {
+        assert_eq!(
+            view_error(&ViewError::NoSuchDevice { device: 3 }),
+            "This snapshot has no device cuda:3."
+        );
+        for error in [
+            ViewError::NotLoaded,
+            ViewError::NotPrepared {
+                needs: Prerequisite::TimelineLayout,
+            },
+            ViewError::Malformed {
+                detail: "missing field `device`".into(),
+            },
+        ] {
+            let text = view_error(&error);
+            assert!(text.ends_with('.') || text.ends_with('`'), "{text}");
+        }
+        assert_eq!(
+            error_offset(1_234_567),
+            "At byte 1,234,567 of the (decompressed) file."
+        );
+    }
+}

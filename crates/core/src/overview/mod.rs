@@ -1,0 +1,497 @@
+//! The overview of one device of a snapshot: headline numbers, counts, the PyTorch era, the
+//! allocator settings and warnings.
+//!
+//! Every number is a [`Metric`] with a stable key (`peak-allocated-bytes`) that the page puts
+//! in `data-metric` and the command line prints in its JSON, so the two always show the same
+//! values. Computes numbers and typed facts only: labels, units and sentences are chosen by
+//! `crate::format::overview`. The request that asks for it is in [`service`].
+
+pub mod service;
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::warning::Warning;
+use crate::analysis::Analysed;
+use crate::model::{Action, BlockState, Snapshot, TopLevel, Value, NO_TIME};
+
+/// How a metric's value is to be read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unit {
+    Bytes,
+    Count,
+    /// Microseconds (a duration, or a time since the epoch for [`MetricKey::FirstTimeUs`]).
+    Micros,
+    /// Parts per million (efficiency 0.973 is 973_000).
+    Ppm,
+}
+
+/// Which group of the overview a metric belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Group {
+    Memory,
+    Counts,
+    Time,
+}
+
+impl Group {
+    /// The stable name, as in `data-group`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Group::Memory => "memory",
+            Group::Counts => "counts",
+            Group::Time => "time",
+        }
+    }
+}
+
+/// What a metric measures. Its text form ([`MetricKey::as_str`]) is the stable key of
+/// `data-metric` and of the command line's JSON.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MetricKey {
+    PeakAllocatedBytes,
+    /// Trace row after which allocated memory first peaks.
+    PeakAllocatedEvent,
+    /// Microseconds from the first event to the allocated peak.
+    PeakAllocatedAtUs,
+    PeakReservedBytes,
+    PeakReservedEvent,
+    /// Sum of the allocated blocks' sizes at the end (torch's `allocated_bytes`).
+    AllocatedEndBytes,
+    /// Sum of the allocated blocks' requested sizes at the end.
+    RequestedEndBytes,
+    ReservedEndBytes,
+    /// Reserved − allocated at the end: blocks the allocator keeps cached.
+    CachedFreeBytes,
+    /// Allocated − requested at the end.
+    RoundingWasteBytes,
+    /// Blocks freed but waiting for other streams at the end.
+    PendingFreeBytes,
+    /// Allocated / reserved at the end, in parts per million.
+    EfficiencyPpm,
+    SegmentCount,
+    BlockCount,
+    TraceEntries,
+    /// Trace rows of one action.
+    ActionCount(Action),
+    AllocationCount,
+    /// Allocations that existed before the first recorded event.
+    AllocationsBeforeTrace,
+    UniqueStacks,
+    UniqueFrames,
+    TimeSpanUs,
+    /// Microseconds since the Unix epoch of the first event.
+    FirstTimeUs,
+}
+
+impl MetricKey {
+    /// The stable key: `peak-allocated-bytes`, `trace-free-requested-count`…
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MetricKey::PeakAllocatedBytes => "peak-allocated-bytes",
+            MetricKey::PeakAllocatedEvent => "peak-allocated-event",
+            MetricKey::PeakAllocatedAtUs => "peak-allocated-at-us",
+            MetricKey::PeakReservedBytes => "peak-reserved-bytes",
+            MetricKey::PeakReservedEvent => "peak-reserved-event",
+            MetricKey::AllocatedEndBytes => "allocated-end-bytes",
+            MetricKey::RequestedEndBytes => "requested-end-bytes",
+            MetricKey::ReservedEndBytes => "reserved-end-bytes",
+            MetricKey::CachedFreeBytes => "cached-free-bytes",
+            MetricKey::RoundingWasteBytes => "rounding-waste-bytes",
+            MetricKey::PendingFreeBytes => "pending-free-bytes",
+            MetricKey::EfficiencyPpm => "efficiency-ppm",
+            MetricKey::SegmentCount => "segment-count",
+            MetricKey::BlockCount => "block-count",
+            MetricKey::TraceEntries => "trace-entries",
+            MetricKey::ActionCount(action) => match action {
+                Action::Alloc => "trace-alloc-count",
+                Action::FreeRequested => "trace-free-requested-count",
+                Action::FreeCompleted => "trace-free-completed-count",
+                Action::SegmentAlloc => "trace-segment-alloc-count",
+                Action::SegmentFree => "trace-segment-free-count",
+                Action::SegmentMap => "trace-segment-map-count",
+                Action::SegmentUnmap => "trace-segment-unmap-count",
+                Action::Snapshot => "trace-snapshot-count",
+                Action::Oom => "trace-oom-count",
+                Action::Annotate => "trace-annotate-count",
+                Action::Other => "trace-other-count",
+            },
+            MetricKey::AllocationCount => "allocation-count",
+            MetricKey::AllocationsBeforeTrace => "allocations-before-trace",
+            MetricKey::UniqueStacks => "unique-stacks",
+            MetricKey::UniqueFrames => "unique-frames",
+            MetricKey::TimeSpanUs => "time-span-us",
+            MetricKey::FirstTimeUs => "first-time-us",
+        }
+    }
+
+    /// Every key, in the order the overview lists them.
+    pub fn all() -> impl Iterator<Item = MetricKey> {
+        use MetricKey::*;
+        let before = [
+            PeakAllocatedBytes,
+            PeakAllocatedEvent,
+            PeakAllocatedAtUs,
+            PeakReservedBytes,
+            PeakReservedEvent,
+            AllocatedEndBytes,
+            RequestedEndBytes,
+            ReservedEndBytes,
+            CachedFreeBytes,
+            RoundingWasteBytes,
+            PendingFreeBytes,
+            EfficiencyPpm,
+            SegmentCount,
+            BlockCount,
+            TraceEntries,
+        ];
+        let actions = Action::KNOWN
+            .into_iter()
+            .chain([Action::Other])
+            .map(ActionCount);
+        let after = [
+            AllocationCount,
+            AllocationsBeforeTrace,
+            UniqueStacks,
+            UniqueFrames,
+            TimeSpanUs,
+            FirstTimeUs,
+        ];
+        before.into_iter().chain(actions).chain(after)
+    }
+
+    /// The key whose text is `text`.
+    pub fn parse(text: &str) -> Option<MetricKey> {
+        MetricKey::all().find(|k| k.as_str() == text)
+    }
+
+    pub fn unit(self) -> Unit {
+        use MetricKey::*;
+        match self {
+            PeakAllocatedBytes | PeakReservedBytes | AllocatedEndBytes | RequestedEndBytes
+            | ReservedEndBytes | CachedFreeBytes | RoundingWasteBytes | PendingFreeBytes => {
+                Unit::Bytes
+            }
+            PeakAllocatedAtUs | TimeSpanUs | FirstTimeUs => Unit::Micros,
+            EfficiencyPpm => Unit::Ppm,
+            PeakAllocatedEvent
+            | PeakReservedEvent
+            | SegmentCount
+            | BlockCount
+            | TraceEntries
+            | ActionCount(_)
+            | AllocationCount
+            | AllocationsBeforeTrace
+            | UniqueStacks
+            | UniqueFrames => Unit::Count,
+        }
+    }
+
+    pub fn group(self) -> Group {
+        use MetricKey::*;
+        match self {
+            PeakAllocatedBytes | PeakAllocatedEvent | PeakAllocatedAtUs | PeakReservedBytes
+            | PeakReservedEvent | AllocatedEndBytes | RequestedEndBytes | ReservedEndBytes
+            | CachedFreeBytes | RoundingWasteBytes | PendingFreeBytes | EfficiencyPpm => {
+                Group::Memory
+            }
+            SegmentCount
+            | BlockCount
+            | TraceEntries
+            | ActionCount(_)
+            | AllocationCount
+            | AllocationsBeforeTrace
+            | UniqueStacks
+            | UniqueFrames => Group::Counts,
+            TimeSpanUs | FirstTimeUs => Group::Time,
+        }
+    }
+
+    /// Whether the value is a point in time (µs since the epoch) rather than a duration.
+    pub fn is_timestamp(self) -> bool {
+        self == MetricKey::FirstTimeUs
+    }
+}
+
+impl fmt::Display for MetricKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for MetricKey {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for MetricKey {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        MetricKey::parse(&text)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown metric `{text}`")))
+    }
+}
+
+/// One number of the overview.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Metric {
+    pub key: MetricKey,
+    pub value: u64,
+}
+
+impl Metric {
+    pub fn unit(&self) -> Unit {
+        self.key.unit()
+    }
+}
+
+/// The PyTorch release range a file's keys point to, from the newest key present.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Era {
+    /// `pool_id` or `forward_frames` on trace entries.
+    NewerThan2_10,
+    /// `user_metadata`.
+    Since2_10,
+    /// `compile_context`.
+    From2_7To2_9,
+    /// `external_annotations`.
+    Since2_5,
+    /// `allocator_settings`.
+    Since2_3,
+    /// `time_us`.
+    Is2_2,
+    /// Blocks with `history`.
+    Is2_0,
+    /// A trace or block frames, no `time_us`.
+    Is2_1,
+    /// No versioned key at all.
+    Unknown,
+}
+
+/// Where the file's contents came from and which PyTorch wrote it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FormatFacts {
+    pub era: Era,
+    /// A bare list of segments (`pickle.dump(torch.cuda.memory_snapshot())`).
+    pub segment_list_only: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Overview {
+    pub device: u32,
+    pub metrics: Vec<Metric>,
+    pub format: FormatFacts,
+    /// Allocator settings as (name, value) text pairs, in file order.
+    pub allocator_settings: Vec<(String, String)>,
+    pub warnings: Vec<Warning>,
+}
+
+impl Overview {
+    /// The value of metric `key`, when the overview has it.
+    pub fn get(&self, key: MetricKey) -> Option<u64> {
+        self.metrics.iter().find(|m| m.key == key).map(|m| m.value)
+    }
+}
+
+/// The overview of device `id`, or `None` when the snapshot has no such device.
+pub fn build(analysed: &Analysed, id: u32) -> Option<Overview> {
+    let (device, facts) = analysed.device_facts(id)?;
+    let snapshot = &analysed.snapshot;
+    let trace = &device.trace;
+    let mut m = Vec::new();
+    let mut add = |key: MetricKey, value: u64| m.push(Metric { key, value });
+
+    let allocated = || device.blocks.iter().filter(|b| b.state.is_allocated());
+    let reserved_end: u64 = device.segments.iter().map(|s| s.total_size).sum();
+    let allocated_end: u64 = allocated().map(|b| b.size).sum();
+    let requested_end: u64 = allocated()
+        .map(|b| b.requested_size.unwrap_or(b.size))
+        .sum();
+    let pending_free: u64 = device
+        .blocks
+        .iter()
+        .filter(|b| b.state == BlockState::ActivePendingFree)
+        .map(|b| b.size)
+        .sum();
+    let cached_free: u64 = device
+        .blocks
+        .iter()
+        .filter(|b| !b.state.is_allocated())
+        .map(|b| b.size)
+        .sum();
+    let first_time = trace.time_us.iter().copied().find(|&t| t != NO_TIME);
+    let last_time = trace.time_us.iter().rev().copied().find(|&t| t != NO_TIME);
+    let since_start = |row: Option<u32>| -> Option<u64> {
+        let t = trace
+            .time_us
+            .get(row? as usize)
+            .copied()
+            .filter(|&t| t != NO_TIME)?;
+        Some(t.saturating_sub(first_time?).max(0) as u64)
+    };
+
+    add(MetricKey::PeakAllocatedBytes, facts.peak_allocated.bytes);
+    if let Some(row) = facts.peak_allocated.row {
+        add(MetricKey::PeakAllocatedEvent, row as u64);
+    }
+    if let Some(t) = since_start(facts.peak_allocated.row) {
+        add(MetricKey::PeakAllocatedAtUs, t);
+    }
+    add(MetricKey::PeakReservedBytes, facts.peak_reserved.bytes);
+    if let Some(row) = facts.peak_reserved.row {
+        add(MetricKey::PeakReservedEvent, row as u64);
+    }
+    add(MetricKey::AllocatedEndBytes, allocated_end);
+    add(MetricKey::RequestedEndBytes, requested_end);
+    add(MetricKey::ReservedEndBytes, reserved_end);
+    add(MetricKey::CachedFreeBytes, cached_free);
+    add(
+        MetricKey::RoundingWasteBytes,
+        allocated_end.saturating_sub(requested_end),
+    );
+    if pending_free > 0 {
+        add(MetricKey::PendingFreeBytes, pending_free);
+    }
+    if reserved_end > 0 {
+        let ppm = (allocated_end as u128 * 1_000_000 / reserved_end as u128) as u64;
+        add(MetricKey::EfficiencyPpm, ppm);
+    }
+
+    add(MetricKey::SegmentCount, device.segments.len() as u64);
+    add(MetricKey::BlockCount, device.blocks.len() as u64);
+    add(MetricKey::TraceEntries, trace.len() as u64);
+    for action in Action::KNOWN.into_iter().chain([Action::Other]) {
+        let n = facts.action_counts[action as usize];
+        if n > 0 {
+            add(MetricKey::ActionCount(action), n);
+        }
+    }
+    add(MetricKey::AllocationCount, facts.allocations.len() as u64);
+    let before = facts.frees_without_alloc + facts.live_blocks_without_alloc;
+    if before > 0 {
+        add(MetricKey::AllocationsBeforeTrace, before);
+    }
+    add(MetricKey::UniqueStacks, snapshot.stacks.len() as u64);
+    add(MetricKey::UniqueFrames, snapshot.frames.len() as u64);
+
+    if let (Some(first), Some(last)) = (first_time, last_time) {
+        add(
+            MetricKey::TimeSpanUs,
+            last.saturating_sub(first).max(0) as u64,
+        );
+        add(MetricKey::FirstTimeUs, first.max(0) as u64);
+    }
+
+    let mut warnings = facts.warnings.clone();
+    for row in (0..trace.len()).filter(|&r| trace.action[r] == Action::Oom) {
+        warnings.push(Warning::Oom {
+            event: row as u32,
+            at_us: since_start(Some(row as u32)),
+            requested: trace.size[row],
+            device_free: trace.addr[row],
+        });
+    }
+    Some(Overview {
+        device: id,
+        metrics: m,
+        format: FormatFacts {
+            era: era(snapshot),
+            segment_list_only: snapshot.top_level == TopLevel::SegmentList,
+        },
+        allocator_settings: settings(snapshot),
+        warnings,
+    })
+}
+
+/// The PyTorch release range the file's keys point to.
+pub fn era(snapshot: &Snapshot) -> Era {
+    let f = &snapshot.features;
+    let has_trace = snapshot.devices.iter().any(|d| !d.trace.is_empty());
+    if f.pool_id || f.forward_frames {
+        Era::NewerThan2_10
+    } else if f.user_metadata {
+        Era::Since2_10
+    } else if f.compile_context {
+        Era::From2_7To2_9
+    } else if !snapshot.annotations.is_empty() {
+        Era::Since2_5
+    } else if snapshot.allocator_settings.is_some() {
+        Era::Since2_3
+    } else if f.time_us {
+        Era::Is2_2
+    } else if f.block_history {
+        Era::Is2_0
+    } else if has_trace || f.block_frames {
+        Era::Is2_1
+    } else {
+        Era::Unknown
+    }
+}
+
+fn settings(snapshot: &Snapshot) -> Vec<(String, String)> {
+    match &snapshot.allocator_settings {
+        Some(Value::Dict(pairs)) => pairs
+            .iter()
+            .map(|(k, v)| (k.display(), v.display()))
+            .collect(),
+        Some(other) => vec![("allocator_settings".into(), other.display())],
+        None => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metric_keys_round_trip_through_their_text() {
+        let all: Vec<MetricKey> = MetricKey::all().collect();
+        for key in &all {
+            assert_eq!(MetricKey::parse(key.as_str()), Some(*key));
+            let json = serde_json::to_string(key).unwrap();
+            assert_eq!(json, format!("\"{key}\""));
+            assert_eq!(serde_json::from_str::<MetricKey>(&json).unwrap(), *key);
+        }
+        let mut texts: Vec<&str> = all.iter().map(|k| k.as_str()).collect();
+        texts.sort_unstable();
+        texts.dedup();
+        assert_eq!(texts.len(), all.len(), "keys are unique");
+        assert!(serde_json::from_str::<MetricKey>("\"no-such-metric\"").is_err());
+    }
+
+    #[test]
+    fn units_and_groups_follow_the_key() {
+        assert_eq!(MetricKey::PeakAllocatedBytes.unit(), Unit::Bytes);
+        assert_eq!(MetricKey::EfficiencyPpm.unit(), Unit::Ppm);
+        assert_eq!(MetricKey::TimeSpanUs.unit(), Unit::Micros);
+        assert_eq!(
+            MetricKey::ActionCount(Action::FreeRequested).unit(),
+            Unit::Count
+        );
+        assert_eq!(MetricKey::SegmentCount.group(), Group::Counts);
+        assert_eq!(MetricKey::FirstTimeUs.group(), Group::Time);
+        assert!(MetricKey::FirstTimeUs.is_timestamp());
+        assert!(!MetricKey::TimeSpanUs.is_timestamp());
+        // Every key's text says what its unit is.
+        for key in MetricKey::all() {
+            let text = key.as_str();
+            match key.unit() {
+                Unit::Bytes => assert!(text.ends_with("-bytes"), "{text}"),
+                Unit::Ppm => assert!(text.ends_with("-ppm"), "{text}"),
+                Unit::Micros => assert!(text.ends_with("-us"), "{text}"),
+                Unit::Count => assert!(!text.ends_with("-bytes") && !text.ends_with("-us")),
+            }
+        }
+    }
+
+    #[test]
+    fn an_unknown_device_has_no_overview() {
+        let analysed = Analysed::default();
+        assert_eq!(build(&analysed, 3), None);
+    }
+}

@@ -1,0 +1,328 @@
+//! One snapshot file's session: decode it from a reader while reporting progress, keep the
+//! analysed model, and route each view [`Request`] to its feature's service.
+//!
+//! This is what a worker runs for its one file (the web app's worker only carries messages),
+//! and what any other front end can drive natively. A thin router: what a view computes lives
+//! in its feature's service ([`crate::overview::service`], [`crate::timeline::service`]). Not
+//! the place for the transport or for reading files.
+
+use std::cell::Cell;
+use std::io::Read;
+
+use crate::analysis::Analysed;
+use crate::decode::{decode_reader, ErrorReport};
+use crate::overview::service::OverviewService;
+use crate::protocol::{Answer, FileEvent, LoadedSummary, Request};
+use crate::service::{Context, Reply, Service, ViewError};
+use crate::timeline::service::TimelineService;
+
+/// Progress is reported at most once per this many bytes read (plus once at the end), so the
+/// page gets a smooth bar without a flood of messages.
+pub const PROGRESS_STEP_BYTES: u64 = 1024 * 1024;
+
+/// Every feature's service.
+#[derive(Default)]
+struct Services {
+    overview: OverviewService,
+    timeline: TimelineService,
+}
+
+/// The decoded snapshot of one file, with the facts derived once at load, and the services
+/// that answer views of it.
+#[derive(Default)]
+pub struct Session {
+    analysed: Option<Analysed>,
+    /// Whether a load was started: a session decodes one file in its life.
+    started: bool,
+    services: Services,
+}
+
+impl Session {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Whether a snapshot is loaded and views can be asked for.
+    pub fn is_loaded(&self) -> bool {
+        self.analysed.is_some()
+    }
+
+    /// Decodes a snapshot of `total` bytes from `reader`. `on_progress` receives progress
+    /// events; `now` is a clock in milliseconds. A session decodes one file: a second load is
+    /// refused and leaves the first file as it was.
+    pub fn load<R: Read>(
+        &mut self,
+        reader: R,
+        total: u64,
+        now: &dyn Fn() -> f64,
+        on_progress: &mut dyn FnMut(FileEvent),
+    ) -> Result<LoadedSummary, ErrorReport> {
+        if std::mem::replace(&mut self.started, true) {
+            return Err(ErrorReport::message(
+                "This worker already has a file: open each file in its own worker.",
+            ));
+        }
+        let start = now();
+        let mut reported = 0u64;
+        on_progress(FileEvent::Progress {
+            bytes_read: 0,
+            total,
+        });
+        let read_ms = Cell::new(0.0);
+        let reader = TimedReader {
+            inner: reader,
+            now,
+            spent: &read_ms,
+        };
+        let snapshot = decode_reader(reader, &mut |bytes_read| {
+            let due =
+                bytes_read >= reported.saturating_add(PROGRESS_STEP_BYTES) || bytes_read >= total;
+            if due && bytes_read > reported {
+                reported = bytes_read;
+                on_progress(FileEvent::Progress {
+                    bytes_read: bytes_read.min(total),
+                    total,
+                });
+            }
+        })
+        .map_err(|error| error.into_report())?;
+        if reported < total {
+            on_progress(FileEvent::Progress {
+                bytes_read: total,
+                total,
+            });
+        }
+        let devices = snapshot.device_ids();
+        let default_device = snapshot.default_device().unwrap_or(0);
+        let analyse_start = now();
+        self.analysed = Some(Analysed::new(snapshot));
+        let end = now();
+        Ok(LoadedSummary {
+            devices,
+            default_device,
+            file_bytes: total,
+            decode_ms: end - start,
+            read_ms: read_ms.get(),
+            analyse_ms: end - analyse_start,
+        })
+    }
+
+    /// [`Self::load`] as the event the page receives: `Loaded` or `Failed`.
+    pub fn load_event<R: Read>(
+        &mut self,
+        reader: R,
+        total: u64,
+        now: &dyn Fn() -> f64,
+        on_progress: &mut dyn FnMut(FileEvent),
+    ) -> FileEvent {
+        match self.load(reader, total, now, on_progress) {
+            Ok(summary) => FileEvent::Loaded(summary),
+            Err(report) => FileEvent::Failed(report),
+        }
+    }
+
+    /// Answers a view request with its feature's service; `now` is a clock in milliseconds.
+    pub fn answer(
+        &mut self,
+        request: Request,
+        now: &dyn Fn() -> f64,
+    ) -> Result<Reply<Answer>, ViewError> {
+        let analysed = self.analysed.as_ref().ok_or(ViewError::NotLoaded)?;
+        let cx = Context { analysed, now };
+        let services = &mut self.services;
+        match request {
+            Request::Overview(r) => services
+                .overview
+                .answer(&cx, r)
+                .map(|r| r.map(Answer::Overview)),
+            Request::Timeline(r) => services
+                .timeline
+                .answer(&cx, r)
+                .map(|r| r.map(Answer::Timeline)),
+        }
+    }
+
+    /// The loaded snapshot and its derived facts, if any.
+    pub fn analysed(&self) -> Option<&Analysed> {
+        self.analysed.as_ref()
+    }
+}
+
+/// Adds the time spent in `read` to `spent`: how long the decoder waited for the file.
+struct TimedReader<'a, R> {
+    inner: R,
+    now: &'a dyn Fn() -> f64,
+    spent: &'a Cell<f64>,
+}
+
+impl<R: Read> Read for TimedReader<'_, R> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let start = (self.now)();
+        let result = self.inner.read(out);
+        self.spent.set(self.spent.get() + (self.now)() - start);
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::DecodeError;
+    use crate::overview::service::OverviewRequest;
+    use crate::timeline::service::{FrameRequest, TimelineRequest};
+    use crate::timeline::{AxisMode, TimelineKind, Viewport};
+
+    fn clock() -> impl Fn() -> f64 {
+        let t = std::cell::Cell::new(0.0);
+        move || {
+            t.set(t.get() + 5.0);
+            t.get()
+        }
+    }
+
+    fn overview(device: u32) -> Request {
+        Request::Overview(OverviewRequest { device })
+    }
+
+    /// The smallest real snapshot shape: `{"segments": [], "device_traces": [[]]}` pickled with
+    /// protocol 4.
+    const MINIMAL: &[u8] = b"\x80\x04\x95\x27\x00\x00\x00\x00\x00\x00\x00}\x94(\x8c\x08segments\x94]\x94\x8c\rdevice_traces\x94]\x94]\x94au.";
+
+    fn example() -> Vec<u8> {
+        std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../static/example.pickle"
+        ))
+        .expect("the bundled example")
+    }
+
+    #[test]
+    fn garbage_fails_with_a_report_and_keeps_nothing() {
+        let mut session = Session::new();
+        let mut posted = Vec::new();
+        let bytes = b"this is not a pickle".to_vec();
+        let event = session.load_event(&bytes[..], bytes.len() as u64, &clock(), &mut |r| {
+            posted.push(r)
+        });
+        let FileEvent::Failed(report) = event else {
+            panic!("expected a failure, got {event:?}")
+        };
+        assert!(!report.message.is_empty());
+        assert_eq!(
+            posted.first(),
+            Some(&FileEvent::Progress {
+                bytes_read: 0,
+                total: bytes.len() as u64
+            })
+        );
+        // Nothing was kept: views are refused, without ending anything.
+        assert!(!session.is_loaded());
+        assert_eq!(
+            session.answer(overview(0), &clock()).unwrap_err(),
+            ViewError::NotLoaded
+        );
+    }
+
+    #[test]
+    fn a_second_load_is_refused_and_the_first_file_stays() {
+        let mut session = Session::new();
+        session
+            .load(MINIMAL, MINIMAL.len() as u64, &clock(), &mut |_| {})
+            .expect("the first load");
+        let bytes = example();
+        let refused = session
+            .load(&bytes[..], bytes.len() as u64, &clock(), &mut |_| {})
+            .unwrap_err();
+        assert!(
+            refused.message.contains("already has a file"),
+            "{refused:?}"
+        );
+        // The first file still answers: it has one device, cuda:0.
+        assert!(session.answer(overview(0), &clock()).is_ok());
+        let snapshot = &session.analysed().unwrap().snapshot;
+        assert!(
+            snapshot.devices.iter().all(|d| d.trace.is_empty()),
+            "the second file was decoded"
+        );
+    }
+
+    #[test]
+    fn decode_errors_keep_offset_and_hint() {
+        let error = DecodeError::at(12, "unknown opcode 0x63 (GLOBAL)")
+            .with_hint("this pickle contains code");
+        assert_eq!(
+            error.into_report(),
+            ErrorReport {
+                message: "unknown opcode 0x63 (GLOBAL)".into(),
+                offset: Some(12),
+                hint: Some("this pickle contains code".into()),
+            }
+        );
+    }
+
+    #[test]
+    fn a_minimal_snapshot_loads_and_reports_progress_to_the_end() {
+        let bytes = MINIMAL;
+        let mut session = Session::new();
+        let mut posted = Vec::new();
+        let event =
+            session.load_event(bytes, bytes.len() as u64, &clock(), &mut |r| posted.push(r));
+        match event {
+            FileEvent::Loaded(summary) => {
+                assert_eq!(summary.file_bytes, bytes.len() as u64);
+                assert!(summary.decode_ms > 0.0);
+                assert_eq!(
+                    posted.last(),
+                    Some(&FileEvent::Progress {
+                        bytes_read: bytes.len() as u64,
+                        total: bytes.len() as u64
+                    })
+                );
+                assert!(!summary.devices.is_empty());
+                for device in &summary.devices {
+                    let reply = session.answer(overview(*device), &clock()).unwrap();
+                    assert!(matches!(reply.answer, Answer::Overview(_)));
+                    assert_eq!(reply.attachment, None);
+                }
+            }
+            other => panic!("a valid snapshot failed: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_view_that_cannot_be_answered_gets_an_error_and_the_file_stays() {
+        let bytes = example();
+        let mut session = Session::new();
+        session
+            .load(&bytes[..], bytes.len() as u64, &clock(), &mut |_| {})
+            .expect("the example loads");
+        assert_eq!(
+            session.answer(overview(99), &clock()).unwrap_err(),
+            ViewError::NoSuchDevice { device: 99 }
+        );
+        // A frame of a timeline never laid out.
+        let frame = Request::Timeline(TimelineRequest::Frame(FrameRequest {
+            device: 0,
+            kind: TimelineKind::Allocations,
+            view: Viewport {
+                mode: AxisMode::Events,
+                x0: 0.0,
+                x1: 1.0,
+                width: 10,
+                height: 10,
+            },
+            whole: true,
+            dark: false,
+            line_width: 1,
+            pinned: None,
+            show_matches: false,
+            show_line: true,
+        }));
+        assert!(matches!(
+            session.answer(frame, &clock()).unwrap_err(),
+            ViewError::NotPrepared { .. }
+        ));
+        // Other views still work.
+        assert!(session.answer(overview(0), &clock()).is_ok());
+    }
+}

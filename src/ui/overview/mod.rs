@@ -1,0 +1,38 @@
+//! The overview of the device shown: its numbers grouped as the core groups them, the PyTorch
+//! release range of the file, and the allocator settings; the warnings are shown above the
+//! timeline (`Warnings`).
+//!
+//! The page state asks for the overview as soon as a file is decoded (it is what the user
+//! sees first) and keeps one per device; these components only show it.
+
+mod allocator_settings;
+mod metric_groups;
+mod warnings;
+
+use leptos::prelude::*;
+
+pub use warnings::Warnings;
+
+use allocator_settings::AllocatorSettings;
+use metric_groups::MetricGroups;
+
+use crate::format;
+use crate::overview::Overview;
+
+#[component]
+pub fn OverviewPanel(overview: Overview) -> impl IntoView {
+    let era = format::overview::era(&overview.format);
+    view! {
+        <div class="overview" id="overview" data-device=overview.device.to_string()>
+            <MetricGroups metrics=overview.metrics.clone() />
+            <div class="overview-facts">
+                <section class="fact-card">
+                    <h2>"Format"</h2>
+                    <p class="era" id="era">{era}</p>
+                    <p class="hint">"PyTorch release range inferred from the keys present in the file."</p>
+                </section>
+                <AllocatorSettings settings=overview.allocator_settings.clone() />
+            </div>
+        </div>
+    }
+}
