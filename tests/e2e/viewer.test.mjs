@@ -206,6 +206,32 @@ describe('real snapshots', () => {
   });
 });
 
+/** The command line built by `cargo test` (`./x test` runs it first). */
+const CLI = path.join(ROOT, 'target/debug/memsight');
+
+/** The shown error report equals what `memsight overview --json` says of the same file. */
+async function assertSameReportAsTheCommandLine(page, file) {
+  if (!fs.existsSync(CLI)) {
+    console.log(`# ${path.relative(ROOT, CLI)} not built: the command line's report is not compared`);
+    return;
+  }
+  let stdout;
+  try {
+    stdout = execFileSync(CLI, ['overview', '--json', file], { stdio: ['ignore', 'pipe', 'ignore'] });
+    assert.fail(`the command line accepted ${file}`);
+  } catch (error) {
+    if (error.code === 'ERR_ASSERTION') throw error;
+    assert.equal(error.status, 1);
+    stdout = error.stdout;
+  }
+  const { error: expected } = JSON.parse(stdout.toString());
+  assert.equal((await page.textContent('#error-report .error-message')).trim(), expected.message);
+  const offset = await page.$('#error-report .error-offset');
+  assert.equal(offset && Number(await offset.getAttribute('data-offset')), expected.offset);
+  const hint = await page.$('#error-report .error-hint');
+  assert.equal(hint && (await hint.textContent()).trim(), expected.hint);
+}
+
 describe('bad files', () => {
   it('a truncated and a hostile file show their error while the first snapshot stays open', async () => {
     const { context, page, requests } = await openApp(browser, server);
@@ -227,6 +253,8 @@ describe('bad files', () => {
       assert.match(offset, /^\d+$/, 'a truncated file reports a byte offset');
       assert.equal(await page.getAttribute('.file-item.selected', 'data-status'), 'failed');
 
+      await assertSameReportAsTheCommandLine(page, truncated);
+
       const hostileFixture = path.join(fixtures, 'hostile_os_system.pickle');
       for (const hostile of [tempFile('hostile.pickle', HOSTILE_PICKLE), ...(fs.existsSync(hostileFixture) ? [hostileFixture] : [])]) {
         await openFiles(page, hostile);
@@ -234,6 +262,7 @@ describe('bad files', () => {
         const report = await page.textContent('#error-report');
         assert.match(report, /GLOBAL|REDUCE/, `the message names the refused opcode: ${report}`);
         assert.ok(await page.isVisible('#error-report .error-hint'), 'a hostile file gets a hint');
+        await assertSameReportAsTheCommandLine(page, hostile);
       }
 
       // The first snapshot is intact.

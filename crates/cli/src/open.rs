@@ -1,0 +1,122 @@
+//! Opening a snapshot file (or standard input, `-`): streamed through the core's decoder
+//! (the file is never read whole), with progress on a terminal, and a file that cannot be
+//! read reported with the same message, byte offset and hint as the page.
+
+use std::fs::File;
+use std::io::{IsTerminal, Read, Write};
+use std::path::Path;
+use std::time::Instant;
+
+use memsight_core::analysis::Analysed;
+use memsight_core::decode::{decode_reader, ErrorReport};
+use memsight_core::format;
+
+/// A decoded and analysed snapshot, with how long that took.
+pub struct Opened {
+    pub analysed: Analysed,
+    /// Bytes read from the file (compressed bytes for gzip input).
+    pub file_bytes: u64,
+    pub decode_ms: f64,
+}
+
+/// Decodes and analyses the snapshot at `path` (`-` reads standard input).
+pub fn open(path: &Path) -> Result<Opened, ErrorReport> {
+    let start = Instant::now();
+    let (source, size): (Box<dyn Read>, u64) = if path.as_os_str() == "-" {
+        (Box::new(std::io::stdin().lock()), 0)
+    } else {
+        let file = File::open(path).map_err(|error| {
+            ErrorReport::message(format!("The file cannot be opened: {error}."))
+        })?;
+        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+        (Box::new(file), size)
+    };
+    let mut counted = Counted {
+        inner: source,
+        bytes: 0,
+    };
+    let mut progress = Progress::new(path, size);
+    let snapshot = decode_reader(&mut counted, &mut |read| progress.show(read));
+    progress.clear();
+    let snapshot = snapshot.map_err(|error| error.into_report())?;
+    let analysed = Analysed::new(snapshot);
+    Ok(Opened {
+        analysed,
+        file_bytes: counted.bytes,
+        decode_ms: start.elapsed().as_secs_f64() * 1e3,
+    })
+}
+
+/// Counts the bytes read through it.
+struct Counted<R> {
+    inner: R,
+    bytes: u64,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(out)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+}
+
+/// A file that cannot be read, as the page shows it: the message, where in the file, and the
+/// hint.
+pub fn describe_error(path: &Path, report: &ErrorReport) -> String {
+    let mut text = format!("memsight: {}: {}", path.display(), report.message);
+    if let Some(offset) = report.offset {
+        text.push_str(&format!("\n  {}", format::problems::error_offset(offset)));
+    }
+    if let Some(hint) = &report.hint {
+        text.push_str(&format!("\n  {hint}"));
+    }
+    text
+}
+
+/// Bytes read so far, on standard error when it is a terminal, for files large enough to
+/// wait for.
+struct Progress<'a> {
+    path: &'a Path,
+    total: u64,
+    shown_percent: Option<u64>,
+    enabled: bool,
+}
+
+impl<'a> Progress<'a> {
+    /// Files smaller than this load too fast to need a progress line.
+    const MIN_BYTES: u64 = 64 << 20;
+
+    fn new(path: &'a Path, total: u64) -> Self {
+        Progress {
+            path,
+            total,
+            shown_percent: None,
+            enabled: total >= Self::MIN_BYTES && std::io::stderr().is_terminal(),
+        }
+    }
+
+    fn show(&mut self, read: u64) {
+        if !self.enabled {
+            return;
+        }
+        let percent = format::percent_of(read, self.total) as u64;
+        if self.shown_percent != Some(percent) {
+            self.shown_percent = Some(percent);
+            let mut err = std::io::stderr().lock();
+            let _ = write!(
+                err,
+                "\rreading {}: {percent}% of {}",
+                self.path.display(),
+                format::bytes(self.total)
+            );
+            let _ = err.flush();
+        }
+    }
+
+    fn clear(&mut self) {
+        if self.enabled && self.shown_percent.is_some() {
+            let _ = write!(std::io::stderr(), "\r\x1b[2K");
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! `memsight overview FILE… [--json]`: per device, the overview the page shows, with the same
+//! metric keys as its `data-metric` attributes and the same words.
+//!
+//! Files are read one after another and each is dropped before the next, so memory stays
+//! bounded by the largest file's model.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use memsight_core::decode::ErrorReport;
+use memsight_core::format::{self, overview as words};
+use memsight_core::overview::{self, Group, Overview};
+use serde_json::{json, Map, Value};
+
+use crate::open::{describe_error, open, Opened};
+
+/// Prints the overview of every file; fails (exit code 1) when any file cannot be read, after
+/// printing the others.
+pub fn run(files: &[impl AsRef<Path>], as_json: bool) -> ExitCode {
+    let mut failed = false;
+    let stdout = std::io::stdout();
+    for (i, path) in files.iter().enumerate() {
+        let path = path.as_ref();
+        let printed = match open(path) {
+            Ok(opened) => {
+                let overviews = overviews(&opened);
+                if as_json {
+                    writeln!(stdout.lock(), "{}", to_json(path, &opened, &overviews))
+                } else {
+                    let separator = if i > 0 { "\n" } else { "" };
+                    write!(
+                        stdout.lock(),
+                        "{separator}{}",
+                        to_text(path, &opened, &overviews)
+                    )
+                }
+            }
+            Err(report) => {
+                failed = true;
+                eprintln!("{}", describe_error(path, &report));
+                if as_json {
+                    writeln!(stdout.lock(), "{}", error_json(path, &report))
+                } else {
+                    Ok(())
+                }
+            }
+        };
+        if printed.is_err() {
+            // Standard output was closed (e.g. piped into `head`): nothing more to say.
+            return ExitCode::FAILURE;
+        }
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// The overview of every device, ascending.
+fn overviews(opened: &Opened) -> Vec<Overview> {
+    let analysed = &opened.analysed;
+    analysed
+        .snapshot
+        .device_ids()
+        .into_iter()
+        .filter_map(|device| overview::build(analysed, device))
+        .collect()
+}
+
+/// One line of JSON: `{"file", "devices": {"<device>": {"<metric key>": value}}, …}`.
+fn to_json(path: &Path, opened: &Opened, overviews: &[Overview]) -> Value {
+    let mut devices = Map::new();
+    let mut warnings = Map::new();
+    let mut settings = Value::Null;
+    let mut era = Value::Null;
+    for o in overviews {
+        let metrics: Map<String, Value> = o
+            .metrics
+            .iter()
+            .map(|m| (m.key.as_str().to_string(), json!(m.value)))
+            .collect();
+        devices.insert(o.device.to_string(), Value::Object(metrics));
+        let listed: Vec<Value> = o
+            .warnings
+            .iter()
+            .map(|w| {
+                let mut value = serde_json::to_value(w).expect("warnings serialize");
+                value["message"] = json!(words::warning(w));
+                value
+            })
+            .collect();
+        warnings.insert(o.device.to_string(), Value::Array(listed));
+        era = json!(words::era(&o.format));
+        settings = Value::Object(
+            o.allocator_settings
+                .iter()
+                .map(|(k, v)| (k.clone(), json!(v)))
+                .collect(),
+        );
+    }
+    json!({
+        "file": path.display().to_string(),
+        "file_bytes": opened.file_bytes,
+        "devices": devices,
+        "warnings": warnings,
+        "era": era,
+        "allocator_settings": settings,
+    })
+}
+
+fn error_json(path: &Path, report: &ErrorReport) -> Value {
+    json!({
+        "file": path.display().to_string(),
+        "error": report,
+    })
+}
+
+/// The overview as the page lays it out: per device, its groups of metrics, then the
+/// warnings, the era and the allocator settings.
+fn to_text(path: &Path, opened: &Opened, overviews: &[Overview]) -> String {
+    let mut out = format!(
+        "{} · {} · decoded in {}\n",
+        path.display(),
+        format::bytes(opened.file_bytes),
+        format::duration_us((opened.decode_ms * 1e3) as u64)
+    );
+    if overviews.is_empty() {
+        out.push_str(
+            "This snapshot holds no device: no segments and no trace entries were recorded.\n",
+        );
+        return out;
+    }
+    let width = overviews
+        .iter()
+        .flat_map(|o| &o.metrics)
+        .map(|m| words::metric_label(m.key).chars().count())
+        .max()
+        .unwrap_or(0);
+    for o in overviews {
+        out.push_str(&format!("\ncuda:{}\n", o.device));
+        for group in [Group::Memory, Group::Counts, Group::Time] {
+            let metrics: Vec<_> = o
+                .metrics
+                .iter()
+                .filter(|m| m.key.group() == group)
+                .collect();
+            if metrics.is_empty() {
+                continue;
+            }
+            out.push_str(&format!("  {}\n", words::group_title(group)));
+            for m in metrics {
+                let label = words::metric_label(m.key);
+                let pad = width - label.chars().count();
+                out.push_str(&format!(
+                    "    {label}{}  {}\n",
+                    " ".repeat(pad),
+                    words::metric_value(m)
+                ));
+            }
+        }
+        for w in &o.warnings {
+            out.push_str(&format!("  ! {}\n", words::warning(w)));
+        }
+    }
+    let first = &overviews[0];
+    out.push_str(&format!("\nFormat: {}\n", words::era(&first.format)));
+    if first.allocator_settings.is_empty() {
+        out.push_str("Allocator settings: not recorded (PyTorch before 2.3)\n");
+    } else {
+        out.push_str("Allocator settings:\n");
+        for (name, value) in &first.allocator_settings {
+            out.push_str(&format!("  {name} = {value}\n"));
+        }
+    }
+    out
+}
