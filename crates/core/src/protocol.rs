@@ -42,6 +42,8 @@ pub enum Request {
 }
 
 /// A view answer, by feature.
+// Built once and serialized at once: boxing the larger answers would only add allocations.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Answer {
@@ -50,6 +52,7 @@ pub enum Answer {
 }
 
 /// What a worker sends the page.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FromWorker {

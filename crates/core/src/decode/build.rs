@@ -104,6 +104,9 @@ keys! {
     A_SNAPSHOT = "snapshot", A_OOM = "oom", A_ANNOTATE = "annotate",
 }
 
+/// Each device's trace rows, as `(start, len)` ranges of the staged rows, by device index.
+type DeviceRows = Vec<(u32, Vec<(u32, u32)>)>;
+
 /// Builds a [`Snapshot`] from nodes; owns the interning tables while decoding.
 pub struct Builder {
     pub strings: Strings,
@@ -536,7 +539,7 @@ impl Builder {
     /// Builds the snapshot from the decoded root value.
     pub fn finish(mut self, root: Node, at_end: At) -> Result<Snapshot, DecodeError> {
         let mut snapshot = Snapshot::default();
-        let mut device_rows: Vec<(u32, Vec<(u32, u32)>)> = Vec::new();
+        let mut device_rows: DeviceRows = Vec::new();
         let mut segments: Vec<(u32, Segment, Vec<Block>)> = Vec::new();
         match root {
             Node::Dict(pairs) => {
@@ -587,7 +590,7 @@ impl Builder {
 
     fn devices(
         &mut self,
-        device_rows: Vec<(u32, Vec<(u32, u32)>)>,
+        device_rows: DeviceRows,
         segments: Vec<(u32, Segment, Vec<Block>)>,
     ) -> Vec<Device> {
         let mut devices: Vec<Device> = Vec::new();
@@ -657,11 +660,7 @@ impl Builder {
         devices
     }
 
-    fn device_traces(
-        &mut self,
-        node: Node,
-        at: At,
-    ) -> Result<Vec<(u32, Vec<(u32, u32)>)>, DecodeError> {
+    fn device_traces(&mut self, node: Node, at: At) -> Result<DeviceRows, DecodeError> {
         let Node::List(lists) = node else {
             return Err(err(
                 at,

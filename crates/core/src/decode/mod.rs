@@ -61,10 +61,11 @@ fn decode_plain<R: Read>(reader: R) -> Result<Snapshot, DecodeError> {
     }
 }
 
+/// A stream whose first bytes, already read, are read again.
+type Replayed<R> = std::io::Chain<Cursor<Vec<u8>>, R>;
+
 /// Reads the first bytes for [`sniff`] and returns them with a stream that replays them.
-fn read_head<R: Read>(
-    mut reader: R,
-) -> Result<(Vec<u8>, std::io::Chain<Cursor<Vec<u8>>, R>), DecodeError> {
+fn read_head<R: Read>(mut reader: R) -> Result<(Vec<u8>, Replayed<R>), DecodeError> {
     let mut head = [0u8; 4];
     let mut got = 0;
     while got < head.len() {

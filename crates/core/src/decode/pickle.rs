@@ -305,7 +305,7 @@ impl<R: Read> Parser<R> {
                         b'd' => Container::Dict,
                         _ => Container::Set,
                     };
-                    if kind == Container::Dict && (self.stack.len() - mark) % 2 != 0 {
+                    if kind == Container::Dict && !(self.stack.len() - mark).is_multiple_of(2) {
                         return Err(DecodeError::at(at, "DICT with an odd number of items"));
                     }
                     let o = self.new_obj(kind);
@@ -711,7 +711,7 @@ impl<R: Read> Parser<R> {
 
     fn op_setitems(&mut self, at: u64) -> Result<(), DecodeError> {
         let mark = self.pop_mark(at)?;
-        if (self.stack.len() - mark) % 2 != 0 {
+        if !(self.stack.len() - mark).is_multiple_of(2) {
             return Err(DecodeError::at(at, "SETITEMS with an odd number of items"));
         }
         let target = self.obj_below(mark, Container::Dict, "SETITEMS", at)?;
