@@ -16,10 +16,11 @@ function fail(error) {
   // A failed file event: memsight_core::protocol::FromWorker::Event(FileEvent::Failed(..)).
   self.postMessage(JSON.stringify({
     event: {
-      type: 'failed',
-      message: 'The decoding worker could not start: ' + error,
-      offset: null,
-      hint: 'This browser may lack WebAssembly support, or the site is missing files.',
+      failed: {
+        message: 'The decoding worker could not start: ' + error,
+        offset: null,
+        hint: 'This browser may lack WebAssembly support, or the site is missing files.',
+      },
     },
   }));
 }

@@ -328,7 +328,10 @@ impl AppState {
         let overview = match result {
             Ok(Answer::Overview(overview)) => Ok(overview),
             Ok(other) => Err(ViewError::Malformed {
-                detail: format!("an overview request was answered with {other:?}"),
+                detail: format!(
+                    "an overview request was answered with a {} answer",
+                    other.feature()
+                ),
             }),
             Err(error) => Err(error),
         };

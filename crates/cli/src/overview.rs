@@ -8,6 +8,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
+use memsight_core::analysis::Warning;
 use memsight_core::decode::ErrorReport;
 use memsight_core::format::{self, overview as words};
 use memsight_core::overview::{self, Group, Overview};
@@ -82,15 +83,7 @@ fn to_json(path: &Path, opened: &Opened, overviews: &[Overview]) -> Value {
             .map(|m| (m.key.as_str().to_string(), json!(m.value)))
             .collect();
         devices.insert(o.device.to_string(), Value::Object(metrics));
-        let listed: Vec<Value> = o
-            .warnings
-            .iter()
-            .map(|w| {
-                let mut value = serde_json::to_value(w).expect("warnings serialize");
-                value["message"] = json!(words::warning(w));
-                value
-            })
-            .collect();
+        let listed: Vec<Value> = o.warnings.iter().map(warning_json).collect();
         warnings.insert(o.device.to_string(), Value::Array(listed));
         era = json!(words::era(&o.format));
         settings = Value::Object(
@@ -108,6 +101,23 @@ fn to_json(path: &Path, opened: &Opened, overviews: &[Overview]) -> Value {
         "era": era,
         "allocator_settings": settings,
     })
+}
+
+/// `{"kind": "oom", "message": "Out of memory…", "event": 420, …}`: the warning's kind, its
+/// sentence and its numbers.
+fn warning_json(warning: &Warning) -> Value {
+    let mut out = Map::new();
+    out.insert("kind".into(), json!(warning.kind()));
+    out.insert("message".into(), json!(words::warning(warning)));
+    // Serialized as `"kind"` or `{"kind": {fields}}`.
+    if let Ok(Value::Object(tagged)) = serde_json::to_value(warning) {
+        for (_, fields) in tagged {
+            if let Value::Object(fields) = fields {
+                out.extend(fields);
+            }
+        }
+    }
+    Value::Object(out)
 }
 
 fn error_json(path: &Path, report: &ErrorReport) -> Value {

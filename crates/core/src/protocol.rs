@@ -10,7 +10,9 @@
 //! [`TimelineRequest`]…); [`Request`] and [`Answer`] list the features, and the
 //! [`Session`](crate::session::Session) routes them. Messages are plain serde types, sent as
 //! JSON text, so the protocol is tested natively; the transport (posting messages, transferring
-//! a frame's pixels beside its JSON) is the web app's.
+//! a frame's pixels beside its JSON) is the web app's. Enums are externally tagged
+//! (`{"event": {"failed": {…}}}`): serde's tagged-by-field enums would cost the wasm binaries
+//! several times more code to read.
 
 use serde::{Deserialize, Serialize};
 
@@ -51,6 +53,17 @@ pub enum Answer {
     Timeline(TimelineAnswer),
 }
 
+impl Answer {
+    /// The feature that answered, for messages about an answer that was not the one expected
+    /// (without printing the whole answer).
+    pub fn feature(&self) -> &'static str {
+        match self {
+            Answer::Overview(_) => "overview",
+            Answer::Timeline(answer) => answer.name(),
+        }
+    }
+}
+
 /// What a worker sends the page.
 #[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -67,7 +80,7 @@ pub enum FromWorker {
 
 /// A file's lifecycle, as its worker reports it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum FileEvent {
     /// Bytes of the file read so far.
     Progress { bytes_read: u64, total: u64 },
@@ -182,7 +195,7 @@ mod tests {
     /// `static/worker_loader.js` writes this message by hand when the worker cannot start.
     #[test]
     fn the_loaders_failure_message_is_a_failed_event() {
-        let json = r#"{"event":{"type":"failed","message":"The decoding worker could not start: x","offset":null,"hint":"h"}}"#;
+        let json = r#"{"event":{"failed":{"message":"The decoding worker could not start: x","offset":null,"hint":"h"}}}"#;
         assert_eq!(
             serde_json::from_str::<FromWorker>(json).unwrap(),
             FromWorker::Event(FileEvent::Failed(ErrorReport {

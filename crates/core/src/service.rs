@@ -54,7 +54,7 @@ impl<A> From<A> for Reply<A> {
 /// Why a view request could not be answered. The snapshot stays loaded: only the view that
 /// asked shows the error.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "error", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum ViewError {
     /// No snapshot is loaded (the file is still loading, or failed).
     NotLoaded,

@@ -615,14 +615,17 @@ fn failure(result: Result<TimelineAnswer, ViewError>) -> ViewError {
     match result {
         Err(error) => error,
         Ok(answer) => ViewError::Malformed {
-            detail: format!("unexpected answer {answer:?}"),
+            detail: format!("unexpected {} answer", answer.name()),
         },
     }
 }
 
 fn unexpected(answer: &Answer) -> ViewError {
     ViewError::Malformed {
-        detail: format!("a timeline request was answered with {answer:?}"),
+        detail: format!(
+            "a timeline request was answered with a {} answer",
+            answer.feature()
+        ),
     }
 }
 

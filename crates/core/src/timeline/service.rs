@@ -21,7 +21,7 @@ use crate::service::{Context, Prerequisite, Reply, Service, ViewError};
 
 /// What a timeline view asks for.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum TimelineRequest {
     /// Lay a timeline out (again, when `detail` changes) and describe it.
     Layout {
@@ -63,7 +63,7 @@ pub enum TimelineRequest {
 
 /// What the timeline service answers, one variant per request.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", content = "answer", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum TimelineAnswer {
     Layout(TimelineInfo),
     /// A painted view; its `width × height` RGBA pixels are the reply's attachment.
@@ -74,6 +74,20 @@ pub enum TimelineAnswer {
     Element(Option<ElementDetail>),
     Search(SearchInfo),
     Minimap(MinimapInfo),
+}
+
+impl TimelineAnswer {
+    /// Which answer this is: `timeline layout`, `timeline frame`…
+    pub fn name(&self) -> &'static str {
+        match self {
+            TimelineAnswer::Layout(_) => "timeline layout",
+            TimelineAnswer::Frame(_) => "timeline frame",
+            TimelineAnswer::Hit(_) => "timeline hit",
+            TimelineAnswer::Element(_) => "timeline element",
+            TimelineAnswer::Search(_) => "timeline search",
+            TimelineAnswer::Minimap(_) => "timeline minimap",
+        }
+    }
 }
 
 /// A view of a timeline to paint.
