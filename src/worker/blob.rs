@@ -5,6 +5,7 @@
 //! Not for the page's main thread (`FileReaderSync` would block it, and is not available there).
 
 use js_sys::Uint8Array;
+use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{Blob, FileReaderSync};
 
 use super::reader::ChunkSource;
@@ -17,7 +18,7 @@ pub struct BlobSource {
 
 impl BlobSource {
     pub fn new(blob: Blob) -> Result<Self, String> {
-        let reader = FileReaderSync::new().map_err(|e| super::runtime::js_error_text(&e))?;
+        let reader = FileReaderSync::new().map_err(|e| js_error_text(&e))?;
         let len = blob.size() as u64;
         Ok(BlobSource { blob, reader, len })
     }
@@ -32,11 +33,23 @@ impl ChunkSource for BlobSource {
         let slice = self
             .blob
             .slice_with_f64_and_f64(start as f64, end as f64)
-            .map_err(|e| super::runtime::js_error_text(&e))?;
+            .map_err(|e| js_error_text(&e))?;
         let buffer = self
             .reader
             .read_as_array_buffer(&slice)
-            .map_err(|e| super::runtime::js_error_text(&e))?;
+            .map_err(|e| js_error_text(&e))?;
         Ok(Uint8Array::new(&buffer).to_vec())
     }
+}
+
+/// Text of a JS exception or value, for error messages.
+fn js_error_text(value: &JsValue) -> String {
+    if let Some(error) = value.dyn_ref::<js_sys::Error>() {
+        return format!(
+            "{}: {}",
+            String::from(error.name()),
+            String::from(error.message())
+        );
+    }
+    value.as_string().unwrap_or_else(|| format!("{value:?}"))
 }

@@ -57,18 +57,6 @@ fn post_answer(id: RequestId, result: Result<Reply<memsight_core::protocol::Answ
     post(&FromWorker::Answer { id, result }, attachment);
 }
 
-/// Text of a JS exception or value, for error messages.
-pub(crate) fn js_error_text(value: &JsValue) -> String {
-    if let Some(error) = value.dyn_ref::<js_sys::Error>() {
-        return format!(
-            "{}: {}",
-            String::from(error.name()),
-            String::from(error.message())
-        );
-    }
-    value.as_string().unwrap_or_else(|| format!("{value:?}"))
-}
-
 /// Entry point of the worker binary (`src/bin/worker.rs`).
 pub fn start() {
     std::panic::set_hook(Box::new(|info| {

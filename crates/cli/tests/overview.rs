@@ -2,9 +2,14 @@
 //! (`tests/expectations/real.json` for the real snapshots, `edge.json` for the hand-made
 //! fixtures), and bad files against the reports the page shows.
 
+// The core's test helpers: where the repository and the real fixtures are, reading JSON.
+#[path = "../../core/tests/common/mod.rs"]
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use common::{read_json, real_fixtures_dir, repo};
 use memsight_core::decode::{decode_bytes, ErrorReport};
 use memsight_core::format;
 use serde_json::Value;
@@ -20,36 +25,12 @@ const EXPECTED_METRICS: [(&str, &str); 6] = [
     ("peak_allocated_bytes", "peak-allocated-bytes"),
 ];
 
-fn repo() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-}
-
 fn memsight(args: &[&str], files: &[PathBuf]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_memsight"))
         .args(args)
         .args(files)
         .output()
         .expect("memsight runs")
-}
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
-}
-
-/// The real snapshot corpus (`MEMSIGHT_REAL_FIXTURES` or `../shared/fixtures/real`), if present.
-fn real_fixtures() -> Option<PathBuf> {
-    let dir = std::env::var_os("MEMSIGHT_REAL_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("../shared/fixtures/real"));
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "skipping: real fixtures not found at {} (set MEMSIGHT_REAL_FIXTURES)",
-            dir.display()
-        );
-        None
-    }
 }
 
 /// Runs `memsight overview --json` on every file named in `expectations` that exists in
@@ -120,7 +101,9 @@ fn check_against(dir: &Path, expectations: &Value) -> usize {
 
 #[test]
 fn json_output_equals_the_expectations_of_every_real_snapshot() {
-    let Some(dir) = real_fixtures() else { return };
+    let Some(dir) = real_fixtures_dir() else {
+        return;
+    };
     let checked = check_against(
         &dir,
         &read_json(&repo().join("tests/expectations/real.json")),

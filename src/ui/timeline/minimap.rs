@@ -6,7 +6,7 @@ use leptos::html::{Canvas, Div};
 use leptos::prelude::*;
 use web_sys::PointerEvent;
 
-use super::plot::context;
+use super::canvas::context;
 use super::range::XRange;
 use super::Timeline;
 

@@ -9,12 +9,13 @@
 //! request remembers its latest id ([`Latest`]), so an answer superseded by a newer request
 //! is dropped.
 //! - [`range`]: navigation arithmetic (pure, natively tested);
-//! - `plot`: the canvas, its pointer, wheel and keyboard handling;
+//! - `plot`: the canvas, its pointer, wheel and keyboard handling (`canvas`: drawing on it);
 //! - `overlay`: axes, peak, OOM and phase marks drawn over the pixels;
 //! - `minimap`, `toolbar`, `details`, `tooltip`: one component each.
 
 pub mod range;
 
+mod canvas;
 mod details;
 mod minimap;
 mod overlay;
@@ -169,6 +170,19 @@ impl Timeline {
         )
     }
 
+    /// [`Self::ask`], and makes this request the one whose answer counts for `latest`.
+    fn ask_latest(
+        &self,
+        latest: fn(&mut Pacing) -> &mut Latest,
+        request: TimelineRequest,
+        on_answer: impl FnOnce(Timeline, RequestId, Result<TimelineAnswer, ViewError>, Option<JsValue>)
+            + 'static,
+    ) {
+        if let Some(id) = self.ask(request, on_answer) {
+            self.pacing.update_value(|p| latest(p).sent(id));
+        }
+    }
+
     /// Shows why a request could not be answered.
     fn show_error(&self, error: &ViewError) {
         self.error.set(Some(format::problems::view_error(error)));
@@ -274,9 +288,11 @@ impl Timeline {
             kind: self.kind.get_untracked(),
             detail,
         };
-        if let Some(id) = self.ask(request, |tl, id, result, _| tl.on_layout(id, result)) {
-            self.pacing.update_value(|p| p.layout.sent(id));
-        }
+        self.ask_latest(
+            |p| &mut p.layout,
+            request,
+            |tl, id, result, _| tl.on_layout(id, result),
+        );
         self.request_frame();
     }
 
@@ -341,12 +357,11 @@ impl Timeline {
                 .with_untracked(|s| s.as_ref().is_some_and(|s| s.count > 0)),
             show_line: self.show_line.get_untracked() && kind == TimelineKind::Allocations,
         };
-        let sent = self.ask(TimelineRequest::Frame(request), |tl, id, result, pixels| {
-            tl.on_frame(id, result, pixels)
-        });
-        if let Some(id) = sent {
-            self.pacing.update_value(|p| p.frame.sent(id));
-        }
+        self.ask_latest(
+            |p| &mut p.frame,
+            TimelineRequest::Frame(request),
+            |tl, id, result, pixels| tl.on_frame(id, result, pixels),
+        );
     }
 
     fn on_frame(
@@ -361,7 +376,7 @@ impl Timeline {
         match result {
             Ok(TimelineAnswer::Frame(frame)) => {
                 if let (Some(pixels), Some(canvas)) = (pixels, self.canvas.get_value()) {
-                    plot::put_pixels(&canvas, &frame, &pixels);
+                    canvas::put_pixels(&canvas, &frame, &pixels);
                 }
                 let first = self.pacing.try_update_value(|p| {
                     p.painted = Some(frame.view);
@@ -474,12 +489,16 @@ impl Timeline {
             kind,
             index,
         };
-        let sent = self.ask(request, move |tl, id, result, _| {
-            tl.on_element(id, purpose, result)
-        });
-        if let Some(id) = sent {
-            self.pacing.update_value(|p| p.element.sent(id));
-        }
+        self.request_element_with(request, purpose);
+    }
+
+    /// Asks for an element (or a search match) to pin; only the latest one asked for counts.
+    fn request_element_with(&self, request: TimelineRequest, purpose: ElementPurpose) {
+        self.ask_latest(
+            |p| &mut p.element,
+            request,
+            move |tl, id, result, _| tl.on_element(id, purpose, result),
+        );
     }
 
     fn on_element(
@@ -510,10 +529,11 @@ impl Timeline {
             kind: self.kind.get_untracked(),
             query,
         };
-        let sent = self.ask(request, |tl, id, result, _| tl.on_search(id, result));
-        if let Some(id) = sent {
-            self.pacing.update_value(|p| p.search.sent(id));
-        }
+        self.ask_latest(
+            |p| &mut p.search,
+            request,
+            |tl, id, result, _| tl.on_search(id, result),
+        );
     }
 
     fn on_search(&self, id: RequestId, result: Result<TimelineAnswer, ViewError>) {
@@ -561,12 +581,7 @@ impl Timeline {
             kind: self.kind.get_untracked(),
             nth,
         };
-        let sent = self.ask(request, |tl, id, result, _| {
-            tl.on_element(id, ElementPurpose::Match, result)
-        });
-        if let Some(id) = sent {
-            self.pacing.update_value(|p| p.element.sent(id));
-        }
+        self.request_element_with(request, ElementPurpose::Match);
     }
 
     fn request_minimap(&self) {
@@ -577,18 +592,19 @@ impl Timeline {
             mode: self.mode.get_untracked(),
             width: (w * dpr).round().max(1.0) as u32,
         };
-        let sent = self.ask(request, |tl, id, result, _| {
-            if tl.pacing.try_update_value(|p| p.minimap.answered(id)) != Some(true) {
-                return;
-            }
-            match result {
-                Ok(TimelineAnswer::Minimap(minimap)) => tl.minimap.set(Some(minimap)),
-                other => tl.show_error(&failure(other)),
-            }
-        });
-        if let Some(id) = sent {
-            self.pacing.update_value(|p| p.minimap.sent(id));
-        }
+        self.ask_latest(
+            |p| &mut p.minimap,
+            request,
+            |tl, id, result, _| {
+                if tl.pacing.try_update_value(|p| p.minimap.answered(id)) != Some(true) {
+                    return;
+                }
+                match result {
+                    Ok(TimelineAnswer::Minimap(minimap)) => tl.minimap.set(Some(minimap)),
+                    other => tl.show_error(&failure(other)),
+                }
+            },
+        );
     }
 
     /// Records where the pointer is (CSS pixels), before its hit answer arrives.

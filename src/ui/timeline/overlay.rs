@@ -5,7 +5,7 @@
 
 use web_sys::HtmlCanvasElement;
 
-use super::plot::context;
+use super::canvas::context;
 use crate::format;
 use crate::timeline::service::TimelineInfo;
 use crate::timeline::AxisMode;

@@ -10,42 +10,14 @@ use leptos::prelude::*;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{
-    AddEventListenerOptions, CanvasRenderingContext2d, HtmlCanvasElement, ImageData, KeyboardEvent,
-    PointerEvent, WheelEvent,
+    AddEventListenerOptions, HtmlCanvasElement, KeyboardEvent, PointerEvent, WheelEvent,
 };
 
 use super::tooltip::Tooltip;
 use super::{overlay, Timeline, PLOT_HEIGHT};
-use crate::timeline::service::FrameInfo;
 
 /// Pixels a press may move and still count as a click.
 const CLICK_SLOP: f64 = 4.0;
-
-/// Puts a frame's RGBA pixels on the plot canvas.
-pub fn put_pixels(canvas: &HtmlCanvasElement, frame: &FrameInfo, pixels: &JsValue) {
-    let (width, height) = (frame.view.width, frame.view.height);
-    if canvas.width() != width {
-        canvas.set_width(width);
-    }
-    if canvas.height() != height {
-        canvas.set_height(height);
-    }
-    let Some(ctx) = context(canvas) else { return };
-    let Ok(data) =
-        ImageData::new_with_js_u8_clamped_array_and_sh(pixels.unchecked_ref(), width, height)
-    else {
-        return;
-    };
-    let _ = ctx.put_image_data(&data, 0.0, 0.0);
-}
-
-pub fn context(canvas: &HtmlCanvasElement) -> Option<CanvasRenderingContext2d> {
-    canvas
-        .get_context("2d")
-        .ok()
-        .flatten()
-        .and_then(|c| c.dyn_into().ok())
-}
 
 /// The pointer's position in the target, in fractional CSS pixels (`web_sys`'s `offset_x()`
 /// is an integer, which at a device pixel ratio of 2 would reach only every other pixel).

@@ -7,7 +7,7 @@ use memsight_core::analysis::Analysed;
 use memsight_core::model::{Action, Snapshot};
 use serde_json::Value as Json;
 
-/// The repository's root (this crate is `crates/core`).
+/// The repository's root (every crate is at `crates/<name>`).
 pub fn repo() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
 }
