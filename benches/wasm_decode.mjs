@@ -1,6 +1,6 @@
 // Decoder throughput compiled to WebAssembly and run by V8 (the engine of Chromium), outside
 // the browser: builds examples/wasm_decode.rs for wasm32, binds it with wasm-bindgen, and
-// decodes generated snapshots from target/bench-data/ (made by `cargo bench --bench decode`
+// decodes generated snapshots from target/bench-data/ (made by `cargo bench -p memsight-core --bench decode`
 // or benches/browser.mjs). Prints the first decode in a fresh module (what a new worker does)
 // and the median of warm decodes.
 //
@@ -32,7 +32,7 @@ for (const entries of sizes) {
   const dir = path.join(ROOT, 'target/bench-data');
   const name = fs.existsSync(dir) && fs.readdirSync(dir).find((f) => f.startsWith(`snapshot-${entries}-seed1-`));
   if (!name) {
-    console.log(`| ${entries} | – | not generated (run cargo bench --bench decode -- --sizes ${entries}) | | |`);
+    console.log(`| ${entries} | – | not generated (run cargo bench -p memsight-core --bench decode -- --sizes ${entries}) | | |`);
     continue;
   }
   const bytes = fs.readFileSync(path.join(dir, name));

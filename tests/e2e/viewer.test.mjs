@@ -80,6 +80,31 @@ describe('start-up', () => {
   });
 });
 
+describe('a worker that cannot start', () => {
+  it('says so for the file handed to it, and the page stays usable', async () => {
+    const context = await browser.newContext();
+    // The worker's WebAssembly is missing from the site (a broken deployment).
+    await context.route('**/worker_bg.wasm', (route) => route.abort());
+    try {
+      const page = await context.newPage();
+      await page.goto(server.url);
+      await page.waitForSelector('#open-file');
+      // The spare worker started with the page has already failed, before anyone listened.
+      await page.waitForTimeout(500);
+      await page.click('#open-example');
+      assert.equal(await waitSettled(page), 'failed');
+      assert.match(await page.textContent('#error-report .error-message'), /The decoding worker could not start/);
+      assert.match(await page.textContent('#error-report .error-hint'), /missing files/);
+      assert.equal(await page.isHidden('#panic-banner'), true);
+      // The page stays usable: the file can be closed.
+      await page.click('.file-item.selected .file-close');
+      await page.waitForSelector('#welcome');
+    } finally {
+      await context.close();
+    }
+  });
+});
+
 describe('opening files', () => {
   it('"Open example" fetches the bundled example and shows its overview, with timing marks', async () => {
     const { context, page, requests, errors } = await openApp(browser, server);
