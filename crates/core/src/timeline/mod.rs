@@ -19,7 +19,10 @@
 //! - [`axis`]: mapping a view (event index or wall-clock time) to pixel columns of states;
 //! - [`layout`]: which elements are drawn individually and the live stack at any state;
 //! - [`raster`]: pixels of a view, and what is under a pixel;
-//! - [`inspect`]: an element's details, stacks without interpreter noise, and search.
+//! - [`inspect`]: an element's details and search (stacks are read through
+//!   [`crate::analysis::stacks`]);
+//! - [`service`]: the timeline's requests and answers, and the service that keeps layouts and
+//!   answers them.
 
 pub mod axis;
 pub mod curve;

@@ -276,7 +276,7 @@ impl Service for TimelineService {
                 device,
                 kind,
                 detail,
-            } => self.timeline(analysed, device, kind, detail, now),
+            } => self.layout(analysed, device, kind, detail, now),
             TimelineRequest::Frame(frame) => self.frame(analysed, &frame, now),
             TimelineRequest::Hit(hit) => self.hit(analysed, &hit, now),
             TimelineRequest::Element {
@@ -316,7 +316,8 @@ impl TimelineService {
             .find(|e| e.device == device && e.kind == kind)
     }
 
-    fn timeline(
+    /// Lays a timeline out (or only again, for a new detail) and describes it.
+    fn layout(
         &mut self,
         analysed: &Analysed,
         device: u32,
