@@ -26,6 +26,8 @@ mod ui {
     pub mod requests;
     pub mod state;
     pub mod timeline {
+        pub mod detail;
+        pub mod labels;
         pub mod range;
     }
 }

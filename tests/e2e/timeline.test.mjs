@@ -596,7 +596,7 @@ describe('timeline of the bundled example', () => {
     const [first] = await marks(page, 'memsight:timeline-painted');
     assert.ok(decoded <= first, `timeline painted (${first}) before decoded (${decoded})`);
     const f = await frameOnScreen(page);
-    assert.match(await page.textContent('#timeline-drawn'), new RegExp(`^${num(f.drawn).toLocaleString('en-US')} of ${expected.elements.toLocaleString('en-US')} allocations drawn$`));
+    assert.match(await page.textContent('#timeline-drawn'), new RegExp(`^${num(f.drawn).toLocaleString('en-US')} of ${expected.elements.toLocaleString('en-US')} allocations a pixel tall or more$`));
     // CPython's two computations of the peak agree.
     const example = JSON.parse(fs.readFileSync(path.join(ROOT, 'tests/expectations/example.json'), 'utf8')).devices[expected.device];
     assert.equal(expected.peak_allocated_bytes, example.peak_allocated_bytes);
@@ -832,7 +832,8 @@ describe('timeline of the bundled example', () => {
     await waitAttr(page, '#timeline', 'data-detail', '0', 'detail 0');
     await settle(page);
     assert.equal((await frameOnScreen(page)).drawn, '0');
-    assert.equal(await page.textContent('#timeline-drawn'), `0 of ${expected.elements.toLocaleString('en-US')} allocations drawn`);
+    assert.equal(await page.textContent('#timeline-drawn'), `0 of ${expected.elements.toLocaleString('en-US')} allocations a pixel tall or more`);
+    assert.equal(await page.textContent('#timeline-detail-count'), '0');
     const scan = await scanCanvas(page);
     const colours = Object.keys(scan.colours).filter((c) => c !== COLOUR.background);
     assert.deepEqual(colours, [COLOUR.small], 'only the small band is painted');

@@ -312,6 +312,7 @@ mod tests {
                 height: 10,
             },
             whole: true,
+            y_range: None,
             dark: false,
             line_width: 1,
             pinned: None,

@@ -34,7 +34,7 @@ pub fn PinnedDetails(tl: Timeline) -> impl IntoView {
                 </header>
                 <dl class="pinned-facts">
                     <dt>"Size"</dt><dd>{format!("{} bytes", format::count(e.size))}</dd>
-                    {e.block_size.map(|b| view! { <dt>"Block"</dt><dd>{format!("{} (rounded by the allocator)", format::bytes(b))}</dd> })}
+                    {e.block_size.filter(|&b| b != e.size).map(|b| view! { <dt>"Block"</dt><dd>{format!("{} (rounded up by the allocator)", format::bytes(b))}</dd> })}
                     <dt>"Address"</dt><dd><code>{format!("{:#x}", e.addr)}</code></dd>
                     <dt>"Stream"</dt><dd><code>{format!("{:#x}", e.stream)}</code></dd>
                     <dt>"Allocated"</dt><dd>{if e.origin == "trace" { when(Some(e.start_state), e.alloc_time_us, origin()) } else { "before the trace window".to_string() }}</dd>

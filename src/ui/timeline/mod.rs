@@ -11,12 +11,17 @@
 //! - [`range`]: navigation arithmetic (pure, natively tested);
 //! - `plot`: the canvas, its pointer, wheel and keyboard handling (`canvas`: drawing on it);
 //! - `overlay`: axes, peak, OOM and phase marks drawn over the pixels;
-//! - `minimap`, `toolbar`, `details`, `tooltip`: one component each.
+//! - [`labels`]: where the overlay's labels go, none overlapping (pure, natively tested);
+//! - [`detail`]: the detail slider's scale (pure, natively tested);
+//! - `minimap`, `toolbar`, `details`, `tooltip`, `help`: one component each.
 
+pub mod labels;
 pub mod range;
 
 mod canvas;
 mod details;
+pub mod detail;
+mod help;
 mod minimap;
 mod overlay;
 mod plot;
@@ -38,7 +43,7 @@ use crate::timeline::service::{
     TimelineInfo, TimelineRequest,
 };
 use crate::timeline::{AxisMode, TimelineKind, Viewport};
-use range::XRange;
+use range::{XRange, YRange};
 
 /// Set when a timeline's first frame is on screen (read by benchmarks).
 pub const MARK_TIMELINE_PAINTED: &str = "memsight:timeline-painted";
@@ -57,8 +62,8 @@ struct Pacing {
     dirty: bool,
     /// The view of the frame on screen, for hit-testing what is painted.
     painted: Option<Viewport>,
-    /// The painted frame's top edge in bytes.
-    painted_y_max: u64,
+    /// The painted frame's bottom and top edges in bytes.
+    painted_y: (u64, u64),
     /// A hit test is in flight: a hover waits in `hover_next` behind it.
     hover_in_flight: bool,
     hover_next: Option<(f64, f64)>,
@@ -99,6 +104,8 @@ pub struct Timeline {
     pub info: RwSignal<Option<TimelineInfo>>,
     /// The visible x range.
     pub range: RwSignal<XRange>,
+    /// The visible bytes when the y axis is zoomed; `None` fits the highest value in view.
+    pub y_range: RwSignal<Option<YRange>>,
     pub frame: RwSignal<Option<FrameInfo>>,
     /// The hovered pixel's answer, with the pointer's position in CSS pixels in the plot.
     pub hover: RwSignal<Option<(HitInfo, f64, f64)>>,
@@ -115,6 +122,12 @@ pub struct Timeline {
     pub dark: RwSignal<bool>,
     /// Frames painted so far (for tests).
     pub frames_painted: RwSignal<u32>,
+    /// The phase under the pointer (index in the layout's phases), with the pointer's position.
+    pub phase_hover: RwSignal<Option<(usize, f64, f64)>>,
+    /// The keyboard and mouse reference is open.
+    pub show_help: RwSignal<bool>,
+    /// The overlay as last drawn: where its phases are, for hovering them.
+    overlay: StoredValue<Option<labels::Layout>, LocalStorage>,
     canvas: StoredValue<Option<web_sys::HtmlCanvasElement>, LocalStorage>,
     pacing: StoredValue<Pacing, LocalStorage>,
 }
@@ -130,6 +143,7 @@ impl Timeline {
             mode: RwSignal::new(AxisMode::Events),
             info: RwSignal::new(None),
             range: RwSignal::new(XRange::new(0.0, 1.0)),
+            y_range: RwSignal::new(None),
             frame: RwSignal::new(None),
             hover: RwSignal::new(None),
             pinned: RwSignal::new(None),
@@ -142,6 +156,9 @@ impl Timeline {
             size: RwSignal::new((800.0, PLOT_HEIGHT, 1.0)),
             dark: RwSignal::new(prefers_dark()),
             frames_painted: RwSignal::new(0),
+            phase_hover: RwSignal::new(None),
+            show_help: RwSignal::new(false),
+            overlay: StoredValue::new_local(None),
             canvas: StoredValue::new_local(None),
             pacing: StoredValue::new_local(Pacing::default()),
         }
@@ -214,10 +231,62 @@ impl Timeline {
         }
     }
 
+    /// Shows the whole trace, with the y axis fitted to it.
     pub fn reset(&self) {
         if let Some(full) = self.full() {
             self.range.set(full);
         }
+        self.fit_y();
+    }
+
+    /// Fits the y axis to the highest value in view again.
+    pub fn fit_y(&self) {
+        if self.y_range.with_untracked(Option::is_some) {
+            self.y_range.set(None);
+        }
+    }
+
+    /// The bytes of the frame on screen, bottom and top edges.
+    pub fn painted_y(&self) -> YRange {
+        let (min, max) = self.pacing.with_value(|p| p.painted_y);
+        YRange::new(min as f64, max as f64)
+    }
+
+    /// Zooms the y axis by `factor` (< 1 zooms in) around the byte at `fraction` of the
+    /// height from the bottom; the first zoom starts from the fitted range on screen.
+    pub fn zoom_y(&self, fraction: f64, factor: f64) {
+        let current = self.y_range.get_untracked().unwrap_or_else(|| self.painted_y());
+        self.y_range.set(Some(current.zoom(fraction, factor)));
+    }
+
+    /// Moves a zoomed y axis by `fraction` of the height (positive moves up); false when the
+    /// y axis is fitted (nothing to move).
+    pub fn pan_y(&self, fraction: f64) -> bool {
+        let Some(current) = self.y_range.get_untracked() else {
+            return false;
+        };
+        self.y_range.set(Some(current.pan(fraction)));
+        true
+    }
+
+    /// Shows the box between two points of the plot (CSS pixels from its top-left corner):
+    /// its x extent along the trace, its y extent in bytes.
+    pub fn zoom_to_box(&self, (ax, ay): (f64, f64), (bx, by): (f64, f64)) {
+        let (w, h, _) = self.size.get_untracked();
+        let range = self.range.get_untracked();
+        let y = self.y_range.get_untracked().unwrap_or_else(|| self.painted_y());
+        let x_at = |px: f64| range.x0 + (px / w.max(1.0)).clamp(0.0, 1.0) * range.span();
+        let y_at = |py: f64| y.min + (1.0 - (py / h.max(1.0)).clamp(0.0, 1.0)) * y.span();
+        let (x0, x1) = (x_at(ax.min(bx)), x_at(ax.max(bx)));
+        if x1 - x0 >= self.min_span() {
+            self.set_range(XRange::new(x0, x1));
+        } else {
+            let mid = (x0 + x1) / 2.0;
+            let half = self.min_span() / 2.0;
+            self.set_range(XRange::new(mid - half, mid + half));
+        }
+        self.y_range
+            .set(Some(YRange::new(y_at(ay.max(by)), y_at(ay.min(by)))));
     }
 
     pub fn zoom(&self, fraction: f64, factor: f64) {
@@ -349,6 +418,7 @@ impl Timeline {
                 height: (h * dpr).round().max(1.0) as u32,
             },
             whole: info.is_none(),
+            y_range: self.y_range.get_untracked().map(|y| y.bytes()),
             dark: self.dark.get_untracked(),
             line_width: (2.0 * dpr).round().max(1.0) as u32,
             pinned: self.pinned.with_untracked(|p| p.as_ref().map(|d| d.index)),
@@ -380,13 +450,18 @@ impl Timeline {
                 }
                 let first = self.pacing.try_update_value(|p| {
                     p.painted = Some(frame.view);
-                    p.painted_y_max = frame.y_max;
+                    p.painted_y = (frame.y_min, frame.y_max);
                     std::mem::take(&mut p.awaiting_first_frame)
                 });
                 self.frames_painted.update(|n| *n += 1);
                 self.frame.set(Some(frame));
                 if first == Some(true) {
                     perf::mark_after_render(MARK_TIMELINE_PAINTED);
+                }
+                // The tooltip follows the view: what is under the pointer may have changed.
+                if self.hover.with_untracked(Option::is_some) {
+                    let (x, y) = self.pacing.with_value(|p| p.pointer);
+                    self.hit_test(x, y, false);
                 }
             }
             other => self.show_error(&failure(other)),
@@ -413,7 +488,8 @@ impl Timeline {
                 device: self.device,
                 kind: self.kind.get_untracked(),
                 view: painted,
-                y_max: p.painted_y_max,
+                y_min: p.painted_y.0,
+                y_max: p.painted_y.1,
                 x: (x * dpr).floor().max(0.0) as u32,
                 y: (y * dpr).floor().max(0.0) as u32,
             });
@@ -468,6 +544,7 @@ impl Timeline {
     pub fn clear_hover(&self) {
         self.pacing.update_value(|p| p.hover_next = None);
         self.hover.set(None);
+        self.phase_hover.set(None);
     }
 
     pub fn unpin(&self) {
@@ -675,6 +752,7 @@ pub fn TimelinePanel(file: FileId, device: u32, actions: Actions) -> impl IntoVi
     });
     Effect::new(move |_| {
         tl.range.track();
+        tl.y_range.track();
         tl.size.track();
         tl.dark.track();
         tl.show_line.track();
@@ -741,6 +819,7 @@ pub fn TimelinePanel(file: FileId, device: u32, actions: Actions) -> impl IntoVi
             data-frames-painted=move || tl.frames_painted.get().to_string()
             data-pinned=move || tl.pinned.with(|p| p.as_ref().map(|d| d.index.to_string()).unwrap_or_default())
             data-search-count=move || tl.search.with(|s| s.as_ref().map(|s| s.count.to_string()).unwrap_or_default())
+            data-y-zoomed=move || tl.y_range.with(Option::is_some).to_string()
         >
             <toolbar::TimelineToolbar tl=tl />
             {move || tl.error.get().map(|message| view! { <p class="timeline-error" role="alert">{message}</p> })}
@@ -748,6 +827,7 @@ pub fn TimelinePanel(file: FileId, device: u32, actions: Actions) -> impl IntoVi
             <div
                 class="timeline-frame"
                 id="timeline-frame"
+                data-y-min=frame_attr(|f| f.y_min.to_string())
                 data-y-max=frame_attr(|f| f.y_max.to_string())
                 data-width=frame_attr(|f| f.view.width.to_string())
                 data-height=frame_attr(|f| f.view.height.to_string())
@@ -759,6 +839,7 @@ pub fn TimelinePanel(file: FileId, device: u32, actions: Actions) -> impl IntoVi
             >
                 <plot::Plot tl=tl />
             </div>
+            <help::Help tl=tl />
             <minimap::Minimap tl=tl />
             <details::PinnedDetails tl=tl />
         </section>

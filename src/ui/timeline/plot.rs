@@ -14,7 +14,7 @@ use web_sys::{
 };
 
 use super::tooltip::Tooltip;
-use super::{overlay, Timeline, PLOT_HEIGHT};
+use super::{overlay, Timeline};
 
 /// Pixels a press may move and still count as a click.
 const CLICK_SLOP: f64 = 4.0;
@@ -42,14 +42,31 @@ fn typing(event: &KeyboardEvent) -> bool {
         .is_some_and(|e| matches!(e.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT"))
 }
 
-#[derive(Clone, Copy, Default)]
+/// Width of the strip along the left edge, over the byte labels, where a vertical drag
+/// zooms the y axis.
+pub const Y_AXIS_STRIP: f64 = 56.0;
+
+/// What a press on the plot does as the pointer moves.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum DragKind {
+    /// Pans the x range (and a zoomed y range).
+    Pan,
+    /// Zooms the y axis around where the press started (drag up to zoom in).
+    YAxis,
+    /// Draws a box to zoom into (Shift + drag).
+    Box,
+}
+
+#[derive(Clone, Copy)]
 struct Drag {
-    active: bool,
+    kind: DragKind,
     start_x: f64,
     start_y: f64,
     moved: bool,
-    x0: f64,
-    x1: f64,
+    x: super::range::XRange,
+    y: Option<super::range::YRange>,
+    /// The y range on screen when the press started (a fitted axis has none of its own).
+    painted_y: super::range::YRange,
 }
 
 #[component]
@@ -57,7 +74,12 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
     let container = NodeRef::<Div>::new();
     let canvas = NodeRef::<Canvas>::new();
     let overlay_canvas = NodeRef::<Canvas>::new();
-    let drag = StoredValue::new_local(Drag::default());
+    let drag = StoredValue::new_local(None::<Drag>);
+    // The zoom box being drawn, in CSS pixels: left, top, width, height.
+    let zoom_box = RwSignal::new(None::<(f64, f64, f64, f64)>);
+    let labels = RwSignal::new(String::new());
+    // The pointer is over the byte axis, where a vertical drag zooms the bytes.
+    let over_axis = RwSignal::new(false);
 
     // Measure the plot and keep the canvas in the timeline state.
     let measure = move || {
@@ -66,8 +88,9 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
             let dpr = web_sys::window()
                 .map_or(1.0, |w| w.device_pixel_ratio())
                 .max(1.0);
+            let height = tl.size.get_untracked().1;
             if width > 0.0 {
-                let size = (width, PLOT_HEIGHT, dpr);
+                let size = (width, height, dpr);
                 if tl.size.get_untracked() != size {
                     tl.size.set(size);
                 }
@@ -84,7 +107,8 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
     let resize = window_event_listener(ev::resize, move |_| measure());
     on_cleanup(move || resize.remove());
 
-    // Keys: W/S zoom, A/D pan, 0 reset, Esc unpins, Ctrl/Cmd+F searches.
+    // Keys: W/S zoom, A/D pan, 0 reset, Shift+W/S zoom y, ↑/↓ pan a zoomed y, F fits y, ?
+    // shows every key, Esc unpins, Ctrl/Cmd+F searches.
     let keys = window_event_listener(ev::keydown, move |event: KeyboardEvent| {
         if (event.ctrl_key() || event.meta_key()) && event.key().eq_ignore_ascii_case("f") {
             if let Some(input) = document().get_element_by_id("timeline-search") {
@@ -104,25 +128,43 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
         if typing(&event) || event.ctrl_key() || event.meta_key() || event.alt_key() {
             return;
         }
-        let handled = match event.key().as_str() {
-            "w" | "W" | "+" | "=" => {
+        let handled = match (event.key().as_str(), event.shift_key()) {
+            ("W", true) => {
+                tl.zoom_y(0.5, 0.8);
+                true
+            }
+            ("S", true) => {
+                tl.zoom_y(0.5, 1.25);
+                true
+            }
+            ("w" | "W" | "+" | "=", _) => {
                 tl.zoom(0.5, 0.8);
                 true
             }
-            "s" | "S" | "-" => {
+            ("s" | "S" | "-", _) => {
                 tl.zoom(0.5, 1.25);
                 true
             }
-            "a" | "A" | "ArrowLeft" => {
+            ("a" | "A" | "ArrowLeft", _) => {
                 tl.pan(-0.1);
                 true
             }
-            "d" | "D" | "ArrowRight" => {
+            ("d" | "D" | "ArrowRight", _) => {
                 tl.pan(0.1);
                 true
             }
-            "0" => {
+            ("ArrowUp", _) => tl.pan_y(0.1),
+            ("ArrowDown", _) => tl.pan_y(-0.1),
+            ("f" | "F", _) => {
+                tl.fit_y();
+                true
+            }
+            ("0", _) => {
                 tl.reset();
+                true
+            }
+            ("?", _) => {
+                tl.show_help.update(|shown| *shown = !*shown);
                 true
             }
             _ => false,
@@ -133,26 +175,31 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
     });
     on_cleanup(move || keys.remove());
 
-    // Wheel zooms around the cursor (pinch arrives as a wheel with ctrlKey); horizontal
-    // wheel pans. Registered by hand as non-passive so the page does not scroll instead.
+    // Wheel zooms x around the cursor (pinch arrives as a wheel with ctrlKey), Shift+wheel
+    // zooms y around it; a horizontal wheel pans. Registered by hand as non-passive so the
+    // page does not scroll instead.
     let wheel = StoredValue::new_local(None::<Closure<dyn FnMut(WheelEvent)>>);
     Effect::new(move |_| {
         let Some(c) = canvas.get() else { return };
         let handler = Closure::<dyn FnMut(WheelEvent)>::new(move |event: WheelEvent| {
             event.prevent_default();
-            let (w, _, _) = tl.size.get_untracked();
+            let (w, h, _) = tl.size.get_untracked();
             let scale = match event.delta_mode() {
                 1 => 16.0,
                 2 => 400.0,
                 _ => 1.0,
             };
             let (dx, dy) = (event.delta_x() * scale, event.delta_y() * scale);
-            if dx.abs() > dy.abs() {
+            let (px, py) = offset(&event);
+            if event.shift_key() {
+                // Browsers may turn a shifted wheel into a horizontal one.
+                let d = if dy != 0.0 { dy } else { dx };
+                tl.zoom_y(1.0 - py / h.max(1.0), (d * 0.002).exp());
+            } else if dx.abs() > dy.abs() {
                 tl.pan(dx / w.max(1.0));
             } else {
-                let fraction = offset(&event).0 / w.max(1.0);
                 let speed = if event.ctrl_key() { 0.01 } else { 0.002 };
-                tl.zoom(fraction, (dy * speed).exp());
+                tl.zoom(px / w.max(1.0), (dy * speed).exp());
             }
         });
         let options = AddEventListenerOptions::new();
@@ -169,42 +216,93 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
         if event.button() != 0 {
             return;
         }
-        let range = tl.range.get_untracked();
         let (x, y) = offset(&event);
-        drag.set_value(Drag {
-            active: true,
+        let kind = if event.shift_key() {
+            DragKind::Box
+        } else if x < Y_AXIS_STRIP {
+            DragKind::YAxis
+        } else {
+            DragKind::Pan
+        };
+        drag.set_value(Some(Drag {
+            kind,
             start_x: x,
             start_y: y,
             moved: false,
-            x0: range.x0,
-            x1: range.x1,
-        });
+            x: tl.range.get_untracked(),
+            y: tl.y_range.get_untracked(),
+            painted_y: tl.painted_y(),
+        }));
         if let Some(c) = canvas.get_untracked() {
             let _ = c.set_pointer_capture(event.pointer_id());
         }
     };
     let on_move = move |event: PointerEvent| {
         let (x, y) = offset(&event);
-        let d = drag.get_value();
-        if d.active {
-            let dx = x - d.start_x;
-            if d.moved || dx.abs() > CLICK_SLOP || (y - d.start_y).abs() > CLICK_SLOP {
-                drag.update_value(|d| d.moved = true);
-                let (w, _, _) = tl.size.get_untracked();
-                let shift = -dx / w.max(1.0) * (d.x1 - d.x0);
-                tl.set_range(super::range::XRange::new(d.x0 + shift, d.x1 + shift));
+        if let Some(d) = drag.get_value() {
+            let (dx, dy) = (x - d.start_x, y - d.start_y);
+            if d.moved || dx.abs() > CLICK_SLOP || dy.abs() > CLICK_SLOP {
+                drag.update_value(|d| {
+                    if let Some(d) = d {
+                        d.moved = true;
+                    }
+                });
+                let (w, h, _) = tl.size.get_untracked();
+                match d.kind {
+                    DragKind::Pan => {
+                        let shift = -dx / w.max(1.0) * d.x.span();
+                        tl.set_range(super::range::XRange::new(d.x.x0 + shift, d.x.x1 + shift));
+                        if let Some(y_range) = d.y {
+                            tl.y_range.set(Some(y_range.pan(dy / h.max(1.0))));
+                        }
+                    }
+                    DragKind::YAxis => {
+                        let start = d.y.unwrap_or(d.painted_y);
+                        let anchor = 1.0 - d.start_y / h.max(1.0);
+                        tl.y_range.set(Some(start.zoom(anchor, (dy * 0.01).exp())));
+                    }
+                    DragKind::Box => {
+                        zoom_box.set(Some((
+                            d.start_x.min(x),
+                            d.start_y.min(y),
+                            dx.abs(),
+                            dy.abs(),
+                        )));
+                    }
+                }
                 tl.clear_hover();
                 return;
             }
         }
+        let on_axis = x < Y_AXIS_STRIP;
+        if over_axis.get_untracked() != on_axis {
+            over_axis.set(on_axis);
+        }
         tl.pointer_at(x, y);
+        // Over the phase lanes, the phase is what is hovered.
+        let phase = tl
+            .overlay
+            .with_value(|l| l.as_ref().and_then(|l| l.phase_at(x, y)).map(|p| p.index));
+        if let Some(index) = phase {
+            tl.hover.set(None);
+            tl.phase_hover.set(Some((index, x, y)));
+            return;
+        }
+        tl.phase_hover.set(None);
         tl.hit_test(x, y, false);
     };
     let on_up = move |event: PointerEvent| {
-        let d = drag.get_value();
-        drag.update_value(|d| d.active = false);
-        if d.active && !d.moved {
-            let (x, y) = offset(&event);
+        let Some(d) = drag.get_value() else { return };
+        drag.set_value(None);
+        let (x, y) = offset(&event);
+        if d.kind == DragKind::Box {
+            zoom_box.set(None);
+            if d.moved {
+                tl.zoom_to_box((d.start_x, d.start_y), (x, y));
+            }
+            return;
+        }
+        if !d.moved {
             tl.pointer_at(x, y);
             tl.hit_test(x, y, true);
         }
@@ -222,7 +320,7 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
         let pinned = tl
             .pinned
             .with(|p| p.as_ref().and_then(|d| tl.lifetime_x(d, frame.view.mode)));
-        overlay::draw(
+        let layout = overlay::draw(
             &c,
             &overlay::Scene {
                 width: w,
@@ -231,14 +329,18 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
                 x0: frame.view.x0,
                 x1: frame.view.x1,
                 mode: frame.view.mode,
+                y_min: frame.y_min,
                 y_max: frame.y_max,
                 info: &info,
                 pinned,
                 dark,
             },
         );
+        labels.set(layout.as_ref().map(overlay::labels_json).unwrap_or_default());
+        tl.overlay.set_value(layout);
     });
 
+    let height = move || format!("{}px", tl.size.get().1);
     view! {
         <div class="timeline-plot" node_ref=container>
             <canvas
@@ -246,13 +348,14 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
                 class="timeline-canvas"
                 node_ref=canvas
                 tabindex="0"
-                aria-label="Memory timeline: wheel or W/S to zoom, drag or A/D to pan, 0 to reset, click to pin an allocation"
-                style:height=format!("{PLOT_HEIGHT}px")
+                aria-label="Memory timeline: wheel or W/S to zoom, drag or A/D to pan, Shift+wheel or a drag along the byte axis to zoom bytes, Shift+drag to zoom into a box, F to fit the bytes, 0 to reset, click to pin an allocation, ? for all keys"
+                style:height=height
+                style:cursor=move || if over_axis.get() { "ns-resize" } else { "crosshair" }
                 on:pointerdown=on_down
                 on:pointermove=on_move
                 on:pointerup=on_up
                 on:pointerleave=move |_| {
-                    if !drag.get_value().active {
+                    if drag.get_value().is_none() {
                         tl.clear_hover();
                     }
                 }
@@ -262,8 +365,14 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
                 class="timeline-overlay"
                 node_ref=overlay_canvas
                 aria-hidden="true"
-                style:height=format!("{PLOT_HEIGHT}px")
+                style:height=height
+                data-labels=move || labels.get()
             ></canvas>
+            {move || zoom_box.get().map(|(x, y, w, h)| view! {
+                <div class="zoom-box" id="timeline-zoom-box"
+                    style:left=format!("{x}px") style:top=format!("{y}px")
+                    style:width=format!("{w}px") style:height=format!("{h}px")></div>
+            })}
             <Tooltip tl=tl />
         </div>
     }

@@ -1,8 +1,10 @@
-//! The visible x range of a timeline and how navigation moves it: zoom around a point, pan,
-//! reset, centre on an element. Pure arithmetic, unit-tested natively.
+//! The visible ranges of a timeline and how navigation moves them: along x, zoom around a
+//! point, pan, reset, centre on an element ([`XRange`]); along y, zoom and pan a fixed byte
+//! range ([`YRange`]). Pure arithmetic, unit-tested natively.
 //!
-//! Ranges are in the axis' units (events or microseconds) and always stay inside the whole
-//! trace, never narrower than [`MIN_SPAN_EVENTS`] states' worth.
+//! x ranges are in the axis' units (events or microseconds) and always stay inside the whole
+//! trace, never narrower than [`MIN_SPAN_EVENTS`] states' worth. y ranges are in bytes, never
+//! below 0 nor narrower than [`MIN_SPAN_BYTES`].
 
 /// The narrowest view, as a fraction of one unit per pixel column.
 pub const MIN_SPAN_EVENTS: f64 = 4.0;
@@ -58,6 +60,52 @@ impl XRange {
     }
 }
 
+/// The narrowest y range: a few hundred bytes over the whole plot.
+pub const MIN_SPAN_BYTES: f64 = 256.0;
+
+/// A fixed range of bytes `[min, max)` along y (a zoomed y axis).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct YRange {
+    pub min: f64,
+    pub max: f64,
+}
+
+impl YRange {
+    pub fn new(min: f64, max: f64) -> Self {
+        let min = min.max(0.0);
+        YRange {
+            min,
+            max: max.max(min + MIN_SPAN_BYTES),
+        }
+    }
+
+    pub fn span(&self) -> f64 {
+        self.max - self.min
+    }
+
+    /// Zooms by `factor` (< 1 zooms in) keeping the byte at `fraction` of the height (from the
+    /// bottom) where it is.
+    pub fn zoom(self, fraction: f64, factor: f64) -> YRange {
+        let fraction = fraction.clamp(0.0, 1.0);
+        let at = self.min + self.span() * fraction;
+        let span = (self.span() * factor).max(MIN_SPAN_BYTES);
+        let min = (at - span * fraction).max(0.0);
+        YRange::new(min, min + span)
+    }
+
+    /// Moves by `fraction` of the visible height (positive moves up).
+    pub fn pan(self, fraction: f64) -> YRange {
+        let dy = self.span() * fraction;
+        let min = (self.min + dy).max(0.0);
+        YRange::new(min, min + self.span())
+    }
+
+    /// The range as whole bytes, for a frame request.
+    pub fn bytes(&self) -> (u64, u64) {
+        (self.min.round() as u64, self.max.round().max(self.min + 1.0) as u64)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,5 +151,25 @@ mod tests {
             w.centred_on(990.0, 1000.0, FULL, 4.0),
             XRange::new(900.0, 1000.0)
         );
+    }
+
+    #[test]
+    fn y_zoom_keeps_the_byte_under_the_cursor_and_stays_above_zero() {
+        let y = YRange::new(0.0, 1000.0);
+        let z = y.zoom(0.5, 0.5);
+        assert_eq!(z, YRange::new(250.0, 750.0));
+        // Zooming around the bottom edge keeps 0 at the bottom.
+        assert_eq!(y.zoom(0.0, 0.1), YRange::new(0.0, 100.0));
+        // Never narrower than the narrowest span, never below zero.
+        assert_eq!(y.zoom(0.0, 1e-9).span(), MIN_SPAN_BYTES);
+        assert_eq!(YRange::new(-50.0, 10.0), YRange::new(0.0, MIN_SPAN_BYTES));
+        assert_eq!(z.bytes(), (250, 750));
+    }
+
+    #[test]
+    fn y_pan_stops_at_zero() {
+        let y = YRange::new(1000.0, 3000.0);
+        assert_eq!(y.pan(0.5), YRange::new(2000.0, 4000.0));
+        assert_eq!(y.pan(-5.0), YRange::new(0.0, 2000.0));
     }
 }

@@ -1,33 +1,16 @@
 //! The timeline's controls: allocations/segments tabs, event/time axis, the reserved line,
-//! jump to peak and reset, the detail control with its honest count, and search.
+//! jump to peak, reset and fit the bytes, the detail control ("draw the N largest", with
+//! labelled stops and the count of those at least a pixel tall), search, and the keyboard
+//! and mouse reference.
 
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{HtmlInputElement, KeyboardEvent};
 
+use super::detail::{detail_at, position_of, STEPS, STOPS};
 use super::Timeline;
 use crate::format;
 use crate::timeline::{AxisMode, TimelineKind};
-
-/// Positions of the detail slider; detail grows exponentially along it.
-const DETAIL_STEPS: f64 = 1000.0;
-
-/// Detail at slider position `v` for `elements` elements (0 at the left, all at the right).
-pub fn detail_at(v: f64, elements: u32) -> u32 {
-    let top = (elements as f64 + 1.0).ln();
-    ((v / DETAIL_STEPS * top).exp() - 1.0)
-        .round()
-        .clamp(0.0, elements as f64) as u32
-}
-
-/// Slider position of `detail`.
-pub fn position_of(detail: u32, elements: u32) -> f64 {
-    let top = (elements as f64 + 1.0).ln();
-    if top <= 0.0 {
-        return DETAIL_STEPS;
-    }
-    ((detail as f64 + 1.0).ln() / top * DETAIL_STEPS).round()
-}
 
 fn input_value(event: &leptos::ev::Event) -> String {
     event
@@ -76,6 +59,13 @@ pub fn TimelineToolbar(tl: Timeline) -> impl IntoView {
     let noun = move || match tl.kind.get() {
         TimelineKind::Allocations => "allocations",
         TimelineKind::Segments => "segments",
+    };
+    // The detail the slider points at while it is dragged.
+    let preview = RwSignal::new(None::<u32>);
+    let detail_shown = move || {
+        preview
+            .get()
+            .unwrap_or_else(|| tl.info.with(|i| i.as_ref().map_or(0, |i| i.detail)))
     };
     let search_input = NodeRef::<leptos::html::Input>::new();
     let on_search_key = move |event: KeyboardEvent| match event.key().as_str() {
@@ -132,24 +122,46 @@ pub fn TimelineToolbar(tl: Timeline) -> impl IntoView {
             <button type="button" id="timeline-reset" class="button quiet" title="Show the whole run (0)" on:click=move |_| tl.reset()>
                 "Reset"
             </button>
+            <button type="button" id="timeline-fit-y" class="button quiet" title="Fit the bytes to the view (F); Shift+wheel or a drag along the byte axis zooms them"
+                disabled=move || tl.y_range.with(Option::is_none)
+                on:click=move |_| tl.fit_y()>
+                "Fit bytes"
+            </button>
             <div class="detail-control">
-                <input
-                    type="range"
-                    id="timeline-detail"
-                    min="0"
-                    max=DETAIL_STEPS.to_string()
-                    step="1"
-                    aria-label="Detail: how many of the largest elements to draw individually"
-                    prop:value=move || tl.info.with(|i| i.as_ref().map_or(0.0, |i| position_of(i.detail, i.elements))).to_string()
-                    on:change=move |e| {
-                        let v: f64 = input_value(&e).parse().unwrap_or(0.0);
-                        tl.lay_out(Some(detail_at(v, elements())));
-                    }
-                />
-                <span class="detail-count" id="timeline-drawn">
+                <label class="detail-label" for="timeline-detail">
+                    "Draw the "
+                    <strong id="timeline-detail-count" data-value=move || detail_shown().to_string()>{move || format::count(detail_shown() as u64)}</strong>
+                    {move || format!(" largest of {} {}", format::count(elements() as u64), noun())}
+                </label>
+                <div class="detail-slider">
+                    <input
+                        type="range"
+                        id="timeline-detail"
+                        min="0"
+                        max=STEPS.to_string()
+                        step="1"
+                        aria-label="How many of the largest to draw one by one"
+                        prop:value=move || tl.info.with(|i| i.as_ref().map_or(0.0, |i| position_of(i.detail, i.elements))).to_string()
+                        on:input=move |e| {
+                            let v: f64 = input_value(&e).parse().unwrap_or(0.0);
+                            preview.set(Some(detail_at(v, elements())));
+                        }
+                        on:change=move |e| {
+                            let v: f64 = input_value(&e).parse().unwrap_or(0.0);
+                            preview.set(None);
+                            tl.lay_out(Some(detail_at(v, elements())));
+                        }
+                    />
+                    <div class="detail-stops" aria-hidden="true">
+                        {STOPS.iter().map(|&(position, label, _)| view! {
+                            <span class="detail-stop" style:left=format!("{}%", position / STEPS * 100.0)>{label}</span>
+                        }).collect_view()}
+                    </div>
+                </div>
+                <span class="detail-count" id="timeline-drawn" title="Drawn one by one and at least a pixel tall in this view; thinner ones blend their colours into the pixels they share">
                     {move || {
                         let drawn = tl.frame.with(|f| f.as_ref().map_or(0, |f| f.drawn_individually));
-                        format!("{} of {} {} drawn", format::count(drawn as u64), format::count(elements() as u64), noun())
+                        format!("{} of {} {} a pixel tall or more", format::count(drawn as u64), format::count(elements() as u64), noun())
                     }}
                 </span>
             </div>
@@ -180,6 +192,9 @@ pub fn TimelineToolbar(tl: Timeline) -> impl IntoView {
                     disabled=move || tl.search.with(|s| s.as_ref().is_none_or(|s| s.count == 0))
                     on:click=move |_| tl.go_to_match(tl.match_nth.get_untracked() as i64 + 1)>"↓"</button>
             </div>
+            <button type="button" id="timeline-help-button" class="button quiet round" title="Keyboard and mouse (?)"
+                aria-expanded=move || tl.show_help.get().to_string()
+                on:click=move |_| tl.show_help.update(|shown| *shown = !*shown)>"?"</button>
         </div>
     }
 }

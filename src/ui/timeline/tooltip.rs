@@ -1,5 +1,6 @@
 //! The hover tooltip: what is under the pointer (size, requested size, address, stream,
-//! allocated and freed at, lifetime, top user frame), or the small-allocations band.
+//! allocated and freed at, lifetime, top user frame), the small-allocations band, or a phase
+//! of the lanes along the top (its whole name, however narrow its band).
 
 use leptos::prelude::*;
 
@@ -57,17 +58,48 @@ pub fn Tooltip(tl: Timeline) -> impl IntoView {
             .with(|i| i.as_ref().and_then(|i| i.time_range.map(|r| r.0)))
     };
     let states = move || tl.info.with(|i| i.as_ref().map_or(0, |i| i.states));
-    move || {
-        let (hit, x, y) = tl.hover.get()?;
+    // Beside the pointer, away from the plot's edges: below it in the upper half, above it in
+    // the lower half.
+    let place = move |x: f64, y: f64| {
         let (w, h, _) = tl.size.get_untracked();
         let left = if x > w - 320.0 { x - 300.0 } else { x + 14.0 };
-        // Below the pointer in the plot's upper half, above it in the lower half.
         let (top, lift) = if y > h / 2.0 {
             (y - 14.0, "translateY(-100%)")
         } else {
             (y + 14.0, "none")
         };
-        let (left, top) = (format!("{}px", left.max(0.0)), format!("{top}px"));
+        (format!("{}px", left.max(0.0)), format!("{top}px"), lift)
+    };
+    move || {
+        if let Some((index, x, y)) = tl.phase_hover.get() {
+            let phase = tl
+                .info
+                .with(|i| i.as_ref().and_then(|i| i.phases.get(index).cloned()))?;
+            let (left, top, lift) = place(x, y);
+            let from = when(Some(phase.start_state), Some(phase.start_time_us), origin());
+            let to = match phase.end_state {
+                Some(end) => when(Some(end), phase.end_time_us, origin()),
+                None => "not ended in the trace".into(),
+            };
+            let duration = phase
+                .end_time_us
+                .map(|end| format::duration_us((end - phase.start_time_us).max(0) as u64));
+            return Some(
+                view! {
+                    <div class="timeline-tooltip" id="timeline-tooltip" style:left=left style:top=top style:transform=lift data-phase=index.to_string()>
+                        <p class="tooltip-title">{phase.name}</p>
+                        <dl>
+                            <dt>"From"</dt><dd>{from}</dd>
+                            <dt>"To"</dt><dd>{to}</dd>
+                            {duration.map(|d| view! { <dt>"Lasted"</dt><dd>{d}</dd> })}
+                        </dl>
+                    </div>
+                }
+                .into_any(),
+            );
+        }
+        let (hit, x, y) = tl.hover.get()?;
+        let (left, top, lift) = place(x, y);
         let at = match hit.state {
             Some(s) if s > 0 => format!("after {}", when(Some(s), hit.time_us, origin())),
             other => when(other, hit.time_us, origin()),
@@ -95,9 +127,9 @@ pub fn Tooltip(tl: Timeline) -> impl IntoView {
                     >
                         <p class="tooltip-title">{title(&e)} " · " <strong>{format::bytes(size)}</strong></p>
                         <dl>
-                            {e.block_size.map(|b| view! {
+                            {e.block_size.filter(|&b| b != size).map(|b| view! {
                                 <dt>"Requested"</dt><dd>{format!("{} bytes", format::count(size))}</dd>
-                                <dt>"Block"</dt><dd>{format!("{} (rounded by the allocator)", format::bytes(b))}</dd>
+                                <dt>"Block"</dt><dd>{format!("{} (rounded up by the allocator)", format::bytes(b))}</dd>
                             })}
                             <dt>"Stream"</dt><dd>{format!("{:#x}", e.stream)}</dd>
                             <dt>"Allocated"</dt><dd>{if e.origin == "trace" { when(Some(e.start_state), e.alloc_time_us, origin()) } else { "before the trace".to_string() }}</dd>

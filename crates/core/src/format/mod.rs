@@ -31,6 +31,27 @@ pub fn bytes(n: u64) -> String {
     format!("{} {}", three_digits(value), BYTE_UNITS[unit])
 }
 
+/// A tick of a byte axis at `value`, ticks `step` bytes apart, with as many decimals as
+/// neighbouring ticks need to read apart: `16 GiB`, `1.5 GiB`, `51.02 GiB`.
+pub fn bytes_tick(value: u64, step: u64) -> String {
+    if value < 1024 {
+        return format!("{value} B");
+    }
+    let mut unit = 0;
+    let mut size = 1u64;
+    while unit < BYTE_UNITS.len() - 1 && value / size >= 1024 {
+        size *= 1024;
+        unit += 1;
+    }
+    let step = step as f64 / size as f64;
+    let decimals = if step >= 1.0 {
+        0
+    } else {
+        (-step.log10()).ceil().clamp(0.0, 6.0) as usize
+    };
+    format!("{:.*} {}", decimals, value as f64 / size as f64, BYTE_UNITS[unit])
+}
+
 /// A signed byte difference: `+1.50 MiB`, `−512 B`, `0 B`.
 pub fn bytes_delta(n: i64) -> String {
     match n {
@@ -141,6 +162,19 @@ mod tests {
         assert_eq!(bytes(11_844_714_496), "11.0 GiB");
         assert_eq!(bytes(1024 * 1024 - 1), "1.00 MiB");
         assert_eq!(bytes(u64::MAX), "16.0 EiB");
+    }
+
+    #[test]
+    fn byte_ticks_have_the_decimals_their_step_needs() {
+        const GIB: u64 = 1 << 30;
+        const MIB: u64 = 1 << 20;
+        assert_eq!(bytes_tick(16 * GIB, 16 * GIB), "16 GiB");
+        assert_eq!(bytes_tick(GIB + 512 * MIB, 512 * MIB), "1.5 GiB");
+        assert_eq!(bytes_tick(512 * MIB, 512 * MIB), "512 MiB");
+        assert_eq!(bytes_tick(51 * GIB + 16 * MIB, 16 * MIB), "51.02 GiB");
+        assert_eq!(bytes_tick(51 * GIB + 32 * MIB, 16 * MIB), "51.03 GiB");
+        assert_eq!(bytes_tick(512, 256), "512 B");
+        assert_eq!(bytes_tick(2048, 1024), "2 KiB");
     }
 
     #[test]

@@ -2,11 +2,20 @@
 //!
 //! Painting goes column by column: each column shows the stack at the state where the total
 //! peaks within the column ([`Curve::argmax`]), seeking the [`Cursor`] forward as columns
-//! advance. An element owns the pixel rows between the floors of its bottom and top edges, so
-//! stacked elements tile the column exactly; one less than a pixel tall is painted in the
-//! small-allocations colour rather than its own. The cost of a frame is O(width × (live drawn
-//! elements + height)), independent of the trace length. Hit-testing repeats the same
-//! arithmetic for one column, so a hover always names what is painted under the cursor.
+//! advance. The stack is drawn elements in stack order, then the band of elements not drawn
+//! one by one. A pixel row belongs to the element that crosses its top edge, so stacked
+//! elements tile the column exactly: an element at least a pixel tall paints the rows it owns
+//! in its own colour, crisp; a row owned by a thinner element shows every element in it,
+//! their colours blended in proportion to their bytes, so a zoomed-out run keeps the colours
+//! (and the structure) of allocations too thin to draw one by one. The partial row at the top
+//! of the stack is left empty, so a column is as tall as its total, floored.
+//!
+//! Colours come from a [`Colouring`] the caller chooses (by element, or by category). The
+//! view's y range is either fitted to what it shows or fixed (zoomed), with `y_min` bytes at
+//! the bottom edge. The cost of a frame is O(width × (live drawn elements + height)),
+//! independent of the trace length. Hit-testing repeats the same arithmetic for one row of
+//! one column, so a hover names what is painted under the cursor (for a blended row, its
+//! largest part).
 
 use super::axis::{Axis, StateRange};
 use super::curve::Curve;
@@ -18,7 +27,7 @@ use super::Viewport;
 #[derive(Clone, Debug, PartialEq)]
 pub struct Style {
     pub background: [u8; 4],
-    /// The band of elements not drawn individually (and those under a pixel tall).
+    /// The band of elements not drawn individually.
     pub small: [u8; 4],
     /// The line drawn over the stack (reserved bytes on the allocations timeline).
     pub line: [u8; 4],
@@ -50,11 +59,23 @@ impl Style {
             ..Style::light()
         }
     }
+}
 
-    /// The colour of element `i`: stable across views, zooms and page loads.
-    pub fn colour(&self, i: u32) -> [u8; 4] {
-        let hash = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
-        self.palette[(hash % self.palette.len() as u64) as usize]
+/// The colour of each element: what the painter is told, so a view can colour by element or
+/// by category.
+pub trait Colouring {
+    fn colour(&self, element: u32) -> [u8; 4];
+}
+
+/// Each element its own colour from the style's palette, stable across views, zooms and page
+/// loads.
+pub struct ByElement<'a>(pub &'a Style);
+
+impl Colouring for ByElement<'_> {
+    fn colour(&self, element: u32) -> [u8; 4] {
+        let palette = &self.0.palette;
+        let hash = (element as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
+        palette[(hash % palette.len() as u64) as usize]
     }
 }
 
@@ -97,11 +118,22 @@ fn is_marked(bits: Option<&[u64]>, i: u32) -> bool {
     })
 }
 
+/// The bytes a view's height spans.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum YRange {
+    /// From 0 to the highest value in view, plus headroom ([`fitted_y_max`]).
+    Fit,
+    /// `min` bytes at the bottom edge, `max` at the top.
+    Bytes { min: u64, max: u64 },
+}
+
 /// A painted view.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Frame {
     /// `width × height` RGBA pixels, top row first.
     pub pixels: Vec<u8>,
+    /// Bytes at the bottom and the top edge.
+    pub y_min: u64,
     pub y_max: u64,
     /// Distinct elements painted at least a pixel tall.
     pub drawn_individually: u32,
@@ -122,22 +154,24 @@ pub enum Hit {
     Nothing,
 }
 
+/// Where bytes land: `y_min` at the bottom edge, `px_per_byte` rows per byte above it.
+#[derive(Clone, Copy, Debug)]
 struct Scale {
+    y_min: u64,
     px_per_byte: f64,
 }
 
 impl Scale {
-    fn new(height: u32, y_max: u64) -> Self {
+    fn new(height: u32, y_min: u64, y_max: u64) -> Self {
         Scale {
-            px_per_byte: height as f64 / y_max.max(1) as f64,
+            y_min,
+            px_per_byte: height as f64 / y_max.saturating_sub(y_min).max(1) as f64,
         }
     }
 
-    /// Bottom-up pixel row of a byte offset (may exceed the height).
-    fn row(&self, bytes: u64) -> u32 {
-        (bytes as f64 * self.px_per_byte)
-            .floor()
-            .min(u32::MAX as f64) as u32
+    /// Bottom-up position of a byte offset, in rows (negative below the bottom edge).
+    fn pos(&self, bytes: u64) -> f64 {
+        (bytes as f64 - self.y_min as f64) * self.px_per_byte
     }
 }
 
@@ -179,13 +213,67 @@ fn columns<E: Elements>(track: &Track<'_, E>, view: &Viewport) -> Vec<Column> {
         .collect()
 }
 
-/// Paints `view` of `track`, with `y_max` bytes at the top edge (`None` fits the view's
-/// highest value).
+/// One part of a column's stack: a drawn element (by rank) or the band on top.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Part {
+    Rank(u32),
+    Band,
+}
+
+/// The parts of the stack at the cursor's state, bottom first, with their byte ranges.
+fn parts<'a>(
+    layout: &'a Layout,
+    cursor: &'a Cursor,
+    total: u64,
+) -> impl Iterator<Item = (Part, u64, u64)> + 'a {
+    let mut offset = 0u64;
+    let drawn = cursor.live.iter().map(move |&r| {
+        let bottom = offset;
+        offset += layout.sizes[r as usize];
+        (Part::Rank(r), bottom, offset)
+    });
+    let band_bottom = cursor.drawn_total;
+    drawn.chain(std::iter::once((
+        Part::Band,
+        band_bottom,
+        total.max(band_bottom),
+    )))
+}
+
+/// A blend of colours weighted by how much of a row each covers.
+#[derive(Clone, Copy, Default)]
+struct Blend {
+    sum: [f64; 3],
+    weight: f64,
+}
+
+impl Blend {
+    fn add(&mut self, colour: [u8; 4], weight: f64) {
+        if weight > 0.0 {
+            for (s, c) in self.sum.iter_mut().zip(colour) {
+                *s += c as f64 * weight;
+            }
+            self.weight += weight;
+        }
+    }
+
+    fn colour(&self, fallback: [u8; 4]) -> [u8; 4] {
+        if self.weight <= 0.0 {
+            return fallback;
+        }
+        let c = |i: usize| (self.sum[i] / self.weight).round().clamp(0.0, 255.0) as u8;
+        [c(0), c(1), c(2), 255]
+    }
+}
+
+/// Paints `view` of `track` over the bytes of `y`, each element in the colour `colouring`
+/// gives it (marks aside).
 pub fn paint<E: Elements>(
     track: &Track<'_, E>,
     view: &Viewport,
-    y_max: Option<u64>,
+    y: YRange,
     style: &Style,
+    colouring: &dyn Colouring,
     marks: Marks<'_>,
 ) -> Frame {
     let (w, h) = (view.width as usize, view.height as usize);
@@ -209,18 +297,29 @@ pub fn paint<E: Elements>(
             });
         }
     }
-    let y_max = y_max.unwrap_or_else(|| fitted_y_max(highest));
-    let scale = Scale::new(view.height, y_max);
+    let (y_min, y_max) = match y {
+        YRange::Fit => (0, fitted_y_max(highest)),
+        YRange::Bytes { min, max } => (min, max.max(min.saturating_add(1))),
+    };
+    let scale = Scale::new(view.height, y_min, y_max);
 
     let layout = track.layout;
     let pinned = marks.pinned.and_then(|i| layout.rank(i));
+    let colour_of = |part: Part| match part {
+        Part::Band => style.small,
+        Part::Rank(r) if pinned == Some(r) => style.pinned,
+        Part::Rank(r) if marks.matches.is_some() && is_marked(marks.matches, layout.id(r)) => {
+            style.matched
+        }
+        Part::Rank(r) => colouring.colour(layout.id(r)),
+    };
     let mut cursor = Cursor::default();
     let mut drawn_individually = 0u32;
     let mut previous_state: Option<u32> = None;
-    let mut previous_line: Option<u32> = None;
-    let put = |pixels: &mut Vec<u8>, x: usize, rows: std::ops::Range<u32>, colour: [u8; 4]| {
-        let top = rows.end.min(h as u32);
-        for r in rows.start.min(top)..top {
+    let mut previous_line: Option<i64> = None;
+    let put = |pixels: &mut Vec<u8>, x: usize, rows: std::ops::Range<i64>, colour: [u8; 4]| {
+        let (bottom, top) = (rows.start.max(0), rows.end.min(h as i64));
+        for r in bottom..top {
             let y = h - 1 - r as usize;
             let at = (y * w + x) * 4;
             pixels[at..at + 4].copy_from_slice(&colour);
@@ -232,56 +331,66 @@ pub fn paint<E: Elements>(
             continue;
         }
         cursor.seek(layout, c.state);
-        let mut offset = 0u64;
-        for &r in &cursor.live {
-            let size = layout.sizes[r as usize];
-            let (r0, r1) = (scale.row(offset), scale.row(offset + size));
-            offset += size;
-            let tall = size as f64 * scale.px_per_byte >= 1.0;
-            if tall && previous_state.is_none_or(|p| layout.starts[r as usize] > p) {
-                drawn_individually += 1;
-            }
-            if r0 >= h as u32 || r0 == r1 {
-                // Above the top edge (a fixed y_max lower than the stack), or no whole row.
+        // The row being filled by parts that do not reach its top edge.
+        let mut blend = Blend::default();
+        let mut blend_row = i64::MIN;
+        for (part, bottom, top) in parts(layout, &cursor, c.total) {
+            let (pb, pt) = (scale.pos(bottom), scale.pos(top));
+            if pt <= 0.0 || top == bottom {
                 continue;
             }
-            let colour = if pinned == Some(r) {
-                style.pinned
-            } else if marks.matches.is_some() && is_marked(marks.matches, layout.id(r)) {
-                style.matched
-            } else if tall {
-                style.colour(layout.id(r))
+            if pb >= h as f64 {
+                break;
+            }
+            if let Part::Rank(r) = part {
+                let new_here = previous_state.is_none_or(|p| layout.starts[r as usize] > p);
+                if pt - pb >= 1.0 && new_here {
+                    drawn_individually += 1;
+                }
+            }
+            let (rb, rt) = (pb.floor() as i64, pt.floor() as i64);
+            if blend_row != rb {
+                blend = Blend::default();
+                blend_row = rb;
+            }
+            let colour = colour_of(part);
+            if rt > rb {
+                // This part crosses the top edges of rows rb..rt: they are its.
+                if pt - pb >= 1.0 {
+                    put(&mut pixels, x, rb..rt, colour);
+                } else {
+                    blend.add(colour, (rb + 1) as f64 - pb);
+                    put(&mut pixels, x, rb..rb + 1, blend.colour(colour));
+                }
+                blend = Blend::default();
+                blend_row = rt;
+                blend.add(colour, pt - rt as f64);
             } else {
-                style.small
-            };
-            put(&mut pixels, x, r0..r1, colour);
+                blend.add(colour, pt - pb);
+            }
         }
-        let small_top = c.total.max(offset);
-        put(
-            &mut pixels,
-            x,
-            scale.row(offset)..scale.row(small_top),
-            style.small,
-        );
         if let Some(line) = c.line {
-            let row = scale.row(line).min(h as u32 - 1);
-            let half = style.line_width / 2;
+            let row = scale.pos(line).floor() as i64;
+            let half = (style.line_width / 2) as i64;
             let (lo, hi) = match previous_line {
                 Some(p) => (p.min(row), p.max(row)),
                 None => (row, row),
             };
-            put(
-                &mut pixels,
-                x,
-                lo.saturating_sub(half)..(hi + style.line_width - half),
-                style.line,
-            );
+            if hi >= 0 && lo < h as i64 {
+                put(
+                    &mut pixels,
+                    x,
+                    lo - half..hi + style.line_width as i64 - half,
+                    style.line,
+                );
+            }
             previous_line = Some(row);
         }
         previous_state = Some(c.state);
     }
     Frame {
         pixels,
+        y_min,
         y_max,
         drawn_individually,
         peak,
@@ -289,13 +398,14 @@ pub fn paint<E: Elements>(
     }
 }
 
-/// What is painted at pixel `(x, y)` (y from the top) of `view`, painted with `y_max` bytes at
-/// its top edge. `cursor` may be kept between calls: nearby hovers then seek only a few
-/// events.
+/// What is painted at pixel `(x, y)` (y from the top) of `view`, painted with `y_min` and
+/// `y_max` bytes at its bottom and top edges: the element owning the pixel's row when it is
+/// at least a pixel tall, else the largest of the parts blended in the row. `cursor` may be
+/// kept between calls: nearby hovers then seek only a few events.
 pub fn hit<E: Elements>(
     track: &Track<'_, E>,
     view: &Viewport,
-    y_max: u64,
+    (y_min, y_max): (u64, u64),
     x: u32,
     y: u32,
     cursor: &mut Cursor,
@@ -309,32 +419,43 @@ pub fn hit<E: Elements>(
         return Hit::Nothing;
     };
     let (state, total) = track.total.argmax(span.first, span.last);
-    let scale = Scale::new(view.height, y_max);
-    let row = view.height - 1 - y;
+    let scale = Scale::new(view.height, y_min, y_max.max(y_min.saturating_add(1)));
+    let row = (view.height - 1 - y) as i64;
     let layout = track.layout;
     cursor.seek(layout, state);
-    let mut offset = 0u64;
-    for &r in &cursor.live {
-        let size = layout.sizes[r as usize];
-        let (r0, r1) = (scale.row(offset), scale.row(offset + size));
-        offset += size;
-        if (r0..r1).contains(&row) {
-            return Hit::Element {
-                index: layout.id(r),
-                state,
-            };
+    let as_hit = |part: Part, bottom: u64, top: u64| match part {
+        Part::Rank(r) => Hit::Element {
+            index: layout.id(r),
+            state,
+        },
+        Part::Band => Hit::Small {
+            state,
+            bytes: top - bottom,
+        },
+    };
+    // The largest part seen in the row so far.
+    let mut largest: Option<(f64, Hit)> = None;
+    for (part, bottom, top) in parts(layout, cursor, total) {
+        let (pb, pt) = (scale.pos(bottom), scale.pos(top));
+        if top == bottom || pt <= row as f64 {
+            continue;
         }
-        if r0 > row {
+        if pb >= (row + 1) as f64 {
             break;
         }
-    }
-    let drawn = cursor.drawn_total;
-    let small_top = total.max(drawn);
-    if (scale.row(drawn)..scale.row(small_top)).contains(&row) {
-        return Hit::Small {
-            state,
-            bytes: small_top - drawn,
-        };
+        let (rb, rt) = (pb.floor() as i64, pt.floor() as i64);
+        let overlap = pt.min((row + 1) as f64) - pb.max(row as f64);
+        if largest.is_none_or(|(best, _)| overlap > best) {
+            largest = Some((overlap, as_hit(part, bottom, top)));
+        }
+        if (rb..rt).contains(&row) {
+            // The part crossing the row's top edge: the row is its.
+            return if pt - pb >= 1.0 {
+                as_hit(part, bottom, top)
+            } else {
+                largest.map_or(Hit::Nothing, |(_, hit)| hit)
+            };
+        }
     }
     Hit::Nothing
 }
@@ -374,9 +495,18 @@ mod tests {
             axis: Axis::new(&d.trace),
         };
         let (v, y_max) = view(track.axis.states);
-        let frame = paint(&track, &v, y_max, &Style::light(), Marks::default());
+        let y = y_max.map_or(YRange::Fit, |max| YRange::Bytes { min: 0, max });
+        let style = Style::light();
+        let frame = paint(&track, &v, y, &style, &ByElement(&style), Marks::default());
         check(&frame, &|x, y| {
-            hit(&track, &v, frame.y_max, x, y, &mut Cursor::default())
+            hit(
+                &track,
+                &v,
+                (frame.y_min, frame.y_max),
+                x,
+                y,
+                &mut Cursor::default(),
+            )
         });
     }
 
@@ -521,5 +651,185 @@ mod tests {
             assert_eq!(hit(2, 99), Hit::Element { index: 1, state: 2 });
             assert_eq!(column_height(frame, 3, 100, 2), 30);
         });
+    }
+
+    /// A track of a device's allocations, all drawn, for the tests below.
+    struct Fixture {
+        facts: crate::analysis::DeviceFacts,
+        layout: Layout,
+        envelope: Envelope,
+        device: Device,
+    }
+
+    impl Fixture {
+        fn new(device: Device) -> Self {
+            let facts = replay(&device);
+            let layout = Layout::build(&AllocationElements::new(&facts), u32::MAX);
+            let envelope = Envelope::new(
+                std::iter::once(facts.baseline_allocated).chain(facts.allocated.iter().copied()),
+            );
+            Fixture {
+                facts,
+                layout,
+                envelope,
+                device,
+            }
+        }
+
+        fn paint(&self, width: u32, height: u32, y: YRange, colouring: &dyn Colouring) -> Frame {
+            let elements = AllocationElements::new(&self.facts);
+            let track = self.track(&elements);
+            paint(
+                &track,
+                &self.view(width, height),
+                y,
+                &Style::light(),
+                colouring,
+                Marks::default(),
+            )
+        }
+
+        fn hit(&self, width: u32, height: u32, frame: &Frame, x: u32, y: u32) -> Hit {
+            let elements = AllocationElements::new(&self.facts);
+            let track = self.track(&elements);
+            hit(
+                &track,
+                &self.view(width, height),
+                (frame.y_min, frame.y_max),
+                x,
+                y,
+                &mut Cursor::default(),
+            )
+        }
+
+        fn track<'a>(
+            &'a self,
+            elements: &'a AllocationElements<'a>,
+        ) -> Track<'a, AllocationElements<'a>> {
+            Track {
+                elements,
+                layout: &self.layout,
+                total: Curve::Dense {
+                    baseline: self.facts.baseline_allocated,
+                    values: &self.facts.allocated,
+                    envelope: &self.envelope,
+                },
+                line: None,
+                axis: Axis::new(&self.device.trace),
+            }
+        }
+
+        fn view(&self, width: u32, height: u32) -> Viewport {
+            Viewport {
+                mode: AxisMode::Events,
+                x0: 0.0,
+                x1: (self.device.trace.len() + 1) as f64,
+                width,
+                height,
+            }
+        }
+    }
+
+    /// Ten allocations of 1 byte each: the last state holds them all.
+    fn ten_bytes() -> Device {
+        let rows: Vec<_> = (0..10).map(|i| (Action::Alloc, 100 + i, 1)).collect();
+        device(&rows)
+    }
+
+    #[test]
+    fn elements_thinner_than_a_pixel_blend_their_colours_in_the_rows_they_share() {
+        let fixture = Fixture::new(ten_bytes());
+        // 11 states, one column each; 4 bytes per row: rows 0 and 1 are full at state 10.
+        let style = Style::light();
+        let by_element = ByElement(&style);
+        let frame = fixture.paint(11, 3, YRange::Bytes { min: 0, max: 12 }, &by_element);
+        let mix = |ids: std::ops::Range<u32>| {
+            let mut blend = Blend::default();
+            for i in ids {
+                blend.add(by_element.colour(i), 0.25);
+            }
+            blend.colour(style.background)
+        };
+        assert_eq!(pixel(&frame, 11, 10, 2), mix(0..4), "row 0: elements 0–3");
+        assert_eq!(pixel(&frame, 11, 10, 1), mix(4..8), "row 1: elements 4–7");
+        // The partial row at the top (elements 8 and 9, half a row) is not painted.
+        assert_eq!(pixel(&frame, 11, 10, 0), style.background);
+        assert_ne!(pixel(&frame, 11, 10, 2), style.small, "never the band's grey");
+        assert_eq!(frame.drawn_individually, 0, "none is a pixel tall");
+        // Hovering a blended row names its largest part (the first of equals).
+        assert_eq!(
+            fixture.hit(11, 3, &frame, 10, 2),
+            Hit::Element {
+                index: 0,
+                state: 10
+            }
+        );
+        assert_eq!(
+            fixture.hit(11, 3, &frame, 10, 1),
+            Hit::Element {
+                index: 4,
+                state: 10
+            }
+        );
+        assert_eq!(fixture.hit(11, 3, &frame, 10, 0), Hit::Nothing);
+    }
+
+    #[test]
+    fn the_largest_part_of_a_blended_row_is_what_a_hover_names() {
+        // 1, 2 and 1 bytes in one 4-byte row: the 2-byte allocation is named.
+        let fixture = Fixture::new(device(&[
+            (Action::Alloc, 1, 1),
+            (Action::Alloc, 2, 2),
+            (Action::Alloc, 3, 1),
+        ]));
+        let style = Style::light();
+        let frame = fixture.paint(4, 2, YRange::Bytes { min: 0, max: 8 }, &ByElement(&style));
+        assert_eq!(
+            fixture.hit(4, 2, &frame, 3, 1),
+            Hit::Element { index: 1, state: 3 }
+        );
+        assert_ne!(pixel(&frame, 4, 3, 1), style.background);
+    }
+
+    #[test]
+    fn a_zoomed_y_range_brings_a_small_allocation_to_many_pixels() {
+        // 1000 bytes, then 10 bytes on top: zoomed to bytes 1000–1020, the 10 bytes are half
+        // of a 20-pixel plot.
+        let fixture = Fixture::new(device(&[(Action::Alloc, 1, 1000), (Action::Alloc, 2, 10)]));
+        let style = Style::light();
+        let by_element = ByElement(&style);
+        let y = YRange::Bytes {
+            min: 1000,
+            max: 1020,
+        };
+        let frame = fixture.paint(3, 20, y, &by_element);
+        assert_eq!((frame.y_min, frame.y_max), (1000, 1020));
+        assert_eq!(column_height(&frame, 3, 20, 2), 10);
+        for y in 10..20 {
+            assert_eq!(pixel(&frame, 3, 2, y), by_element.colour(1), "row {y}");
+            assert_eq!(
+                fixture.hit(3, 20, &frame, 2, y),
+                Hit::Element { index: 1, state: 2 }
+            );
+        }
+        assert_eq!(frame.drawn_individually, 1, "the 1000 bytes are below the view");
+        // Fitted, the 10 bytes are less than a pixel.
+        let fitted = fixture.paint(3, 20, YRange::Fit, &by_element);
+        assert_eq!(fitted.y_min, 0);
+        assert_eq!(fitted.drawn_individually, 1);
+    }
+
+    #[test]
+    fn the_painter_takes_its_colours_from_the_colouring() {
+        struct AllRed;
+        impl Colouring for AllRed {
+            fn colour(&self, _: u32) -> [u8; 4] {
+                [255, 0, 0, 255]
+            }
+        }
+        let fixture = Fixture::new(ten_bytes());
+        let frame = fixture.paint(11, 3, YRange::Bytes { min: 0, max: 12 }, &AllRed);
+        assert_eq!(pixel(&frame, 11, 10, 2), [255, 0, 0, 255]);
+        assert_eq!(pixel(&frame, 11, 10, 1), [255, 0, 0, 255]);
     }
 }

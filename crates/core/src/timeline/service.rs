@@ -13,7 +13,7 @@ use super::curve::{Curve, Envelope};
 use super::elements::{AllocationElements, AnyElements, Elements, SegmentElements};
 use super::inspect::{self, ElementDetail, Query};
 use super::layout::{Cursor, Layout};
-use super::raster::{self, Hit, Marks, Style, Track};
+use super::raster::{self, ByElement, Hit, Marks, Style, Track, YRange};
 use super::{AxisMode, TimelineKind, Viewport};
 use crate::analysis::{Analysed, DeviceFacts};
 use crate::model::{Action, AnnotationStage, Device};
@@ -100,6 +100,10 @@ pub struct FrameRequest {
     /// before it knows the trace's range).
     #[serde(default)]
     pub whole: bool,
+    /// Bytes at the bottom and top edges (a zoomed y axis); `None` fits the view's highest
+    /// value.
+    #[serde(default)]
+    pub y_range: Option<(u64, u64)>,
     pub dark: bool,
     /// Thickness of the reserved line, in device pixels.
     pub line_width: u32,
@@ -117,7 +121,8 @@ pub struct HitRequest {
     pub kind: TimelineKind,
     /// The view of the painted frame.
     pub view: Viewport,
-    /// The painted frame's top edge in bytes.
+    /// The painted frame's bottom and top edges in bytes.
+    pub y_min: u64,
     pub y_max: u64,
     /// Device pixels from the top-left corner.
     pub x: u32,
@@ -179,7 +184,8 @@ pub struct FrameInfo {
     /// What was painted: time falls back to events when the trace has no times, and a request
     /// for the whole trace names its range.
     pub view: Viewport,
-    /// Bytes at the top edge (the view's highest value plus 5 %).
+    /// Bytes at the bottom and the top edge (fitted: 0 and the view's highest value plus 5 %).
+    pub y_min: u64,
     pub y_max: u64,
     /// Distinct elements painted at least one pixel tall.
     pub drawn_individually: u32,
@@ -441,9 +447,14 @@ impl TimelineService {
             line: track.line.filter(|_| request.show_line),
             ..track
         };
-        let frame = raster::paint(&track, &view, None, &style, marks);
+        let y = match request.y_range {
+            Some((min, max)) if min < max => YRange::Bytes { min, max },
+            _ => YRange::Fit,
+        };
+        let frame = raster::paint(&track, &view, y, &style, &ByElement(&style), marks);
         let info = FrameInfo {
             view,
+            y_min: frame.y_min,
             y_max: frame.y_max,
             drawn_individually: frame.drawn_individually,
             peak_state: frame.peak.map(|p| p.0),
@@ -471,7 +482,7 @@ impl TimelineService {
         let hit = raster::hit(
             &track,
             &view,
-            request.y_max.max(1),
+            (request.y_min, request.y_max.max(request.y_min + 1)),
             request.x,
             request.y,
             &mut entry.hover.borrow_mut(),
@@ -795,6 +806,7 @@ mod tests {
             dark: false,
             line_width: 2,
             whole: false,
+            y_range: None,
             pinned: None,
             show_matches: false,
             show_line: true,
@@ -843,6 +855,7 @@ mod tests {
             device: info.device,
             kind: info.kind,
             view,
+            y_min: frame.y_min,
             y_max: frame.y_max,
             x,
             y: 199,
