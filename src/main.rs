@@ -27,6 +27,7 @@ mod ui {
     pub mod state;
     pub mod timeline {
         pub mod detail;
+        pub mod folding;
         pub mod labels;
         pub mod range;
     }

@@ -422,6 +422,14 @@ async function searchAndHoverChosen(page, expected) {
   return pixel;
 }
 
+const escapeRegExp = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** A frame (`[name, "file:line"]`) of the user's own Python: not an installed library's. */
+function isUserFrame([, file]) {
+  const path = file.replace(/:-?\d+$/, '');
+  return path.endsWith('.py') && !/\/torch\/|site-packages\/|dist-packages\/|\/lib\/python/.test(path);
+}
+
 /** Unpins with Escape, clicks `pixel` and checks the pinned panel and its stack. */
 async function clickAndCheckStack(page, expected, pixel) {
   const chosen = expected.chosen;
@@ -466,11 +474,26 @@ async function clickAndCheckStack(page, expected, pixel) {
     stack.map((_, i) => [i, String(hiddenSet.has(i))]),
     'frames marked as noise (memory_viz frameFilter)',
   );
-  const shown = chosen.frames.filter((_, i) => !hiddenSet.has(i));
-  assert.ok(shown.length > 0 && shown.length < chosen.frames.length, 'the chosen stack has shown and hidden frames');
-  assert.deepEqual(stack.filter((f) => f.visible).map((f) => [f.name, f.file]), shown, 'visible by default: no noise');
-  assert.deepEqual(stack.filter((f) => f.hidden).map((f) => [f.name, f.file]), chosen.frames.filter((_, i) => hiddenSet.has(i)));
-
+  // By default the user's code comes first: every frame of it is shown, framework runs are
+  // folded and noise is hidden; with no user frame, the one frame naming the allocation shows.
+  const userFrames = chosen.frames.map((f, i) => [i, f]).filter(([, f]) => isUserFrame(f)).map(([i]) => i);
+  const visible = stack.map((f, i) => [i, f]).filter(([, f]) => f.visible).map(([i]) => i);
+  assert.ok(visible.length > 0 && visible.length < chosen.frames.length, 'the chosen stack has shown and folded frames');
+  assert.ok(visible.every((i) => !hiddenSet.has(i)), 'noise is never shown by default');
+  if (userFrames.length > 0) {
+    assert.deepEqual(visible, userFrames, 'visible by default: the user\'s code');
+    assert.equal(visible[0], userFrames[0], 'the first visible frame is the innermost user frame');
+    assert.equal(await page.getAttribute('#pinned-made-by', 'data-user'), 'true');
+    assert.match(await page.textContent('#pinned-made-by code'), new RegExp(`:${escapeRegExp(chosen.frames[userFrames[0]][0])}$`));
+  } else {
+    assert.equal(visible.length, 1, 'without user code, the frame naming the allocation');
+  }
+  const folds = await page.$$eval('#stack li.fold', (items) => items.map((li) => li.textContent));
+  assert.ok(folds.length > 0 && folds.every((t) => /^▸ \d+ framework frames?$/.test(t)), `folds: ${folds}`);
+  // Opening the first fold shows its frames.
+  await page.click('#stack li.fold .fold-button');
+  await page.waitForFunction((n) => [...document.querySelectorAll('#stack li.frame')].filter((li) => li.checkVisibility()).length > n, visible.length, { timeout: WAIT });
+  await page.click('#stack li.fold .fold-button');
   await page.check('#show-all-frames');
   await page.waitForFunction(() => [...document.querySelectorAll('#stack li.frame')].every((li) => li.checkVisibility()), null, { timeout: WAIT });
   stack = await readStack();

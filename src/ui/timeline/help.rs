@@ -10,19 +10,34 @@ const ENTRIES: [(&str, &str); 17] = [
     ("Wheel, pinch", "zoom the time axis around the pointer"),
     ("W / S, + / −", "zoom the time axis in / out"),
     ("A / D, ← / →", "move along the time axis"),
-    ("Drag", "move along the time axis (and the bytes, when zoomed)"),
+    (
+        "Drag",
+        "move along the time axis (and the bytes, when zoomed)",
+    ),
     ("Shift + wheel", "zoom the bytes around the pointer"),
-    ("Drag along the byte axis", "zoom the bytes (up: in, down: out)"),
+    (
+        "Drag along the byte axis",
+        "zoom the bytes (up: in, down: out)",
+    ),
     ("Shift + W / S", "zoom the bytes in / out"),
     ("↑ / ↓", "move along zoomed bytes"),
     ("Shift + drag", "zoom into a box"),
     ("F", "fit the bytes to the view"),
     ("0", "show the whole run"),
-    ("Minimap", "click to move there, drag the window or its edges"),
-    ("Hover", "what is under the pointer; a phase's whole name along the top"),
+    (
+        "Minimap",
+        "click to move there, drag the window or its edges",
+    ),
+    (
+        "Hover",
+        "what is under the pointer; a phase's whole name along the top",
+    ),
     ("Click", "pin an allocation and show its stack"),
     ("Esc", "unpin"),
-    ("Ctrl / ⌘ + F", "search an address (0x…) or frame text; Enter, Shift+Enter to walk the matches"),
+    (
+        "Ctrl / ⌘ + F",
+        "search an address (0x…) or frame text; Enter, Shift+Enter to walk the matches",
+    ),
     ("?", "open or close this reference"),
 ];
 

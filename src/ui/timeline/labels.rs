@@ -177,7 +177,13 @@ impl Placer<'_> {
     }
 
     /// Places `text` at the first free candidate (left, top corners); false when none is.
-    fn place(&mut self, kind: LabelKind, text: &str, candidates: &[(f64, f64)], avoid: &[Rect]) -> bool {
+    fn place(
+        &mut self,
+        kind: LabelKind,
+        text: &str,
+        candidates: &[(f64, f64)],
+        avoid: &[Rect],
+    ) -> bool {
         for &(x, y) in candidates {
             let rect = self.rect_at(text, x, y);
             if self.free(&rect, avoid) {
@@ -292,7 +298,11 @@ pub fn lay_out(scene: &Scene<'_>, measure: &dyn Fn(&str) -> f64) -> Layout {
         let size = format::bytes(oom.requested);
         // The whole text where it fits, else shorter ones: beside the mark, then anywhere on
         // its line, then a line lower.
-        for text in [format!("OOM: {size} requested"), format!("OOM {size}"), "OOM".into()] {
+        for text in [
+            format!("OOM: {size} requested"),
+            format!("OOM {size}"),
+            "OOM".into(),
+        ] {
             let tw = measure(&text).ceil();
             let clamped = (px - tw / 2.0).clamp(0.0, (w - tw).max(0.0));
             let (y, lower) = (band + 2.0, band + 4.0 + TEXT_HEIGHT);
@@ -528,7 +538,9 @@ mod tests {
         assert!(phase.text.ends_with(ELLIPSIS), "{}", phase.text);
         assert!(phase.text.starts_with("Optimizer"));
         assert!(phase.rect.w <= 100.0);
-        let band = layout.phase_at(150.0, 5.0).expect("the band under the pointer");
+        let band = layout
+            .phase_at(150.0, 5.0)
+            .expect("the band under the pointer");
         assert_eq!(info.phases[band.index].name, "Optimizer.step#AdamW.step");
         assert!(layout.phase_at(150.0, 40.0).is_none());
     }
@@ -555,7 +567,10 @@ mod tests {
 
     #[test]
     fn text_is_fitted_with_an_ellipsis() {
-        assert_eq!(fitted("forward", 100.0, &measure).as_deref(), Some("forward"));
+        assert_eq!(
+            fitted("forward", 100.0, &measure).as_deref(),
+            Some("forward")
+        );
         assert_eq!(fitted("forward", 35.0, &measure).as_deref(), Some("forw…"));
         assert_eq!(fitted("forward", 5.0, &measure), None);
     }

@@ -19,8 +19,9 @@ pub mod labels;
 pub mod range;
 
 mod canvas;
-mod details;
 pub mod detail;
+mod details;
+pub mod folding;
 mod help;
 mod minimap;
 mod overlay;
@@ -255,7 +256,10 @@ impl Timeline {
     /// Zooms the y axis by `factor` (< 1 zooms in) around the byte at `fraction` of the
     /// height from the bottom; the first zoom starts from the fitted range on screen.
     pub fn zoom_y(&self, fraction: f64, factor: f64) {
-        let current = self.y_range.get_untracked().unwrap_or_else(|| self.painted_y());
+        let current = self
+            .y_range
+            .get_untracked()
+            .unwrap_or_else(|| self.painted_y());
         self.y_range.set(Some(current.zoom(fraction, factor)));
     }
 
@@ -274,7 +278,10 @@ impl Timeline {
     pub fn zoom_to_box(&self, (ax, ay): (f64, f64), (bx, by): (f64, f64)) {
         let (w, h, _) = self.size.get_untracked();
         let range = self.range.get_untracked();
-        let y = self.y_range.get_untracked().unwrap_or_else(|| self.painted_y());
+        let y = self
+            .y_range
+            .get_untracked()
+            .unwrap_or_else(|| self.painted_y());
         let x_at = |px: f64| range.x0 + (px / w.max(1.0)).clamp(0.0, 1.0) * range.span();
         let y_at = |py: f64| y.min + (1.0 - (py / h.max(1.0)).clamp(0.0, 1.0)) * y.span();
         let (x0, x1) = (x_at(ax.min(bx)), x_at(ax.max(bx)));

@@ -139,11 +139,7 @@ pub fn draw(canvas: &HtmlCanvasElement, scene: &Scene<'_>) -> Option<Layout> {
             labels::LabelKind::Oom => red,
             _ => text,
         });
-        let _ = ctx.fill_text(
-            &label.text,
-            label.rect.x,
-            label.rect.y + TEXT_HEIGHT / 2.0,
-        );
+        let _ = ctx.fill_text(&label.text, label.rect.x, label.rect.y + TEXT_HEIGHT / 2.0);
     }
     Some(layout)
 }

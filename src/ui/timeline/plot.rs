@@ -336,7 +336,12 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
                 dark,
             },
         );
-        labels.set(layout.as_ref().map(overlay::labels_json).unwrap_or_default());
+        labels.set(
+            layout
+                .as_ref()
+                .map(overlay::labels_json)
+                .unwrap_or_default(),
+        );
         tl.overlay.set_value(layout);
     });
 

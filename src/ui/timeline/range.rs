@@ -102,7 +102,10 @@ impl YRange {
 
     /// The range as whole bytes, for a frame request.
     pub fn bytes(&self) -> (u64, u64) {
-        (self.min.round() as u64, self.max.round().max(self.min + 1.0) as u64)
+        (
+            self.min.round() as u64,
+            self.max.round().max(self.min + 1.0) as u64,
+        )
     }
 }
 

@@ -43,6 +43,17 @@ pub fn lifetime(detail: &ElementDetail, states: u32) -> String {
     }
 }
 
+/// What made an element, as a label and a name: "Made by" and the user's frame, or "Made
+/// by PyTorch" and its most telling frame when the stack holds none of the user's code.
+pub fn made_by(detail: &ElementDetail) -> Option<(&'static str, String)> {
+    let name = detail.top_frame.clone()?;
+    Some(if detail.top_frame_is_user {
+        ("Made by", name)
+    } else {
+        ("Made by PyTorch, in", name)
+    })
+}
+
 pub fn title(detail: &ElementDetail) -> String {
     let noun = match detail.kind {
         TimelineKind::Allocations => "Allocation",
@@ -137,7 +148,11 @@ pub fn Tooltip(tl: Timeline) -> impl IntoView {
                             <dt>"Lifetime"</dt><dd>{lifetime(&e, states())}</dd>
                             <dt>"At"</dt><dd>{at}</dd>
                         </dl>
-                        <p class="tooltip-frame">{e.top_frame.clone().unwrap_or_else(|| "no stack recorded".into())}</p>
+                        <p class="tooltip-frame" data-user=e.top_frame_is_user.to_string()>{match made_by(&e) {
+                            Some((_, name)) if e.top_frame_is_user => name,
+                            Some((label, name)) => format!("{label} {name}"),
+                            None => "no stack recorded".into(),
+                        }}</p>
                         <p class="tooltip-totals">{totals}</p>
                     </div>
                 }

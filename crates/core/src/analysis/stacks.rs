@@ -1,6 +1,8 @@
-//! Stack analysis: what each frame of a recorded stack is (the user's code, a library, native
-//! code, or interpreter machinery), the frame that best names who made an allocation, stacks
-//! as text, and finding stacks by frame text.
+//! Stack analysis: what each frame of a recorded stack is (the user's code, framework Python,
+//! framework C++, or interpreter machinery), the frame that best names who made an
+//! allocation (the innermost frame of the user's code; without one, the most telling
+//! framework frame: the autograd node of a backward, the optimizer's step, the ATen op),
+//! stacks as text, and finding stacks by frame text.
 //!
 //! Every view that shows or groups stacks asks here, so they agree on what "the user's code"
 //! is; module paths and categories inferred from frames belong here too. Reads the model's
@@ -17,16 +19,21 @@ pub struct FrameText {
     pub filename: String,
     pub line: i64,
     pub name: String,
-    /// Interpreter or dispatcher machinery rather than code someone wrote.
+    /// Interpreter or dispatcher machinery that memory_viz hides ([`FrameClass::Noise`]).
     pub noise: bool,
+    pub class: FrameClass,
 }
 
 /// What a frame is, from the code least to most likely to be the user's own.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum FrameClass {
-    /// Interpreter, unwinder or dispatcher machinery (PyTorch's memory_viz hides these).
+    /// Interpreter, unwinder or dispatcher machinery that PyTorch's memory_viz hides.
     Noise,
-    /// Native code that is not noise: allocator, ATen, autograd engine…
+    /// The rest of the interpreter, the C library and threads: `method_vectorcall`,
+    /// `slot_tp_call`, `pymain_main`, `start_thread`…
+    Interpreter,
+    /// Framework C++: the allocator, ATen, the dispatcher, the autograd engine…
     Native,
     /// Python of an installed library (`torch/`, `site-packages/`, the standard library).
     LibraryPython,
@@ -37,7 +44,7 @@ pub enum FrameClass {
 impl FrameClass {
     /// Whether a frame of this class can name the code that made an allocation.
     pub fn is_code(self) -> bool {
-        self != FrameClass::Noise
+        !matches!(self, FrameClass::Noise | FrameClass::Interpreter)
     }
 }
 
@@ -67,6 +74,30 @@ const NOISE_FILES: [&str; 10] = [
 ];
 /// Path fragments of installed Python code.
 const LIBRARY_PATHS: [&str; 4] = ["/torch/", "site-packages/", "dist-packages/", "/lib/python"];
+/// Name prefixes of native frames of the interpreter, the C library and threads.
+const INTERPRETER_PREFIXES: [&str; 9] = [
+    "_Py",
+    "Py",
+    "py",
+    "__libc",
+    "pthread_",
+    "__clone",
+    "start_thread",
+    "execute_native_thread_routine",
+    "__xmknodat",
+];
+/// Name fragments of the interpreter's own native frames.
+const INTERPRETER_FRAGMENTS: [&str; 7] = [
+    "vectorcall",
+    "cfunction_call",
+    "slot_tp_call",
+    "run_eval_code_obj",
+    "run_mod",
+    "builtin_exec",
+    "_dealloc",
+];
+/// Whole names of native entry points.
+const INTERPRETER_NAMES: [&str; 3] = ["main", "clone", "_start"];
 
 /// Whether a frame is interpreter or dispatcher machinery.
 pub fn is_noise(filename: &str, name: &str) -> bool {
@@ -84,27 +115,145 @@ pub fn classify(filename: &str, name: &str) -> FrameClass {
     match (python, library) {
         (true, false) => FrameClass::UserPython,
         (true, true) => FrameClass::LibraryPython,
+        _ if is_interpreter(name) => FrameClass::Interpreter,
         _ => FrameClass::Native,
     }
 }
 
-/// A frame as text, with its noise flag.
+fn is_interpreter(name: &str) -> bool {
+    INTERPRETER_PREFIXES.iter().any(|p| name.starts_with(p))
+        || INTERPRETER_FRAGMENTS.iter().any(|f| name.contains(f))
+        || INTERPRETER_NAMES.contains(&name)
+}
+
+/// A frame as text, with its class.
 pub fn frame_text(snapshot: &Snapshot, frame: &Frame) -> FrameText {
     let filename = snapshot.str(frame.filename).to_string();
     let name = snapshot.str(frame.name).to_string();
+    let class = classify(&filename, &name);
     FrameText {
-        noise: is_noise(&filename, &name),
+        noise: class == FrameClass::Noise,
+        class,
         filename,
         line: frame.line,
         name,
     }
 }
 
+/// The framework frame that best says what made an allocation whose stack has no frame of
+/// the user's code, as a short name: the autograd node running a backward (`BmmBackward0`,
+/// `AccumulateGrad`), the optimizer step (`Adam.step`), framework Python (`file:line:name`),
+/// or the outermost ATen op (`aten::einsum`). `None` when the stack holds only allocator and
+/// interpreter frames.
+pub fn telling_frame(frames: &[FrameText]) -> Option<String> {
+    telling_frame_at(frames).map(|(_, name)| name)
+}
+
+/// [`telling_frame`], with the index of the frame it names.
+pub fn telling_frame_at(frames: &[FrameText]) -> Option<(usize, String)> {
+    let innermost = |name: &dyn Fn(&FrameText) -> Option<String>| {
+        frames
+            .iter()
+            .enumerate()
+            .find_map(|(i, f)| name(f).map(|n| (i, n)))
+    };
+    // Innermost first: the autograd node that ran the op, else the engine's own step
+    // (reducing or accumulating a gradient).
+    innermost(&|f| autograd_node(&f.name))
+        .or_else(|| innermost(&|f| autograd_step(&f.name)))
+        .or_else(|| optimizer_step(frames))
+        .or_else(|| {
+            innermost(&|f| {
+                (f.class == FrameClass::LibraryPython)
+                    .then(|| format!("{}:{}:{}", f.filename, f.line, f.name))
+            })
+        })
+        .or_else(|| {
+            frames
+                .iter()
+                .enumerate()
+                .rev()
+                .find_map(|(i, f)| aten_op(&f.name).map(|op| (i, format!("aten::{op}"))))
+        })
+}
+
+/// `BmmBackward0` of `torch::autograd::generated::BmmBackward0::apply(…)`; `AccumulateGrad`
+/// and the like of `torch::autograd::AccumulateGrad::apply(…)`.
+fn autograd_node(name: &str) -> Option<String> {
+    let rest = name.strip_prefix("torch::autograd::")?;
+    let rest = rest.strip_prefix("generated::").unwrap_or(rest);
+    let node = rest
+        .split("::apply")
+        .next()
+        .filter(|_| rest.contains("::apply"))?;
+    let generic = ["Node", "Engine", "GraphTask", "PyNode", "CppNode"];
+    let plain = !node.is_empty()
+        && node.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !generic.contains(&node);
+    plain.then(|| node.to_string())
+}
+
+/// `autograd InputMetadata::reduce_grad` of the autograd engine's own work on gradients
+/// (not its dispatch wrappers or its thread machinery).
+fn autograd_step(name: &str) -> Option<String> {
+    let rest = name.strip_prefix("torch::autograd::")?;
+    let path = rest.split('(').next()?;
+    let machinery = [
+        "VariableType::",
+        "Engine::",
+        "python::",
+        "generated::",
+        "Node::",
+    ];
+    let plain = path.contains("::")
+        && !machinery.iter().any(|m| path.starts_with(m))
+        && path
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':');
+    plain.then(|| format!("autograd {path}"))
+}
+
+/// `Adam.step` when the stack runs a `torch.optim` optimizer's step: the optimizer's class from
+/// its file, the outermost of its functions.
+fn optimizer_step(frames: &[FrameText]) -> Option<(usize, String)> {
+    const OPTIMIZERS: [(&str, &str); 13] = [
+        ("adam.py", "Adam"),
+        ("adamw.py", "AdamW"),
+        ("sgd.py", "SGD"),
+        ("adagrad.py", "Adagrad"),
+        ("adadelta.py", "Adadelta"),
+        ("adamax.py", "Adamax"),
+        ("asgd.py", "ASGD"),
+        ("lbfgs.py", "LBFGS"),
+        ("nadam.py", "NAdam"),
+        ("radam.py", "RAdam"),
+        ("rmsprop.py", "RMSprop"),
+        ("rprop.py", "Rprop"),
+        ("sparse_adam.py", "SparseAdam"),
+    ];
+    frames.iter().enumerate().rev().find_map(|(i, f)| {
+        let file = f.filename.split("/torch/optim/").nth(1)?;
+        let (_, class) = OPTIMIZERS.iter().find(|(name, _)| *name == file)?;
+        Some((i, format!("{class}.{}", f.name)))
+    })
+}
+
+/// `einsum` of `at::_ops::einsum::call(…)`.
+fn aten_op(name: &str) -> Option<&str> {
+    let op = name.strip_prefix("at::_ops::")?.split("::").next()?;
+    (name.contains("::call(") && !op.is_empty()).then_some(op)
+}
+
 /// A stack as text: the frame that best names who made it, and (when asked for) every frame.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct StackText {
-    /// The innermost frame of the most user-like class, as `file:line:name`.
+    /// The innermost frame of the user's code as `file:line:name`, else the most telling
+    /// framework frame ([`telling_frame`]).
     pub top_frame: Option<String>,
+    /// Whether `top_frame` is the user's code.
+    pub top_frame_is_user: bool,
+    /// Index in `frames` of the frame `top_frame` names (when the frames were asked for).
+    pub top_frame_index: Option<u32>,
     /// Innermost first; empty unless asked for.
     pub frames: Vec<FrameText>,
     /// Frames in the stack, whether listed or not.
@@ -112,30 +261,30 @@ pub struct StackText {
 }
 
 /// `stack` as text; `with_frames` lists every frame, otherwise only the top frame is found
-/// (stopping at the first frame of the user's own Python).
+/// (stopping at the first frame of the user's code).
 pub fn stack_text(snapshot: &Snapshot, stack: StackId, with_frames: bool) -> StackText {
-    let mut top: Option<(FrameClass, String)> = None;
     let mut frames = Vec::new();
+    let mut user: Option<(usize, String)> = None;
     for frame in snapshot.stack_frames(stack) {
         let text = frame_text(snapshot, frame);
-        let class = classify(&text.filename, &text.name);
-        if class.is_code() && top.as_ref().is_none_or(|(best, _)| class > *best) {
-            top = Some((
-                class,
-                format!("{}:{}:{}", text.filename, text.line, text.name),
-            ));
+        if user.is_none() && text.class == FrameClass::UserPython {
+            let name = format!("{}:{}:{}", text.filename, text.line, text.name);
+            user = Some((frames.len(), name));
+            if !with_frames {
+                break;
+            }
         }
-        if with_frames {
-            frames.push(text);
-        } else if top
-            .as_ref()
-            .is_some_and(|(class, _)| *class == FrameClass::UserPython)
-        {
-            break;
-        }
+        frames.push(text);
+    }
+    let top_frame_is_user = user.is_some();
+    let top = user.or_else(|| telling_frame_at(&frames));
+    if !with_frames {
+        frames.clear();
     }
     StackText {
-        top_frame: top.map(|(_, text)| text),
+        top_frame_index: top.as_ref().filter(|_| with_frames).map(|(i, _)| *i as u32),
+        top_frame: top.map(|(_, name)| name),
+        top_frame_is_user,
         frames,
         frame_count: snapshot.stacks.frames(stack).len() as u32,
     }
@@ -200,6 +349,7 @@ mod tests {
             classify("Python/ceval.c", "_PyEval_EvalFrameDefault"),
             FrameClass::Noise
         );
+        assert_eq!(classify("??", "slot_tp_call"), FrameClass::Interpreter);
         assert_eq!(
             classify("CUDACachingAllocator.cpp", "malloc"),
             FrameClass::Native
@@ -218,11 +368,114 @@ mod tests {
         // The order the top frame is chosen by.
         assert!(FrameClass::UserPython > FrameClass::LibraryPython);
         assert!(FrameClass::LibraryPython > FrameClass::Native);
+        assert!(FrameClass::Native > FrameClass::Interpreter);
         assert!(!FrameClass::Noise.is_code());
+        assert!(!FrameClass::Interpreter.is_code());
+    }
+
+    fn frame(filename: &str, name: &str) -> FrameText {
+        let class = classify(filename, name);
+        FrameText {
+            filename: filename.into(),
+            line: 1,
+            name: name.into(),
+            noise: class == FrameClass::Noise,
+            class,
+        }
     }
 
     #[test]
-    fn the_top_frame_is_the_innermost_frame_of_the_most_user_like_class() {
+    fn interpreter_internals_are_not_framework_code() {
+        for name in [
+            "method_vectorcall.llvm.12275804309777372242",
+            "slot_tp_call",
+            "cfunction_call",
+            "pymain_run_file",
+            "Py_BytesMain",
+            "_PyObject_Call_Prepend",
+            "start_thread",
+            "__libc_start_main",
+            "main",
+            "run_mod.llvm.9196888086361497952",
+        ] {
+            assert!(!classify("??", name).is_code(), "{name}");
+        }
+        for name in [
+            "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(signed char, unsigned long, CUstream_st*)",
+            "at::_ops::bmm::call(at::Tensor const&, at::Tensor const&)",
+            "torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::GraphTask> const&)",
+        ] {
+            assert_eq!(classify("??", name), FrameClass::Native, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_stack_without_user_code_is_named_by_its_most_telling_framework_frame() {
+        // The autograd engine running a backward (from a real CS336 full step).
+        let backward = [
+            frame("CUDACachingAllocator.cpp", "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(signed char, unsigned long, CUstream_st*)"),
+            frame("??", "at::detail::empty_cuda(c10::ArrayRef<long>, c10::TensorOptions const&)"),
+            frame("??", "at::_ops::div_Scalar::call(at::Tensor const&, c10::Scalar const&)"),
+            frame("??", "torch::autograd::generated::MeanBackward0::apply(std::vector<at::Tensor, std::allocator<at::Tensor> >&&)"),
+            frame("", "torch::autograd::Node::operator()(std::vector<at::Tensor, std::allocator<at::Tensor> >&&)"),
+            frame("??", "torch::autograd::Engine::evaluate_function(std::shared_ptr<torch::autograd::GraphTask>&, torch::autograd::Node*, torch::autograd::InputBuffer&, std::shared_ptr<torch::autograd::ReadyQueue> const&)"),
+            frame("??", "start_thread"),
+        ];
+        assert_eq!(telling_frame(&backward).as_deref(), Some("MeanBackward0"));
+        let accumulate = [frame(
+            "??",
+            "torch::autograd::AccumulateGrad::apply(std::vector<at::Tensor, std::allocator<at::Tensor> >&&)",
+        )];
+        assert_eq!(
+            telling_frame(&accumulate).as_deref(),
+            Some("AccumulateGrad")
+        );
+        let generic = [frame("??", "torch::autograd::Node::apply(x)")];
+        assert_eq!(telling_frame(&generic), None);
+        // The engine reducing a broadcast gradient: no node, its own step.
+        let reduce = [
+            frame("??", "at::_ops::sum_dim_IntList::call(at::Tensor const&, c10::OptionalArrayRef<long>, bool, std::optional<c10::ScalarType>)"),
+            frame("??", "torch::autograd::InputMetadata::reduce_grad(at::Tensor&) const"),
+            frame("??", "torch::autograd::Engine::evaluate_function(std::shared_ptr<torch::autograd::GraphTask>&)"),
+        ];
+        assert_eq!(
+            telling_frame(&reduce).as_deref(),
+            Some("autograd InputMetadata::reduce_grad")
+        );
+        // An optimizer step of torch.optim.
+        let step = [
+            frame("/x/site-packages/torch/optim/adam.py", "_multi_tensor_adam"),
+            frame("/x/site-packages/torch/optim/adam.py", "adam"),
+            frame("/x/site-packages/torch/optim/adam.py", "step"),
+            frame("/x/site-packages/torch/optim/optimizer.py", "wrapper"),
+        ];
+        assert_eq!(telling_frame(&step).as_deref(), Some("Adam.step"));
+        // Framework Python, else the outermost ATen op.
+        let python = [frame("/x/site-packages/torch/functional.py", "einsum")];
+        assert_eq!(
+            telling_frame(&python).as_deref(),
+            Some("/x/site-packages/torch/functional.py:1:einsum")
+        );
+        let aten = [
+            frame(
+                "??",
+                "at::_ops::bmm::call(at::Tensor const&, at::Tensor const&)",
+            ),
+            frame(
+                "??",
+                "at::_ops::einsum::call(std::basic_string_view<char>, c10::ArrayRef<at::Tensor>)",
+            ),
+        ];
+        assert_eq!(telling_frame(&aten).as_deref(), Some("aten::einsum"));
+        let allocator = [frame(
+            "CUDACachingAllocator.cpp",
+            "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(x)",
+        )];
+        assert_eq!(telling_frame(&allocator), None);
+    }
+
+    #[test]
+    fn the_top_frame_is_the_innermost_frame_of_the_users_code_or_the_telling_one() {
         let bytes = std::fs::read(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../../static/example.pickle"
@@ -234,22 +487,26 @@ mod tests {
             let full = stack_text(&snapshot, stack, true);
             let quick = stack_text(&snapshot, stack, false);
             assert_eq!(quick.top_frame, full.top_frame, "stack {stack}");
+            assert_eq!(quick.top_frame_is_user, full.top_frame_is_user);
             assert!(quick.frames.is_empty());
             assert_eq!(full.frames.len() as u32, full.frame_count);
-            // Brute force: the best class present, its innermost frame.
-            let best = full
+            // Brute force: the innermost frame of the user's code, else the telling one.
+            let expected = full
                 .frames
                 .iter()
-                .map(|f| classify(&f.filename, &f.name))
-                .filter(|c| c.is_code())
-                .max();
-            let expected = best.and_then(|best| {
-                full.frames
-                    .iter()
-                    .find(|f| classify(&f.filename, &f.name) == best)
-                    .map(|f| format!("{}:{}:{}", f.filename, f.line, f.name))
-            });
+                .find(|f| f.class == FrameClass::UserPython)
+                .map(|f| format!("{}:{}:{}", f.filename, f.line, f.name));
+            assert_eq!(full.top_frame_is_user, expected.is_some());
+            let expected = expected.or_else(|| telling_frame(&full.frames));
             assert_eq!(full.top_frame, expected, "stack {stack}");
+            assert_eq!(quick.top_frame_index, None);
+            if let Some(i) = full.top_frame_index {
+                let named = &full.frames[i as usize];
+                if full.top_frame_is_user {
+                    assert_eq!(named.class, FrameClass::UserPython);
+                }
+            }
+            assert_eq!(full.top_frame.is_some(), full.top_frame_index.is_some());
             checked += 1;
         }
         assert!(checked > 0, "the example has stacks");

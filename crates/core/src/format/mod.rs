@@ -49,7 +49,12 @@ pub fn bytes_tick(value: u64, step: u64) -> String {
     } else {
         (-step.log10()).ceil().clamp(0.0, 6.0) as usize
     };
-    format!("{:.*} {}", decimals, value as f64 / size as f64, BYTE_UNITS[unit])
+    format!(
+        "{:.*} {}",
+        decimals,
+        value as f64 / size as f64,
+        BYTE_UNITS[unit]
+    )
 }
 
 /// A signed byte difference: `+1.50 MiB`, `−512 B`, `0 B`.

@@ -36,8 +36,13 @@ pub struct ElementDetail {
     pub free_requested_state: Option<u32>,
     pub alloc_time_us: Option<i64>,
     pub free_time_us: Option<i64>,
-    /// The first frame outside interpreter noise, as `file:line:name`.
+    /// What made it: the innermost frame of the user's code as `file:line:name`, else the most
+    /// telling framework frame (`BmmBackward0`, `Adam.step`, `aten::einsum`).
     pub top_frame: Option<String>,
+    /// Whether `top_frame` is the user's code.
+    pub top_frame_is_user: bool,
+    /// Index in `frames` of the frame `top_frame` names (with the frames).
+    pub top_frame_index: Option<u32>,
     /// Innermost first; empty when not requested or not recorded.
     pub frames: Vec<FrameText>,
     pub frame_count: u32,
@@ -95,6 +100,8 @@ pub fn detail(
             };
             let StackText {
                 top_frame,
+                top_frame_is_user,
+                top_frame_index,
                 frames,
                 frame_count,
             } = stack_text(snapshot, a.stack, with_frames);
@@ -129,6 +136,8 @@ pub fn detail(
                 alloc_time_us: time(a.alloc_row),
                 free_time_us: time(a.free_row),
                 top_frame,
+                top_frame_is_user,
+                top_frame_index,
                 frames,
                 frame_count,
                 compile_context,
@@ -140,6 +149,8 @@ pub fn detail(
             let s = segments.items.get(index as usize)?;
             let StackText {
                 top_frame,
+                top_frame_is_user,
+                top_frame_index,
                 frames,
                 frame_count,
             } = stack_text(snapshot, s.stack, with_frames);
@@ -162,6 +173,8 @@ pub fn detail(
                 alloc_time_us: time(s.alloc_row),
                 free_time_us: time(s.free_row),
                 top_frame,
+                top_frame_is_user,
+                top_frame_index,
                 frames,
                 frame_count,
                 compile_context: None,

@@ -754,7 +754,11 @@ mod tests {
         assert_eq!(pixel(&frame, 11, 10, 1), mix(4..8), "row 1: elements 4–7");
         // The partial row at the top (elements 8 and 9, half a row) is not painted.
         assert_eq!(pixel(&frame, 11, 10, 0), style.background);
-        assert_ne!(pixel(&frame, 11, 10, 2), style.small, "never the band's grey");
+        assert_ne!(
+            pixel(&frame, 11, 10, 2),
+            style.small,
+            "never the band's grey"
+        );
         assert_eq!(frame.drawn_individually, 0, "none is a pixel tall");
         // Hovering a blended row names its largest part (the first of equals).
         assert_eq!(
@@ -812,7 +816,10 @@ mod tests {
                 Hit::Element { index: 1, state: 2 }
             );
         }
-        assert_eq!(frame.drawn_individually, 1, "the 1000 bytes are below the view");
+        assert_eq!(
+            frame.drawn_individually, 1,
+            "the 1000 bytes are below the view"
+        );
         // Fitted, the 10 bytes are less than a pixel.
         let fitted = fixture.paint(3, 20, YRange::Fit, &by_element);
         assert_eq!(fitted.y_min, 0);
