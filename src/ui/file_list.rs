@@ -29,6 +29,9 @@ pub fn FileList(state: RwSignal<AppState>, actions: Actions) -> impl IntoView {
     }
 }
 
+/// Characters of a file name the sidebar shows.
+const FILE_NAME_CHARS: usize = 34;
+
 #[component]
 fn FileItem(id: FileId, state: RwSignal<AppState>, actions: Actions) -> impl IntoView {
     let file = move |f: fn(&super::state::OpenFile) -> String| {
@@ -54,7 +57,8 @@ fn FileItem(id: FileId, state: RwSignal<AppState>, actions: Actions) -> impl Int
                 title=name
                 on:click=move |_| actions.select(id)
             >
-                <span class="file-name">{name}</span>
+                // The middle is cut: files of one run often differ only at the end.
+                <span class="file-name" data-name=name>{move || format::shorten_middle(&name.get(), FILE_NAME_CHARS)}</span>
                 <span class="file-meta">
                     <span class="file-size">{size}</span>
                     <span class="file-status">{status}</span>

@@ -15,19 +15,21 @@ use crate::format;
 
 #[component]
 pub fn SnapshotView(id: FileId, state: RwSignal<AppState>, actions: Actions) -> impl IntoView {
-    let (name, size, (decode_ms, read_ms, analyse_ms)) =
-        state.with_untracked(|s| match s.file(id) {
-            Some(f) => {
-                let times = match &f.status {
-                    Status::Ready(summary) => {
-                        (summary.decode_ms, summary.read_ms, summary.analyse_ms)
-                    }
-                    _ => (0.0, 0.0, 0.0),
-                };
-                (f.name.clone(), f.size, times)
-            }
-            None => (String::new(), 0, (0.0, 0.0, 0.0)),
-        });
+    let (name, size, (decode_ms, read_ms, analyse_ms), choice) = state.with_untracked(|s| match s
+        .file(id)
+    {
+        Some(f) => {
+            let (times, choice) = match &f.status {
+                Status::Ready(summary) => (
+                    (summary.decode_ms, summary.read_ms, summary.analyse_ms),
+                    format::overview::device_choice(summary.default_device, summary.default_reason),
+                ),
+                _ => ((0.0, 0.0, 0.0), None),
+            };
+            (f.name.clone(), f.size, times, choice)
+        }
+        None => (String::new(), 0, (0.0, 0.0, 0.0), None),
+    });
     let ms = |t: f64| format::duration_us((t * 1000.0).max(0.0) as u64);
     let devices = Memo::new(move |_| {
         state.with(|s| s.file(id).map(|f| f.devices().to_vec()).unwrap_or_default())
@@ -69,6 +71,7 @@ pub fn SnapshotView(id: FileId, state: RwSignal<AppState>, actions: Actions) -> 
                     on_pick=move |d| actions.select_device(id, d)
                 />
             </header>
+            {choice.map(|text| view! { <p class="device-choice hint" id="device-choice">{text}</p> })}
             {move || {
                 if devices.with(Vec::is_empty) {
                     return view! {
@@ -87,6 +90,11 @@ pub fn SnapshotView(id: FileId, state: RwSignal<AppState>, actions: Actions) -> 
                     Some(Err(error)) => view! {
                         {timeline}
                         <p class="view-error" id="overview-error" role="alert">{format::problems::view_error(&error)}</p>
+                    }
+                    .into_any(),
+                    Some(Ok(overview)) if overview.unused => view! {
+                        <p class="unused-device" id="unused-device">{format::overview::unused_device(device)}</p>
+                        <OverviewPanel overview=overview />
                     }
                     .into_any(),
                     Some(Ok(overview)) => view! {

@@ -358,6 +358,7 @@ mod tests {
         LoadedSummary {
             devices,
             default_device,
+            default_reason: crate::protocol::DeviceChoice::Only,
             file_bytes: 100,
             decode_ms: 1.0,
             read_ms: 0.5,
@@ -378,6 +379,7 @@ mod tests {
             },
             allocator_settings: Vec::new(),
             warnings: Vec::new(),
+            unused: false,
         }
     }
 

@@ -24,6 +24,11 @@ const EXPECTED_METRICS = {
   blocks: 'block-count',
   trace_entries: 'trace-entries',
   peak_allocated_bytes: 'peak-allocated-bytes',
+  peak_reserved_bytes: 'peak-reserved-bytes',
+  reserved_at_peak_bytes: 'reserved-at-peak-bytes',
+  oom_index: 'oom-event',
+  allocated_at_oom_bytes: 'allocated-at-oom-bytes',
+  reserved_at_oom_bytes: 'reserved-at-oom-bytes',
 };
 /** Trace actions (`alloc`, `free_requested`…) → `data-metric` key of their count. */
 const actionMetric = (action) => `trace-${action.replaceAll('_', '-')}-count`;

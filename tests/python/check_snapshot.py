@@ -178,11 +178,18 @@ class Checker:
         for s in segs:
             if s["address"] not in seg_in_window:
                 pre_seg.append(s["total_size"])
-        # peaks
+        # peaks, and what the allocator held at the allocated peak and at the first OOM
         cur = base = sum(pre)
         peak, peak_i = cur, -1
-        cur_res = sum(pre_seg)
+        # Expandable segments grow and shrink with segment_map / segment_unmap: their final
+        # size already holds what the window mapped, so the window's net mapping is not
+        # reserved before it.
+        mapped_in_window = sum(e["size"] if e["action"] == "segment_map" else -e["size"]
+                               for e in trace if e["action"] in ("segment_map", "segment_unmap"))
+        cur_res = sum(pre_seg) - mapped_in_window
         peak_res, peak_res_i = cur_res, -1
+        res_at_peak = cur_res
+        oom_i = oom_alloc = oom_res = None
         for i, (da, dr) in enumerate(events):
             if da:
                 cur += da
@@ -192,6 +199,10 @@ class Checker:
                 cur_res += dr
                 if cur_res > peak_res:
                     peak_res, peak_res_i = cur_res, i
+            if peak_i == i:
+                res_at_peak = cur_res
+            if oom_i is None and trace[i]["action"] == "oom":
+                oom_i, oom_alloc, oom_res = i, cur, cur_res
         if cur != sum(v[0] for v in live_blocks.values()):
             self.fail("dev %d: replayed allocated %d != live blocks' requested %d" % (dev, cur, sum(v[0] for v in live_blocks.values())))
         stacks = set()
@@ -223,6 +234,10 @@ class Checker:
             "peak_allocated_index": peak_i,
             "peak_reserved_bytes": peak_res,
             "peak_reserved_index": peak_res_i,
+            "reserved_at_peak_bytes": res_at_peak,
+            "oom_index": oom_i,
+            "allocated_at_oom_bytes": oom_alloc,
+            "reserved_at_oom_bytes": oom_res,
             "pre_window_allocations": len(pre),
             "pre_window_bytes": base,
             "unique_frames": len(frames),

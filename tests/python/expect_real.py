@@ -30,6 +30,14 @@ Per file::
                         unmatched alloc (sized by requested_size). The index is the
                         trace entry after which the peak first holds (-1: the
                         baseline itself)
+      peak_reserved_bytes      max over the trace of the reserved bytes: the segments
+                        alive before the window (freed without an alloc, or final
+                        segments the window never allocated) plus segment_alloc /
+                        segment_map minus segment_free / segment_unmap
+      reserved_at_peak_bytes   reserved bytes after the peak_allocated_index entry
+      oom_index, allocated_at_oom_bytes, reserved_at_oom_bytes
+                        the first `oom` entry, and the allocated and reserved bytes
+                        after it (only for devices with an OOM)
       pre_window_allocations   number of such baseline allocations
     unique_frames   distinct (filename, line, name) over trace entries, blocks,
                     segments and legacy block history
@@ -161,8 +169,14 @@ def facts(tree):
             "actions": dict(sorted(actions.items())),
             "peak_allocated_bytes": cf["peak_allocated_bytes"],
             "peak_allocated_index": cf["peak_allocated_index"],
+            "peak_reserved_bytes": cf["peak_reserved_bytes"],
+            "reserved_at_peak_bytes": cf["reserved_at_peak_bytes"],
             "pre_window_allocations": cf["pre_window_allocations"],
         }
+        if cf["oom_index"] is not None:
+            dev["oom_index"] = cf["oom_index"]
+            dev["allocated_at_oom_bytes"] = cf["allocated_at_oom_bytes"]
+            dev["reserved_at_oom_bytes"] = cf["reserved_at_oom_bytes"]
         notes = checker.errors[before:]
         if notes:
             dev["replay_notes"] = notes

@@ -150,7 +150,7 @@ fn to_text(path: &Path, opened: &Opened, overviews: &[Overview]) -> String {
         .unwrap_or(0);
     for o in overviews {
         out.push_str(&format!("\ncuda:{}\n", o.device));
-        for group in [Group::Memory, Group::Counts, Group::Time] {
+        for group in Group::ALL {
             let metrics: Vec<_> = o
                 .metrics
                 .iter()

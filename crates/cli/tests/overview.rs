@@ -16,13 +16,18 @@ use serde_json::Value;
 
 /// Fields of the expectations (per device) → metric keys of the overview (as in the page's
 /// `data-metric`s; `tests/e2e/viewer.test.mjs` checks the page with the same table).
-const EXPECTED_METRICS: [(&str, &str); 6] = [
+const EXPECTED_METRICS: [(&str, &str); 11] = [
     ("reserved_bytes", "reserved-end-bytes"),
     ("allocated_bytes", "allocated-end-bytes"),
     ("segments", "segment-count"),
     ("blocks", "block-count"),
     ("trace_entries", "trace-entries"),
     ("peak_allocated_bytes", "peak-allocated-bytes"),
+    ("peak_reserved_bytes", "peak-reserved-bytes"),
+    ("reserved_at_peak_bytes", "reserved-at-peak-bytes"),
+    ("oom_index", "oom-event"),
+    ("allocated_at_oom_bytes", "allocated-at-oom-bytes"),
+    ("reserved_at_oom_bytes", "reserved-at-oom-bytes"),
 ];
 
 fn memsight(args: &[&str], files: &[PathBuf]) -> Output {
@@ -93,6 +98,20 @@ fn check_against(dir: &Path, expectations: &Value) -> usize {
             if let Some(before) = want.get("pre_window_allocations").and_then(Value::as_u64) {
                 check("allocations-before-trace", (before > 0).then_some(before));
             }
+            if want.get("oom_index").is_none() {
+                check("oom-event", None);
+            }
+            // Derived from CPython's numbers: what the allocator kept cached at the end, and
+            // the efficiency then.
+            let (reserved, allocated) = (
+                want["reserved_bytes"].as_u64().unwrap(),
+                want["allocated_bytes"].as_u64().unwrap(),
+            );
+            check("cached-free-bytes", Some(reserved - allocated));
+            check(
+                "efficiency-ppm",
+                (reserved > 0).then(|| (allocated as u128 * 1_000_000 / reserved as u128) as u64),
+            );
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

@@ -16,6 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::analysis::DeviceChoice;
 pub use crate::decode::ErrorReport;
 use crate::overview::service::OverviewRequest;
 use crate::overview::Overview;
@@ -95,8 +96,11 @@ pub enum FileEvent {
 pub struct LoadedSummary {
     /// Device indices present in the snapshot, ascending.
     pub devices: Vec<u32>,
-    /// The device to show first: the one with the most trace entries, then the most segments.
+    /// The device to show first: where an allocation failed, else where memory peaked highest.
     pub default_device: u32,
+    /// Why that device.
+    #[serde(default = "only")]
+    pub default_reason: DeviceChoice,
     /// Bytes of the input file (compressed size for gzip input).
     pub file_bytes: u64,
     /// Milliseconds from the start of reading to the analysed model, measured in the worker.
@@ -107,6 +111,10 @@ pub struct LoadedSummary {
     /// Of `decode_ms`, milliseconds spent deriving facts (pairing, curves, peaks).
     #[serde(default)]
     pub analyse_ms: f64,
+}
+
+fn only() -> DeviceChoice {
+    DeviceChoice::Only
 }
 
 impl ToWorker {

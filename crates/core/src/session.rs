@@ -9,7 +9,7 @@
 use std::cell::Cell;
 use std::io::Read;
 
-use crate::analysis::Analysed;
+use crate::analysis::{Analysed, DeviceChoice};
 use crate::decode::{decode_reader, ErrorReport};
 use crate::overview::service::OverviewService;
 use crate::protocol::{Answer, FileEvent, LoadedSummary, Request};
@@ -93,13 +93,16 @@ impl Session {
             });
         }
         let devices = snapshot.device_ids();
-        let default_device = snapshot.default_device().unwrap_or(0);
         let analyse_start = now();
-        self.analysed = Some(Analysed::new(snapshot));
+        let analysed = Analysed::new(snapshot);
+        let (default_device, default_reason) =
+            analysed.default_device().unwrap_or((0, DeviceChoice::Only));
+        self.analysed = Some(analysed);
         let end = now();
         Ok(LoadedSummary {
             devices,
             default_device,
+            default_reason,
             file_bytes: total,
             decode_ms: end - start,
             read_ms: read_ms.get(),

@@ -9,7 +9,9 @@ use leptos::prelude::*;
 use super::folding::{rows, Row, Shown};
 use super::tooltip::{lifetime, made_by, title, when};
 use super::Timeline;
+use crate::analysis::stacks::{FrameClass, FrameText};
 use crate::format;
+use crate::timeline::inspect::OomDetail;
 
 #[component]
 pub fn PinnedDetails(tl: Timeline) -> impl IntoView {
@@ -19,29 +21,23 @@ pub fn PinnedDetails(tl: Timeline) -> impl IntoView {
     };
     let states = move || tl.info.with(|i| i.as_ref().map_or(0, |i| i.states));
     move || {
+        if let Some(oom) = tl.pinned_oom.get() {
+            return view! { <PinnedOom tl=tl oom=oom /> }.into_any();
+        }
         let Some(e) = tl.pinned.get() else {
+            let noun = match tl.kind.get() {
+                crate::timeline::TimelineKind::Allocations => "an allocation",
+                crate::timeline::TimelineKind::Segments => "a segment",
+            };
             return view! {
                 <p class="pinned-hint hint" id="pinned-hint">
-                    "Hover the timeline for details; click an allocation to pin it and see its stack."
+                    {format!("Hover the timeline for details; click {noun} to pin it and see its stack, or an OOM mark to see what was alive. ? lists every key.")}
                 </p>
             }
             .into_any();
         };
-        let hidden = e.frames.len()
-            - rows(&classes(&e), anchor(&e))
-                .iter()
-                .filter(|r| {
-                    matches!(
-                        r,
-                        Row::Frame {
-                            shown: Shown::Always,
-                            ..
-                        }
-                    )
-                })
-                .count();
+        let hidden = folded(&e.frames, anchor(&e.top_frame_index));
         let show_all = tl.show_all_frames;
-        let opened = RwSignal::new(BTreeSet::<usize>::new());
         let made = made_by(&e);
         view! {
             <section class="pinned" id="pinned" data-index=e.index.to_string() data-addr=e.addr.to_string() data-size=e.size.to_string()>
@@ -73,40 +69,7 @@ pub fn PinnedDetails(tl: Timeline) -> impl IntoView {
                 {if e.frames.is_empty() {
                     view! { <p class="hint" id="no-stack">"No stack was recorded for this allocation."</p> }.into_any()
                 } else {
-                    let frames = e.frames.clone();
-                    let rows = rows(&classes(&e), anchor(&e));
-                    view! {
-                        <ol class="stack" id="stack">
-                            {rows.into_iter().map(|row| match row {
-                                Row::Fold { group, count } => view! {
-                                    <li class="fold" class:hidden=move || show_all.get() data-group=group.to_string()>
-                                        <button type="button" class="fold-button" aria-expanded=move || opened.with(|o| o.contains(&group)).to_string()
-                                            on:click=move |_| opened.update(|o| { if !o.remove(&group) { o.insert(group); } })>
-                                            {move || format!("{} {count} framework frame{}", if opened.with(|o| o.contains(&group)) { "▾" } else { "▸" }, if count == 1 { "" } else { "s" })}
-                                        </button>
-                                    </li>
-                                }.into_any(),
-                                Row::Frame { index, shown } => {
-                                    let f = frames[index].clone();
-                                    let noisy = f.noise;
-                                    let class = format!("{:?}", f.class).to_lowercase();
-                                    let visible = move || match shown {
-                                        Shown::Always => true,
-                                        Shown::Noise => show_all.get(),
-                                        Shown::Folded(group) => show_all.get() || opened.with(|o| o.contains(&group)),
-                                    };
-                                    view! {
-                                        <li class="frame" class:noise=noisy class:user=f.class == crate::analysis::stacks::FrameClass::UserPython
-                                            data-noise=noisy.to_string() data-class=class data-index=index.to_string()
-                                            class:hidden=move || !visible()>
-                                            <span class="frame-name">{f.name}</span>
-                                            <span class="frame-file">{format!("{}:{}", f.filename, f.line)}</span>
-                                        </li>
-                                    }.into_any()
-                                }
-                            }).collect_view()}
-                        </ol>
-                    }.into_any()
+                    view! { <Stack frames=e.frames.clone() anchor=anchor(&e.top_frame_index) show_all=show_all /> }.into_any()
                 }}
             </section>
         }
@@ -114,12 +77,169 @@ pub fn PinnedDetails(tl: Timeline) -> impl IntoView {
     }
 }
 
-fn classes(
-    e: &crate::timeline::inspect::ElementDetail,
-) -> Vec<crate::analysis::stacks::FrameClass> {
-    e.frames.iter().map(|f| f.class).collect()
+/// Frames not shown by default: folded or hidden.
+fn folded(frames: &[FrameText], anchor: Option<usize>) -> usize {
+    let classes: Vec<FrameClass> = frames.iter().map(|f| f.class).collect();
+    let shown = rows(&classes, anchor)
+        .iter()
+        .filter(|r| {
+            matches!(
+                r,
+                Row::Frame {
+                    shown: Shown::Always,
+                    ..
+                }
+            )
+        })
+        .count();
+    frames.len() - shown
 }
 
-fn anchor(e: &crate::timeline::inspect::ElementDetail) -> Option<usize> {
-    e.top_frame_index.map(|i| i as usize)
+fn anchor(top_frame_index: &Option<u32>) -> Option<usize> {
+    top_frame_index.map(|i| i as usize)
+}
+
+/// A stack, innermost first: the user's code shown, framework runs folded behind a line each,
+/// noise hidden; everything shown with `show_all`.
+#[component]
+fn Stack(frames: Vec<FrameText>, anchor: Option<usize>, show_all: RwSignal<bool>) -> impl IntoView {
+    let opened = RwSignal::new(BTreeSet::<usize>::new());
+    let classes: Vec<FrameClass> = frames.iter().map(|f| f.class).collect();
+    let is_open = move |group: usize| opened.with(|o| o.contains(&group));
+    view! {
+        <ol class="stack" id="stack">
+            {rows(&classes, anchor).into_iter().map(|row| match row {
+                Row::Fold { group, count } => view! {
+                    <li class="fold" class:hidden=move || show_all.get() data-group=group.to_string()>
+                        <button type="button" class="fold-button" aria-expanded=move || is_open(group).to_string()
+                            on:click=move |_| opened.update(|o| { if !o.remove(&group) { o.insert(group); } })>
+                            {move || format!("{} {count} framework frame{}", if is_open(group) { "▾" } else { "▸" }, if count == 1 { "" } else { "s" })}
+                        </button>
+                    </li>
+                }.into_any(),
+                Row::Frame { index, shown } => {
+                    let f = frames[index].clone();
+                    let noisy = f.noise;
+                    let class = format!("{:?}", f.class).to_lowercase();
+                    let visible = move || match shown {
+                        Shown::Always => true,
+                        Shown::Noise => show_all.get(),
+                        Shown::Folded(group) => show_all.get() || is_open(group),
+                    };
+                    view! {
+                        <li class="frame" class:noise=noisy class:user=f.class == FrameClass::UserPython
+                            data-noise=noisy.to_string() data-class=class data-index=index.to_string()
+                            class:hidden=move || !visible()>
+                            <span class="frame-name">{f.name}</span>
+                            <span class="frame-file">{format!("{}:{}", f.filename, f.line)}</span>
+                        </li>
+                    }.into_any()
+                }
+            }).collect_view()}
+        </ol>
+    }
+}
+
+/// A pinned out-of-memory: the request that failed and the free memory, how much of the
+/// reserved memory was cached free but could not hold it, what was alive then (the largest
+/// allocations, which can be pinned, and the call sites holding the most), and its stack.
+#[component]
+fn PinnedOom(tl: Timeline, oom: OomDetail) -> impl IntoView {
+    let origin = move || {
+        tl.info
+            .with(|i| i.as_ref().and_then(|i| i.time_range.map(|r| r.0)))
+    };
+    let show_all = tl.show_all_frames;
+    let cached_free = oom.reserved.saturating_sub(oom.allocated);
+    let share = |part: u64, whole: u64| {
+        if whole == 0 {
+            "–".to_string()
+        } else {
+            format::percent_ppm((part as u128 * 1_000_000 / whole as u128) as u64)
+        }
+    };
+    let hidden = folded(&oom.frames, anchor(&oom.top_frame_index));
+    let live = oom.live.clone();
+    let summary = format!(
+        "The request of {} failed with {} free on the device. Of the {} reserved, {} ({}) was cached free but could not hold it.",
+        format::bytes(oom.requested),
+        format::bytes(oom.device_free),
+        format::bytes(oom.reserved),
+        format::bytes(cached_free),
+        share(cached_free, oom.reserved),
+    );
+    view! {
+        <section class="pinned pinned-oom" id="pinned-oom"
+            data-nth=oom.nth.to_string() data-event=oom.event.to_string()
+            data-requested=oom.requested.to_string() data-free=oom.device_free.to_string()
+            data-allocated=oom.allocated.to_string() data-reserved=oom.reserved.to_string()
+            data-live-count=live.count.to_string() data-live-bytes=live.bytes.to_string()>
+            <header class="pinned-header">
+                <h3>"Out of memory · " {format::bytes(oom.requested)} " requested"</h3>
+                <button type="button" class="button quiet" id="pinned-close" on:click=move |_| tl.unpin()>"Unpin (Esc)"</button>
+            </header>
+            <p class="oom-summary">{summary}</p>
+            {made_by_oom(&oom).map(|(label, name)| view! {
+                <p class="made-by" id="pinned-made-by" data-user=oom.top_frame_is_user.to_string()>{label} " " <code>{name}</code></p>
+            })}
+            <dl class="pinned-facts">
+                <dt>"At"</dt><dd>{when(Some(oom.state), oom.time_us, origin())}</dd>
+                <dt>"Allocated"</dt><dd>{format::bytes(oom.allocated)}</dd>
+                <dt>"Reserved"</dt><dd>{format::bytes(oom.reserved)}</dd>
+                <dt>"Stream"</dt><dd><code>{format!("{:#x}", oom.stream)}</code></dd>
+            </dl>
+            <h4>{format!("What was alive: {} allocations, {}", format::count(live.count as u64), format::bytes(live.bytes))}</h4>
+            <table class="live-table" id="oom-largest">
+                <caption>"The largest (click one to pin it)"</caption>
+                <tbody>
+                    {live.largest.iter().map(|a| {
+                        let index = a.index;
+                        view! {
+                            <tr data-index=index.to_string() data-size=a.size.to_string()>
+                                <td class="num">{format::bytes(a.size)}</td>
+                                <td><button type="button" class="link-button" on:click=move |_| tl.pin_allocation(index)>
+                                    {a.name.clone().unwrap_or_else(|| "no stack recorded".into())}
+                                </button></td>
+                            </tr>
+                        }
+                    }).collect_view()}
+                </tbody>
+            </table>
+            <table class="live-table" id="oom-call-sites">
+                <caption>"By call site"</caption>
+                <tbody>
+                    {live.call_sites.iter().map(|c| view! {
+                        <tr data-bytes=c.bytes.to_string() data-count=c.count.to_string()>
+                            <td class="num">{format::bytes(c.bytes)}</td>
+                            <td class="num">{share(c.bytes, live.bytes)}</td>
+                            <td class="num">{format!("×{}", format::count(c.count as u64))}</td>
+                            <td><code>{c.name.clone().unwrap_or_else(|| "no stack recorded".into())}</code></td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+            <div class="stack-header">
+                <h4>"The request that failed"</h4>
+                <label class="check">
+                    <input type="checkbox" id="show-all-frames" prop:checked=move || show_all.get() on:change=move |ev| show_all.set(event_target_checked(&ev)) />
+                    {format!("Show all frames ({hidden} folded or hidden)")}
+                </label>
+            </div>
+            {if oom.frames.is_empty() {
+                view! { <p class="hint" id="no-stack">"No stack was recorded for this request."</p> }.into_any()
+            } else {
+                view! { <Stack frames=oom.frames.clone() anchor=anchor(&oom.top_frame_index) show_all=show_all /> }.into_any()
+            }}
+        </section>
+    }
+}
+
+/// What asked for the memory that could not be had.
+fn made_by_oom(oom: &OomDetail) -> Option<(&'static str, String)> {
+    let name = oom.top_frame.clone()?;
+    Some(if oom.top_frame_is_user {
+        ("Asked for by", name)
+    } else {
+        ("Asked for by PyTorch, in", name)
+    })
 }

@@ -93,8 +93,8 @@ pub struct Layout {
     /// x of each time or event grid line.
     pub x_grid: Vec<f64>,
     pub phases: Vec<PhaseBand>,
-    /// x of each OOM mark in view.
-    pub ooms: Vec<f64>,
+    /// Each OOM mark in view: its index in `TimelineInfo::ooms`, and its x.
+    pub ooms: Vec<(usize, f64)>,
     /// Where the peak is, when in view.
     pub peak: Option<(f64, f64)>,
     pub labels: Vec<Label>,
@@ -107,6 +107,15 @@ impl Layout {
             let top = p.lane as f64 * PHASE_LANE;
             y >= top && y < top + PHASE_LANE && x >= p.x0 && x < p.x1.max(p.x0 + 1.0)
         })
+    }
+
+    /// The OOM mark within `reach` pixels of `x`, if any (the nearest).
+    pub fn oom_at(&self, x: f64, reach: f64) -> Option<usize> {
+        self.ooms
+            .iter()
+            .filter(|(_, ox)| (ox - x).abs() <= reach)
+            .min_by(|a, b| (a.1 - x).abs().total_cmp(&(b.1 - x).abs()))
+            .map(|(nth, _)| *nth)
     }
 
     /// Height of the phase lanes in use.
@@ -286,7 +295,7 @@ pub fn lay_out(scene: &Scene<'_>, measure: &dyn Fn(&str) -> f64) -> Layout {
     let band = out.phase_band();
 
     // OOM marks first: they matter most.
-    for oom in &info.ooms {
+    for (nth, oom) in info.ooms.iter().enumerate() {
         let Some(x) = x_of(oom.state, oom.time_us) else {
             continue;
         };
@@ -294,7 +303,7 @@ pub fn lay_out(scene: &Scene<'_>, measure: &dyn Fn(&str) -> f64) -> Layout {
         if !(0.0..=w).contains(&px) {
             continue;
         }
-        out.ooms.push(px);
+        out.ooms.push((nth, px));
         let size = format::bytes(oom.requested);
         // The whole text where it fits, else shorter ones: beside the mark, then anywhere on
         // its line, then a line lower.
@@ -489,6 +498,10 @@ mod tests {
         }
         let layout = lay_out(&scene(&info, 1024.0, 300.0), &measure);
         assert!(layout.labels.iter().any(|l| l.kind == LabelKind::Peak));
+        // The OOM mark can be hovered a few pixels either side.
+        let x = layout.ooms[0].1;
+        assert_eq!(layout.oom_at(x + 3.0, 5.0), Some(0));
+        assert_eq!(layout.oom_at(x + 30.0, 5.0), None);
     }
 
     #[test]

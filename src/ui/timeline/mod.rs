@@ -38,7 +38,7 @@ use super::requests::{Latest, ScopeId};
 use super::state::FileId;
 use crate::format;
 use crate::protocol::{Answer, Request, RequestId, ViewError};
-use crate::timeline::inspect::ElementDetail;
+use crate::timeline::inspect::{ElementDetail, OomDetail};
 use crate::timeline::service::{
     FrameInfo, FrameRequest, HitInfo, HitRequest, MinimapInfo, SearchInfo, TimelineAnswer,
     TimelineInfo, TimelineRequest,
@@ -111,6 +111,10 @@ pub struct Timeline {
     /// The hovered pixel's answer, with the pointer's position in CSS pixels in the plot.
     pub hover: RwSignal<Option<(HitInfo, f64, f64)>>,
     pub pinned: RwSignal<Option<ElementDetail>>,
+    /// The out-of-memory pinned instead of an element, with what was alive then.
+    pub pinned_oom: RwSignal<Option<OomDetail>>,
+    /// The OOM mark under the pointer (its index in the layout's OOMs), with the pointer.
+    pub oom_hover: RwSignal<Option<(usize, f64, f64)>>,
     pub search: RwSignal<Option<SearchInfo>>,
     pub match_nth: RwSignal<u32>,
     pub show_line: RwSignal<bool>,
@@ -148,6 +152,8 @@ impl Timeline {
             frame: RwSignal::new(None),
             hover: RwSignal::new(None),
             pinned: RwSignal::new(None),
+            pinned_oom: RwSignal::new(None),
+            oom_hover: RwSignal::new(None),
             search: RwSignal::new(None),
             match_nth: RwSignal::new(0),
             show_line: RwSignal::new(true),
@@ -552,11 +558,43 @@ impl Timeline {
         self.pacing.update_value(|p| p.hover_next = None);
         self.hover.set(None);
         self.phase_hover.set(None);
+        self.oom_hover.set(None);
     }
 
     pub fn unpin(&self) {
         self.cancel_pending_elements();
         self.pinned.set(None);
+        self.pinned_oom.set(None);
+    }
+
+    /// Pins the `nth` out-of-memory of the device: its request, stack and what was alive.
+    pub fn pin_oom(&self, nth: usize) {
+        let request = TimelineRequest::Oom {
+            device: self.device,
+            nth: nth as u32,
+        };
+        self.ask_latest(
+            |p| &mut p.element,
+            request,
+            |tl, id, result, _| {
+                if tl.pacing.try_update_value(|p| p.element.answered(id)) != Some(true) {
+                    return;
+                }
+                match result {
+                    Ok(TimelineAnswer::Oom(Some(detail))) => {
+                        tl.pinned.set(None);
+                        tl.pinned_oom.set(Some(*detail));
+                    }
+                    Ok(TimelineAnswer::Oom(None)) => {}
+                    other => tl.show_error(&failure(other)),
+                }
+            },
+        );
+    }
+
+    /// Pins an allocation of the allocations timeline and centres the view on it.
+    pub fn pin_allocation(&self, index: u32) {
+        self.request_element(TimelineKind::Allocations, index, ElementPurpose::Match);
     }
 
     /// Answers still to come for pins or matches must not pin anything any more.
@@ -599,6 +637,7 @@ impl Timeline {
                 if purpose == ElementPurpose::Match {
                     self.centre_on(&detail);
                 }
+                self.pinned_oom.set(None);
                 self.pinned.set(Some(detail));
             }
             Ok(TimelineAnswer::Element(None)) => {}
@@ -825,6 +864,7 @@ pub fn TimelinePanel(file: FileId, device: u32, actions: Actions) -> impl IntoVi
             data-full-end=move || tl.full().map(|w| w.x1.to_string()).unwrap_or_default()
             data-frames-painted=move || tl.frames_painted.get().to_string()
             data-pinned=move || tl.pinned.with(|p| p.as_ref().map(|d| d.index.to_string()).unwrap_or_default())
+            data-pinned-oom=move || tl.pinned_oom.with(|p| p.as_ref().map(|o| o.nth.to_string()).unwrap_or_default())
             data-search-count=move || tl.search.with(|s| s.as_ref().map(|s| s.count.to_string()).unwrap_or_default())
             data-y-zoomed=move || tl.y_range.with(Option::is_some).to_string()
         >

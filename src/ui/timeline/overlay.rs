@@ -96,7 +96,7 @@ pub fn draw(canvas: &HtmlCanvasElement, scene: &Scene<'_>) -> Option<Layout> {
     let red = "rgba(220,20,60,0.95)";
     ctx.set_stroke_style_str(red);
     ctx.set_line_width(1.5);
-    for &x in &layout.ooms {
+    for &(_, x) in &layout.ooms {
         let x = x.round() + 0.5;
         line(&ctx, (x, band), (x, h));
     }

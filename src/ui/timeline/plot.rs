@@ -42,6 +42,9 @@ fn typing(event: &KeyboardEvent) -> bool {
         .is_some_and(|e| matches!(e.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT"))
 }
 
+/// Pixels either side of an OOM mark that hover or click it.
+const OOM_REACH: f64 = 5.0;
+
 /// Width of the strip along the left edge, over the byte labels, where a vertical drag
 /// zooms the y axis.
 pub const Y_AXIS_STRIP: f64 = 56.0;
@@ -279,16 +282,32 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
             over_axis.set(on_axis);
         }
         tl.pointer_at(x, y);
-        // Over the phase lanes, the phase is what is hovered.
-        let phase = tl
+        // Over the phase lanes, the phase is what is hovered; near an OOM mark, the OOM.
+        let (phase, oom) = tl
             .overlay
-            .with_value(|l| l.as_ref().and_then(|l| l.phase_at(x, y)).map(|p| p.index));
+            .with_value(|l| {
+                l.as_ref().map(|l| {
+                    let phase = l.phase_at(x, y).map(|p| p.index);
+                    let oom = (y >= l.phase_band())
+                        .then(|| l.oom_at(x, OOM_REACH))
+                        .flatten();
+                    (phase, oom)
+                })
+            })
+            .unwrap_or_default();
         if let Some(index) = phase {
             tl.hover.set(None);
+            tl.oom_hover.set(None);
             tl.phase_hover.set(Some((index, x, y)));
             return;
         }
         tl.phase_hover.set(None);
+        if let Some(nth) = oom {
+            tl.hover.set(None);
+            tl.oom_hover.set(Some((nth, x, y)));
+            return;
+        }
+        tl.oom_hover.set(None);
         tl.hit_test(x, y, false);
     };
     let on_up = move |event: PointerEvent| {
@@ -304,7 +323,13 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
         }
         if !d.moved {
             tl.pointer_at(x, y);
-            tl.hit_test(x, y, true);
+            let oom = tl
+                .overlay
+                .with_value(|l| l.as_ref().and_then(|l| l.oom_at(x, OOM_REACH)));
+            match oom {
+                Some(nth) => tl.pin_oom(nth),
+                None => tl.hit_test(x, y, true),
+            }
         }
     };
 

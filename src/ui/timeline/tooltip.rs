@@ -82,6 +82,25 @@ pub fn Tooltip(tl: Timeline) -> impl IntoView {
         (format!("{}px", left.max(0.0)), format!("{top}px"), lift)
     };
     move || {
+        if let Some((nth, x, y)) = tl.oom_hover.get() {
+            let oom = tl
+                .info
+                .with(|i| i.as_ref().and_then(|i| i.ooms.get(nth).cloned()))?;
+            let (left, top, lift) = place(x, y);
+            return Some(
+                view! {
+                    <div class="timeline-tooltip oom" id="timeline-tooltip" style:left=left style:top=top style:transform=lift data-oom=nth.to_string()>
+                        <p class="tooltip-title">"Out of memory · " <strong>{format::bytes(oom.requested)}</strong> " requested"</p>
+                        <dl>
+                            <dt>"Free on the device"</dt><dd>{format::bytes(oom.device_free)}</dd>
+                            <dt>"At"</dt><dd>{when(Some(oom.state), oom.time_us, origin())}</dd>
+                        </dl>
+                        <p class="tooltip-totals">"Click to see its stack and what was alive."</p>
+                    </div>
+                }
+                .into_any(),
+            );
+        }
         if let Some((index, x, y)) = tl.phase_hover.get() {
             let phase = tl
                 .info

@@ -7,9 +7,23 @@ pub mod replay;
 pub mod stacks;
 pub mod warning;
 
-use crate::model::Snapshot;
+use serde::{Deserialize, Serialize};
+
+use crate::model::{Action, Snapshot};
 pub use replay::{Allocation, DeviceFacts, Origin, Peak, NO_ROW};
 pub use warning::Warning;
+
+/// Why a device is the one shown first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeviceChoice {
+    /// The snapshot has one device.
+    Only,
+    /// An allocation failed on it (trace row `event`).
+    Oom { event: u32 },
+    /// Its allocated memory peaked highest (`bytes`) of the devices.
+    HighestPeak { bytes: u64 },
+}
 
 /// A snapshot with the facts every view needs, one [`DeviceFacts`] per device (same order as
 /// [`Snapshot::devices`]).
@@ -31,6 +45,39 @@ impl Analysed {
         Some((&self.snapshot.devices[i], &self.facts[i]))
     }
 
+    /// The device to show first, and why: the first device where an allocation failed, else
+    /// the one whose allocated memory peaked highest (then the one with the most trace
+    /// entries). `None` for a snapshot without devices.
+    pub fn default_device(&self) -> Option<(u32, DeviceChoice)> {
+        let devices = &self.snapshot.devices;
+        let oom = devices.iter().find_map(|d| {
+            let trace = &d.trace;
+            (0..trace.len())
+                .find(|&r| trace.action[r] == Action::Oom)
+                .map(|r| (d.id, r as u32))
+        });
+        if let Some((id, event)) = oom {
+            return Some((id, DeviceChoice::Oom { event }));
+        }
+        if devices.len() == 1 {
+            return Some((devices[0].id, DeviceChoice::Only));
+        }
+        devices
+            .iter()
+            .zip(&self.facts)
+            .max_by_key(|(d, f)| {
+                (
+                    f.peak_allocated.bytes,
+                    d.trace.len(),
+                    std::cmp::Reverse(d.id),
+                )
+            })
+            .map(|(d, f)| {
+                let bytes = f.peak_allocated.bytes;
+                (d.id, DeviceChoice::HighestPeak { bytes })
+            })
+    }
+
     /// Heap bytes of the derived facts, for benchmarks.
     pub fn facts_heap_bytes(&self) -> usize {
         self.facts
@@ -41,5 +88,55 @@ impl Analysed {
                     + f.reserved_changes.capacity() * 16
             })
             .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Device, Trace, TraceRow};
+
+    fn device(id: u32, rows: &[(Action, u64, u64)]) -> Device {
+        let mut trace = Trace::default();
+        for &(action, addr, size) in rows {
+            let mut row = TraceRow::new(action);
+            row.addr = addr;
+            row.size = size;
+            trace.push(row);
+        }
+        trace.finish();
+        Device {
+            id,
+            has_trace_list: true,
+            trace,
+            ..Device::default()
+        }
+    }
+
+    fn analysed(devices: Vec<Device>) -> Analysed {
+        Analysed::new(Snapshot {
+            devices,
+            ..Snapshot::default()
+        })
+    }
+
+    #[test]
+    fn the_first_device_shown_is_where_memory_ran_out_else_where_it_peaked() {
+        let busy = device(0, &[(Action::Alloc, 1, 10), (Action::Alloc, 2, 10)]);
+        let big = device(1, &[(Action::Alloc, 1, 500)]);
+        let oom = device(2, &[(Action::Alloc, 1, 5), (Action::Oom, 0, 1 << 40)]);
+        assert_eq!(
+            analysed(vec![busy.clone(), big.clone()]).default_device(),
+            Some((1, DeviceChoice::HighestPeak { bytes: 500 }))
+        );
+        assert_eq!(
+            analysed(vec![busy.clone(), big, oom]).default_device(),
+            Some((2, DeviceChoice::Oom { event: 1 }))
+        );
+        assert_eq!(
+            analysed(vec![busy]).default_device(),
+            Some((0, DeviceChoice::Only))
+        );
+        assert_eq!(analysed(vec![]).default_device(), None);
     }
 }

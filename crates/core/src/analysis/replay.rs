@@ -300,7 +300,9 @@ fn warnings(device: &Device, facts: &mut DeviceFacts) {
     let trace = &device.trace;
     let allocs = facts.action_counts[Action::Alloc as usize];
     let before = facts.frees_without_alloc + facts.live_blocks_without_alloc;
-    if allocs == 0 {
+    // A device that used no memory at all needs no advice.
+    let used = !trace.is_empty() || !device.segments.is_empty();
+    if allocs == 0 && used {
         facts.warnings.push(Warning::TraceEmpty {
             events: trace.len() as u64,
         });

@@ -137,6 +137,22 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     (y, m, d)
 }
 
+/// `text` shortened to `max` characters by cutting its middle, so both its beginning and its
+/// distinguishing end stay: `kkaitlyn111__cs336…ctx128_fullstep_.pickle`.
+pub fn shorten_middle(text: &str, max: usize) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() <= max || max < 3 {
+        return text.to_string();
+    }
+    let keep = max - 1;
+    let head = keep * 2 / 5;
+    let tail = keep - head;
+    let mut out: String = chars[..head].iter().collect();
+    out.push('…');
+    out.extend(&chars[chars.len() - tail..]);
+    out
+}
+
 /// Parts per million as a percentage with one decimal: `973_000` → `97.3%`.
 pub fn percent_ppm(ppm: u64) -> String {
     // Round to tenths of a percent in integers so 999_950 shows as 100.0%, not 99.99…
@@ -222,6 +238,17 @@ mod tests {
             timestamp_us(1_709_208_000_000_000),
             "2024-02-29 12:00:00 UTC"
         );
+    }
+
+    #[test]
+    fn long_names_keep_their_ends() {
+        let name = "kkaitlyn111__cs336-a2-systems__memory_files__memory_ctx128_fullstep_.pickle";
+        let short = shorten_middle(name, 36);
+        assert_eq!(short.chars().count(), 36);
+        assert!(short.starts_with("kkaitlyn111__"), "{short}");
+        assert!(short.ends_with("fullstep_.pickle"), "{short}");
+        assert!(short.contains('…'));
+        assert_eq!(shorten_middle("rank0.pickle", 36), "rank0.pickle");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! print these, so they read the same.
 
 use super::{bytes, count, duration_us, percent_ppm, timestamp_us};
-use crate::analysis::Warning;
+use crate::analysis::{DeviceChoice, Warning};
 use crate::overview::{Era, FormatFacts, Group, Metric, MetricKey, Unit};
 
 /// What a metric is called: `Peak allocated`, `free_requested events`.
@@ -12,15 +12,23 @@ pub fn metric_label(key: MetricKey) -> String {
         MetricKey::PeakAllocatedBytes => "Peak allocated",
         MetricKey::PeakAllocatedEvent => "Peak allocated at event",
         MetricKey::PeakAllocatedAtUs => "Peak allocated at",
+        MetricKey::ReservedAtPeakBytes => "Reserved at the peak",
+        MetricKey::CachedFreeAtPeakBytes => "Cached free at the peak (reserved − allocated)",
+        MetricKey::EfficiencyAtPeakPpm => "Efficiency at the peak (allocated / reserved)",
         MetricKey::PeakReservedBytes => "Peak reserved",
         MetricKey::PeakReservedEvent => "Peak reserved at event",
+        MetricKey::OomEvent => "Out of memory at event",
+        MetricKey::AllocatedAtOomBytes => "Allocated at the OOM",
+        MetricKey::ReservedAtOomBytes => "Reserved at the OOM",
+        MetricKey::CachedFreeAtOomBytes => "Cached free at the OOM (reserved − allocated)",
+        MetricKey::EfficiencyAtOomPpm => "Efficiency at the OOM (allocated / reserved)",
         MetricKey::AllocatedEndBytes => "Allocated at end",
         MetricKey::RequestedEndBytes => "Requested at end",
         MetricKey::ReservedEndBytes => "Reserved at end",
-        MetricKey::CachedFreeBytes => "Cached free (reserved − allocated)",
-        MetricKey::RoundingWasteBytes => "Rounding waste (allocated − requested)",
-        MetricKey::PendingFreeBytes => "Awaiting free on other streams",
-        MetricKey::EfficiencyPpm => "Efficiency (allocated / reserved)",
+        MetricKey::CachedFreeBytes => "Cached free at end (reserved − allocated)",
+        MetricKey::RoundingWasteBytes => "Rounding waste at end (allocated − requested)",
+        MetricKey::PendingFreeBytes => "Awaiting free on other streams at end",
+        MetricKey::EfficiencyPpm => "Efficiency at end (allocated / reserved)",
         MetricKey::SegmentCount => "Segments",
         MetricKey::BlockCount => "Blocks",
         MetricKey::TraceEntries => "Trace entries",
@@ -58,10 +66,12 @@ pub fn metric_exact(metric: &Metric) -> String {
     }
 }
 
-/// A group's heading: `Memory`, `Counts`, `Time`.
+/// A group's heading: `At the peak`, `At the end`, `Counts`…
 pub fn group_title(group: Group) -> &'static str {
     match group {
-        Group::Memory => "Memory",
+        Group::Peak => "At the peak",
+        Group::Oom => "At the out-of-memory",
+        Group::End => "At the end",
         Group::Counts => "Counts",
         Group::Time => "Time",
     }
@@ -85,6 +95,26 @@ pub fn era(format: &FormatFacts) -> String {
     } else {
         era.to_string()
     }
+}
+
+/// Why a snapshot of several devices opens on `device`; `None` for a single device.
+pub fn device_choice(device: u32, choice: DeviceChoice) -> Option<String> {
+    match choice {
+        DeviceChoice::Only => None,
+        DeviceChoice::Oom { event } => Some(format!(
+            "Opened on cuda:{device}, where an allocation failed (event {}).",
+            count(event as u64)
+        )),
+        DeviceChoice::HighestPeak { bytes: peak } => Some(format!(
+            "Opened on cuda:{device}, where allocated memory peaked highest ({}).",
+            bytes(peak)
+        )),
+    }
+}
+
+/// What an unused device shows instead of a timeline.
+pub fn unused_device(device: u32) -> String {
+    format!("cuda:{device} used no memory: no segments and no trace entries were recorded for it.")
 }
 
 /// A warning as one or two sentences: what was found and what it means or what to do.
@@ -185,10 +215,25 @@ mod tests {
     }
 
     #[test]
-    fn group_titles_are_capitalised() {
-        assert_eq!(group_title(Group::Memory), "Memory");
+    fn group_titles_name_the_moment() {
+        assert_eq!(group_title(Group::Peak), "At the peak");
+        assert_eq!(group_title(Group::Oom), "At the out-of-memory");
+        assert_eq!(group_title(Group::End), "At the end");
         assert_eq!(group_title(Group::Counts), "Counts");
         assert_eq!(group_title(Group::Time), "Time");
+    }
+
+    #[test]
+    fn the_device_opened_first_says_why() {
+        assert_eq!(device_choice(0, DeviceChoice::Only), None);
+        assert_eq!(
+            device_choice(1, DeviceChoice::Oom { event: 1420 }).as_deref(),
+            Some("Opened on cuda:1, where an allocation failed (event 1,420).")
+        );
+        assert_eq!(
+            device_choice(2, DeviceChoice::HighestPeak { bytes: 3 << 30 }).as_deref(),
+            Some("Opened on cuda:2, where allocated memory peaked highest (3.00 GiB).")
+        );
     }
 
     #[test]

@@ -28,11 +28,14 @@ pub enum Unit {
     Ppm,
 }
 
-/// Which group of the overview a metric belongs to.
+/// Which group of the overview a metric belongs to: the moment it is measured at (the
+/// allocated peak, the first out-of-memory, the end of the trace), or counts and times.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Group {
-    Memory,
+    Peak,
+    Oom,
+    End,
     Counts,
     Time,
 }
@@ -41,11 +44,22 @@ impl Group {
     /// The stable name, as in `data-group`.
     pub fn as_str(self) -> &'static str {
         match self {
-            Group::Memory => "memory",
+            Group::Peak => "peak",
+            Group::Oom => "oom",
+            Group::End => "end",
             Group::Counts => "counts",
             Group::Time => "time",
         }
     }
+
+    /// Every group, in the order the overview shows them.
+    pub const ALL: [Group; 5] = [
+        Group::Peak,
+        Group::Oom,
+        Group::End,
+        Group::Counts,
+        Group::Time,
+    ];
 }
 
 /// What a metric measures. Its text form ([`MetricKey::as_str`]) is the stable key of
@@ -57,8 +71,21 @@ pub enum MetricKey {
     PeakAllocatedEvent,
     /// Microseconds from the first event to the allocated peak.
     PeakAllocatedAtUs,
+    /// Reserved bytes at the allocated peak.
+    ReservedAtPeakBytes,
+    /// Reserved − allocated at the allocated peak.
+    CachedFreeAtPeakBytes,
+    /// Allocated / reserved at the allocated peak, in parts per million.
+    EfficiencyAtPeakPpm,
     PeakReservedBytes,
     PeakReservedEvent,
+    /// Trace row of the first out-of-memory.
+    OomEvent,
+    /// Allocated, reserved, cached free bytes and efficiency right after the first OOM.
+    AllocatedAtOomBytes,
+    ReservedAtOomBytes,
+    CachedFreeAtOomBytes,
+    EfficiencyAtOomPpm,
     /// Sum of the allocated blocks' sizes at the end (torch's `allocated_bytes`).
     AllocatedEndBytes,
     /// Sum of the allocated blocks' requested sizes at the end.
@@ -94,8 +121,16 @@ impl MetricKey {
             MetricKey::PeakAllocatedBytes => "peak-allocated-bytes",
             MetricKey::PeakAllocatedEvent => "peak-allocated-event",
             MetricKey::PeakAllocatedAtUs => "peak-allocated-at-us",
+            MetricKey::ReservedAtPeakBytes => "reserved-at-peak-bytes",
+            MetricKey::CachedFreeAtPeakBytes => "cached-free-at-peak-bytes",
+            MetricKey::EfficiencyAtPeakPpm => "efficiency-at-peak-ppm",
             MetricKey::PeakReservedBytes => "peak-reserved-bytes",
             MetricKey::PeakReservedEvent => "peak-reserved-event",
+            MetricKey::OomEvent => "oom-event",
+            MetricKey::AllocatedAtOomBytes => "allocated-at-oom-bytes",
+            MetricKey::ReservedAtOomBytes => "reserved-at-oom-bytes",
+            MetricKey::CachedFreeAtOomBytes => "cached-free-at-oom-bytes",
+            MetricKey::EfficiencyAtOomPpm => "efficiency-at-oom-ppm",
             MetricKey::AllocatedEndBytes => "allocated-end-bytes",
             MetricKey::RequestedEndBytes => "requested-end-bytes",
             MetricKey::ReservedEndBytes => "reserved-end-bytes",
@@ -135,8 +170,16 @@ impl MetricKey {
             PeakAllocatedBytes,
             PeakAllocatedEvent,
             PeakAllocatedAtUs,
+            ReservedAtPeakBytes,
+            CachedFreeAtPeakBytes,
+            EfficiencyAtPeakPpm,
             PeakReservedBytes,
             PeakReservedEvent,
+            OomEvent,
+            AllocatedAtOomBytes,
+            ReservedAtOomBytes,
+            CachedFreeAtOomBytes,
+            EfficiencyAtOomPpm,
             AllocatedEndBytes,
             RequestedEndBytes,
             ReservedEndBytes,
@@ -171,14 +214,24 @@ impl MetricKey {
     pub fn unit(self) -> Unit {
         use MetricKey::*;
         match self {
-            PeakAllocatedBytes | PeakReservedBytes | AllocatedEndBytes | RequestedEndBytes
-            | ReservedEndBytes | CachedFreeBytes | RoundingWasteBytes | PendingFreeBytes => {
-                Unit::Bytes
-            }
+            PeakAllocatedBytes
+            | ReservedAtPeakBytes
+            | CachedFreeAtPeakBytes
+            | PeakReservedBytes
+            | AllocatedAtOomBytes
+            | ReservedAtOomBytes
+            | CachedFreeAtOomBytes
+            | AllocatedEndBytes
+            | RequestedEndBytes
+            | ReservedEndBytes
+            | CachedFreeBytes
+            | RoundingWasteBytes
+            | PendingFreeBytes => Unit::Bytes,
             PeakAllocatedAtUs | TimeSpanUs | FirstTimeUs => Unit::Micros,
-            EfficiencyPpm => Unit::Ppm,
+            EfficiencyAtPeakPpm | EfficiencyAtOomPpm | EfficiencyPpm => Unit::Ppm,
             PeakAllocatedEvent
             | PeakReservedEvent
+            | OomEvent
             | SegmentCount
             | BlockCount
             | TraceEntries
@@ -193,11 +246,18 @@ impl MetricKey {
     pub fn group(self) -> Group {
         use MetricKey::*;
         match self {
-            PeakAllocatedBytes | PeakAllocatedEvent | PeakAllocatedAtUs | PeakReservedBytes
-            | PeakReservedEvent | AllocatedEndBytes | RequestedEndBytes | ReservedEndBytes
-            | CachedFreeBytes | RoundingWasteBytes | PendingFreeBytes | EfficiencyPpm => {
-                Group::Memory
-            }
+            PeakAllocatedBytes
+            | PeakAllocatedEvent
+            | PeakAllocatedAtUs
+            | ReservedAtPeakBytes
+            | CachedFreeAtPeakBytes
+            | EfficiencyAtPeakPpm
+            | PeakReservedBytes
+            | PeakReservedEvent => Group::Peak,
+            OomEvent | AllocatedAtOomBytes | ReservedAtOomBytes | CachedFreeAtOomBytes
+            | EfficiencyAtOomPpm => Group::Oom,
+            AllocatedEndBytes | RequestedEndBytes | ReservedEndBytes | CachedFreeBytes
+            | RoundingWasteBytes | PendingFreeBytes | EfficiencyPpm => Group::End,
             SegmentCount
             | BlockCount
             | TraceEntries
@@ -289,6 +349,8 @@ pub struct Overview {
     /// Allocator settings as (name, value) text pairs, in file order.
     pub allocator_settings: Vec<(String, String)>,
     pub warnings: Vec<Warning>,
+    /// The device used no memory: no segments and no trace entries.
+    pub unused: bool,
 }
 
 impl Overview {
@@ -335,16 +397,50 @@ pub fn build(analysed: &Analysed, id: u32) -> Option<Overview> {
         Some(t.saturating_sub(first_time?).max(0) as u64)
     };
 
-    add(MetricKey::PeakAllocatedBytes, facts.peak_allocated.bytes);
-    if let Some(row) = facts.peak_allocated.row {
+    // Allocated (the curve's requested bytes) and reserved at a moment, as the four numbers
+    // a moment's card shows.
+    let moment = |row: Option<u32>| {
+        let allocated = row.map_or(facts.baseline_allocated, |r| facts.allocated[r as usize]);
+        let reserved = facts.reserved_after(row);
+        let efficiency = (reserved > 0)
+            .then(|| (allocated.min(reserved) as u128 * 1_000_000 / reserved as u128) as u64);
+        (
+            allocated,
+            reserved,
+            reserved.saturating_sub(allocated),
+            efficiency,
+        )
+    };
+
+    let peak = facts.peak_allocated;
+    add(MetricKey::PeakAllocatedBytes, peak.bytes);
+    if let Some(row) = peak.row {
         add(MetricKey::PeakAllocatedEvent, row as u64);
     }
-    if let Some(t) = since_start(facts.peak_allocated.row) {
+    if let Some(t) = since_start(peak.row) {
         add(MetricKey::PeakAllocatedAtUs, t);
+    }
+    let (_, peak_reserved, peak_cached_free, peak_efficiency) = moment(peak.row);
+    add(MetricKey::ReservedAtPeakBytes, peak_reserved);
+    add(MetricKey::CachedFreeAtPeakBytes, peak_cached_free);
+    if let Some(ppm) = peak_efficiency {
+        add(MetricKey::EfficiencyAtPeakPpm, ppm);
     }
     add(MetricKey::PeakReservedBytes, facts.peak_reserved.bytes);
     if let Some(row) = facts.peak_reserved.row {
         add(MetricKey::PeakReservedEvent, row as u64);
+    }
+
+    if let Some(row) = (0..trace.len()).find(|&r| trace.action[r] == Action::Oom) {
+        let (oom_allocated, oom_reserved, oom_cached_free, oom_efficiency) =
+            moment(Some(row as u32));
+        add(MetricKey::OomEvent, row as u64);
+        add(MetricKey::AllocatedAtOomBytes, oom_allocated);
+        add(MetricKey::ReservedAtOomBytes, oom_reserved);
+        add(MetricKey::CachedFreeAtOomBytes, oom_cached_free);
+        if let Some(ppm) = oom_efficiency {
+            add(MetricKey::EfficiencyAtOomPpm, ppm);
+        }
     }
     add(MetricKey::AllocatedEndBytes, allocated_end);
     add(MetricKey::RequestedEndBytes, requested_end);
@@ -405,6 +501,7 @@ pub fn build(analysed: &Analysed, id: u32) -> Option<Overview> {
         },
         allocator_settings: settings(snapshot),
         warnings,
+        unused: device.segments.is_empty() && trace.is_empty(),
     })
 }
 
@@ -474,6 +571,9 @@ mod tests {
             Unit::Count
         );
         assert_eq!(MetricKey::SegmentCount.group(), Group::Counts);
+        assert_eq!(MetricKey::ReservedAtPeakBytes.group(), Group::Peak);
+        assert_eq!(MetricKey::CachedFreeAtOomBytes.group(), Group::Oom);
+        assert_eq!(MetricKey::EfficiencyPpm.group(), Group::End);
         assert_eq!(MetricKey::FirstTimeUs.group(), Group::Time);
         assert!(MetricKey::FirstTimeUs.is_timestamp());
         assert!(!MetricKey::TimeSpanUs.is_timestamp());

@@ -7,10 +7,11 @@
 use serde::{Deserialize, Serialize};
 
 use super::elements::{AllocationElements, Elements, SegmentElements};
+use super::live::{live_at, LiveSet};
 use super::{TimelineKind, ALIVE};
 use crate::analysis::stacks::{stack_text, FrameSearch, FrameText, StackText};
 use crate::analysis::{DeviceFacts, Origin, NO_ROW};
-use crate::model::{Device, Snapshot, StackId};
+use crate::model::{Action, Device, Snapshot, StackId};
 
 /// Everything known about one element.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -182,6 +183,81 @@ pub fn detail(
             })
         }
     }
+}
+
+/// An out-of-memory: the request that failed, what the device had free, where in the code,
+/// and what was alive then.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OomDetail {
+    /// Which OOM of the device (0 = the first).
+    pub nth: u32,
+    /// Its trace row, and the state it shows in.
+    pub event: u32,
+    pub state: u32,
+    pub time_us: Option<i64>,
+    /// Bytes of the request that failed.
+    pub requested: u64,
+    /// Bytes the device reported free.
+    pub device_free: u64,
+    /// The raw `cudaStream_t`.
+    pub stream: u64,
+    /// Allocated (the curve's requested bytes) and reserved bytes at that moment.
+    pub allocated: u64,
+    pub reserved: u64,
+    pub top_frame: Option<String>,
+    pub top_frame_is_user: bool,
+    pub top_frame_index: Option<u32>,
+    /// The failed request's stack, innermost first.
+    pub frames: Vec<FrameText>,
+    pub frame_count: u32,
+    /// What was alive then.
+    pub live: LiveSet,
+}
+
+/// How many of the largest allocations and call sites an OOM's detail lists.
+pub const OOM_TOP: usize = 10;
+
+/// The `nth` out-of-memory of `device`, or `None` when it has fewer.
+pub fn oom_detail(
+    snapshot: &Snapshot,
+    device: &Device,
+    facts: &DeviceFacts,
+    nth: u32,
+) -> Option<OomDetail> {
+    let trace = &device.trace;
+    let row = (0..trace.len())
+        .filter(|&r| trace.action[r] == Action::Oom)
+        .nth(nth as usize)?;
+    let state = row as u32 + 1;
+    let StackText {
+        top_frame,
+        top_frame_is_user,
+        top_frame_index,
+        frames,
+        frame_count,
+    } = stack_text(snapshot, trace.stack[row], true);
+    Some(OomDetail {
+        nth,
+        event: row as u32,
+        state,
+        time_us: (snapshot.features.time_us && trace.time_us[row] != crate::model::NO_TIME)
+            .then_some(trace.time_us[row]),
+        requested: trace.size[row],
+        device_free: trace.addr[row],
+        stream: snapshot
+            .streams
+            .get(trace.stream[row] as usize)
+            .copied()
+            .unwrap_or(0),
+        allocated: facts.allocated[row],
+        reserved: facts.reserved_after(Some(row as u32)),
+        top_frame,
+        top_frame_is_user,
+        top_frame_index,
+        frames,
+        frame_count,
+        live: live_at(snapshot, facts, state, OOM_TOP),
+    })
 }
 
 /// What a search query looks for.

@@ -21,6 +21,7 @@
 //! - [`raster`]: pixels of a view, and what is under a pixel;
 //! - [`inspect`]: an element's details and search (stacks are read through
 //!   [`crate::analysis::stacks`]);
+//! - [`live`]: what was alive at one moment (largest allocations, call sites);
 //! - [`service`]: the timeline's requests and answers, and the service that keeps layouts and
 //!   answers them.
 
@@ -29,6 +30,7 @@ pub mod curve;
 pub mod elements;
 pub mod inspect;
 pub mod layout;
+pub mod live;
 pub mod raster;
 pub mod service;
 

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::axis::Axis;
 use super::curve::{Curve, Envelope};
 use super::elements::{AllocationElements, AnyElements, Elements, SegmentElements};
-use super::inspect::{self, ElementDetail, Query};
+use super::inspect::{self, ElementDetail, OomDetail, Query};
 use super::layout::{Cursor, Layout};
 use super::raster::{self, ByElement, Hit, Marks, Style, Track, YRange};
 use super::{AxisMode, TimelineKind, Viewport};
@@ -59,6 +59,8 @@ pub enum TimelineRequest {
         mode: AxisMode,
         width: u32,
     },
+    /// The `nth` out-of-memory of a device: its request, stack and what was alive.
+    Oom { device: u32, nth: u32 },
 }
 
 /// What the timeline service answers, one variant per request.
@@ -74,6 +76,8 @@ pub enum TimelineAnswer {
     Element(Option<ElementDetail>),
     Search(SearchInfo),
     Minimap(MinimapInfo),
+    /// `None` when the device has fewer OOMs.
+    Oom(Option<Box<OomDetail>>),
 }
 
 impl TimelineAnswer {
@@ -86,6 +90,7 @@ impl TimelineAnswer {
             TimelineAnswer::Element(_) => "timeline element",
             TimelineAnswer::Search(_) => "timeline search",
             TimelineAnswer::Minimap(_) => "timeline minimap",
+            TimelineAnswer::Oom(_) => "timeline out-of-memory",
         }
     }
 }
@@ -311,6 +316,13 @@ impl Service for TimelineService {
                 mode,
                 width,
             } => self.minimap(analysed, device, kind, mode, width),
+            TimelineRequest::Oom { device, nth } => {
+                let (dev, facts) = analysed
+                    .device_facts(device)
+                    .ok_or(ViewError::NoSuchDevice { device })?;
+                let detail = inspect::oom_detail(&analysed.snapshot, dev, facts, nth);
+                Ok(TimelineAnswer::Oom(detail.map(Box::new)).into())
+            }
         }
     }
 }
