@@ -712,7 +712,9 @@ describe('timeline of the bundled example', () => {
     // A click outside the window centres the window there, keeping its span.
     let before = view(await timeline(page));
     let span = before.x1 - before.x0;
-    const clickX = strip.left + strip.width * 0.15;
+    // Whole pixels: pointer events report whole client coordinates, and the strip may start
+    // at a fractional one.
+    const clickX = Math.round(strip.left + strip.width * 0.15);
     await painted(page, async () => {
       await page.mouse.move(clickX, y);
       await page.mouse.down();
@@ -724,7 +726,7 @@ describe('timeline of the bundled example', () => {
     // Dragging the window's middle 100 px to the right pans by that share of the trace.
     before = view(await timeline(page));
     const box = await page.$eval('#timeline-minimap-window', (e) => e.getBoundingClientRect().toJSON());
-    const mid = box.left + box.width / 2;
+    const mid = Math.round(box.left + box.width / 2);
     await painted(page, async () => {
       await page.mouse.move(mid, y);
       await page.mouse.down();
@@ -737,7 +739,7 @@ describe('timeline of the bundled example', () => {
 
     // Dragging the right edge 80 px further right widens the view; its left edge stays.
     before = view(await timeline(page));
-    const edge = await page.$eval('#timeline-minimap-window', (e) => e.getBoundingClientRect().right);
+    const edge = Math.round(await page.$eval('#timeline-minimap-window', (e) => e.getBoundingClientRect().right));
     await painted(page, async () => {
       await page.mouse.move(edge, y);
       await page.mouse.down();

@@ -48,17 +48,6 @@ pub fn PinnedDetails(tl: Timeline) -> impl IntoView {
                 {made.map(|(label, name)| view! {
                     <p class="made-by" id="pinned-made-by" data-user=e.top_frame_is_user.to_string()>{label} " " <code>{name}</code></p>
                 })}
-                <dl class="pinned-facts">
-                    <dt>"Size"</dt><dd>{format!("{} bytes", format::count(e.size))}</dd>
-                    {e.block_size.filter(|&b| b != e.size).map(|b| view! { <dt>"Block"</dt><dd>{format!("{} (rounded up by the allocator)", format::bytes(b))}</dd> })}
-                    <dt>"Address"</dt><dd><code>{format!("{:#x}", e.addr)}</code></dd>
-                    <dt>"Stream"</dt><dd><code>{format!("{:#x}", e.stream)}</code></dd>
-                    <dt>"Allocated"</dt><dd>{if e.origin == "trace" { when(Some(e.start_state), e.alloc_time_us, origin()) } else { "before the trace window".to_string() }}</dd>
-                    <dt>"Freed"</dt><dd>{match e.end_state { Some(s) => when(Some(s), e.free_time_us, origin()), None => "not freed by the end of the trace".to_string() }}</dd>
-                    <dt>"Lifetime"</dt><dd>{lifetime(&e, states())}</dd>
-                    {e.compile_context.clone().map(|c| view! { <dt>"Compile context"</dt><dd><code>{c}</code></dd> })}
-                    {e.user_metadata.clone().map(|m| view! { <dt>"User metadata"</dt><dd><code>{m}</code></dd> })}
-                </dl>
                 <div class="stack-header">
                     <h4>{if e.origin == "trace" { "Allocated from" } else { "Stack of its free (the alloc was not recorded)" }}</h4>
                     <label class="check">
@@ -71,6 +60,17 @@ pub fn PinnedDetails(tl: Timeline) -> impl IntoView {
                 } else {
                     view! { <Stack frames=e.frames.clone() anchor=anchor(&e.top_frame_index) show_all=show_all /> }.into_any()
                 }}
+                <dl class="pinned-facts">
+                    <dt>"Size"</dt><dd>{format!("{} bytes", format::count(e.size))}</dd>
+                    {e.block_size.filter(|&b| b != e.size).map(|b| view! { <dt>"Block"</dt><dd>{format!("{} (rounded up by the allocator)", format::bytes(b))}</dd> })}
+                    <dt>"Address"</dt><dd><code>{format!("{:#x}", e.addr)}</code></dd>
+                    <dt>"Stream"</dt><dd><code>{format!("{:#x}", e.stream)}</code></dd>
+                    <dt>"Allocated"</dt><dd>{if e.origin == "trace" { when(Some(e.start_state), e.alloc_time_us, origin()) } else { "before the trace window".to_string() }}</dd>
+                    <dt>"Freed"</dt><dd>{match e.end_state { Some(s) => when(Some(s), e.free_time_us, origin()), None => "not freed by the end of the trace".to_string() }}</dd>
+                    <dt>"Lifetime"</dt><dd>{lifetime(&e, states())}</dd>
+                    {e.compile_context.clone().map(|c| view! { <dt>"Compile context"</dt><dd><code>{c}</code></dd> })}
+                    {e.user_metadata.clone().map(|m| view! { <dt>"User metadata"</dt><dd><code>{m}</code></dd> })}
+                </dl>
             </section>
         }
         .into_any()
@@ -127,7 +127,8 @@ fn Stack(frames: Vec<FrameText>, anchor: Option<usize>, show_all: RwSignal<bool>
                         Shown::Folded(group) => show_all.get() || is_open(group),
                     };
                     view! {
-                        <li class="frame" class:noise=noisy class:user=f.class == FrameClass::UserPython
+                        // Numbered by their place in the whole stack, folded frames included.
+                        <li class="frame" value=(index + 1).to_string() class:noise=noisy class:user=f.class == FrameClass::UserPython
                             data-noise=noisy.to_string() data-class=class data-index=index.to_string()
                             class:hidden=move || !visible()>
                             <span class="frame-name">{f.name}</span>

@@ -49,8 +49,12 @@ use range::{XRange, YRange};
 /// Set when a timeline's first frame is on screen (read by benchmarks).
 pub const MARK_TIMELINE_PAINTED: &str = "memsight:timeline-painted";
 
-/// Plot height in CSS pixels.
-pub const PLOT_HEIGHT: f64 = 360.0;
+/// The plot's share of the window's height, unless the user resized it.
+pub const DEFAULT_PLOT_SHARE: f64 = 0.46;
+/// Where the user's plot share is remembered.
+const PLOT_SHARE_KEY: &str = "memsight:plot-share";
+/// The plot's height is kept within these CSS pixels.
+pub const PLOT_HEIGHT_RANGE: (f64, f64) = (180.0, 1400.0);
 
 /// The requests in flight and what waits behind them.
 #[derive(Default)]
@@ -124,6 +128,8 @@ pub struct Timeline {
     pub error: RwSignal<Option<String>>,
     /// Plot size in CSS pixels, and the device pixel ratio.
     pub size: RwSignal<(f64, f64, f64)>,
+    /// The plot's share of the window's height (resizable, remembered).
+    pub plot_share: RwSignal<f64>,
     pub dark: RwSignal<bool>,
     /// Frames painted so far (for tests).
     pub frames_painted: RwSignal<u32>,
@@ -160,7 +166,8 @@ impl Timeline {
             show_all_frames: RwSignal::new(false),
             minimap: RwSignal::new(None),
             error: RwSignal::new(None),
-            size: RwSignal::new((800.0, PLOT_HEIGHT, 1.0)),
+            size: RwSignal::new((800.0, 360.0, 1.0)),
+            plot_share: RwSignal::new(stored_plot_share()),
             dark: RwSignal::new(prefers_dark()),
             frames_painted: RwSignal::new(0),
             phase_hover: RwSignal::new(None),
@@ -768,6 +775,21 @@ fn unexpected(answer: &Answer) -> ViewError {
     }
 }
 
+/// The plot share the user chose last time, if any.
+fn stored_plot_share() -> f64 {
+    use gloo_storage::Storage;
+    gloo_storage::LocalStorage::get::<f64>(PLOT_SHARE_KEY)
+        .ok()
+        .filter(|s| (0.1..=0.95).contains(s))
+        .unwrap_or(DEFAULT_PLOT_SHARE)
+}
+
+/// Remembers the plot share the user chose.
+pub fn store_plot_share(share: f64) {
+    use gloo_storage::Storage;
+    let _ = gloo_storage::LocalStorage::set(PLOT_SHARE_KEY, share);
+}
+
 fn prefers_dark() -> bool {
     web_sys::window()
         .and_then(|w| w.match_media("(prefers-color-scheme: dark)").ok().flatten())
@@ -870,6 +892,8 @@ pub fn TimelinePanel(file: FileId, device: u32, actions: Actions) -> impl IntoVi
         >
             <toolbar::TimelineToolbar tl=tl />
             {move || tl.error.get().map(|message| view! { <p class="timeline-error" role="alert">{message}</p> })}
+            <div class="timeline-body">
+            <div class="timeline-main">
             // The frame on screen (exact values for tests and benchmarks).
             <div
                 class="timeline-frame"
@@ -886,9 +910,14 @@ pub fn TimelinePanel(file: FileId, device: u32, actions: Actions) -> impl IntoVi
             >
                 <plot::Plot tl=tl />
             </div>
-            <help::Help tl=tl />
             <minimap::Minimap tl=tl />
-            <details::PinnedDetails tl=tl />
+            </div>
+            // Beside the plot on wide screens, below it on narrow ones.
+            <aside class="timeline-pane" id="timeline-pane" aria-label="Pinned" style:--plot-height=move || format!("{}px", tl.size.get().1)>
+                <details::PinnedDetails tl=tl />
+            </aside>
+            </div>
+            <help::Help tl=tl />
         </section>
     }
 }

@@ -84,19 +84,30 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
     // The pointer is over the byte axis, where a vertical drag zooms the bytes.
     let over_axis = RwSignal::new(false);
 
-    // Measure the plot and keep the canvas in the timeline state.
+    // Measure the plot (its width, its share of the window's height) and keep the canvas in
+    // the timeline state.
     let measure = move || {
-        if let Some(div) = container.get_untracked() {
-            let width = div.client_width() as f64;
-            let dpr = web_sys::window()
-                .map_or(1.0, |w| w.device_pixel_ratio())
-                .max(1.0);
-            let height = tl.size.get_untracked().1;
-            if width > 0.0 {
-                let size = (width, height, dpr);
-                if tl.size.get_untracked() != size {
-                    tl.size.set(size);
-                }
+        let Some(div) = container.get_untracked() else {
+            return;
+        };
+        let window = web_sys::window();
+        let width = div.client_width() as f64;
+        let dpr = window
+            .as_ref()
+            .map_or(1.0, |w| w.device_pixel_ratio())
+            .max(1.0);
+        let inner = window
+            .and_then(|w| w.inner_height().ok())
+            .and_then(|h| h.as_f64())
+            .unwrap_or(800.0);
+        let (low, high) = super::PLOT_HEIGHT_RANGE;
+        let height = (inner * tl.plot_share.get_untracked())
+            .round()
+            .clamp(low, high);
+        if width > 0.0 {
+            let size = (width, height, dpr);
+            if tl.size.get_untracked() != size {
+                tl.size.set(size);
             }
         }
     };
@@ -107,8 +118,63 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
             measure();
         }
     });
+    Effect::new(move |_| {
+        tl.plot_share.track();
+        measure();
+    });
     let resize = window_event_listener(ev::resize, move |_| measure());
     on_cleanup(move || resize.remove());
+    // The plot's width also changes with the page's layout (the sidebar folding away, the
+    // pinned pane), not only with the window.
+    let observer = StoredValue::new_local(None::<(web_sys::ResizeObserver, Closure<dyn FnMut()>)>);
+    Effect::new(move |_| {
+        let Some(div) = container.get() else { return };
+        let callback = Closure::<dyn FnMut()>::new(measure);
+        if let Ok(o) = web_sys::ResizeObserver::new(callback.as_ref().unchecked_ref()) {
+            o.observe(&div);
+            observer.set_value(Some((o, callback)));
+        }
+    });
+    on_cleanup(move || {
+        if let Some((o, _)) = observer.try_update_value(Option::take).flatten() {
+            o.disconnect();
+        }
+    });
+    // Dragging the bar under the plot resizes it; a double click restores its share.
+    let resizing = StoredValue::new_local(None::<(f64, f64)>);
+    let on_resize_down = move |event: PointerEvent| {
+        let inner = web_sys::window()
+            .and_then(|w| w.inner_height().ok())
+            .and_then(|h| h.as_f64())
+            .unwrap_or(800.0);
+        resizing.set_value(Some((
+            event.client_y() as f64,
+            tl.size.get_untracked().1 / inner,
+        )));
+        if let Some(target) = event
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+        {
+            let _ = target.set_pointer_capture(event.pointer_id());
+        }
+    };
+    let on_resize_move = move |event: PointerEvent| {
+        let Some((start_y, start_share)) = resizing.get_value() else {
+            return;
+        };
+        let inner = web_sys::window()
+            .and_then(|w| w.inner_height().ok())
+            .and_then(|h| h.as_f64())
+            .unwrap_or(800.0);
+        let share = start_share + (event.client_y() as f64 - start_y) / inner.max(1.0);
+        tl.plot_share.set(share.clamp(0.1, 0.95));
+    };
+    let on_resize_up = move |_: PointerEvent| {
+        if resizing.get_value().is_some() {
+            resizing.set_value(None);
+            super::store_plot_share(tl.plot_share.get_untracked());
+        }
+    };
 
     // Keys: W/S zoom, A/D pan, 0 reset, Shift+W/S zoom y, ↑/↓ pan a zoomed y, F fits y, ?
     // shows every key, Esc unpins, Ctrl/Cmd+F searches.
@@ -405,5 +471,13 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
             })}
             <Tooltip tl=tl />
         </div>
+        <div class="plot-resize" id="timeline-resize" role="separator" aria-orientation="horizontal"
+            title="Drag to resize the plot; double-click for its usual size"
+            on:pointerdown=on_resize_down on:pointermove=on_resize_move on:pointerup=on_resize_up
+            on:dblclick=move |_| {
+                tl.plot_share.set(super::DEFAULT_PLOT_SHARE);
+                super::store_plot_share(super::DEFAULT_PLOT_SHARE);
+            }
+        ></div>
     }
 }
