@@ -5,7 +5,8 @@
 //     animation frame): the frame time, from an input to its frame on screen (the worker
 //     paints while the page stays free), the worker's paint time, and the page's animation
 //     frames (at 60 Hz a 16.7 ms interval means no frame was missed; the count of intervals
-//     over 25 ms shows jank);
+//     over 25 ms shows jank); the same while zooming the bytes (Shift+wheel, then ↑/↓ pans),
+//     and the frame of a box zoom (Shift+drag);
 //   hover hit-testing in the worker;
 //   page memory with the timeline shown.
 //
@@ -25,11 +26,12 @@ const frames = Number(option('--frames', '120'));
 const targets = { firstPaint1M: 300, firstPaint6M: 1500, frame: 16, hit: 1 };
 
 /**
- * Runs in the page: one input per animation frame (zoom in around the peak with the wheel,
- * pan with D/A keys, zoom back out), recording animation-frame intervals and, for each frame
- * put on screen, the time since the input that asked for it and the worker's paint time.
+ * Runs in the page: one input per animation frame — along x (`axis` 'x'): zoom in around the
+ * peak with the wheel, pan with D/A keys, zoom back out; along the bytes ('y'): Shift+wheel
+ * zooms in, ↑/↓ pan — recording animation-frame intervals and, for each frame put on screen,
+ * the time since the input that asked for it and the worker's paint time.
  */
-async function gesture(count) {
+async function gesture({ count, axis }) {
   const canvas = document.querySelector('#timeline-canvas');
   const root = document.querySelector('#timeline');
   const frame = document.querySelector('#timeline-frame');
@@ -55,6 +57,16 @@ async function gesture(count) {
   };
   const step = (i) => {
     const third = count / 3;
+    if (axis === 'y') {
+      // Zoom the bytes in around the middle of the plot, then move along them.
+      if (i < count / 2) {
+        canvas.dispatchEvent(new WheelEvent('wheel', { deltaY: -120, shiftKey: true, clientX: rect.left + rect.width / 2, clientY: rect.top + rect.height * 0.7, bubbles: true, cancelable: true }));
+      } else {
+        const key = Math.floor(i / 10) % 2 ? 'ArrowUp' : 'ArrowDown';
+        window.dispatchEvent(new KeyboardEvent('keydown', { key, bubbles: true }));
+      }
+      return;
+    }
     if (i < third) {
       canvas.dispatchEvent(new WheelEvent('wheel', { deltaY: -120, clientX: peakX(), clientY: rect.top + rect.height / 2, bubbles: true, cancelable: true }));
     } else if (i < 2 * third) {
@@ -85,6 +97,45 @@ async function gesture(count) {
   return { ticks, latencies, paints };
 }
 
+/**
+ * Time from the end of a Shift+drag box (its pointerup) to the frame of the box on screen, as
+ * the page sees them (three boxes, median).
+ */
+async function boxZoom(page) {
+  const box = await page.$eval('#timeline-canvas', (c) => {
+    const r = c.getBoundingClientRect();
+    return { x: r.x, y: r.y, w: r.width, h: r.height };
+  });
+  const times = [];
+  for (let i = 0; i < 3; i++) {
+    await page.keyboard.press('0');
+    await page.waitForTimeout(300);
+    await page.evaluate(() => {
+      const canvas = document.querySelector('#timeline-canvas');
+      const root = document.querySelector('#timeline');
+      window.__box = { up: null, painted: null };
+      canvas.addEventListener('pointerup', () => { window.__box.up = performance.now(); }, { once: true, capture: true });
+      const observer = new MutationObserver(() => {
+        if (window.__box.up !== null && window.__box.painted === null) {
+          window.__box.painted = performance.now();
+          observer.disconnect();
+        }
+      });
+      observer.observe(root, { attributes: true, attributeFilter: ['data-frames-painted'] });
+    });
+    await page.keyboard.down('Shift');
+    await page.mouse.move(box.x + box.w * 0.3, box.y + box.h * 0.4);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.w * 0.6, box.y + box.h * 0.9, { steps: 4 });
+    await page.mouse.up();
+    await page.keyboard.up('Shift');
+    const t = await page.waitForFunction(() => window.__box.painted !== null && window.__box.painted - window.__box.up, null, { timeout: 10_000 })
+      .then((h) => h.jsonValue());
+    times.push(t);
+  }
+  return median(times);
+}
+
 async function measure(browser, server, file) {
   const { context, page, pagePids } = await openMeasuredApp(browser, browserPid, server, openApp);
   await page.setViewportSize({ width: 1400, height: 1000 });
@@ -98,7 +149,12 @@ async function measure(browser, server, file) {
   const info = await page.$eval('#timeline', (e) => ({ layout: Number(e.dataset.layoutMs), elements: Number(e.dataset.elements), detail: Number(e.dataset.detail) }));
   const size = await page.$eval('#timeline-frame', (e) => `${e.dataset.width}×${e.dataset.height}`);
   const memory = residentMiB(pagePids);
-  const g = await page.evaluate(gesture, frames);
+  const g = await page.evaluate(gesture, { count: frames, axis: 'x' });
+  await page.keyboard.press('0');
+  await page.waitForTimeout(300);
+  const y = await page.evaluate(gesture, { count: frames, axis: 'y' });
+  await page.keyboard.press('0');
+  const boxFrame = await boxZoom(page);
 
   // Hover: move across the plot's bottom row, reading the worker's hit-test time.
   const box = await page.$eval('#timeline-canvas', (c) => {
@@ -128,6 +184,9 @@ async function measure(browser, server, file) {
     latency: median(g.latencies),
     paint: median(g.paints),
     frames: g.paints.length,
+    yLatency: median(y.latencies),
+    yJanky: y.ticks.filter((t) => t > 25).length,
+    box: boxFrame,
     hit: hits.length ? median(hits) : NaN,
   };
 }
@@ -159,6 +218,9 @@ try {
       paint: pick('paint'),
       frames: pick('frames'),
       hit: pick('hit'),
+      yLatency: pick('yLatency'),
+      yJanky: Math.max(...results.map((x) => x.yJanky)),
+      box: pick('box'),
     });
     console.error(`${entries}: timeline ${rows.at(-1).firstPaint.toFixed(0)} ms after decoding, frame ${rows.at(-1).latency.toFixed(1)} ms`);
   }
@@ -170,12 +232,12 @@ try {
 const check = (ok) => (ok ? '✓' : '✗');
 console.log(`Timeline benchmark: ${runs} run(s) per size, medians, ${depthMin}–${depthMax} frames per traceback; headless Chromium, ${frames}-frame gesture.`);
 console.log(`Targets: layout + first paint ≤ ${targets.firstPaint1M} ms after decoding at 1M, ≤ ${targets.firstPaint6M} ms at 6M; median frame ≤ ${targets.frame} ms; hover hit test ≤ ${targets.hit} ms.\n`);
-console.log('| entries | file MB | allocations (drawn) | decoded → timeline on screen (ms) | of which layout (ms) | frame: input → on screen (ms) | worker paint (ms, canvas px) | page animation frames: median ms, over 25 ms | hit test (ms) | page memory (MiB) |');
-console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+console.log('| entries | file MB | allocations (drawn) | decoded → timeline on screen (ms) | of which layout (ms) | frame: input → on screen (ms) | worker paint (ms, canvas px) | page animation frames: median ms, over 25 ms | zooming the bytes: frame (ms), frames over 25 ms | box zoom: frame (ms) | hit test (ms) | page memory (MiB) |');
+console.log('|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
 for (const r of rows) {
   const target = r.entries === 6e6 ? targets.firstPaint6M : r.entries === 1e6 ? targets.firstPaint1M : Infinity;
   const first = `${r.firstPaint.toFixed(0)}${Number.isFinite(target) ? ' ' + check(r.firstPaint <= target) : ''}`;
   const hit = Number.isNaN(r.hit) ? 'n/a' : `${r.hit < 0.1 ? '< 0.1' : r.hit.toFixed(2)} ${check(r.hit <= targets.hit)}`;
-  console.log(`| ${r.entries.toLocaleString('en')} | ${mb(r.bytes).toFixed(1)} | ${r.elements.toLocaleString('en')} (${r.detail.toLocaleString('en')}) | ${first} | ${r.layout.toFixed(0)} | ${r.latency.toFixed(1)} ${check(r.latency <= targets.frame)} | ${r.paint.toFixed(1)} (${r.size}) | ${r.tick.toFixed(1)}, ${r.janky} of ${r.ticks} | ${hit} | ${r.memory.toFixed(0)} |`);
+  console.log(`| ${r.entries.toLocaleString('en')} | ${mb(r.bytes).toFixed(1)} | ${r.elements.toLocaleString('en')} (${r.detail.toLocaleString('en')}) | ${first} | ${r.layout.toFixed(0)} | ${r.latency.toFixed(1)} ${check(r.latency <= targets.frame)} | ${r.paint.toFixed(1)} (${r.size}) | ${r.tick.toFixed(1)}, ${r.janky} of ${r.ticks} | ${r.yLatency.toFixed(1)} ${check(r.yLatency <= targets.frame)}, ${r.yJanky} | ${r.box.toFixed(1)} ${check(r.box <= targets.frame)} | ${hit} | ${r.memory.toFixed(0)} |`);
 }
 console.log('\nWorker times come from performance.now() in the worker, which browsers round to 0.1 ms.');

@@ -74,8 +74,9 @@ pub struct ByElement<'a>(pub &'a Style);
 impl Colouring for ByElement<'_> {
     fn colour(&self, element: u32) -> [u8; 4] {
         let palette = &self.0.palette;
+        // 24 well-mixed bits, scaled to the palette without a division.
         let hash = (element as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
-        palette[(hash % palette.len() as u64) as usize]
+        palette[((hash * palette.len() as u64) >> 24) as usize]
     }
 }
 
@@ -175,6 +176,13 @@ impl Scale {
     }
 }
 
+/// `x` rounded down to a whole row, without a call to the C library's `floor` (which the
+/// baseline x86-64 target makes of `f64::floor`).
+fn floor(x: f64) -> i64 {
+    let t = x as i64;
+    t - ((t as f64) > x) as i64
+}
+
 /// The bytes at the top of a view fitted to `highest`: 5 % headroom.
 pub fn fitted_y_max(highest: u64) -> u64 {
     (highest.saturating_add(highest / 20)).max(1)
@@ -243,44 +251,41 @@ fn parts<'a>(
 /// A blend of colours weighted by how much of a row each covers.
 #[derive(Clone, Copy, Default)]
 struct Blend {
-    sum: [f64; 3],
-    weight: f64,
+    sum: [f32; 3],
+    weight: f32,
 }
 
 impl Blend {
     fn add(&mut self, colour: [u8; 4], weight: f64) {
-        if weight > 0.0 {
-            for (s, c) in self.sum.iter_mut().zip(colour) {
-                *s += c as f64 * weight;
-            }
-            self.weight += weight;
-        }
+        let weight = weight as f32;
+        self.sum[0] += colour[0] as f32 * weight;
+        self.sum[1] += colour[1] as f32 * weight;
+        self.sum[2] += colour[2] as f32 * weight;
+        self.weight += weight;
     }
 
     fn colour(&self, fallback: [u8; 4]) -> [u8; 4] {
         if self.weight <= 0.0 {
             return fallback;
         }
-        let c = |i: usize| (self.sum[i] / self.weight).round().clamp(0.0, 255.0) as u8;
+        // Non-negative: adding a half and truncating rounds, and the cast saturates at 255.
+        let c = |i: usize| (self.sum[i] / self.weight + 0.5) as u8;
         [c(0), c(1), c(2), 255]
     }
 }
 
 /// Paints `view` of `track` over the bytes of `y`, each element in the colour `colouring`
 /// gives it (marks aside).
-pub fn paint<E: Elements>(
+pub fn paint<E: Elements, C: Colouring + ?Sized>(
     track: &Track<'_, E>,
     view: &Viewport,
     y: YRange,
     style: &Style,
-    colouring: &dyn Colouring,
+    colouring: &C,
     marks: Marks<'_>,
 ) -> Frame {
     let (w, h) = (view.width as usize, view.height as usize);
-    let mut pixels = vec![0u8; w * h * 4];
-    for px in pixels.chunks_exact_mut(4) {
-        px.copy_from_slice(&style.background);
-    }
+    let mut pixels = style.background.repeat(w * h);
     let cols = columns(track, view);
     let mut peak: Option<(u32, u64)> = None;
     let mut highest = 0u64;
@@ -330,6 +335,15 @@ pub fn paint<E: Elements>(
             previous_line = None;
             continue;
         }
+        // Zoomed in, neighbouring columns often show the same state: the same pixels.
+        if x > 0 && previous_state == Some(c.state) && cols[x - 1].span.is_some() {
+            for y in 0..h {
+                let at = (y * w + x) * 4;
+                let left: [u8; 4] = pixels[at - 4..at].try_into().expect("four bytes");
+                pixels[at..at + 4].copy_from_slice(&left);
+            }
+            continue;
+        }
         cursor.seek(layout, c.state);
         // The row being filled by parts that do not reach its top edge.
         let mut blend = Blend::default();
@@ -348,7 +362,7 @@ pub fn paint<E: Elements>(
                     drawn_individually += 1;
                 }
             }
-            let (rb, rt) = (pb.floor() as i64, pt.floor() as i64);
+            let (rb, rt) = (floor(pb), floor(pt));
             if blend_row != rb {
                 blend = Blend::default();
                 blend_row = rb;
@@ -370,7 +384,7 @@ pub fn paint<E: Elements>(
             }
         }
         if let Some(line) = c.line {
-            let row = scale.pos(line).floor() as i64;
+            let row = floor(scale.pos(line));
             let half = (style.line_width / 2) as i64;
             let (lo, hi) = match previous_line {
                 Some(p) => (p.min(row), p.max(row)),
@@ -443,7 +457,7 @@ pub fn hit<E: Elements>(
         if pb >= (row + 1) as f64 {
             break;
         }
-        let (rb, rt) = (pb.floor() as i64, pt.floor() as i64);
+        let (rb, rt) = (floor(pb), floor(pt));
         let overlap = pt.min((row + 1) as f64) - pb.max(row as f64);
         if largest.is_none_or(|(best, _)| overlap > best) {
             largest = Some((overlap, as_hit(part, bottom, top)));
