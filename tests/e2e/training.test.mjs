@@ -327,6 +327,31 @@ describe('an OOM on the second of three devices', { skip: skipWithout(MULTI_DEVI
   });
 });
 
+describe('the time axis and the reference', { skip: skipWithout(FULL_STEP) }, () => {
+  it('time ticks read whole ("+…" with a unit), and ? opens the keyboard and mouse reference', async () => {
+    const { context, page } = await open(FULL_STEP);
+    try {
+      await page.click('#timeline-axis-time');
+      await waitAttr(page, '#timeline', 'data-mode', (v) => v === 'time', 'the time axis');
+      await settle(page);
+      const ticks = JSON.parse(await page.getAttribute('#timeline-overlay', 'data-labels')).filter((l) => l.kind === 'x-tick');
+      assert.ok(ticks.length >= 3, JSON.stringify(ticks));
+      for (const t of ticks) assert.match(t.text, /^\+\d[\d.,]* (µs|ms|s|min \d+ s)$/, `a tick reads "${t.text}"`);
+      assert.equal(ticks[0].text, '+0 µs');
+      // Keys go to the plot once it has focus; a click there may pin, which Escape undoes.
+      await page.click('#timeline-canvas', { position: { x: 200, y: 40 } });
+      await page.keyboard.press('Escape');
+      await page.keyboard.press('?');
+      await page.waitForSelector('#timeline-help');
+      assert.match(await page.textContent('#timeline-help'), /Shift \+ wheel/);
+      await page.keyboard.press('Escape');
+      await page.waitForSelector('#timeline-help', { state: 'detached' });
+    } finally {
+      await context.close();
+    }
+  });
+});
+
 describe('overlay labels', { skip: skipWithout(MULTI_DEVICE_OOM) || skipWithout(FULL_STEP) }, () => {
   for (const [width, height] of [[1024, 700], [1920, 1080]]) {
     it(`never overlap nor leave the plot at ${width}×${height}`, async () => {

@@ -1,5 +1,6 @@
 //! Times the timeline's layout, frames and hit tests natively on one snapshot file:
-//! `cargo run --release -p memsight-core --example timeline_profile -- FILE [WIDTH HEIGHT]`.
+//! `cargo run --release -p memsight-core --example timeline_profile -- FILE [WIDTH HEIGHT]`
+//! (frames zooming towards the peak, a box zoom's frame, hit tests).
 
 use std::time::Instant;
 
@@ -93,6 +94,39 @@ fn main() {
     println!(
         "frame median   {:>8.1} ms  (max {:.1}, {width}×{height})",
         frame_ms[10], frame_ms[19]
+    );
+    // A box zoom from the whole run: the middle 30% of it, the lower half of the bytes (every
+    // pixel column a different moment, the most a frame can cost).
+    let mut box_ms = Vec::new();
+    for _ in 0..9 {
+        let request = FrameRequest {
+            device,
+            kind: TimelineKind::Allocations,
+            view: Viewport {
+                mode: AxisMode::Events,
+                x0: x0 + (x1 - x0) * 0.3,
+                x1: x0 + (x1 - x0) * 0.6,
+                width,
+                height,
+            },
+            whole: false,
+            y_range: Some((y_max / 10, y_max * 6 / 10)),
+            dark: false,
+            line_width: 2,
+            pinned: None,
+            show_matches: false,
+            show_line: true,
+        };
+        let start = Instant::now();
+        timelines
+            .answer(&cx, TimelineRequest::Frame(request))
+            .unwrap();
+        box_ms.push(start.elapsed().as_secs_f64() * 1e3);
+    }
+    box_ms.sort_by(f64::total_cmp);
+    println!(
+        "box zoom       {:>8.1} ms  (max {:.1})",
+        box_ms[4], box_ms[8]
     );
     let mut hit_ms = Vec::new();
     for x in (0..width).step_by((width / 50).max(1) as usize) {

@@ -16,6 +16,13 @@ use web_sys::{
 use super::tooltip::Tooltip;
 use super::{overlay, Timeline};
 
+/// Milliseconds from the page's clock.
+fn now() -> f64 {
+    web_sys::window()
+        .and_then(|w| w.performance())
+        .map_or(0.0, |p| p.now())
+}
+
 /// Pixels a press may move and still count as a click.
 const CLICK_SLOP: f64 = 4.0;
 
@@ -81,6 +88,8 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
     // The zoom box being drawn, in CSS pixels: left, top, width, height.
     let zoom_box = RwSignal::new(None::<(f64, f64, f64, f64)>);
     let labels = RwSignal::new(String::new());
+    // How long drawing the overlay took (for benchmarks).
+    let overlay_ms = RwSignal::new(0.0);
     // The pointer is over the byte axis, where a vertical drag zooms the bytes.
     let over_axis = RwSignal::new(false);
 
@@ -411,6 +420,7 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
         let pinned = tl
             .pinned
             .with(|p| p.as_ref().and_then(|d| tl.lifetime_x(d, frame.view.mode)));
+        let start = now();
         let layout = overlay::draw(
             &c,
             &overlay::Scene {
@@ -427,6 +437,7 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
                 dark,
             },
         );
+        overlay_ms.set(now() - start);
         labels.set(
             layout
                 .as_ref()
@@ -463,6 +474,7 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
                 aria-hidden="true"
                 style:height=height
                 data-labels=move || labels.get()
+                data-overlay-ms=move || overlay_ms.get().to_string()
             ></canvas>
             {move || zoom_box.get().map(|(x, y, w, h)| view! {
                 <div class="zoom-box" id="timeline-zoom-box"

@@ -348,14 +348,23 @@ pub fn paint<E: Elements, C: Colouring + ?Sized>(
         // The row being filled by parts that do not reach its top edge.
         let mut blend = Blend::default();
         let mut blend_row = i64::MIN;
+        // The previous part's top, in bytes and rows: the next part starts there.
+        let mut last_top = (u64::MAX, 0.0);
         for (part, bottom, top) in parts(layout, &cursor, c.total) {
-            let (pb, pt) = (scale.pos(bottom), scale.pos(top));
-            if pt <= 0.0 || top == bottom {
+            // Below the bottom edge (a zoomed y axis), or nothing: skipped without arithmetic.
+            if top <= scale.y_min || top == bottom {
                 continue;
             }
-            if pb >= h as f64 {
+            if bottom >= y_max {
                 break;
             }
+            let pb = if last_top.0 == bottom {
+                last_top.1
+            } else {
+                scale.pos(bottom)
+            };
+            let pt = scale.pos(top);
+            last_top = (top, pt);
             if let Part::Rank(r) = part {
                 let new_here = previous_state.is_none_or(|p| layout.starts[r as usize] > p);
                 if pt - pb >= 1.0 && new_here {
