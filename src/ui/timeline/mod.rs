@@ -65,6 +65,9 @@ struct Pacing {
     frame: Latest,
     /// Another view changed while a frame was in flight: ask again when it arrives.
     dirty: bool,
+    /// A frame asked for by an input handler itself, before the effect that follows every
+    /// change of the view runs: that effect's identical request is not asked again.
+    asked_directly: Option<FrameRequest>,
     /// The view of the frame on screen, for hit-testing what is painted.
     painted: Option<Viewport>,
     /// The painted frame's bottom and top edges in bytes.
@@ -240,6 +243,12 @@ impl Timeline {
 
     /// Moves the view (clamped to the trace).
     pub fn set_range(&self, r: XRange) {
+        self.move_range(r);
+        self.request_frame_now();
+    }
+
+    /// Moves the view (clamped to the trace) without asking for its frame yet.
+    fn move_range(&self, r: XRange) {
         if let Some(full) = self.full() {
             self.range.set(r.clamped(full));
         }
@@ -251,6 +260,7 @@ impl Timeline {
             self.range.set(full);
         }
         self.fit_y();
+        self.request_frame_now();
     }
 
     /// Fits the y axis to the highest value in view again.
@@ -274,6 +284,7 @@ impl Timeline {
             .get_untracked()
             .unwrap_or_else(|| self.painted_y());
         self.y_range.set(Some(current.zoom(fraction, factor)));
+        self.request_frame_now();
     }
 
     /// Moves a zoomed y axis by `fraction` of the height (positive moves up); false when the
@@ -283,6 +294,7 @@ impl Timeline {
             return false;
         };
         self.y_range.set(Some(current.pan(fraction)));
+        self.request_frame_now();
         true
     }
 
@@ -299,14 +311,15 @@ impl Timeline {
         let y_at = |py: f64| y.min + (1.0 - (py / h.max(1.0)).clamp(0.0, 1.0)) * y.span();
         let (x0, x1) = (x_at(ax.min(bx)), x_at(ax.max(bx)));
         if x1 - x0 >= self.min_span() {
-            self.set_range(XRange::new(x0, x1));
+            self.move_range(XRange::new(x0, x1));
         } else {
             let mid = (x0 + x1) / 2.0;
             let half = self.min_span() / 2.0;
-            self.set_range(XRange::new(mid - half, mid + half));
+            self.move_range(XRange::new(mid - half, mid + half));
         }
         self.y_range
             .set(Some(YRange::new(y_at(ay.max(by)), y_at(ay.min(by)))));
+        self.request_frame_now();
     }
 
     pub fn zoom(&self, fraction: f64, factor: f64) {
@@ -314,12 +327,14 @@ impl Timeline {
             let min = self.min_span();
             self.range
                 .update(|r| *r = r.zoom(fraction, factor, full, min));
+            self.request_frame_now();
         }
     }
 
     pub fn pan(&self, fraction: f64) {
         if let Some(full) = self.full() {
             self.range.update(|r| *r = r.pan(fraction, full));
+            self.request_frame_now();
         }
     }
 
@@ -412,22 +427,37 @@ impl Timeline {
     /// Before the layout's description arrives, asks for the whole trace, so the first frame
     /// does not wait for an extra round trip.
     pub fn request_frame(&self) {
+        if let Some(request) = self.frame_request() {
+            let direct = self
+                .pacing
+                .try_update_value(|p| p.asked_directly.take())
+                .flatten();
+            if direct.as_ref() != Some(&request) {
+                self.ask_frame(request);
+            }
+        }
+    }
+
+    /// Asks for a frame of the current view now, from an input handler, so the worker starts
+    /// painting before the page's effects run.
+    pub fn request_frame_now(&self) {
+        if let Some(request) = self.frame_request() {
+            let in_flight = self.pacing.with_value(|p| p.frame.awaited());
+            if !in_flight {
+                self.pacing
+                    .update_value(|p| p.asked_directly = Some(request.clone()));
+            }
+            self.ask_frame(request);
+        }
+    }
+
+    /// The frame request for the current view.
+    fn frame_request(&self) -> Option<FrameRequest> {
         let info = self.info.get_untracked();
         let kind = info.as_ref().map_or(self.kind.get_untracked(), |i| i.kind);
         let (w, h, dpr) = self.size.get_untracked();
         let range = self.range.get_untracked();
-        let in_flight = self
-            .pacing
-            .try_update_value(|p| {
-                let in_flight = p.frame.awaited();
-                p.dirty = in_flight;
-                in_flight
-            })
-            .unwrap_or(true);
-        if in_flight {
-            return;
-        }
-        let request = FrameRequest {
+        Some(FrameRequest {
             device: self.device,
             kind,
             view: Viewport {
@@ -446,7 +476,22 @@ impl Timeline {
                 .search
                 .with_untracked(|s| s.as_ref().is_some_and(|s| s.count > 0)),
             show_line: self.show_line.get_untracked() && kind == TimelineKind::Allocations,
-        };
+        })
+    }
+
+    /// Asks for `request`, or marks a frame as wanted if one is in flight.
+    fn ask_frame(&self, request: FrameRequest) {
+        let in_flight = self
+            .pacing
+            .try_update_value(|p| {
+                let in_flight = p.frame.awaited();
+                p.dirty = in_flight;
+                in_flight
+            })
+            .unwrap_or(true);
+        if in_flight {
+            return;
+        }
         self.ask_latest(
             |p| &mut p.frame,
             TimelineRequest::Frame(request),
@@ -460,7 +505,11 @@ impl Timeline {
         result: Result<TimelineAnswer, ViewError>,
         pixels: Option<JsValue>,
     ) {
-        if self.pacing.try_update_value(|p| p.frame.answered(id)) != Some(true) {
+        let answered = self.pacing.try_update_value(|p| {
+            p.asked_directly = None;
+            p.frame.answered(id)
+        });
+        if answered != Some(true) {
             return;
         }
         match result {

@@ -329,10 +329,10 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
                 match d.kind {
                     DragKind::Pan => {
                         let shift = -dx / w.max(1.0) * d.x.span();
-                        tl.set_range(super::range::XRange::new(d.x.x0 + shift, d.x.x1 + shift));
                         if let Some(y_range) = d.y {
                             tl.y_range.set(Some(y_range.pan(dy / h.max(1.0))));
                         }
+                        tl.set_range(super::range::XRange::new(d.x.x0 + shift, d.x.x1 + shift));
                     }
                     DragKind::YAxis => {
                         let start = d.y.unwrap_or(d.painted_y);

@@ -177,6 +177,9 @@ pub struct Cursor {
     pub live: Vec<u32>,
     /// Bytes of `live`.
     pub drawn_total: u64,
+    /// The lowest position of `live` the last [`Cursor::seek`] changed: the elements below it
+    /// are the ones that were there before, in the same places (`live.len()` if none moved).
+    pub unchanged_below: usize,
 }
 
 impl Cursor {
@@ -187,9 +190,11 @@ impl Cursor {
             let at = self.live.partition_point(|&x| x < rank);
             self.live.insert(at, rank);
             self.drawn_total += sizes[rank as usize];
+            self.unchanged_below = self.unchanged_below.min(at);
         } else if let Ok(at) = self.live.binary_search(&rank) {
             self.live.remove(at);
             self.drawn_total -= sizes[rank as usize];
+            self.unchanged_below = self.unchanged_below.min(at);
         }
     }
 
@@ -197,7 +202,9 @@ impl Cursor {
     pub fn seek(&mut self, layout: &Layout, state: u32) {
         let target = layout.events.partition_point(|&e| event_state(e) <= state);
         let interval = layout.interval.max(1) as usize;
+        self.unchanged_below = usize::MAX;
         if target < self.event || target - self.event > interval {
+            self.unchanged_below = 0;
             let j = (target / interval).min(layout.checkpoints.len() - 1);
             let c = &layout.checkpoints[j];
             self.live.clear();
@@ -210,6 +217,7 @@ impl Cursor {
             self.apply(e, &layout.sizes);
         }
         self.event = target;
+        self.unchanged_below = self.unchanged_below.min(self.live.len());
     }
 }
 
@@ -279,13 +287,7 @@ mod tests {
     fn seeking_anywhere_matches_a_direct_scan() {
         // Many elements with pseudo-random lifetimes: checkpoints and forward/backward seeks
         // must agree with the definition.
-        let mut x = 99u64;
-        let mut rand = move |m: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % m
-        };
+        let mut rand = crate::timeline::test_traces::random(99);
         let mut items = Vec::new();
         for s in 0..3000u32 {
             let size = 1 + rand(1000);

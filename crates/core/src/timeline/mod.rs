@@ -77,6 +77,17 @@ pub const ALIVE: u32 = u32::MAX;
 pub(crate) mod test_traces {
     use crate::model::{Action, Device, Trace, TraceRow};
 
+    /// Repeatable pseudo-random numbers below `m` (xorshift), from a non-zero `seed`.
+    pub fn random(seed: u64) -> impl FnMut(u64) -> u64 {
+        let mut x = seed;
+        move |m| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        }
+    }
+
     /// A device whose trace is `rows` of (action, address, size), with no final segments.
     pub fn device(rows: &[(Action, u64, u64)]) -> Device {
         let mut trace = Trace::default();

@@ -13,7 +13,9 @@
 //! Colours come from a [`Colouring`] the caller chooses (by element, or by category). The
 //! view's y range is either fitted to what it shows or fixed (zoomed), with `y_min` bytes at
 //! the bottom edge. The cost of a frame is O(width × (live drawn elements + height)),
-//! independent of the trace length. Hit-testing repeats the same arithmetic for one row of
+//! independent of the trace length, and usually much less: a column whose state differs from
+//! its left neighbour's copies the rows below the first element that moved in between and
+//! walks the stack only from there (long-lived elements sit at the bottom of the stack). Hit-testing repeats the same arithmetic for one row of
 //! one column, so a hover names what is painted under the cursor (for a blended row, its
 //! largest part).
 
@@ -234,12 +236,26 @@ fn parts<'a>(
     cursor: &'a Cursor,
     total: u64,
 ) -> impl Iterator<Item = (Part, u64, u64)> + 'a {
-    let mut offset = 0u64;
-    let drawn = cursor.live.iter().map(move |&r| {
-        let bottom = offset;
-        offset += layout.sizes[r as usize];
-        (Part::Rank(r), bottom, offset)
-    });
+    parts_from(layout, cursor, total, 0, 0)
+}
+
+/// The parts of the stack from its `first` part (the band being part `live.len()`), which
+/// starts `offset` bytes up.
+fn parts_from<'a>(
+    layout: &'a Layout,
+    cursor: &'a Cursor,
+    total: u64,
+    first: usize,
+    offset: u64,
+) -> impl Iterator<Item = (Part, u64, u64)> + 'a {
+    let mut offset = offset;
+    let drawn = cursor.live[first.min(cursor.live.len())..]
+        .iter()
+        .map(move |&r| {
+            let bottom = offset;
+            offset += layout.sizes[r as usize];
+            (Part::Rank(r), bottom, offset)
+        });
     let band_bottom = cursor.drawn_total;
     drawn.chain(std::iter::once((
         Part::Band,
@@ -269,7 +285,8 @@ impl Blend {
             return fallback;
         }
         // Non-negative: adding a half and truncating rounds, and the cast saturates at 255.
-        let c = |i: usize| (self.sum[i] / self.weight + 0.5) as u8;
+        let scale = 1.0 / self.weight;
+        let c = |i: usize| (self.sum[i] * scale + 0.5) as u8;
         [c(0), c(1), c(2), 255]
     }
 }
@@ -283,6 +300,36 @@ pub fn paint<E: Elements, C: Colouring + ?Sized>(
     style: &Style,
     colouring: &C,
     marks: Marks<'_>,
+) -> Frame {
+    paint_walking(
+        track,
+        view,
+        y,
+        style,
+        colouring,
+        marks,
+        Walk::FromFirstChange,
+    )
+}
+
+/// How much of each column's stack the painter walks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Walk {
+    /// From the first part that moved since the column on the left (rows below are copied).
+    FromFirstChange,
+    /// All of it: the definition, which tests hold the shortcut to.
+    #[cfg_attr(not(test), allow(dead_code))]
+    Whole,
+}
+
+fn paint_walking<E: Elements, C: Colouring + ?Sized>(
+    track: &Track<'_, E>,
+    view: &Viewport,
+    y: YRange,
+    style: &Style,
+    colouring: &C,
+    marks: Marks<'_>,
+    walk: Walk,
 ) -> Frame {
     let (w, h) = (view.width as usize, view.height as usize);
     let mut pixels = style.background.repeat(w * h);
@@ -321,7 +368,6 @@ pub fn paint<E: Elements, C: Colouring + ?Sized>(
     let mut cursor = Cursor::default();
     let mut drawn_individually = 0u32;
     let mut previous_state: Option<u32> = None;
-    let mut previous_line: Option<i64> = None;
     let put = |pixels: &mut Vec<u8>, x: usize, rows: std::ops::Range<i64>, colour: [u8; 4]| {
         let (bottom, top) = (rows.start.max(0), rows.end.min(h as i64));
         for r in bottom..top {
@@ -330,27 +376,63 @@ pub fn paint<E: Elements, C: Colouring + ?Sized>(
             pixels[at..at + 4].copy_from_slice(&colour);
         }
     };
+    // The rows below `rows` of column `x` are those of the column on its left.
+    let copy_left = |pixels: &mut Vec<u8>, x: usize, rows: usize| {
+        for y in h - rows..h {
+            let at = (y * w + x) * 4;
+            pixels.copy_within(at - 4..at, at);
+        }
+    };
+    // Where each part of the last column walked starts, in bytes, as far as the walk went
+    // (the band's too): the next column needs to walk only from its first changed part.
+    let mut bottoms: Vec<u64> = Vec::new();
+    // The line's row in each column, drawn over the stacks once they are all painted.
+    let mut line_rows: Vec<Option<i64>> = vec![None; w];
     for (x, c) in cols.iter().enumerate() {
         if c.span.is_none() {
-            previous_line = None;
             continue;
         }
+        line_rows[x] = c.line.map(|line| floor(scale.pos(line)));
+        let left_painted = x > 0 && cols[x - 1].span.is_some();
         // Zoomed in, neighbouring columns often show the same state: the same pixels.
-        if x > 0 && previous_state == Some(c.state) && cols[x - 1].span.is_some() {
-            for y in 0..h {
-                let at = (y * w + x) * 4;
-                let left: [u8; 4] = pixels[at - 4..at].try_into().expect("four bytes");
-                pixels[at..at + 4].copy_from_slice(&left);
-            }
+        if left_painted && previous_state == Some(c.state) {
+            copy_left(&mut pixels, x, h);
             continue;
         }
         cursor.seek(layout, c.state);
+        let left_state = previous_state.replace(c.state);
+        // Below the first part that moved since the column on the left, the stack is the same
+        // and so are its rows: they are copied, and the walk starts from the part holding
+        // the first row that may differ.
+        let (first, floor_row) = if left_painted && walk == Walk::FromFirstChange {
+            let changed = cursor.unchanged_below;
+            let Some(&changed_bottom) = bottoms.get(changed) else {
+                // What changed is all above the top edge.
+                copy_left(&mut pixels, x, h);
+                continue;
+            };
+            let row = floor(scale.pos(changed_bottom));
+            let first = bottoms[..=changed]
+                .partition_point(|&b| scale.pos(b) <= row as f64)
+                .saturating_sub(1);
+            let floor_row = row.clamp(0, h as i64);
+            copy_left(&mut pixels, x, floor_row as usize);
+            (first, floor_row)
+        } else {
+            (0, 0)
+        };
+        let offset = bottoms.get(first).copied().unwrap_or(0);
+        bottoms.truncate(first);
+        let put = |pixels: &mut Vec<u8>, rows: std::ops::Range<i64>, colour: [u8; 4]| {
+            put(pixels, x, rows.start.max(floor_row)..rows.end, colour)
+        };
         // The row being filled by parts that do not reach its top edge.
         let mut blend = Blend::default();
         let mut blend_row = i64::MIN;
-        // The previous part's top, in bytes and rows: the next part starts there.
-        let mut last_top = (u64::MAX, 0.0);
-        for (part, bottom, top) in parts(layout, &cursor, c.total) {
+        // The previous part's top, in bytes, rows and whole rows: the next part starts there.
+        let mut last_top = (u64::MAX, 0.0, 0i64);
+        for (part, bottom, top) in parts_from(layout, &cursor, c.total, first, offset) {
+            bottoms.push(bottom);
             // Below the bottom edge (a zoomed y axis), or nothing: skipped without arithmetic.
             if top <= scale.y_min || top == bottom {
                 continue;
@@ -358,20 +440,21 @@ pub fn paint<E: Elements, C: Colouring + ?Sized>(
             if bottom >= y_max {
                 break;
             }
-            let pb = if last_top.0 == bottom {
-                last_top.1
+            let (pb, rb) = if last_top.0 == bottom {
+                (last_top.1, last_top.2)
             } else {
-                scale.pos(bottom)
+                let pb = scale.pos(bottom);
+                (pb, floor(pb))
             };
             let pt = scale.pos(top);
-            last_top = (top, pt);
+            let rt = floor(pt);
+            last_top = (top, pt, rt);
             if let Part::Rank(r) = part {
-                let new_here = previous_state.is_none_or(|p| layout.starts[r as usize] > p);
+                let new_here = left_state.is_none_or(|p| layout.starts[r as usize] > p);
                 if pt - pb >= 1.0 && new_here {
                     drawn_individually += 1;
                 }
             }
-            let (rb, rt) = (floor(pb), floor(pt));
             if blend_row != rb {
                 blend = Blend::default();
                 blend_row = rb;
@@ -380,10 +463,10 @@ pub fn paint<E: Elements, C: Colouring + ?Sized>(
             if rt > rb {
                 // This part crosses the top edges of rows rb..rt: they are its.
                 if pt - pb >= 1.0 {
-                    put(&mut pixels, x, rb..rt, colour);
+                    put(&mut pixels, rb..rt, colour);
                 } else {
                     blend.add(colour, (rb + 1) as f64 - pb);
-                    put(&mut pixels, x, rb..rb + 1, blend.colour(colour));
+                    put(&mut pixels, rb..rb + 1, blend.colour(colour));
                 }
                 blend = Blend::default();
                 blend_row = rt;
@@ -392,24 +475,27 @@ pub fn paint<E: Elements, C: Colouring + ?Sized>(
                 blend.add(colour, pt - pb);
             }
         }
-        if let Some(line) = c.line {
-            let row = floor(scale.pos(line));
-            let half = (style.line_width / 2) as i64;
-            let (lo, hi) = match previous_line {
-                Some(p) => (p.min(row), p.max(row)),
-                None => (row, row),
-            };
-            if hi >= 0 && lo < h as i64 {
-                put(
-                    &mut pixels,
-                    x,
-                    lo - half..hi + style.line_width as i64 - half,
-                    style.line,
-                );
-            }
-            previous_line = Some(row);
+    }
+    let half = (style.line_width / 2) as i64;
+    let mut previous_line: Option<i64> = None;
+    for (x, &row) in line_rows.iter().enumerate() {
+        let Some(row) = row else {
+            previous_line = None;
+            continue;
+        };
+        let (lo, hi) = match previous_line {
+            Some(p) => (p.min(row), p.max(row)),
+            None => (row, row),
+        };
+        if hi >= 0 && lo < h as i64 {
+            put(
+                &mut pixels,
+                x,
+                lo - half..hi + style.line_width as i64 - half,
+                style.line,
+            );
         }
-        previous_state = Some(c.state);
+        previous_line = Some(row);
     }
     Frame {
         pixels,
@@ -531,6 +617,88 @@ mod tests {
                 &mut Cursor::default(),
             )
         });
+    }
+
+    #[test]
+    fn walking_from_the_first_change_paints_what_walking_everything_paints() {
+        // Pseudo-random allocations from bytes to megabytes, freed in any order, some never.
+        let mut rand = crate::timeline::test_traces::random(7);
+        let mut rows = Vec::new();
+        let mut live: Vec<(u64, u64)> = Vec::new();
+        for addr in 1..4000u64 {
+            let magnitude = 4 + rand(20);
+            let size = 1 + rand(1 << magnitude);
+            rows.push((Action::Alloc, addr, size));
+            live.push((addr, size));
+            while !live.is_empty() && rand(3) == 0 {
+                let (a, s) = live.swap_remove(rand(live.len() as u64) as usize);
+                rows.push((Action::FreeCompleted, a, s));
+            }
+        }
+        let d = device(&rows);
+        let facts = replay(&d);
+        let elements = AllocationElements::new(&facts);
+        let envelope = Envelope::new(
+            std::iter::once(facts.baseline_allocated).chain(facts.allocated.iter().copied()),
+        );
+        let total = Curve::Dense {
+            baseline: facts.baseline_allocated,
+            values: &facts.allocated,
+            envelope: &envelope,
+        };
+        let style = Style::light();
+        let peak = facts.allocated.iter().copied().max().unwrap();
+        for detail in [50, 700, u32::MAX] {
+            let layout = Layout::build(&elements, detail);
+            let track = Track {
+                elements: &elements,
+                layout: &layout,
+                total,
+                line: Some(total),
+                axis: Axis::new(&d.trace),
+            };
+            let states = track.axis.states as f64;
+            let pinned = Some(layout.id(0));
+            for (x0, x1, width, height) in [
+                (0.0, states, 300, 200),
+                (0.0, states, 37, 53),
+                (states * 0.3, states * 0.6, 671, 460),
+                (states * 0.5, states * 0.5 + 900.0, 500, 100),
+                (states * 0.1, states * 0.1 + 40.0, 400, 300),
+            ] {
+                let view = Viewport {
+                    mode: AxisMode::Events,
+                    x0,
+                    x1,
+                    width,
+                    height,
+                };
+                for y in [
+                    YRange::Fit,
+                    YRange::Bytes {
+                        min: peak / 10,
+                        max: peak * 6 / 10,
+                    },
+                    YRange::Bytes {
+                        min: peak / 3,
+                        max: peak / 3 + (1 << 20),
+                    },
+                ] {
+                    let marks = Marks {
+                        pinned,
+                        matches: None,
+                    };
+                    let paint = |walk| {
+                        paint_walking(&track, &view, y, &style, &ByElement(&style), marks, walk)
+                    };
+                    let (shortcut, whole) = (paint(Walk::FromFirstChange), paint(Walk::Whole));
+                    assert!(
+                        shortcut == whole,
+                        "detail {detail}, view {view:?}, {y:?}: the frames differ"
+                    );
+                }
+            }
+        }
     }
 
     fn pixel(frame: &Frame, width: u32, x: u32, y: u32) -> [u8; 4] {
