@@ -3,6 +3,7 @@
 //! here decodes, draws or chooses words; each view's own computation lives with its feature
 //! (`overview`, `timeline`).
 
+pub mod categories;
 pub mod replay;
 pub mod stacks;
 pub mod warning;

@@ -46,6 +46,19 @@ impl Allocation {
     pub fn is_alive_at_end(&self) -> bool {
         self.free_row == NO_ROW
     }
+
+    /// The first state it is alive in and the first it no longer is (`u32::MAX` when alive at
+    /// the end); state `r + 1` is after row `r`, so an allocation from before the window is
+    /// alive from state 0.
+    pub fn alive_states(&self) -> (u32, u32) {
+        let after = |row: u32| if row == NO_ROW { u32::MAX } else { row + 1 };
+        let start = if self.origin == Origin::Trace {
+            after(self.alloc_row)
+        } else {
+            0
+        };
+        (start, after(self.free_row))
+    }
 }
 
 /// A maximum of a curve and where it is first reached.

@@ -1,0 +1,171 @@
+//! The phase of training each trace row of a device falls in (forward, backward, optimizer
+//! step…), and runs of rows in one phase, so an allocation's lifetime can be read against
+//! them: made in a forward and freed in a later phase is an activation, made and freed in
+//! one run of a phase is that phase's temporary.
+//!
+//! Sources, strongest first: `external_annotations` scopes (`Optimizer.step#AdamW.step`,
+//! `Optimizer.zero_grad#…`, user scopes named after a phase) when the trace has times; the
+//! frames of each allocation's stack; and, for allocations with no frame at all on a trace
+//! that records stacks, the autograd engine's thread (what follows a forward with no frame is
+//! its backward).
+
+use super::signals::Phase;
+use crate::model::{Action, AnnotationStage, Device, Snapshot, StackId, NO_TIME};
+
+/// One phase per trace row, and runs: rows `i` and `j` are in the same run of a phase when
+/// `run[i] == run[j]`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RowPhases {
+    pub phase: Vec<Phase>,
+    pub run: Vec<u32>,
+}
+
+/// What a stack says of its phase: the phase its frames name, and whether it has no frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StackPhase {
+    pub phase: Option<Phase>,
+    pub empty: bool,
+}
+
+/// The phase a scope's name stands for, if any.
+pub fn scope_phase(name: &str) -> Option<Phase> {
+    let name = name.to_ascii_lowercase();
+    if name.contains("zero_grad") {
+        Some(Phase::ZeroGrad)
+    } else if name.contains("backward") {
+        Some(Phase::Backward)
+    } else if name.contains("optimizer") || name.contains("optim.") || name.contains("step#") {
+        Some(Phase::OptimizerStep)
+    } else if name.contains("forward") {
+        Some(Phase::Forward)
+    } else {
+        None
+    }
+}
+
+/// The phase of every row of `device`'s trace.
+pub fn row_phases(
+    snapshot: &Snapshot,
+    device: &Device,
+    stack_phase: &mut dyn FnMut(StackId) -> StackPhase,
+) -> RowPhases {
+    let trace = &device.trace;
+    let rows = trace.len();
+    let annotated = annotated_rows(snapshot, device);
+    let records_stacks =
+        (0..rows).any(|r| trace.action[r] == Action::Alloc && !stack_phase(trace.stack[r]).empty);
+    let mut out = RowPhases {
+        phase: Vec::with_capacity(rows),
+        run: Vec::with_capacity(rows),
+    };
+    // The phase rows without a say of their own continue.
+    let mut current = Phase::Other;
+    let mut was_annotated = false;
+    let mut run = 0u32;
+    for r in 0..rows {
+        let scope = annotated.get(r).copied().flatten();
+        if scope.is_none() && was_annotated {
+            // A scope just ended: what follows is not in it.
+            current = Phase::Other;
+        }
+        was_annotated = scope.is_some();
+        let phase = match (scope, trace.action[r]) {
+            (Some(p), _) => p,
+            (None, Action::Alloc) => {
+                let own = stack_phase(trace.stack[r]);
+                match own.phase {
+                    Some(p @ (Phase::Forward | Phase::Backward | Phase::OptimizerStep)) => {
+                        current = p;
+                        p
+                    }
+                    Some(p) => {
+                        current = Phase::Other;
+                        p
+                    }
+                    None if own.empty => {
+                        if records_stacks && matches!(current, Phase::Forward | Phase::Backward) {
+                            current = Phase::Backward;
+                        }
+                        current
+                    }
+                    None => {
+                        // Code outside any phase's frames continues a forward (the loss, in
+                        // the training script) and ends any other phase.
+                        if current != Phase::Forward {
+                            current = Phase::Other;
+                        }
+                        current
+                    }
+                }
+            }
+            (None, _) => current,
+        };
+        if out.phase.last() != Some(&phase) {
+            run += 1;
+        }
+        out.phase.push(phase);
+        out.run.push(run);
+    }
+    out
+}
+
+/// The phase of the innermost recognised scope around each row, when the trace has times.
+fn annotated_rows(snapshot: &Snapshot, device: &Device) -> Vec<Option<Phase>> {
+    let times = &device.trace.time_us;
+    let usable = !times.is_empty()
+        && times[0] != NO_TIME
+        && times.windows(2).all(|w| w[0] <= w[1])
+        && snapshot.annotations.iter().any(|a| a.device == device.id);
+    if !usable {
+        return Vec::new();
+    }
+    let mut rows = vec![None; times.len()];
+    // Scopes open by name, with their start time; a scope paints its rows when it ends, and
+    // inner scopes end first, so outer ones fill only what inner ones left.
+    let mut open: Vec<(crate::model::StrId, i64)> = Vec::new();
+    for a in snapshot
+        .annotations
+        .iter()
+        .filter(|a| a.device == device.id)
+    {
+        match a.stage {
+            AnnotationStage::Start => open.push((a.name, a.time_us)),
+            AnnotationStage::End => {
+                let Some(at) = open.iter().rposition(|&(name, _)| name == a.name) else {
+                    continue;
+                };
+                let (name, start) = open.remove(at);
+                let Some(phase) = scope_phase(snapshot.str(name)) else {
+                    continue;
+                };
+                let first = times.partition_point(|&t| t < start);
+                let end = times.partition_point(|&t| t <= a.time_us);
+                for row in rows.iter_mut().take(end).skip(first) {
+                    row.get_or_insert(phase);
+                }
+            }
+            AnnotationStage::Other(_) => {}
+        }
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scope_names_name_phases() {
+        assert_eq!(
+            scope_phase("Optimizer.step#AdamW.step"),
+            Some(Phase::OptimizerStep)
+        );
+        assert_eq!(
+            scope_phase("Optimizer.zero_grad#AdamW.zero_grad"),
+            Some(Phase::ZeroGrad)
+        );
+        assert_eq!(scope_phase("## backward ##"), Some(Phase::Backward));
+        assert_eq!(scope_phase("forward_pass"), Some(Phase::Forward));
+        assert_eq!(scope_phase("data loading"), None);
+    }
+}

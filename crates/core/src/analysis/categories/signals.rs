@@ -1,0 +1,287 @@
+//! What one stack frame says about the memory made under it: the phase of training it belongs
+//! to (forward, backward, optimizer step…), a role it settles on its own (communication, a
+//! library's workspace, a gradient's accumulation…), and the part of the model it is in.
+//!
+//! Read from a frame's file and function names only, once per distinct frame. Combining the
+//! frames of a stack, and lifetimes, is the caller's business ([`super::infer`]).
+
+use super::{Component, Role};
+
+/// Phases of a training step, as the frames and annotations tell them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Phase {
+    /// Nothing says: between steps, or a file without recognisable frames.
+    Other,
+    /// Building the model: moving it to the device, initialising or loading weights.
+    Setup,
+    Forward,
+    Backward,
+    OptimizerStep,
+    ZeroGrad,
+}
+
+/// What one frame says.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FrameSignal {
+    pub phase: Option<Phase>,
+    pub role: Option<Role>,
+    pub component: Option<Component>,
+    /// The frame is an `AccumulateGrad` step: what it makes is a parameter's gradient.
+    pub accumulates_gradient: bool,
+}
+
+/// Reads one frame (`filename`, function `name`).
+pub fn frame_signal(filename: &str, name: &str) -> FrameSignal {
+    let file = filename.to_ascii_lowercase().replace('\\', "/");
+    let func = name.to_ascii_lowercase();
+    // Keywords are looked for in the function and the file's own name, never in the folders
+    // above it (a project under `/workspace/` is not a cuBLAS workspace).
+    let base = file.rsplit('/').next().unwrap_or(&file);
+    let text = format!("{base} {func}");
+    FrameSignal {
+        phase: phase_of(&file, &func, name),
+        role: role_of(&file, &text),
+        component: component_of(&file, &text),
+        accumulates_gradient: func.contains("accumulategrad"),
+    }
+}
+
+fn phase_of(file: &str, func: &str, name: &str) -> Option<Phase> {
+    let module_py = file.ends_with("torch/nn/modules/module.py");
+    if func == "zero_grad" || func.contains("optimizer.zero_grad") {
+        return Some(Phase::ZeroGrad);
+    }
+    if file.contains("torch/optim/")
+        || (file.ends_with("optimizer.py") && matches!(func, "wrapper" | "_use_grad"))
+        || func.contains("optimizer.step")
+    {
+        return Some(Phase::OptimizerStep);
+    }
+    let autograd_engine = name.starts_with("torch::autograd::Engine")
+        || name.starts_with("torch::autograd::InputMetadata")
+        || (name.starts_with("torch::autograd::") && name.contains("::apply("))
+        || (file.ends_with("torch/_tensor.py") && func == "backward")
+        || (file.contains("torch/autograd/")
+            && matches!(func, "backward" | "_engine_run_backward"));
+    if autograd_engine {
+        return Some(Phase::Backward);
+    }
+    if module_py && matches!(func, "_call_impl" | "_wrapped_call_impl") {
+        return Some(Phase::Forward);
+    }
+    let setup = (module_py
+        && matches!(
+            func,
+            "_apply" | "to" | "cuda" | "load_state_dict" | "_load_from_state_dict"
+        ))
+        || file.ends_with("torch/nn/init.py")
+        || func == "reset_parameters"
+        || func.contains("from_pretrained");
+    setup.then_some(Phase::Setup)
+}
+
+/// Roles a frame settles by itself, whatever the phase.
+fn role_of(file: &str, text: &str) -> Option<Role> {
+    const COMMUNICATION: [&str; 8] = [
+        "nccl",
+        "processgroup",
+        "c10d",
+        "all_to_all",
+        "alltoall",
+        "deep_ep",
+        "deepep",
+        "symmetric_memory",
+    ];
+    const WORKSPACE: [&str; 7] = [
+        "cublas",
+        "cudablas",
+        "cudnn",
+        "workspace",
+        "cufft",
+        "cusolver",
+        "cusparse",
+    ];
+    if COMMUNICATION.iter().any(|k| text.contains(k)) || file.contains("torch/distributed/") {
+        return Some(Role::Communication);
+    }
+    if WORKSPACE.iter().any(|k| text.contains(k))
+        || (text.contains("triton") && (text.contains("autotun") || text.contains("benchmark")))
+    {
+        return Some(Role::Workspace);
+    }
+    if file.contains("torch/utils/data/") || text.contains("dataloader") {
+        return Some(Role::Inputs);
+    }
+    None
+}
+
+/// The part of the model a frame names, by keywords; the first group that matches wins, so
+/// `log_softmax` is the loss's before `softmax` is attention's.
+fn component_of(file: &str, text: &str) -> Option<Component> {
+    if file.contains("torch/distributed/") {
+        return Some(Component::Communication);
+    }
+    const GROUPS: [(Component, &[&str]); 7] = [
+        (
+            Component::Communication,
+            &[
+                "nccl",
+                "fsdp",
+                "c10d",
+                "processgroup",
+                "all_reduce",
+                "all_gather",
+                "reduce_scatter",
+                "all_to_all",
+            ],
+        ),
+        (
+            Component::Loss,
+            &[
+                "cross_entropy",
+                "nll_loss",
+                "nlllossbackward",
+                "log_softmax",
+                "logsoftmax",
+                "loss",
+                "lm_head",
+                "logits",
+            ],
+        ),
+        (Component::Embedding, &["embedding", "embed", "wte", "wpe"]),
+        (Component::Norm, &["norm"]),
+        (Component::Expert, &["moe", "expert", "router"]),
+        (
+            Component::Attention,
+            &[
+                "attention",
+                "attn",
+                "sdpa",
+                "softmax",
+                "flash",
+                "rotary",
+                "qkv",
+                "kv_cache",
+            ],
+        ),
+        (
+            Component::Mlp,
+            &[
+                "mlp",
+                "ffn",
+                "feed_forward",
+                "feedforward",
+                "swiglu",
+                "silu",
+                "gelu",
+                "linear",
+                "addmm",
+            ],
+        ),
+    ];
+    GROUPS.iter().find_map(|(component, keys)| {
+        let hit = keys.iter().any(|&k| {
+            // `normal_` (an initialiser) is not a normalisation.
+            let text = if k == "norm" {
+                std::borrow::Cow::Owned(text.replace("normal", ""))
+            } else {
+                std::borrow::Cow::Borrowed(text)
+            };
+            text.contains(k)
+        });
+        hit.then_some(*component)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phases_come_from_the_frames_torch_runs_them_under() {
+        let p = |file: &str, name: &str| frame_signal(file, name).phase;
+        assert_eq!(
+            p("/x/site-packages/torch/nn/modules/module.py", "_call_impl"),
+            Some(Phase::Forward)
+        );
+        assert_eq!(
+            p("??", "torch::autograd::Engine::evaluate_function(std::shared_ptr<torch::autograd::GraphTask>&, torch::autograd::Node*, torch::autograd::InputBuffer&, std::shared_ptr<torch::autograd::ReadyQueue> const&)"),
+            Some(Phase::Backward)
+        );
+        assert_eq!(
+            p(
+                "??",
+                "torch::autograd::generated::BmmBackward0::apply(std::vector<at::Tensor>&&)"
+            ),
+            Some(Phase::Backward)
+        );
+        // Autograd's dispatch wrappers run forward ops too.
+        assert_eq!(
+            p("??", "torch::autograd::VariableType::(anonymous namespace)::mm(c10::DispatchKeySet, at::Tensor const&, at::Tensor const&)"),
+            None
+        );
+        assert_eq!(
+            p("/x/torch/optim/optimizer.py", "wrapper"),
+            Some(Phase::OptimizerStep)
+        );
+        assert_eq!(
+            p("/x/torch/optim/adamw.py", "_multi_tensor_adamw"),
+            Some(Phase::OptimizerStep)
+        );
+        assert_eq!(
+            p("/x/torch/_compile.py", "zero_grad"),
+            Some(Phase::ZeroGrad)
+        );
+        assert_eq!(
+            p("/x/torch/nn/modules/module.py", "_apply"),
+            Some(Phase::Setup)
+        );
+        assert_eq!(p("/x/torch/nn/init.py", "normal_"), Some(Phase::Setup));
+        assert_eq!(p("train.py", "main"), None);
+    }
+
+    #[test]
+    fn roles_and_components_from_keywords() {
+        let s = |file: &str, name: &str| frame_signal(file, name);
+        assert_eq!(
+            s("??", "c10d::ProcessGroupNCCL::allreduce(…)").role,
+            Some(Role::Communication)
+        );
+        assert_eq!(
+            s("??", "at::cuda::getCurrentCUDABlasHandle()").role,
+            Some(Role::Workspace)
+        );
+        assert_eq!(
+            s("/x/torch/utils/data/dataloader.py", "__next__").role,
+            Some(Role::Inputs)
+        );
+        assert_eq!(
+            s("model.py", "scaled_dot_product_attention").component,
+            Some(Component::Attention)
+        );
+        assert_eq!(
+            s("model.py", "softmax").component,
+            Some(Component::Attention)
+        );
+        assert_eq!(
+            s("??", "at::_ops::log_softmax::call(…)").component,
+            Some(Component::Loss)
+        );
+        assert_eq!(s("model.py", "rmsnorm").component, Some(Component::Norm));
+        assert_eq!(s("/x/torch/nn/init.py", "normal_").component, None);
+        assert_eq!(
+            s(
+                "??",
+                "torch::autograd::generated::EmbeddingBackward0::apply(…)"
+            )
+            .component,
+            Some(Component::Embedding)
+        );
+        assert_eq!(
+            s("moe.py", "route_tokens").component,
+            Some(Component::Expert)
+        );
+        assert_eq!(s("model.py", "swiglu").component, Some(Component::Mlp));
+        assert!(s("??", "torch::autograd::AccumulateGrad::apply(…)").accumulates_gradient);
+    }
+}
