@@ -1,10 +1,11 @@
 //! `memsight`, the command line: the numbers the viewer shows, from the same core, for
 //! scripts, CI and files too large for a browser tab.
 //!
-//! One module per command (`overview`); `open` streams a file into the core and reports a
+//! One module per command (`overview`, `categories`); `open` streams a file into the core and reports a
 //! file that cannot be read exactly as the page does. Not the place for any computation: every
 //! number comes from `memsight-core`.
 
+mod categories;
 mod open;
 mod overview;
 
@@ -12,6 +13,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use memsight_core::analysis::categories::rules::CompiledRules;
 
 #[derive(Parser)]
 #[command(
@@ -39,11 +41,44 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Per device: the bytes alive at one moment by role (parameters, gradients, optimizer
+    /// state, activations, temporaries…) and by component (attention, MLP, embedding…).
+    Categories {
+        /// Snapshot files (`-` for standard input).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// When: `peak` (the allocated peak), `end`, or an event number.
+        #[arg(long, default_value = "peak", value_name = "peak|end|EVENT")]
+        at: categories::Moment,
+        /// A rules file as the page exports it ({"rules": [{"pattern", "regex", "role",
+        /// "component"}]}); its rules come before the inference.
+        #[arg(long, value_name = "RULES.json")]
+        rules: Option<PathBuf>,
+        /// Print one JSON object per file, with exact bytes:
+        /// {"file": …, "devices": {"<device>": {"roles": {…}, "components": {…}, …}}}.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Overview { files, json } => overview::run(&files, json),
+        Command::Categories {
+            files,
+            at,
+            rules,
+            json,
+        } => {
+            let rules = match rules.map(|path| categories::read_rules(&path)).transpose() {
+                Ok(rules) => rules.unwrap_or_else(CompiledRules::none),
+                Err(why) => {
+                    eprintln!("memsight: {why}");
+                    return ExitCode::from(2);
+                }
+            };
+            categories::run(&files, at, &rules, json)
+        }
     }
 }

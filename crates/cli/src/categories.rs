@@ -1,0 +1,214 @@
+//! `memsight categories FILE… [--at peak|end|EVENT] [--rules RULES.json] [--json]`: per
+//! device, the bytes alive at one moment by role and by component, from the core's
+//! categories (the user's rules first, as in the page).
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use memsight_core::analysis::categories::rules::{CompiledRules, Rules};
+use memsight_core::analysis::categories::{categorise, totals_at, Component, Role, Totals};
+use memsight_core::analysis::DeviceFacts;
+use memsight_core::format;
+use serde_json::{json, Map, Value};
+
+use crate::open::{describe_error, open};
+
+/// When the categories are counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Moment {
+    /// At the device's allocated peak.
+    Peak,
+    /// After the trace's last event.
+    End,
+    /// After this event (trace row, from 0).
+    Event(u32),
+}
+
+impl std::str::FromStr for Moment {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "peak" => Ok(Moment::Peak),
+            "end" => Ok(Moment::End),
+            n => n
+                .parse()
+                .map(Moment::Event)
+                .map_err(|_| format!("'{n}' is not a moment: say peak, end, or an event number")),
+        }
+    }
+}
+
+impl Moment {
+    fn name(self) -> String {
+        match self {
+            Moment::Peak => "peak".into(),
+            Moment::End => "end".into(),
+            Moment::Event(n) => format!("event {n}"),
+        }
+    }
+
+    /// The state (0 = before the first event) this moment is on `facts`' trace, or why there
+    /// is none.
+    fn state(self, facts: &DeviceFacts) -> Result<u32, String> {
+        let rows = facts.allocated.len() as u32;
+        match self {
+            Moment::Peak => Ok(facts.peak_allocated.row.map_or(0, |r| r + 1)),
+            Moment::End => Ok(rows),
+            Moment::Event(n) if n < rows => Ok(n + 1),
+            Moment::Event(n) => Err(format!(
+                "event {n} is beyond this device's trace ({rows} events)"
+            )),
+        }
+    }
+}
+
+/// Reads and compiles a rules file (`{"rules": [{"pattern", "regex", "role", "component"}]}`).
+pub fn read_rules(path: &Path) -> Result<CompiledRules, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("{}: cannot be read: {e}", path.display()))?;
+    let rules: Rules = serde_json::from_str(&text)
+        .map_err(|e| format!("{}: not a rules file: {e}", path.display()))?;
+    rules.compile().map_err(|e| {
+        format!(
+            "{}: rule {} cannot be used: {}",
+            path.display(),
+            e.index + 1,
+            e.message
+        )
+    })
+}
+
+/// Prints the categories of every file; fails (exit code 1) when any file cannot be read,
+/// after printing the others.
+pub fn run(
+    files: &[impl AsRef<Path>],
+    at: Moment,
+    rules: &CompiledRules,
+    as_json: bool,
+) -> ExitCode {
+    let mut failed = false;
+    let stdout = std::io::stdout();
+    for (i, path) in files.iter().enumerate() {
+        let path = path.as_ref();
+        let printed = match open(path) {
+            Ok(opened) => {
+                let analysed = &opened.analysed;
+                let categories = categorise(analysed, rules);
+                let devices: Vec<(u32, Result<Totals, String>)> = analysed
+                    .snapshot
+                    .devices
+                    .iter()
+                    .zip(&analysed.facts)
+                    .zip(&categories.devices)
+                    .map(|((device, facts), cats)| {
+                        (
+                            device.id,
+                            at.state(facts).map(|s| totals_at(facts, cats, s)),
+                        )
+                    })
+                    .collect();
+                if as_json {
+                    writeln!(stdout.lock(), "{}", to_json(path, at, &devices))
+                } else {
+                    let separator = if i > 0 { "\n" } else { "" };
+                    write!(stdout.lock(), "{separator}{}", to_text(path, at, &devices))
+                }
+            }
+            Err(report) => {
+                failed = true;
+                eprintln!("{}", describe_error(path, &report));
+                if as_json {
+                    writeln!(
+                        stdout.lock(),
+                        "{}",
+                        json!({"file": path.display().to_string(), "error": report})
+                    )
+                } else {
+                    Ok(())
+                }
+            }
+        };
+        if printed.is_err() {
+            return ExitCode::FAILURE;
+        }
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// `{"file", "devices": {"<device>": {"moment", "state", "event", "count", "live_bytes",
+/// "roles": {"<role>": bytes}, "components": {"<component>": bytes}}}}`; the roles and the
+/// components each add up to `live_bytes`.
+fn to_json(path: &Path, at: Moment, devices: &[(u32, Result<Totals, String>)]) -> Value {
+    let mut out = Map::new();
+    for (device, totals) in devices {
+        let value = match totals {
+            Ok(t) => json!({
+                "moment": at.name(),
+                "state": t.state,
+                "event": t.state.checked_sub(1),
+                "count": t.count,
+                "live_bytes": t.live_bytes,
+                "roles": Role::ALL.iter().map(|&r| (r.key().to_string(), json!(t.role(r)))).collect::<Map<_, _>>(),
+                "components": Component::ALL.iter().map(|&c| (c.key().to_string(), json!(t.component(c)))).collect::<Map<_, _>>(),
+            }),
+            Err(why) => json!({"moment": at.name(), "error": why}),
+        };
+        out.insert(device.to_string(), value);
+    }
+    json!({"file": path.display().to_string(), "devices": out})
+}
+
+fn to_text(path: &Path, at: Moment, devices: &[(u32, Result<Totals, String>)]) -> String {
+    let mut out = format!("{}\n", path.display());
+    if devices.is_empty() {
+        out.push_str("This snapshot holds no device.\n");
+    }
+    for (device, totals) in devices {
+        let t = match totals {
+            Ok(t) => t,
+            Err(why) => {
+                out.push_str(&format!("\ncuda:{device}: {why}\n"));
+                continue;
+            }
+        };
+        let when = match t.state {
+            0 => "before the first event".to_string(),
+            s => format!("after event {}", s - 1),
+        };
+        out.push_str(&format!(
+            "\ncuda:{device} at {} ({when}): {} in {} allocations\n",
+            at.name(),
+            format::bytes(t.live_bytes),
+            t.count
+        ));
+        let mut table = |title: &str, rows: Vec<(&str, u64)>| {
+            out.push_str(&format!("  {title}\n"));
+            let width = rows.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+            for (name, bytes) in rows.into_iter().filter(|&(_, b)| b > 0) {
+                out.push_str(&format!(
+                    "    {name:<width$}  {:>10}  {:>3}%\n",
+                    format::bytes(bytes),
+                    format::percent_of(bytes, t.live_bytes)
+                ));
+            }
+        };
+        table(
+            "by role",
+            Role::ALL.iter().map(|&r| (r.key(), t.role(r))).collect(),
+        );
+        table(
+            "by component",
+            Component::ALL
+                .iter()
+                .map(|&c| (c.key(), t.component(c)))
+                .collect(),
+        );
+    }
+    out
+}
