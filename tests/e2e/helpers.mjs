@@ -1,6 +1,7 @@
 // Shared set-up for the end-to-end tests: the built site, Debian's Chromium driven by
 // playwright-core (no browser download), and small page helpers.
 import fs from 'node:fs';
+import { after, before } from 'node:test';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -43,6 +44,28 @@ export async function launchBrowser() {
       '--disable-quic',
     ],
   });
+}
+
+/**
+ * One static server and one browser for a test file, started before its tests and closed
+ * after them; `open(contextOptions)` opens the app in a fresh context of that browser.
+ */
+export function sharedBrowser() {
+  let server;
+  let browser;
+  before(async () => {
+    server = await startServer();
+    browser = await launchBrowser();
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+  return {
+    open: (contextOptions = {}) => openApp(browser, server, contextOptions),
+    get server() { return server; },
+    get browser() { return browser; },
+  };
 }
 
 /**

@@ -13,8 +13,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
 import {
-  EXPECTATIONS, REAL_FIXTURES, ROOT,
-  launchBrowser, marks, openApp, openFiles, startServer, waitSettled,
+  EXPECTATIONS, marks, openFiles, REAL_FIXTURES, ROOT, sharedBrowser, waitSettled,
 } from './helpers.mjs';
 
 const TIMELINE_EXPECTATIONS = path.join(ROOT, 'tests/expectations/timeline.json');
@@ -34,18 +33,7 @@ const COLOUR = {
 };
 const WAIT = 15_000;
 
-let server;
-let browser;
-
-before(async () => {
-  server = await startServer();
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+const app = sharedBrowser();
 
 // ---------------------------------------------------------------------------------------------
 // Page helpers
@@ -599,7 +587,7 @@ describe('timeline of the bundled example', () => {
   let errors;
 
   before(async () => {
-    ({ context, page, errors } = await openApp(browser, server));
+    ({ context, page, errors } = await app.open());
     await openTimeline(page, null);
   });
   after(async () => {
@@ -880,7 +868,7 @@ describe('timeline at devicePixelRatio 2', () => {
   let page;
 
   before(async () => {
-    ({ context, page } = await openApp(browser, server, { deviceScaleFactor: 2 }));
+    ({ context, page } = await app.open({ deviceScaleFactor: 2 }));
     await openTimeline(page, null);
   });
   after(async () => {
@@ -934,7 +922,7 @@ describe('timeline of a file without times or stacks', () => {
   let errors;
 
   before(async () => {
-    ({ context, page, errors } = await openApp(browser, server));
+    ({ context, page, errors } = await app.open());
     await openTimeline(page, path.join(ROOT, expected.source));
   });
   after(async () => {
@@ -972,7 +960,7 @@ describe('timeline of a real snapshot (allocations)', () => {
 
   before(async () => {
     if (skip) return;
-    ({ context, page, errors } = await openApp(browser, server));
+    ({ context, page, errors } = await app.open());
     await openTimeline(page, path.join(REAL_FIXTURES, name));
   });
   after(async () => {
@@ -1016,7 +1004,7 @@ describe('timeline of a real snapshot (segments)', () => {
 
   it('the segments tab lays out and peaks at the reserved peak; the allocations peak is the overview\'s', { skip }, async () => {
     const expected = EXPECTED[name];
-    const { context, page, errors } = await openApp(browser, server);
+    const { context, page, errors } = await app.open();
     try {
       await openTimeline(page, path.join(REAL_FIXTURES, name));
       const real = fs.existsSync(EXPECTATIONS) ? JSON.parse(fs.readFileSync(EXPECTATIONS, 'utf8'))[name]?.devices?.[expected.device] : null;

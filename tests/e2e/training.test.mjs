@@ -10,11 +10,10 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 
 import {
-  EXPECTATIONS, REAL_FIXTURES,
-  launchBrowser, openApp, openFiles, startServer, waitSettled,
+  EXPECTATIONS, openFiles, REAL_FIXTURES, sharedBrowser, waitSettled,
 } from './helpers.mjs';
 
 /** A CS336 full training step (fp32, 51 GiB, recorded with C++ stacks). */
@@ -33,22 +32,11 @@ const have = (name) => fs.existsSync(path.join(REAL_FIXTURES, name));
 const skipWithout = (name) => (have(name) ? false : `${name} not found in ${REAL_FIXTURES}`);
 const expectations = fs.existsSync(EXPECTATIONS) ? JSON.parse(fs.readFileSync(EXPECTATIONS, 'utf8')) : {};
 
-let server;
-let browser;
-
-before(async () => {
-  server = await startServer();
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+const shared = sharedBrowser();
 
 /** Opens a real fixture in a fresh page of `width`×`height`; resolves once its timeline is painted. */
 async function open(name, width = 1400, height = 900) {
-  const app = await openApp(browser, server, { viewport: { width, height } });
+  const app = await shared.open({ viewport: { width, height } });
   await openFiles(app.page, path.join(REAL_FIXTURES, name));
   assert.equal(await waitSettled(app.page), 'ready');
   await app.page.waitForFunction(() => performance.getEntriesByName('memsight:timeline-painted').length > 0, null, { timeout: WAIT });

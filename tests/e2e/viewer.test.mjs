@@ -9,11 +9,10 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 
 import {
-  DIST, EXPECTATIONS, REAL_FIXTURES, ROOT,
-  launchBrowser, marks, metrics, openApp, openFiles, startServer, tempFile, waitSettled,
+  DIST, EXPECTATIONS, marks, metrics, openFiles, REAL_FIXTURES, ROOT, sharedBrowser, tempFile, waitSettled,
 } from './helpers.mjs';
 
 /** Keys of tests/expectations/real.json (per device) → `data-metric` keys of the overview. */
@@ -36,22 +35,11 @@ const actionMetric = (action) => `trace-${action.replaceAll('_', '-')}-count`;
 /** A pickle that would call os.system('echo pwned') if it were unpickled by Python. */
 const HOSTILE_PICKLE = Buffer.from('\x80\x02cposix\nsystem\nq\x00X\x0a\x00\x00\x00echo pwnedq\x01\x85q\x02Rq\x03.', 'latin1');
 
-let server;
-let browser;
-
-before(async () => {
-  server = await startServer();
-  browser = await launchBrowser();
-});
-
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+const app = sharedBrowser();
 
 describe('start-up', () => {
   it('boots under a sub-path with the strict Content-Security-Policy and no errors', async () => {
-    const { context, page, requests, errors } = await openApp(browser, server);
+    const { context, page, requests, errors } = await app.open();
     try {
       await page.waitForSelector('#welcome');
       const csp = await page.getAttribute('meta[http-equiv="Content-Security-Policy"]', 'content');
@@ -63,7 +51,7 @@ describe('start-up', () => {
       assert.equal(inline, 0, 'the built page has inline scripts');
       assert.deepEqual(await page.evaluate(() => window.__cspViolations), []);
       assert.deepEqual(errors, []);
-      assert.ok(requests.every((url) => url.startsWith(server.url)), `requests outside the site: ${requests}`);
+      assert.ok(requests.every((url) => url.startsWith(app.server.url)), `requests outside the site: ${requests}`);
       assert.equal(await page.isHidden('#panic-banner'), true);
     } finally {
       await context.close();
@@ -71,7 +59,7 @@ describe('start-up', () => {
   });
 
   it('blocks any attempt to send data to another origin', async () => {
-    const { context, page } = await openApp(browser, server);
+    const { context, page } = await app.open();
     try {
       const outcome = await page.evaluate(() =>
         fetch('http://127.0.0.2:9/upload', { method: 'POST', body: 'secret' }).then(() => 'sent', () => 'blocked'),
@@ -87,12 +75,12 @@ describe('start-up', () => {
 
 describe('a worker that cannot start', () => {
   it('says so for the file handed to it, and the page stays usable', async () => {
-    const context = await browser.newContext();
+    const context = await app.browser.newContext();
     // The worker's WebAssembly is missing from the site (a broken deployment).
     await context.route('**/worker_bg.wasm', (route) => route.abort());
     try {
       const page = await context.newPage();
-      await page.goto(server.url);
+      await page.goto(app.server.url);
       await page.waitForSelector('#open-file');
       // The spare worker started with the page has already failed, before anyone listened.
       await page.waitForTimeout(500);
@@ -112,7 +100,7 @@ describe('a worker that cannot start', () => {
 
 describe('opening files', () => {
   it('"Open example" fetches the bundled example and shows its overview, with timing marks', async () => {
-    const { context, page, requests, errors } = await openApp(browser, server);
+    const { context, page, requests, errors } = await app.open();
     try {
       const assetsLoaded = requests.length;
       await page.click('#open-example');
@@ -150,7 +138,7 @@ describe('opening files', () => {
   });
 
   it('opens several files at once, lists them, switches between them and closes them', async () => {
-    const { context, page } = await openApp(browser, server);
+    const { context, page } = await app.open();
     try {
       const example = path.join(DIST, 'example.pickle');
       const a = tempFile('first.pickle', fs.readFileSync(example));
@@ -190,7 +178,7 @@ describe('real snapshots', () => {
     const expectations = raw.files ?? raw;
     const names = Object.keys(expectations).filter((name) => fs.existsSync(path.join(REAL_FIXTURES, name)));
     assert.ok(names.length > 0, 'no expectation names a file that exists');
-    const { context, page, errors } = await openApp(browser, server);
+    const { context, page, errors } = await app.open();
     const failures = [];
     try {
       for (const name of names) {
@@ -264,7 +252,7 @@ async function assertSameReportAsTheCommandLine(page, file) {
 
 describe('bad files', () => {
   it('a truncated and a hostile file show their error while the first snapshot stays open', async () => {
-    const { context, page, requests } = await openApp(browser, server);
+    const { context, page, requests } = await app.open();
     try {
       const goodPath = path.join(DIST, 'example.pickle');
       const good = fs.readFileSync(goodPath);
@@ -300,7 +288,7 @@ describe('bad files', () => {
       assert.equal(await waitSettled(page), 'ready');
       assert.deepEqual(await metrics(page), before);
       assert.equal(await page.isHidden('#panic-banner'), true);
-      assert.ok(requests.every((url) => url.startsWith(server.url)), 'a request left the site');
+      assert.ok(requests.every((url) => url.startsWith(app.server.url)), 'a request left the site');
     } finally {
       await context.close();
     }
@@ -324,7 +312,7 @@ describe('large files', () => {
   });
 
   it('the page stays responsive while a large file loads', { skip, timeout: 180_000 }, async () => {
-    const { context, page, errors } = await openApp(browser, server);
+    const { context, page, errors } = await app.open();
     try {
       await page.click('#open-example');
       assert.equal(await waitSettled(page), 'ready');
@@ -368,7 +356,7 @@ describe('large files', () => {
   });
 
   it('Cancel ends a load at once and the file is gone', { skip, timeout: 120_000 }, async () => {
-    const { context, page } = await openApp(browser, server);
+    const { context, page } = await app.open();
     try {
       // Click Cancel the moment the progress view appears.
       await page.evaluate(() => {

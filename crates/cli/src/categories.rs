@@ -2,7 +2,6 @@
 //! device, the bytes alive at one moment by role and by component, from the core's
 //! categories (the user's rules first, as in the page).
 
-use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -12,7 +11,7 @@ use memsight_core::analysis::DeviceFacts;
 use memsight_core::format;
 use serde_json::{json, Map, Value};
 
-use crate::open::{describe_error, open};
+use crate::open::for_each_file;
 
 /// When the categories are counted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,57 +87,28 @@ pub fn run(
     rules: &CompiledRules,
     as_json: bool,
 ) -> ExitCode {
-    let mut failed = false;
-    let stdout = std::io::stdout();
-    for (i, path) in files.iter().enumerate() {
-        let path = path.as_ref();
-        let printed = match open(path) {
-            Ok(opened) => {
-                let analysed = &opened.analysed;
-                let categories = categorise(analysed, rules);
-                let devices: Vec<(u32, Result<Totals, String>)> = analysed
-                    .snapshot
-                    .devices
-                    .iter()
-                    .zip(&analysed.facts)
-                    .zip(&categories.devices)
-                    .map(|((device, facts), cats)| {
-                        (
-                            device.id,
-                            at.state(facts).map(|s| totals_at(facts, cats, s)),
-                        )
-                    })
-                    .collect();
-                if as_json {
-                    writeln!(stdout.lock(), "{}", to_json(path, at, &devices))
-                } else {
-                    let separator = if i > 0 { "\n" } else { "" };
-                    write!(stdout.lock(), "{separator}{}", to_text(path, at, &devices))
-                }
-            }
-            Err(report) => {
-                failed = true;
-                eprintln!("{}", describe_error(path, &report));
-                if as_json {
-                    writeln!(
-                        stdout.lock(),
-                        "{}",
-                        json!({"file": path.display().to_string(), "error": report})
-                    )
-                } else {
-                    Ok(())
-                }
-            }
-        };
-        if printed.is_err() {
-            return ExitCode::FAILURE;
+    for_each_file(files, as_json, |path, opened| {
+        let analysed = &opened.analysed;
+        let categories = categorise(analysed, rules);
+        let devices: Vec<(u32, Result<Totals, String>)> = analysed
+            .snapshot
+            .devices
+            .iter()
+            .zip(&analysed.facts)
+            .zip(&categories.devices)
+            .map(|((device, facts), cats)| {
+                (
+                    device.id,
+                    at.state(facts).map(|s| totals_at(facts, cats, s)),
+                )
+            })
+            .collect();
+        if as_json {
+            to_json(path, at, &devices).to_string()
+        } else {
+            to_text(path, at, &devices)
         }
-    }
-    if failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
+    })
 }
 
 /// `{"file", "devices": {"<device>": {"moment", "state", "event", "count", "live_bytes",

@@ -5,6 +5,7 @@
 use std::fs::File;
 use std::io::{IsTerminal, Read, Write};
 use std::path::Path;
+use std::process::ExitCode;
 use std::time::Instant;
 
 use memsight_core::analysis::Analysed;
@@ -45,6 +46,56 @@ pub fn open(path: &Path) -> Result<Opened, ErrorReport> {
         file_bytes: counted.bytes,
         decode_ms: start.elapsed().as_secs_f64() * 1e3,
     })
+}
+
+/// Opens each file in turn and prints what `show` makes of it: one line of JSON, or text
+/// separated from the previous file's by a blank line. A file that cannot be read is reported
+/// on standard error as the page reports it (and as `{"file", "error"}` with `as_json`); the
+/// others are still printed, and the exit code is then 1. Each file is dropped before the
+/// next is opened, so memory stays bounded by the largest file's model.
+pub fn for_each_file<P: AsRef<Path>>(
+    files: &[P],
+    as_json: bool,
+    mut show: impl FnMut(&Path, &Opened) -> String,
+) -> ExitCode {
+    let mut failed = false;
+    let stdout = std::io::stdout();
+    for (i, path) in files.iter().enumerate() {
+        let path = path.as_ref();
+        let printed = match open(path) {
+            Ok(opened) => {
+                let shown = show(path, &opened);
+                if as_json {
+                    writeln!(stdout.lock(), "{shown}")
+                } else {
+                    let separator = if i > 0 { "\n" } else { "" };
+                    write!(stdout.lock(), "{separator}{shown}")
+                }
+            }
+            Err(report) => {
+                failed = true;
+                eprintln!("{}", describe_error(path, &report));
+                if as_json {
+                    let error = serde_json::json!({
+                        "file": path.display().to_string(),
+                        "error": report,
+                    });
+                    writeln!(stdout.lock(), "{error}")
+                } else {
+                    Ok(())
+                }
+            }
+        };
+        if printed.is_err() {
+            // Standard output was closed (e.g. piped into `head`): nothing more to say.
+            return ExitCode::FAILURE;
+        }
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 /// Counts the bytes read through it.

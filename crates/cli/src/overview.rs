@@ -4,59 +4,27 @@
 //! Files are read one after another and each is dropped before the next, so memory stays
 //! bounded by the largest file's model.
 
-use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
 use memsight_core::analysis::Warning;
-use memsight_core::decode::ErrorReport;
 use memsight_core::format::{self, overview as words};
 use memsight_core::overview::{self, Group, Overview};
 use serde_json::{json, Map, Value};
 
-use crate::open::{describe_error, open, Opened};
+use crate::open::{for_each_file, Opened};
 
 /// Prints the overview of every file; fails (exit code 1) when any file cannot be read, after
 /// printing the others.
 pub fn run(files: &[impl AsRef<Path>], as_json: bool) -> ExitCode {
-    let mut failed = false;
-    let stdout = std::io::stdout();
-    for (i, path) in files.iter().enumerate() {
-        let path = path.as_ref();
-        let printed = match open(path) {
-            Ok(opened) => {
-                let overviews = overviews(&opened);
-                if as_json {
-                    writeln!(stdout.lock(), "{}", to_json(path, &opened, &overviews))
-                } else {
-                    let separator = if i > 0 { "\n" } else { "" };
-                    write!(
-                        stdout.lock(),
-                        "{separator}{}",
-                        to_text(path, &opened, &overviews)
-                    )
-                }
-            }
-            Err(report) => {
-                failed = true;
-                eprintln!("{}", describe_error(path, &report));
-                if as_json {
-                    writeln!(stdout.lock(), "{}", error_json(path, &report))
-                } else {
-                    Ok(())
-                }
-            }
-        };
-        if printed.is_err() {
-            // Standard output was closed (e.g. piped into `head`): nothing more to say.
-            return ExitCode::FAILURE;
+    for_each_file(files, as_json, |path, opened| {
+        let overviews = overviews(opened);
+        if as_json {
+            to_json(path, opened, &overviews).to_string()
+        } else {
+            to_text(path, opened, &overviews)
         }
-    }
-    if failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
+    })
 }
 
 /// The overview of every device, ascending.
@@ -118,13 +86,6 @@ fn warning_json(warning: &Warning) -> Value {
         }
     }
     Value::Object(out)
-}
-
-fn error_json(path: &Path, report: &ErrorReport) -> Value {
-    json!({
-        "file": path.display().to_string(),
-        "error": report,
-    })
 }
 
 /// The overview as the page lays it out: per device, its groups of metrics, then the

@@ -54,6 +54,27 @@ fn main() {
         info.detail
     );
     let (x0, x1) = info.events_range;
+    // A frame of the allocations timeline over events `a..b`, bytes fitted or fixed.
+    let frame = |a: f64, b: f64, y_range: Option<(u64, u64)>| {
+        TimelineRequest::Frame(FrameRequest {
+            device,
+            kind: TimelineKind::Allocations,
+            view: Viewport {
+                mode: AxisMode::Events,
+                x0: a,
+                x1: b,
+                width,
+                height,
+            },
+            whole: false,
+            y_range,
+            dark: false,
+            line_width: 2,
+            pinned: None,
+            show_matches: false,
+            show_line: true,
+        })
+    };
     let mut frame_ms = Vec::new();
     let mut y_max = 1;
     for i in 0..20 {
@@ -61,28 +82,9 @@ fn main() {
         let f = 0.8f64.powi(i);
         let centre = info.peak_state as f64;
         let half = (x1 - x0) * f / 2.0;
-        let request = FrameRequest {
-            device,
-            kind: TimelineKind::Allocations,
-            view: Viewport {
-                mode: AxisMode::Events,
-                x0: (centre - half).max(x0),
-                x1: (centre + half).min(x1),
-                width,
-                height,
-            },
-            whole: false,
-            y_range: None,
-            dark: false,
-            line_width: 2,
-            pinned: None,
-            show_matches: false,
-            show_line: true,
-        };
+        let request = frame((centre - half).max(x0), (centre + half).min(x1), None);
         let start = Instant::now();
-        let reply = timelines
-            .answer(&cx, TimelineRequest::Frame(request))
-            .unwrap();
+        let reply = timelines.answer(&cx, request).unwrap();
         frame_ms.push(start.elapsed().as_secs_f64() * 1e3);
         if let TimelineAnswer::Frame(f) = reply.answer {
             if i == 0 {
@@ -99,28 +101,13 @@ fn main() {
     // pixel column a different moment, the most a frame can cost).
     let mut box_ms = Vec::new();
     for _ in 0..9 {
-        let request = FrameRequest {
-            device,
-            kind: TimelineKind::Allocations,
-            view: Viewport {
-                mode: AxisMode::Events,
-                x0: x0 + (x1 - x0) * 0.3,
-                x1: x0 + (x1 - x0) * 0.6,
-                width,
-                height,
-            },
-            whole: false,
-            y_range: Some((y_max / 10, y_max * 6 / 10)),
-            dark: false,
-            line_width: 2,
-            pinned: None,
-            show_matches: false,
-            show_line: true,
-        };
+        let request = frame(
+            x0 + (x1 - x0) * 0.3,
+            x0 + (x1 - x0) * 0.6,
+            Some((y_max / 10, y_max * 6 / 10)),
+        );
         let start = Instant::now();
-        timelines
-            .answer(&cx, TimelineRequest::Frame(request))
-            .unwrap();
+        timelines.answer(&cx, request).unwrap();
         box_ms.push(start.elapsed().as_secs_f64() * 1e3);
     }
     box_ms.sort_by(f64::total_cmp);

@@ -701,6 +701,22 @@ mod tests {
         }
     }
 
+    /// A view with one pixel column per state, `height` rows for `height` bytes.
+    fn one_column_per_state(height: u32) -> impl Fn(u32) -> (Viewport, Option<u64>) {
+        move |states| {
+            (
+                Viewport {
+                    mode: AxisMode::Events,
+                    x0: 0.0,
+                    x1: states as f64,
+                    width: states,
+                    height,
+                },
+                Some(height as u64),
+            )
+        }
+    }
+
     fn pixel(frame: &Frame, width: u32, x: u32, y: u32) -> [u8; 4] {
         let at = ((y * width + x) * 4) as usize;
         frame.pixels[at..at + 4].try_into().unwrap()
@@ -723,18 +739,7 @@ mod tests {
             (Action::Alloc, 3, 40),
             (Action::FreeCompleted, 1, 40),
         ]);
-        let view = |states: u32| {
-            (
-                Viewport {
-                    mode: AxisMode::Events,
-                    x0: 0.0,
-                    x1: states as f64,
-                    width: states,
-                    height: 105,
-                },
-                Some(105),
-            )
-        };
+        let view = one_column_per_state(105);
         with_frame(&d, 10, view, |frame, hit| {
             assert_eq!(frame.peak, Some((3, 100)));
             assert_eq!(frame.drawn_individually, 3);
@@ -795,18 +800,7 @@ mod tests {
             (Action::Alloc, 1, 100),
             (Action::Alloc, 3, 1),
         ]);
-        let view = |states: u32| {
-            (
-                Viewport {
-                    mode: AxisMode::Events,
-                    x0: 0.0,
-                    x1: states as f64,
-                    width: states,
-                    height: 102,
-                },
-                Some(102),
-            )
-        };
+        let view = one_column_per_state(102);
         with_frame(&d, 1, view, |frame, hit| {
             assert_eq!(frame.drawn_individually, 1);
             // State 3: a at the bottom even though b came first (b is not drawn), band of 2.
@@ -822,18 +816,7 @@ mod tests {
     fn the_baseline_is_drawn_from_the_first_state() {
         // A free without an alloc: alive before the window, from state 0 to its free.
         let d = device(&[(Action::Alloc, 1, 30), (Action::FreeCompleted, 9, 50)]);
-        let view = |states: u32| {
-            (
-                Viewport {
-                    mode: AxisMode::Events,
-                    x0: 0.0,
-                    x1: states as f64,
-                    width: states,
-                    height: 100,
-                },
-                Some(100),
-            )
-        };
+        let view = one_column_per_state(100);
         with_frame(&d, 10, view, |frame, hit| {
             assert_eq!(hit(0, 99), Hit::Element { index: 0, state: 0 });
             assert_eq!(column_height(frame, 3, 100, 0), 50);
