@@ -1,11 +1,14 @@
 //! Times the timeline's layout, frames and hit tests natively on one snapshot file:
-//! `cargo run --release -p memsight-core --example timeline_profile -- FILE [WIDTH HEIGHT]`
-//! (frames zooming towards the peak, a box zoom's frame, hit tests).
+//! `cargo run --release -p memsight-core --example timeline_profile -- FILE [WIDTH HEIGHT
+//! [allocation|role|component]]` (frames zooming towards the peak, a box zoom's frame, hit
+//! tests; coloured by allocation unless a dimension is named).
 
 use std::time::Instant;
 
 use memsight_core::analysis::Analysed;
+use memsight_core::breakdown::categorised::Categorised;
 use memsight_core::service::{Context, Service};
+use memsight_core::timeline::colouring::ColourBy;
 use memsight_core::timeline::service::{
     FrameRequest, HitRequest, TimelineAnswer, TimelineRequest, TimelineService,
 };
@@ -15,9 +18,13 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let path = args
         .get(1)
-        .expect("usage: timeline_profile FILE [WIDTH HEIGHT]");
+        .expect("usage: timeline_profile FILE [WIDTH HEIGHT [allocation|role|component]]");
     let width: u32 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(1600);
     let height: u32 = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(720);
+    let colour_by: ColourBy = args
+        .get(4)
+        .map(|a| serde_json::from_value(serde_json::Value::String(a.clone())).expect("a colouring"))
+        .unwrap_or_default();
     let bytes = std::fs::read(path).expect("readable file");
     let start = Instant::now();
     let analysed = Analysed::new(memsight_core::decode::decode_bytes(&bytes).expect("a snapshot"));
@@ -28,8 +35,10 @@ fn main() {
     let device = analysed.snapshot.default_device().unwrap_or(0);
     let epoch = Instant::now();
     let now = move || epoch.elapsed().as_secs_f64() * 1e3;
+    let categorised = Categorised::new(&analysed, Default::default(), &now).expect("no rules");
     let cx = Context {
         analysed: &analysed,
+        categorised: &categorised,
         now: &now,
     };
     let mut timelines = TimelineService::default();
@@ -73,6 +82,7 @@ fn main() {
             pinned: None,
             show_matches: false,
             show_line: true,
+            colour_by,
         })
     };
     let mut frame_ms = Vec::new();

@@ -14,6 +14,7 @@
 //!   command line alike.
 
 pub mod analysis;
+pub mod breakdown;
 pub mod decode;
 pub mod format;
 pub mod model;

@@ -16,7 +16,9 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::analysis::categories::rules::{RuleError, Rules};
 pub use crate::analysis::DeviceChoice;
+use crate::breakdown::service::{BreakdownAnswer, BreakdownRequest};
 pub use crate::decode::ErrorReport;
 use crate::overview::service::OverviewRequest;
 use crate::overview::Overview;
@@ -42,6 +44,10 @@ pub enum ToWorker {
 pub enum Request {
     Overview(OverviewRequest),
     Timeline(TimelineRequest),
+    Breakdown(BreakdownRequest),
+    /// Categorise every allocation again under the user's rules (every view's categories
+    /// change with them).
+    SetRules(Rules),
 }
 
 /// A view answer, by feature.
@@ -52,6 +58,18 @@ pub enum Request {
 pub enum Answer {
     Overview(Overview),
     Timeline(TimelineAnswer),
+    Breakdown(BreakdownAnswer),
+    Rules(RulesApplied),
+}
+
+/// The outcome of new rules.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RulesApplied {
+    /// The categories' generation now in use (unchanged when the rules were refused).
+    pub generation: u32,
+    /// Why the rules were refused, naming the rule; the previous rules stay in use.
+    pub error: Option<RuleError>,
+    pub categorise_ms: f64,
 }
 
 impl Answer {
@@ -61,6 +79,8 @@ impl Answer {
         match self {
             Answer::Overview(_) => "overview",
             Answer::Timeline(answer) => answer.name(),
+            Answer::Breakdown(answer) => answer.name(),
+            Answer::Rules(_) => "rules applied",
         }
     }
 }
@@ -111,6 +131,9 @@ pub struct LoadedSummary {
     /// Of `decode_ms`, milliseconds spent deriving facts (pairing, curves, peaks).
     #[serde(default)]
     pub analyse_ms: f64,
+    /// Of `decode_ms`, milliseconds spent categorising every allocation.
+    #[serde(default)]
+    pub categorise_ms: f64,
 }
 
 fn only() -> DeviceChoice {

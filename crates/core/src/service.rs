@@ -9,10 +9,13 @@
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::Analysed;
+use crate::breakdown::categorised::Categorised;
 
 /// What a service is lent to answer one request.
 pub struct Context<'a> {
     pub analysed: &'a Analysed,
+    /// The allocations' categories under the user's current rules.
+    pub categorised: &'a Categorised,
     /// A clock in milliseconds, for the timings answers report.
     pub now: &'a dyn Fn() -> f64,
 }

@@ -10,9 +10,11 @@ use std::cell::Cell;
 use std::io::Read;
 
 use crate::analysis::{Analysed, DeviceChoice};
+use crate::breakdown::categorised::Categorised;
+use crate::breakdown::service::BreakdownService;
 use crate::decode::{decode_reader, ErrorReport};
 use crate::overview::service::OverviewService;
-use crate::protocol::{Answer, FileEvent, LoadedSummary, Request};
+use crate::protocol::{Answer, FileEvent, LoadedSummary, Request, RulesApplied};
 use crate::service::{Context, Reply, Service, ViewError};
 use crate::timeline::service::TimelineService;
 
@@ -25,6 +27,7 @@ pub const PROGRESS_STEP_BYTES: u64 = 1024 * 1024;
 struct Services {
     overview: OverviewService,
     timeline: TimelineService,
+    breakdown: BreakdownService,
 }
 
 /// The decoded snapshot of one file, with the facts derived once at load, and the services
@@ -32,6 +35,8 @@ struct Services {
 #[derive(Default)]
 pub struct Session {
     analysed: Option<Analysed>,
+    /// Every allocation's categories under the user's rules (none until the page sends some).
+    categorised: Categorised,
     /// Whether a load was started: a session decodes one file in its life.
     started: bool,
     services: Services,
@@ -97,6 +102,10 @@ impl Session {
         let analysed = Analysed::new(snapshot);
         let (default_device, default_reason) =
             analysed.default_device().unwrap_or((0, DeviceChoice::Only));
+        let categorise_start = now();
+        self.categorised =
+            Categorised::new(&analysed, Default::default(), now).expect("no rules always compile");
+        let categorise_ms = now() - categorise_start;
         self.analysed = Some(analysed);
         let end = now();
         Ok(LoadedSummary {
@@ -106,7 +115,8 @@ impl Session {
             file_bytes: total,
             decode_ms: end - start,
             read_ms: read_ms.get(),
-            analyse_ms: end - analyse_start,
+            analyse_ms: end - analyse_start - categorise_ms,
+            categorise_ms,
         })
     }
 
@@ -131,7 +141,20 @@ impl Session {
         now: &dyn Fn() -> f64,
     ) -> Result<Reply<Answer>, ViewError> {
         let analysed = self.analysed.as_ref().ok_or(ViewError::NotLoaded)?;
-        let cx = Context { analysed, now };
+        if let Request::SetRules(rules) = request {
+            let error = self.categorised.set_rules(analysed, rules, now).err();
+            return Ok(Answer::Rules(RulesApplied {
+                generation: self.categorised.generation(),
+                error,
+                categorise_ms: self.categorised.categorise_ms,
+            })
+            .into());
+        }
+        let cx = Context {
+            analysed,
+            categorised: &self.categorised,
+            now,
+        };
         let services = &mut self.services;
         match request {
             Request::Overview(r) => services
@@ -142,12 +165,22 @@ impl Session {
                 .timeline
                 .answer(&cx, r)
                 .map(|r| r.map(Answer::Timeline)),
+            Request::Breakdown(r) => services
+                .breakdown
+                .answer(&cx, r)
+                .map(|r| r.map(Answer::Breakdown)),
+            Request::SetRules(_) => unreachable!("answered above"),
         }
     }
 
     /// The loaded snapshot and its derived facts, if any.
     pub fn analysed(&self) -> Option<&Analysed> {
         self.analysed.as_ref()
+    }
+
+    /// The allocations' categories under the rules in use.
+    pub fn categorised(&self) -> &Categorised {
+        &self.categorised
     }
 }
 
@@ -321,6 +354,7 @@ mod tests {
             pinned: None,
             show_matches: false,
             show_line: true,
+            colour_by: Default::default(),
         }));
         assert!(matches!(
             session.answer(frame, &clock()).unwrap_err(),

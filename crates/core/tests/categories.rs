@@ -171,6 +171,7 @@ fn rules_come_before_the_inference_and_move_totals() {
     let before = totals_at(facts, &plain.devices[0], peak);
     let rules = Rules {
         rules: vec![Rule {
+            name: None,
             pattern: "transformer.py".into(),
             regex: false,
             role: Some(Role::Workspace),

@@ -7,6 +7,7 @@
 //! for parsing, and not for exact values: the page always keeps the exact integer next to a
 //! formatted one (`data-value`, `title`), and the command line's JSON prints it.
 
+pub mod findings;
 pub mod overview;
 pub mod problems;
 

@@ -19,6 +19,8 @@
 //! - [`axis`]: mapping a view (event index or wall-clock time) to pixel columns of states;
 //! - [`layout`]: which elements are drawn individually and the live stack at any state;
 //! - [`raster`]: pixels of a view, and what is under a pixel;
+//! - [`colouring`]: the colour of each element (its own, or its role's or component's) and the
+//!   small band split by category;
 //! - [`inspect`]: an element's details and search (stacks are read through
 //!   [`crate::analysis::stacks`]);
 //! - [`live`]: what was alive at one moment (largest allocations, call sites);
@@ -26,6 +28,7 @@
 //!   answers them.
 
 pub mod axis;
+pub mod colouring;
 pub mod curve;
 pub mod elements;
 pub mod inspect;
@@ -86,6 +89,25 @@ pub(crate) mod test_traces {
             x ^= x << 17;
             x % m
         }
+    }
+
+    /// Pseudo-random allocations from bytes to megabytes at addresses `1..allocations`, freed
+    /// in any order, some never.
+    pub fn random_rows(seed: u64, allocations: u64) -> Vec<(Action, u64, u64)> {
+        let mut rand = random(seed);
+        let mut rows = Vec::new();
+        let mut live: Vec<(u64, u64)> = Vec::new();
+        for addr in 1..allocations {
+            let magnitude = 4 + rand(20);
+            let size = 1 + rand(1 << magnitude);
+            rows.push((Action::Alloc, addr, size));
+            live.push((addr, size));
+            while !live.is_empty() && rand(3) == 0 {
+                let (a, s) = live.swap_remove(rand(live.len() as u64) as usize);
+                rows.push((Action::FreeCompleted, a, s));
+            }
+        }
+        rows
     }
 
     /// A device whose trace is `rows` of (action, address, size), with no final segments.

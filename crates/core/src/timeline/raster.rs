@@ -36,6 +36,10 @@ pub struct Style {
     pub pinned: [u8; 4],
     pub matched: [u8; 4],
     pub palette: Vec<[u8; 4]>,
+    /// Colours of the roles and of the components, indexed like `Role::ALL` and
+    /// `Component::ALL` (the legends' colours too).
+    pub roles: [[u8; 4]; 11],
+    pub components: [[u8; 4]; 8],
     /// Thickness of the line, in pixels.
     pub line_width: u32,
 }
@@ -49,6 +53,8 @@ impl Style {
             pinned: [220, 20, 60, 255],
             matched: [250, 204, 21, 255],
             palette: PALETTE.to_vec(),
+            roles: ROLE_COLOURS,
+            components: COMPONENT_COLOURS,
             line_width: 2,
         }
     }
@@ -67,6 +73,18 @@ impl Style {
 /// by category.
 pub trait Colouring {
     fn colour(&self, element: u32) -> [u8; 4];
+
+    /// The band of elements not drawn one by one at `state`, split into parts of one colour
+    /// each (bottom first, with their bytes) pushed onto `parts`. Left empty, the band is one
+    /// part in the style's grey; bytes the parts leave over are grey too.
+    fn band(&self, _state: u32, _parts: &mut Vec<([u8; 4], u64)>) {}
+
+    /// Whether a row shared by parts thinner than a pixel shows their colours blended (by
+    /// element: the structure of thin allocations stays visible) or the colour covering most
+    /// of the row (by category: every pixel is a colour of the legend).
+    fn blends(&self) -> bool {
+        true
+    }
 }
 
 /// Each element its own colour from the style's palette, stable across views, zooms and page
@@ -81,6 +99,35 @@ impl Colouring for ByElement<'_> {
         palette[((hash * palette.len() as u64) >> 24) as usize]
     }
 }
+
+/// Roles: what lives long in saturated colours (parameters blue, gradients orange, optimizer
+/// state purple, activations green), each phase's temporaries in a light tint of its phase's
+/// colour, unknown in a warm grey distinct from the small band's.
+const ROLE_COLOURS: [[u8; 4]; 11] = [
+    [0x4e, 0x79, 0xa7, 255],
+    [0xf2, 0x8e, 0x2c, 255],
+    [0x8e, 0x5e, 0xa2, 255],
+    [0x59, 0xa1, 0x4f, 255],
+    [0xa8, 0xd8, 0x9a, 255],
+    [0xff, 0xc6, 0x8a, 255],
+    [0xd4, 0xa6, 0xc8, 255],
+    [0x76, 0xb7, 0xb2, 255],
+    [0xe1, 0x57, 0x59, 255],
+    [0xb6, 0x99, 0x2d, 255],
+    [0xc9, 0xb8, 0xa8, 255],
+];
+
+/// Components, from Tableau 10; "other" in a warm grey.
+const COMPONENT_COLOURS: [[u8; 4]; 8] = [
+    [0x4e, 0x79, 0xa7, 255],
+    [0xf2, 0x8e, 0x2c, 255],
+    [0xaf, 0x7a, 0xa1, 255],
+    [0x59, 0xa1, 0x4f, 255],
+    [0xed, 0xc9, 0x49, 255],
+    [0xe1, 0x57, 0x59, 255],
+    [0x76, 0xb7, 0xb2, 255],
+    [0xc9, 0xb8, 0xa8, 255],
+];
 
 /// Tableau 10, the palette memory_viz uses, minus its grey (which is the small band's).
 const PALETTE: [[u8; 4]; 9] = [
@@ -223,12 +270,16 @@ fn columns<E: Elements>(track: &Track<'_, E>, view: &Viewport) -> Vec<Column> {
         .collect()
 }
 
-/// One part of a column's stack: a drawn element (by rank) or the band on top.
+/// One part of a column's stack: a drawn element (by rank), or a part of the band on top
+/// (by its position in the colouring's split, or [`BAND_REST`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Part {
     Rank(u32),
-    Band,
+    Band(u16),
 }
+
+/// The band's bytes no colouring split claims: all of it, unless the colouring splits it.
+const BAND_REST: u16 = u16::MAX;
 
 /// The parts of the stack at the cursor's state, bottom first, with their byte ranges.
 fn parts<'a>(
@@ -236,17 +287,19 @@ fn parts<'a>(
     cursor: &'a Cursor,
     total: u64,
 ) -> impl Iterator<Item = (Part, u64, u64)> + 'a {
-    parts_from(layout, cursor, total, 0, 0)
+    parts_from(layout, cursor, total, 0, 0, &[])
 }
 
-/// The parts of the stack from its `first` part (the band being part `live.len()`), which
-/// starts `offset` bytes up.
+/// The parts of the stack from its `first` part (the band's first part being part
+/// `live.len()`), which starts `offset` bytes up; the band is split into parts of `band`
+/// bytes each, then the rest.
 fn parts_from<'a>(
     layout: &'a Layout,
     cursor: &'a Cursor,
     total: u64,
     first: usize,
     offset: u64,
+    band: &'a [u64],
 ) -> impl Iterator<Item = (Part, u64, u64)> + 'a {
     let mut offset = offset;
     let drawn = cursor.live[first.min(cursor.live.len())..]
@@ -256,24 +309,59 @@ fn parts_from<'a>(
             offset += layout.sizes[r as usize];
             (Part::Rank(r), bottom, offset)
         });
-    let band_bottom = cursor.drawn_total;
-    drawn.chain(std::iter::once((
-        Part::Band,
-        band_bottom,
-        total.max(band_bottom),
-    )))
+    let band_top = total.max(cursor.drawn_total);
+    let mut band_offset = cursor.drawn_total;
+    let split = band.iter().enumerate().map(move |(k, &bytes)| {
+        let bottom = band_offset;
+        band_offset = bottom.saturating_add(bytes).min(band_top);
+        (Part::Band(k as u16), bottom, band_offset)
+    });
+    let rest = std::iter::once(()).map(move |()| {
+        let claimed: u64 = band.iter().sum();
+        let bottom = cursor.drawn_total.saturating_add(claimed).min(band_top);
+        (Part::Band(BAND_REST), bottom, band_top)
+    });
+    // The walk may start inside the band: skip what lies before `first`.
+    let skip_band = first.saturating_sub(cursor.live.len());
+    drawn.chain(split.chain(rest).skip(skip_band))
 }
 
-/// A blend of colours weighted by how much of a row each covers.
-#[derive(Clone, Copy, Default)]
+/// A blend of colours weighted by how much of a row each covers, or (as a vote) the colour
+/// that covers most of it.
+#[derive(Clone, Default)]
 struct Blend {
     sum: [f32; 3],
     weight: f32,
+    /// Colours and their weights, when the row takes the colour covering most of it.
+    votes: Option<Vec<([u8; 4], f32)>>,
 }
 
 impl Blend {
+    fn new(blends: bool) -> Self {
+        Blend {
+            votes: (!blends).then(Vec::new),
+            ..Default::default()
+        }
+    }
+
+    fn clear(&mut self) {
+        self.sum = [0.0; 3];
+        self.weight = 0.0;
+        if let Some(votes) = &mut self.votes {
+            votes.clear();
+        }
+    }
+
     fn add(&mut self, colour: [u8; 4], weight: f64) {
         let weight = weight as f32;
+        if let Some(votes) = &mut self.votes {
+            match votes.iter_mut().find(|(c, _)| *c == colour) {
+                Some((_, w)) => *w += weight,
+                None => votes.push((colour, weight)),
+            }
+            self.weight += weight;
+            return;
+        }
         self.sum[0] += colour[0] as f32 * weight;
         self.sum[1] += colour[1] as f32 * weight;
         self.sum[2] += colour[2] as f32 * weight;
@@ -283,6 +371,16 @@ impl Blend {
     fn colour(&self, fallback: [u8; 4]) -> [u8; 4] {
         if self.weight <= 0.0 {
             return fallback;
+        }
+        if let Some(votes) = &self.votes {
+            // The first of equals wins: the lower part, as the row's owner would.
+            let mut best = (fallback, 0.0f32);
+            for &(c, w) in votes {
+                if w > best.1 {
+                    best = (c, w);
+                }
+            }
+            return best.0;
         }
         // Non-negative: adding a half and truncating rounds, and the cast saturates at 255.
         let scale = 1.0 / self.weight;
@@ -357,8 +455,11 @@ fn paint_walking<E: Elements, C: Colouring + ?Sized>(
 
     let layout = track.layout;
     let pinned = marks.pinned.and_then(|i| layout.rank(i));
-    let colour_of = |part: Part| match part {
-        Part::Band => style.small,
+    // The band's split at the column being painted: colours, and bytes for the walk.
+    let mut band_split: Vec<([u8; 4], u64)> = Vec::new();
+    let mut band_bytes: Vec<u64> = Vec::new();
+    let colour_of = |part: Part, band_split: &[([u8; 4], u64)]| match part {
+        Part::Band(k) => band_split.get(k as usize).map_or(style.small, |p| p.0),
         Part::Rank(r) if pinned == Some(r) => style.pinned,
         Part::Rank(r) if marks.matches.is_some() && is_marked(marks.matches, layout.id(r)) => {
             style.matched
@@ -423,15 +524,20 @@ fn paint_walking<E: Elements, C: Colouring + ?Sized>(
         };
         let offset = bottoms.get(first).copied().unwrap_or(0);
         bottoms.truncate(first);
+        band_split.clear();
+        colouring.band(c.state, &mut band_split);
+        band_bytes.clear();
+        band_bytes.extend(band_split.iter().map(|p| p.1));
         let put = |pixels: &mut Vec<u8>, rows: std::ops::Range<i64>, colour: [u8; 4]| {
             put(pixels, x, rows.start.max(floor_row)..rows.end, colour)
         };
         // The row being filled by parts that do not reach its top edge.
-        let mut blend = Blend::default();
+        let mut blend = Blend::new(colouring.blends());
         let mut blend_row = i64::MIN;
         // The previous part's top, in bytes, rows and whole rows: the next part starts there.
         let mut last_top = (u64::MAX, 0.0, 0i64);
-        for (part, bottom, top) in parts_from(layout, &cursor, c.total, first, offset) {
+        for (part, bottom, top) in parts_from(layout, &cursor, c.total, first, offset, &band_bytes)
+        {
             bottoms.push(bottom);
             // Below the bottom edge (a zoomed y axis), or nothing: skipped without arithmetic.
             if top <= scale.y_min || top == bottom {
@@ -456,10 +562,10 @@ fn paint_walking<E: Elements, C: Colouring + ?Sized>(
                 }
             }
             if blend_row != rb {
-                blend = Blend::default();
+                blend.clear();
                 blend_row = rb;
             }
-            let colour = colour_of(part);
+            let colour = colour_of(part, &band_split);
             if rt > rb {
                 // This part crosses the top edges of rows rb..rt: they are its.
                 if pt - pb >= 1.0 {
@@ -468,7 +574,7 @@ fn paint_walking<E: Elements, C: Colouring + ?Sized>(
                     blend.add(colour, (rb + 1) as f64 - pb);
                     put(&mut pixels, rb..rb + 1, blend.colour(colour));
                 }
-                blend = Blend::default();
+                blend.clear();
                 blend_row = rt;
                 blend.add(colour, pt - rt as f64);
             } else {
@@ -537,7 +643,7 @@ pub fn hit<E: Elements>(
             index: layout.id(r),
             state,
         },
-        Part::Band => Hit::Small {
+        Part::Band(_) => Hit::Small {
             state,
             bytes: top - bottom,
         },
@@ -621,21 +727,7 @@ mod tests {
 
     #[test]
     fn walking_from_the_first_change_paints_what_walking_everything_paints() {
-        // Pseudo-random allocations from bytes to megabytes, freed in any order, some never.
-        let mut rand = crate::timeline::test_traces::random(7);
-        let mut rows = Vec::new();
-        let mut live: Vec<(u64, u64)> = Vec::new();
-        for addr in 1..4000u64 {
-            let magnitude = 4 + rand(20);
-            let size = 1 + rand(1 << magnitude);
-            rows.push((Action::Alloc, addr, size));
-            live.push((addr, size));
-            while !live.is_empty() && rand(3) == 0 {
-                let (a, s) = live.swap_remove(rand(live.len() as u64) as usize);
-                rows.push((Action::FreeCompleted, a, s));
-            }
-        }
-        let d = device(&rows);
+        let d = device(&crate::timeline::test_traces::random_rows(7, 4000));
         let facts = replay(&d);
         let elements = AllocationElements::new(&facts);
         let envelope = Envelope::new(
@@ -688,17 +780,90 @@ mod tests {
                         pinned,
                         matches: None,
                     };
-                    let paint = |walk| {
-                        paint_walking(&track, &view, y, &style, &ByElement(&style), marks, walk)
-                    };
-                    let (shortcut, whole) = (paint(Walk::FromFirstChange), paint(Walk::Whole));
-                    assert!(
-                        shortcut == whole,
-                        "detail {detail}, view {view:?}, {y:?}: the frames differ"
-                    );
+                    let by_element = ByElement(&style);
+                    let colourings: [&dyn Colouring; 2] = [&by_element, &Striped(&style)];
+                    for colouring in colourings {
+                        let paint =
+                            |walk| paint_walking(&track, &view, y, &style, colouring, marks, walk);
+                        let (shortcut, whole) = (paint(Walk::FromFirstChange), paint(Walk::Whole));
+                        assert!(
+                            shortcut == whole,
+                            "detail {detail}, view {view:?}, {y:?}: the frames differ"
+                        );
+                    }
                 }
             }
         }
+    }
+
+    /// Three colours by element, a band split by state into parts that may claim less or
+    /// more than the band holds, and rows voted rather than blended.
+    struct Striped<'a>(&'a Style);
+
+    impl Colouring for Striped<'_> {
+        fn colour(&self, element: u32) -> [u8; 4] {
+            self.0.roles[element as usize % 3]
+        }
+        fn band(&self, state: u32, parts: &mut Vec<([u8; 4], u64)>) {
+            let s = state as u64;
+            parts.push((self.0.roles[4], s * 7919 % (1 << 20)));
+            parts.push((self.0.roles[5], s * 104_729 % (1 << 22)));
+        }
+        fn blends(&self) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn a_split_band_stacks_its_parts_and_leaves_the_rest_grey() {
+        // One drawn element of 4 bytes, then 8 bytes of band: 2 + 3 claimed, 3 left.
+        let d = device(&[
+            (Action::Alloc, 1, 4),
+            (Action::Alloc, 2, 1),
+            (Action::Alloc, 3, 1),
+            (Action::Alloc, 4, 6),
+        ]);
+        let facts = replay(&d);
+        let elements = AllocationElements::new(&facts);
+        let layout = Layout::build(&elements, 2);
+        let cursor = {
+            let mut c = Cursor::default();
+            c.seek(&layout, 4);
+            c
+        };
+        let parts: Vec<(Part, u64, u64)> =
+            parts_from(&layout, &cursor, 12, 0, 0, &[2, 3]).collect();
+        assert_eq!(
+            parts,
+            [
+                (Part::Rank(0), 0, 4),
+                (Part::Rank(1), 4, 10),
+                (Part::Band(0), 10, 12),
+                (Part::Band(1), 12, 12),
+                (Part::Band(BAND_REST), 12, 12),
+            ]
+        );
+        let parts: Vec<(Part, u64, u64)> =
+            parts_from(&layout, &cursor, 20, 0, 0, &[2, 3]).collect();
+        assert_eq!(
+            &parts[2..],
+            [
+                (Part::Band(0), 10, 12),
+                (Part::Band(1), 12, 15),
+                (Part::Band(BAND_REST), 15, 20),
+            ]
+        );
+    }
+
+    #[test]
+    fn voting_rows_take_the_colour_covering_most_of_them() {
+        let mut vote = Blend::new(false);
+        vote.add([1, 0, 0, 255], 0.3);
+        vote.add([2, 0, 0, 255], 0.25);
+        vote.add([1, 0, 0, 255], 0.1);
+        assert_eq!(vote.colour([0; 4]), [1, 0, 0, 255]);
+        vote.clear();
+        assert_eq!(vote.colour([9; 4]), [9; 4]);
     }
 
     /// A view with one pixel column per state, `height` rows for `height` bytes.

@@ -9,6 +9,7 @@ use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use super::axis::Axis;
+use super::colouring::{category_colours, ByCategory, ColourBy};
 use super::curve::{Curve, Envelope};
 use super::elements::{AllocationElements, AnyElements, Elements, SegmentElements};
 use super::inspect::{self, ElementDetail, OomDetail, Query};
@@ -16,6 +17,7 @@ use super::layout::{Cursor, Layout};
 use super::raster::{self, ByElement, Hit, Marks, Style, Track, YRange};
 use super::{AxisMode, TimelineKind, Viewport};
 use crate::analysis::{Analysed, DeviceFacts};
+use crate::breakdown::index::CategoryIndex;
 use crate::model::{Action, AnnotationStage, Device};
 use crate::service::{Context, Prerequisite, Reply, Service, ViewError};
 
@@ -117,6 +119,10 @@ pub struct FrameRequest {
     pub show_matches: bool,
     /// Draw the line (reserved bytes) over the allocations.
     pub show_line: bool,
+    /// Colour allocations by themselves, by role or by component (segments always by
+    /// themselves).
+    #[serde(default)]
+    pub colour_by: ColourBy,
 }
 
 /// A pixel of a painted view.
@@ -260,6 +266,9 @@ struct Entry {
     segments: Option<SegmentElements>,
     info: TimelineInfo,
     found: Option<Found>,
+    /// The allocations not drawn one by one, by category, for the categories' generation it
+    /// was built for (rebuilt with the layout or the categories).
+    band: std::cell::RefCell<Option<(u32, std::rc::Rc<CategoryIndex>)>>,
 }
 
 /// Laid-out timelines of one snapshot: the timeline feature's service.
@@ -288,7 +297,7 @@ impl Service for TimelineService {
                 kind,
                 detail,
             } => self.layout(analysed, device, kind, detail, now),
-            TimelineRequest::Frame(frame) => self.frame(analysed, &frame, now),
+            TimelineRequest::Frame(frame) => self.frame(cx, &frame),
             TimelineRequest::Hit(hit) => self.hit(analysed, &hit, now),
             TimelineRequest::Element {
                 device,
@@ -365,6 +374,7 @@ impl TimelineService {
                 entry.layout = Layout::build(&elements, detail);
                 // Ranks changed: a kept cursor would name the wrong elements.
                 entry.hover = Default::default();
+                entry.band = Default::default();
                 entry.info.detail = entry.layout.drawn;
                 entry.info.layout_ms = now() - start;
             }
@@ -408,16 +418,13 @@ impl TimelineService {
             segments,
             info: info.clone(),
             found: None,
+            band: Default::default(),
         });
         Ok(TimelineAnswer::Layout(info).into())
     }
 
-    fn frame(
-        &self,
-        analysed: &Analysed,
-        request: &FrameRequest,
-        now: &dyn Fn() -> f64,
-    ) -> Answered {
+    fn frame(&self, cx: &Context<'_>, request: &FrameRequest) -> Answered {
+        let (analysed, now) = (cx.analysed, cx.now);
         let start = now();
         let (entry, dev, facts) = self.lookup(analysed, request.device, request.kind)?;
         let (width, height) = (
@@ -463,7 +470,24 @@ impl TimelineService {
             Some((min, max)) if min < max => YRange::Bytes { min, max },
             _ => YRange::Fit,
         };
-        let frame = raster::paint(&track, &view, y, &style, &ByElement(&style), marks);
+        let by_category = match (request.colour_by.dimension(), &entry.segments) {
+            (Some(dimension), None) => Some((dimension, self.band(cx, entry, facts)?)),
+            _ => None,
+        };
+        let frame = match by_category {
+            Some((dimension, (position, band))) => {
+                let elements = AllocationElements::new(facts);
+                let colouring = ByCategory {
+                    elements: &elements,
+                    categories: cx.categorised.device(position),
+                    dimension,
+                    colours: category_colours(&style, dimension),
+                    band: &band,
+                };
+                raster::paint(&track, &view, y, &style, &colouring, marks)
+            }
+            None => raster::paint(&track, &view, y, &style, &ByElement(&style), marks),
+        };
         let info = FrameInfo {
             view,
             y_min: frame.y_min,
@@ -635,6 +659,43 @@ impl TimelineService {
         Ok(TimelineAnswer::Minimap(MinimapInfo { mode, totals, line }).into())
     }
 
+    /// The device's position among the snapshot's devices, and the index of its allocations
+    /// not drawn one by one (built once per layout and categorisation).
+    fn band(
+        &self,
+        cx: &Context<'_>,
+        entry: &Entry,
+        facts: &DeviceFacts,
+    ) -> Result<(usize, std::rc::Rc<CategoryIndex>), ViewError> {
+        let position = cx
+            .analysed
+            .snapshot
+            .devices
+            .iter()
+            .position(|d| d.id == entry.device)
+            .ok_or(ViewError::NoSuchDevice {
+                device: entry.device,
+            })?;
+        let generation = cx.categorised.generation();
+        if let Some((built_for, index)) = &*entry.band.borrow() {
+            if *built_for == generation {
+                return Ok((position, index.clone()));
+            }
+        }
+        let elements = AllocationElements::new(facts);
+        let mut drawn = vec![false; facts.allocations.len()];
+        for rank in 0..entry.layout.drawn {
+            drawn[elements.allocation_index(entry.layout.id(rank))] = true;
+        }
+        let index = std::rc::Rc::new(CategoryIndex::covering(
+            facts,
+            cx.categorised.device(position),
+            |i| !drawn[i],
+        ));
+        *entry.band.borrow_mut() = Some((generation, index.clone()));
+        Ok((position, index))
+    }
+
     fn lookup<'a>(
         &'a self,
         analysed: &'a Analysed,
@@ -756,6 +817,7 @@ fn ooms(dev: &Device, axis: &Axis<'_>) -> Vec<OomMark> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::breakdown::categorised::Categorised;
     use crate::decode::decode_bytes;
 
     fn example() -> Analysed {
@@ -772,8 +834,10 @@ mod tests {
     }
 
     fn ask(t: &mut TimelineService, a: &Analysed, request: TimelineRequest) -> Answered {
+        let categorised = Categorised::new(a, Default::default(), &clock).unwrap();
         let cx = Context {
             analysed: a,
+            categorised: &categorised,
             now: &clock,
         };
         t.answer(&cx, request)
@@ -822,6 +886,7 @@ mod tests {
             pinned: None,
             show_matches: false,
             show_line: true,
+            colour_by: Default::default(),
         }
     }
 

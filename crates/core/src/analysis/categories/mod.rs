@@ -122,6 +122,32 @@ impl Component {
     }
 }
 
+/// A way to group allocations: by what their memory is for, or by where in the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dimension {
+    Role,
+    Component,
+}
+
+impl Dimension {
+    /// How many categories the dimension has.
+    pub fn categories(self) -> usize {
+        match self {
+            Dimension::Role => Role::ALL.len(),
+            Dimension::Component => Component::ALL.len(),
+        }
+    }
+
+    /// The key of category `k` (a [`Role::key`] or [`Component::key`]).
+    pub fn key(self, k: usize) -> &'static str {
+        match self {
+            Dimension::Role => Role::ALL[k].key(),
+            Dimension::Component => Component::ALL[k].key(),
+        }
+    }
+}
+
 /// The categories of one device's allocations, indexed like [`DeviceFacts::allocations`].
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DeviceCategories {
@@ -129,6 +155,17 @@ pub struct DeviceCategories {
     pub components: Vec<Component>,
     /// The phase of each trace row.
     pub phases: RowPhases,
+}
+
+impl DeviceCategories {
+    /// The category of allocation `i` in `dimension`, as its position in [`Role::ALL`] or
+    /// [`Component::ALL`].
+    pub fn category(&self, dimension: Dimension, i: usize) -> usize {
+        match dimension {
+            Dimension::Role => self.roles[i] as usize,
+            Dimension::Component => self.components[i] as usize,
+        }
+    }
 }
 
 /// The categories of every device, in the order of [`Snapshot::devices`].

@@ -12,6 +12,9 @@ use super::{Component, Role};
 /// and/or `component`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Rule {
+    /// What the user calls the rule (shown in the rule list and the report).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     pub pattern: String,
     /// `pattern` is a regular expression; otherwise a keyword, matched case-insensitively.
     #[serde(default)]
@@ -117,6 +120,7 @@ mod tests {
 
     fn rule(pattern: &str, regex: bool, role: Option<Role>, component: Option<Component>) -> Rule {
         Rule {
+            name: None,
             pattern: pattern.into(),
             regex,
             role,

@@ -1,0 +1,321 @@
+//! Bytes by category at any state of a device, fast: a checkpoint of the totals every
+//! [`CHECKPOINT_STATES`] states, and from there the allocations that start or end before the
+//! state asked for. Answers in O(checkpoint spacing) instead of a pass over every allocation,
+//! so a chart at a new moment, a stacked area over the run and the timeline's small-allocations
+//! band split by category all cost little.
+//!
+//! Built from the replay's allocations (trace allocations are in `alloc` order, so by start)
+//! and one list of allocation indices by end. An index may cover only some allocations (the
+//! timeline's band: those not drawn one by one). Not the place for choosing categories
+//! ([`crate::analysis::categories`]) or moments.
+
+use crate::analysis::categories::{Component, DeviceCategories, Role, Totals};
+use crate::analysis::DeviceFacts;
+
+/// States between two checkpoints.
+pub const CHECKPOINT_STATES: u32 = 1024;
+
+const ROLES: usize = Role::ALL.len();
+const COMPONENTS: usize = Component::ALL.len();
+
+/// Running totals: count, bytes, bytes by role, bytes by component.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Sums {
+    count: u32,
+    bytes: u64,
+    roles: [u64; ROLES],
+    components: [u64; COMPONENTS],
+}
+
+impl Sums {
+    fn add(&mut self, size: u64, role: Role, component: Component) {
+        self.count += 1;
+        self.bytes += size;
+        self.roles[role as usize] += size;
+        self.components[component as usize] += size;
+    }
+
+    fn remove(&mut self, size: u64, role: Role, component: Component) {
+        self.count -= 1;
+        self.bytes -= size;
+        self.roles[role as usize] -= size;
+        self.components[component as usize] -= size;
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Checkpoint {
+    sums: Sums,
+    /// Position in `by_start` of the first allocation starting after the checkpoint's state.
+    next_start: u32,
+    /// Position in `by_end` of the first allocation ending after it.
+    next_end: u32,
+}
+
+/// One allocation as the index needs it.
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    size: u64,
+    start: u32,
+    end: u32,
+    role: Role,
+    component: Component,
+}
+
+/// Bytes by category of (some of) a device's allocations at any state.
+#[derive(Clone, Debug, Default)]
+pub struct CategoryIndex {
+    /// The covered allocations, ordered by the state they start in.
+    by_start: Vec<Entry>,
+    /// Positions in `by_start` of allocations that end, ordered by the state they end in.
+    by_end: Vec<u32>,
+    checkpoints: Vec<Checkpoint>,
+}
+
+impl CategoryIndex {
+    /// An index of every allocation of `facts`.
+    pub fn new(facts: &DeviceFacts, categories: &DeviceCategories) -> Self {
+        Self::covering(facts, categories, |_| true)
+    }
+
+    /// An index of the allocations whose index into `facts.allocations` passes `covered`.
+    pub fn covering(
+        facts: &DeviceFacts,
+        categories: &DeviceCategories,
+        covered: impl Fn(usize) -> bool,
+    ) -> Self {
+        let mut by_start: Vec<Entry> = facts
+            .allocations
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| covered(i))
+            .map(|(i, a)| {
+                let (start, end) = a.alive_states();
+                Entry {
+                    size: a.size,
+                    start,
+                    end,
+                    role: categories.roles[i],
+                    component: categories.components[i],
+                }
+            })
+            .filter(|e| e.start < e.end)
+            .collect();
+        // Already in order but for pre-window allocations (all start at 0): a stable sort
+        // of sorted input is a single pass.
+        by_start.sort_by_key(|e| e.start);
+        let mut by_end: Vec<u32> = (0..by_start.len() as u32)
+            .filter(|&p| by_start[p as usize].end != u32::MAX)
+            .collect();
+        by_end.sort_by_key(|&p| by_start[p as usize].end);
+
+        let last_state = by_start
+            .iter()
+            .map(|e| if e.end == u32::MAX { e.start } else { e.end })
+            .max()
+            .unwrap_or(0);
+        let mut index = CategoryIndex {
+            by_start,
+            by_end,
+            checkpoints: Vec::new(),
+        };
+        let mut at = Checkpoint {
+            sums: Sums::default(),
+            next_start: 0,
+            next_end: 0,
+        };
+        let mut state = 0u32;
+        loop {
+            index.advance(&mut at, state);
+            index.checkpoints.push(at);
+            if state >= last_state {
+                break;
+            }
+            state = state.saturating_add(CHECKPOINT_STATES);
+        }
+        index
+    }
+
+    /// Moves `at` from its state to `state` (not before it).
+    fn advance(&self, at: &mut Checkpoint, state: u32) {
+        // Apply starts and ends in state order, so the sums never go below zero.
+        loop {
+            let start = self
+                .by_start
+                .get(at.next_start as usize)
+                .map(|e| e.start)
+                .filter(|&s| s <= state);
+            let end = self
+                .by_end
+                .get(at.next_end as usize)
+                .map(|&p| self.by_start[p as usize].end)
+                .filter(|&s| s <= state);
+            match (start, end) {
+                (Some(s), Some(e)) if e <= s => self.end_next(at),
+                (Some(_), _) => {
+                    let e = self.by_start[at.next_start as usize];
+                    at.sums.add(e.size, e.role, e.component);
+                    at.next_start += 1;
+                }
+                (None, Some(_)) => self.end_next(at),
+                (None, None) => break,
+            }
+        }
+    }
+
+    fn end_next(&self, at: &mut Checkpoint) {
+        let e = self.by_start[self.by_end[at.next_end as usize] as usize];
+        at.sums.remove(e.size, e.role, e.component);
+        at.next_end += 1;
+    }
+
+    fn sums_at(&self, state: u32) -> Sums {
+        let Some(checkpoint) = self
+            .checkpoints
+            .get((state / CHECKPOINT_STATES) as usize)
+            .or(self.checkpoints.last())
+        else {
+            return Sums::default();
+        };
+        let mut at = *checkpoint;
+        self.advance(&mut at, state);
+        at.sums
+    }
+
+    /// Bytes by role and component of the covered allocations alive at `state`.
+    pub fn totals_at(&self, state: u32) -> Totals {
+        let sums = self.sums_at(state);
+        Totals {
+            state,
+            count: sums.count,
+            live_bytes: sums.bytes,
+            roles: sums.roles.to_vec(),
+            components: sums.components.to_vec(),
+        }
+    }
+
+    /// Bytes by role at `state`, indexed like [`Role::ALL`], without allocating.
+    pub fn roles_at(&self, state: u32) -> [u64; ROLES] {
+        self.sums_at(state).roles
+    }
+
+    /// Bytes by component at `state`, indexed like [`Component::ALL`], without allocating.
+    pub fn components_at(&self, state: u32) -> [u64; COMPONENTS] {
+        self.sums_at(state).components
+    }
+
+    /// The most bytes each role and each component holds at any state (each at its own
+    /// state), in one pass over the allocations' starts and ends.
+    pub fn peaks(&self) -> ([u64; ROLES], [u64; COMPONENTS]) {
+        let mut at = Checkpoint {
+            sums: Sums::default(),
+            next_start: 0,
+            next_end: 0,
+        };
+        let (mut roles, mut components) = ([0u64; ROLES], [0u64; COMPONENTS]);
+        let mut keep_maxima = |sums: &Sums| {
+            for (m, &b) in roles.iter_mut().zip(&sums.roles) {
+                *m = (*m).max(b);
+            }
+            for (m, &b) in components.iter_mut().zip(&sums.components) {
+                *m = (*m).max(b);
+            }
+        };
+        // Within a state, ends come before starts, so sums only grow after its last end:
+        // the maxima after each start are the maxima over states.
+        while (at.next_start as usize) < self.by_start.len() {
+            let state = self.by_start[at.next_start as usize].start;
+            self.advance(&mut at, state);
+            keep_maxima(&at.sums);
+        }
+        keep_maxima(&at.sums);
+        (roles, components)
+    }
+
+    /// Bytes the index holds in memory, for the benchmark's table.
+    pub fn heap_bytes(&self) -> usize {
+        self.by_start.capacity() * std::mem::size_of::<Entry>()
+            + self.by_end.capacity() * 4
+            + self.checkpoints.capacity() * std::mem::size_of::<Checkpoint>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::categories::totals_at;
+    use crate::analysis::{categories, Analysed};
+    use crate::model::Action;
+    use crate::timeline::test_traces;
+
+    fn analysed(device: crate::model::Device) -> Analysed {
+        Analysed::new(crate::model::Snapshot {
+            devices: vec![device],
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn totals_equal_a_pass_over_every_allocation_at_every_state() {
+        for seed in 1..6 {
+            let device = test_traces::device(&test_traces::random_rows(seed, 5000));
+            let analysed = analysed(device);
+            let facts = &analysed.facts[0];
+            // Every role and component, mixed (the trace has no stacks to infer them from).
+            let n = facts.allocations.len();
+            let cats = &DeviceCategories {
+                roles: (0..n).map(|i| Role::ALL[i * 7 % ROLES]).collect(),
+                components: (0..n).map(|i| Component::ALL[i % COMPONENTS]).collect(),
+                phases: Default::default(),
+            };
+            let index = CategoryIndex::new(facts, cats);
+            let rows = analysed.snapshot.devices[0].trace.len() as u32;
+            for state in (0..=rows + 1).step_by(7).chain([CHECKPOINT_STATES, rows]) {
+                assert_eq!(
+                    index.totals_at(state),
+                    totals_at(facts, cats, state),
+                    "seed {seed}, state {state}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn peaks_are_the_maxima_over_states() {
+        let device = test_traces::device(&test_traces::random_rows(3, 3000));
+        let analysed = analysed(device);
+        let facts = &analysed.facts[0];
+        let n = facts.allocations.len();
+        let cats = &DeviceCategories {
+            roles: (0..n).map(|i| Role::ALL[i % 3]).collect(),
+            components: (0..n).map(|i| Component::ALL[i % 2]).collect(),
+            phases: Default::default(),
+        };
+        let index = CategoryIndex::new(facts, cats);
+        let rows = analysed.snapshot.devices[0].trace.len() as u32;
+        let mut roles = [0u64; ROLES];
+        for state in 0..=rows {
+            for (m, b) in roles.iter_mut().zip(index.roles_at(state)) {
+                *m = (*m).max(b);
+            }
+        }
+        assert_eq!(index.peaks().0, roles);
+        assert!(roles[0] > 0 && roles[3] == 0);
+    }
+
+    #[test]
+    fn an_index_covering_some_allocations_counts_only_them() {
+        let device = test_traces::device(&[
+            (Action::Alloc, 0x100, 10),
+            (Action::Alloc, 0x200, 20),
+            (Action::FreeCompleted, 0x100, 10),
+            (Action::Alloc, 0x300, 40),
+        ]);
+        let analysed = analysed(device);
+        let cats = categories::categorise(&analysed, &categories::rules::CompiledRules::none());
+        let index = CategoryIndex::covering(&analysed.facts[0], &cats.devices[0], |i| i != 1);
+        let bytes: Vec<u64> = (0..=4).map(|s| index.totals_at(s).live_bytes).collect();
+        assert_eq!(bytes, [0, 10, 10, 0, 40]);
+        assert_eq!(index.totals_at(99).live_bytes, 40, "after the last state");
+    }
+}

@@ -1,0 +1,370 @@
+//! The breakdown's requests and answers, and the service that answers them: a device's run as
+//! a whole (moments, the peak estimate, efficiency, cached free sizes, findings), bytes by
+//! category at any moment with the largest allocations and the sizes of what is live, and
+//! bytes by category over a range of the run (the stacked area).
+//!
+//! Pure logic over [`crate::breakdown`], tested natively; the
+//! [`Session`](crate::session::Session) routes [`BreakdownRequest`]s here and lends the
+//! categories in the [`Context`].
+
+use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
+
+use super::estimate::{estimate, Estimate};
+use super::findings::{findings, Finding};
+use super::sizes::{cached_free_sizes, live_sizes, SizeBin};
+use crate::analysis::categories::{Component, Dimension, Role};
+use crate::analysis::{Analysed, DeviceFacts};
+use crate::model::Device;
+use crate::service::{Context, Reply, Service, ViewError};
+use crate::timeline::axis::Axis;
+use crate::timeline::curve::{Curve, Envelope};
+use crate::timeline::elements::AllocationElements;
+use crate::timeline::live::{live_at, CallSite};
+use crate::timeline::AxisMode;
+
+/// What the breakdown view asks for.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BreakdownRequest {
+    /// The run as a whole.
+    Summary { device: u32 },
+    /// Bytes by category at a moment, with the `top` largest allocations and call sites.
+    At {
+        device: u32,
+        moment: Moment,
+        top: u32,
+    },
+    /// Bytes by category in `width` columns of the range `x0..x1` (in `mode`'s units), each
+    /// at the state where allocated memory peaks within it.
+    Series {
+        device: u32,
+        dimension: Dimension,
+        mode: AxisMode,
+        x0: f64,
+        x1: f64,
+        width: u32,
+    },
+}
+
+/// A moment of a device's run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Moment {
+    /// Where allocated memory peaks (first reached).
+    Peak,
+    /// After the last event.
+    End,
+    /// A state (`r + 1` is after event `r`).
+    State(u32),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BreakdownAnswer {
+    Summary(Box<DeviceSummary>),
+    At(Box<MomentBreakdown>),
+    Series(Series),
+}
+
+impl BreakdownAnswer {
+    pub fn name(&self) -> &'static str {
+        match self {
+            BreakdownAnswer::Summary(_) => "breakdown summary",
+            BreakdownAnswer::At(_) => "breakdown at a moment",
+            BreakdownAnswer::Series(_) => "breakdown series",
+        }
+    }
+}
+
+/// A device's run as a whole.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeviceSummary {
+    pub device: u32,
+    /// The categories' generation these numbers come from.
+    pub generation: u32,
+    /// States of the run: `0..=states - 1`.
+    pub states: u32,
+    pub peak_state: u32,
+    pub peak_allocated: u64,
+    pub peak_reserved: u64,
+    /// Allocated and reserved bytes where reserved memory peaks: how much of the most the
+    /// allocator ever held was in use.
+    pub allocated_at_reserved_peak: u64,
+    pub reserved_peak_state: u32,
+    pub estimate: Estimate,
+    /// The final segments' cached free blocks by size (log2 bins).
+    pub cached_free: Vec<SizeBin>,
+    pub findings: Vec<Finding>,
+    pub compute_ms: f64,
+}
+
+impl DeviceSummary {
+    /// Allocated over reserved bytes where reserved memory peaks (1 when nothing is reserved).
+    pub fn efficiency(&self) -> f64 {
+        if self.peak_reserved == 0 {
+            1.0
+        } else {
+            self.allocated_at_reserved_peak as f64 / self.peak_reserved as f64
+        }
+    }
+}
+
+/// One of the largest allocations alive at a moment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TopAllocation {
+    /// Element index on the allocations timeline (to pin it there).
+    pub index: u32,
+    /// Index into the replay's allocations (findings name allocations this way).
+    pub allocation: u32,
+    pub size: u64,
+    pub role: Role,
+    pub component: Component,
+    /// What made it: the user's frame, else the most telling framework frame.
+    pub name: Option<String>,
+    pub user: bool,
+}
+
+/// Bytes by category at a moment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MomentBreakdown {
+    pub device: u32,
+    pub moment: Moment,
+    pub state: u32,
+    /// The event the state follows (`None` for state 0).
+    pub event: Option<u32>,
+    pub time_us: Option<i64>,
+    pub live_count: u32,
+    pub live_bytes: u64,
+    pub reserved: u64,
+    /// Indexed like [`Role::ALL`] and [`Component::ALL`]; each sums to `live_bytes`.
+    pub roles: Vec<u64>,
+    pub components: Vec<u64>,
+    pub largest: Vec<TopAllocation>,
+    pub call_sites: Vec<CallSite>,
+    /// Live allocations by size (log2 bins).
+    pub live_sizes: Vec<SizeBin>,
+    pub generation: u32,
+    pub compute_ms: f64,
+}
+
+/// Bytes by category over a range, one column each.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Series {
+    pub dimension: Dimension,
+    pub mode: AxisMode,
+    pub x0: f64,
+    pub x1: f64,
+    /// The state each column shows (`None` where the column shows no state).
+    pub states: Vec<Option<u32>>,
+    /// One row per category (indexed like the dimension's categories), one value per column.
+    pub values: Vec<Vec<u64>>,
+    pub generation: u32,
+    pub compute_ms: f64,
+}
+
+/// Most allocations or call sites an answer lists.
+const MAX_TOP: u32 = 200;
+/// Most columns a series has.
+const MAX_COLUMNS: u32 = 8192;
+
+/// The breakdown feature's service: keeps each device's envelope of the allocated curve.
+#[derive(Default)]
+pub struct BreakdownService {
+    envelopes: FxHashMap<u32, Envelope>,
+}
+
+type Answered = Result<Reply<BreakdownAnswer>, ViewError>;
+
+impl Service for BreakdownService {
+    type Request = BreakdownRequest;
+    type Answer = BreakdownAnswer;
+
+    fn answer(&mut self, cx: &Context<'_>, request: BreakdownRequest) -> Answered {
+        let start = (cx.now)();
+        let answer = match request {
+            BreakdownRequest::Summary { device } => {
+                BreakdownAnswer::Summary(Box::new(summary(cx, device)?))
+            }
+            BreakdownRequest::At {
+                device,
+                moment,
+                top,
+            } => BreakdownAnswer::At(Box::new(at(cx, device, moment, top.min(MAX_TOP))?)),
+            BreakdownRequest::Series {
+                device,
+                dimension,
+                mode,
+                x0,
+                x1,
+                width,
+            } => {
+                let (position, dev, facts) = find(cx.analysed, device)?;
+                let envelope = self.envelopes.entry(device).or_insert_with(|| {
+                    Envelope::new(
+                        std::iter::once(facts.baseline_allocated)
+                            .chain(facts.allocated.iter().copied()),
+                    )
+                });
+                let total = Curve::Dense {
+                    baseline: facts.baseline_allocated,
+                    values: &facts.allocated,
+                    envelope,
+                };
+                let axis = Axis::new(&dev.trace);
+                let mode = axis.mode(mode);
+                let (x0, x1) = if x0 < x1 {
+                    (x0, x1)
+                } else {
+                    axis.full_range(mode)
+                };
+                let index = cx.categorised.index(position, facts);
+                let states: Vec<Option<u32>> = axis
+                    .columns(mode, x0, x1, width.clamp(1, MAX_COLUMNS))
+                    .into_iter()
+                    .map(|span| span.map(|s| total.argmax(s.first, s.last).0))
+                    .collect();
+                let mut values = vec![vec![0u64; states.len()]; dimension.categories()];
+                for (column, state) in states.iter().enumerate() {
+                    let Some(state) = *state else { continue };
+                    let bytes: Vec<u64> = match dimension {
+                        Dimension::Role => index.roles_at(state).to_vec(),
+                        Dimension::Component => index.components_at(state).to_vec(),
+                    };
+                    for (k, b) in bytes.into_iter().enumerate() {
+                        values[k][column] = b;
+                    }
+                }
+                BreakdownAnswer::Series(Series {
+                    dimension,
+                    mode,
+                    x0,
+                    x1,
+                    states,
+                    values,
+                    generation: cx.categorised.generation(),
+                    compute_ms: 0.0,
+                })
+            }
+        };
+        let ms = (cx.now)() - start;
+        Ok(with_time(answer, ms).into())
+    }
+}
+
+fn with_time(mut answer: BreakdownAnswer, ms: f64) -> BreakdownAnswer {
+    match &mut answer {
+        BreakdownAnswer::Summary(s) => s.compute_ms = ms,
+        BreakdownAnswer::At(a) => a.compute_ms = ms,
+        BreakdownAnswer::Series(s) => s.compute_ms = ms,
+    }
+    answer
+}
+
+/// A device's position in the snapshot, the device and its facts.
+fn find(analysed: &Analysed, device: u32) -> Result<(usize, &Device, &DeviceFacts), ViewError> {
+    let position = analysed
+        .snapshot
+        .devices
+        .iter()
+        .position(|d| d.id == device)
+        .ok_or(ViewError::NoSuchDevice { device })?;
+    Ok((
+        position,
+        &analysed.snapshot.devices[position],
+        &analysed.facts[position],
+    ))
+}
+
+/// The state a moment names: the peak's first state, the last state, or the one asked for
+/// (clamped to the run).
+pub fn moment_state(facts: &DeviceFacts, rows: usize, moment: Moment) -> u32 {
+    match moment {
+        Moment::Peak => facts.peak_allocated.row.map_or(0, |r| r + 1),
+        Moment::End => rows as u32,
+        Moment::State(s) => s.min(rows as u32),
+    }
+}
+
+fn summary(cx: &Context<'_>, device: u32) -> Result<DeviceSummary, ViewError> {
+    let (position, dev, facts) = find(cx.analysed, device)?;
+    let categories = cx.categorised.device(position);
+    let index = cx.categorised.index(position, facts);
+    let reserved_peak_state = facts.peak_reserved.row.map_or(0, |r| r + 1);
+    Ok(DeviceSummary {
+        device,
+        generation: cx.categorised.generation(),
+        states: dev.trace.len() as u32 + 1,
+        peak_state: moment_state(facts, dev.trace.len(), Moment::Peak),
+        peak_allocated: facts.peak_allocated.bytes,
+        peak_reserved: facts.peak_reserved.bytes,
+        allocated_at_reserved_peak: allocated_at(facts, reserved_peak_state),
+        reserved_peak_state,
+        estimate: estimate(index, facts.peak_allocated.bytes),
+        cached_free: cached_free_sizes(dev),
+        findings: findings(cx.analysed, position, categories),
+        compute_ms: 0.0,
+    })
+}
+
+/// The allocated curve at `state`.
+pub fn allocated_at(facts: &DeviceFacts, state: u32) -> u64 {
+    match state.checked_sub(1) {
+        None => facts.baseline_allocated,
+        Some(row) => facts
+            .allocated
+            .get(row as usize)
+            .or(facts.allocated.last())
+            .copied()
+            .unwrap_or(facts.baseline_allocated),
+    }
+}
+
+fn at(
+    cx: &Context<'_>,
+    device: u32,
+    moment: Moment,
+    top: u32,
+) -> Result<MomentBreakdown, ViewError> {
+    let (position, dev, facts) = find(cx.analysed, device)?;
+    let categories = cx.categorised.device(position);
+    let state = moment_state(facts, dev.trace.len(), moment);
+    let totals = cx.categorised.index(position, facts).totals_at(state);
+    let live = live_at(&cx.analysed.snapshot, facts, state, top as usize);
+    let elements = AllocationElements::new(facts);
+    let largest = live
+        .largest
+        .into_iter()
+        .map(|a| {
+            let allocation = elements.allocation_index(a.index);
+            TopAllocation {
+                index: a.index,
+                allocation: allocation as u32,
+                size: a.size,
+                role: categories.roles[allocation],
+                component: categories.components[allocation],
+                name: a.name,
+                user: a.user,
+            }
+        })
+        .collect();
+    let event = state.checked_sub(1);
+    let axis = Axis::new(&dev.trace);
+    Ok(MomentBreakdown {
+        device,
+        moment,
+        state,
+        event,
+        time_us: axis.time_of_state(state).filter(|_| axis.has_time()),
+        live_count: totals.count,
+        live_bytes: totals.live_bytes,
+        reserved: facts.reserved_after(event),
+        roles: totals.roles,
+        components: totals.components,
+        largest,
+        call_sites: live.call_sites,
+        live_sizes: live_sizes(facts, state),
+        generation: cx.categorised.generation(),
+        compute_ms: 0.0,
+    })
+}

@@ -1,0 +1,573 @@
+//! The words of each finding ([`crate::breakdown::findings`]): a short title, why it matters
+//! with its numbers in binary units, and what to try, so the page and the command line give
+//! the same advice.
+//!
+//! Words only: which findings fire, and their numbers, are decided by the breakdown. Call
+//! sites are named by whoever can read the stacks (a finding carries only their ids).
+
+use super::{bytes, count, duration_us, percent_ppm};
+use crate::analysis::categories::Role;
+use crate::breakdown::findings::{Finding, FindingKind, Overhead, Wait};
+
+/// `part` of `whole` as a percentage: `37.5%`.
+fn percent(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        return percent_ppm(0);
+    }
+    percent_ppm((part as u128 * 1_000_000 / whole as u128) as u64)
+}
+
+/// A role in words: `optimizer state`.
+fn role_label(role: Role) -> String {
+    role.key().replace('_', " ")
+}
+
+/// A wait in words: `1,500 events (15.0 ms)`.
+fn wait_length(wait: &Wait) -> String {
+    let events = format!("{} events", count(wait.rows as u64));
+    match wait.us {
+        Some(us) => format!("{events} ({})", duration_us(us)),
+        None => events,
+    }
+}
+
+/// The roles alive at an out-of-memory, the most bytes first, without empty ones.
+fn roles_by_bytes(roles: &[u64]) -> Vec<(Role, u64)> {
+    let mut held: Vec<(Role, u64)> = Role::ALL
+        .iter()
+        .zip(roles)
+        .filter(|(_, &b)| b > 0)
+        .map(|(&r, &b)| (r, b))
+        .collect();
+    held.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    held
+}
+
+/// A short title: `Out of memory at event 1,234`, `Memory grows from one iteration to the next`.
+pub fn title(f: &Finding) -> String {
+    match &f.kind {
+        FindingKind::OutOfMemory { row, requested, .. } => format!(
+            "Out of memory at event {}: a request of {} failed",
+            count(*row as u64),
+            bytes(*requested)
+        ),
+        FindingKind::LeakSuspect { growth, .. } => format!(
+            "Memory grows from one iteration to the next (+{})",
+            bytes(*growth)
+        ),
+        FindingKind::SuddenSpike { size, .. } => {
+            format!("A single allocation of {}", bytes(*size))
+        }
+        FindingKind::Fragmentation { free, .. } => {
+            format!("{} of free memory is fragmented", bytes(*free))
+        }
+        FindingKind::CacheOverhead {
+            at_peak_reserved,
+            at_end,
+        } => {
+            let worst = at_peak_reserved.overhead.max(at_end.overhead);
+            format!("{} reserved but not allocated", bytes(worst))
+        }
+        FindingKind::CachedFree { bytes: free, .. } => {
+            format!("{} of cached free blocks at the end", bytes(*free))
+        }
+        FindingKind::RoundingWaste { waste, .. } => {
+            format!("{} lost to rounding up block sizes", bytes(*waste))
+        }
+        FindingKind::LongFreeWaits { waits, .. } => {
+            format!("{} frees waited on other streams", count(*waits as u64))
+        }
+        FindingKind::WrappedTrace { before, .. } => format!(
+            "The trace misses the start of the run ({} earlier allocations)",
+            count(*before)
+        ),
+    }
+}
+
+fn overhead_at_peak(o: &Overhead) -> String {
+    format!(
+        "While reserved memory was at its peak ({}), at most {} of it was allocated: {} ({}) sat cached in free blocks.",
+        bytes(o.reserved),
+        bytes(o.allocated),
+        bytes(o.overhead),
+        percent(o.overhead, o.reserved)
+    )
+}
+
+fn overhead_at_end(o: &Overhead) -> String {
+    format!(
+        "At the end, {} was reserved and {} allocated: {} ({}) cached.",
+        bytes(o.reserved),
+        bytes(o.allocated),
+        bytes(o.overhead),
+        percent(o.overhead, o.reserved)
+    )
+}
+
+/// Why it matters, with its numbers.
+pub fn why(f: &Finding) -> String {
+    match &f.kind {
+        FindingKind::OutOfMemory {
+            requested,
+            device_free,
+            allocated,
+            reserved,
+            live,
+            roles,
+            ..
+        } => {
+            let held: Vec<String> = roles_by_bytes(roles)
+                .into_iter()
+                .take(3)
+                .map(|(role, b)| format!("{} {}", role_label(role), bytes(b)))
+                .collect();
+            let held = if held.is_empty() {
+                String::new()
+            } else {
+                format!(" Most of it was {}.", held.join(", "))
+            };
+            let cached = reserved.saturating_sub(*allocated);
+            format!(
+                "A request of {} failed with {} free on the device. {} allocations held {} and the allocator reserved {} ({} cached but unused, too small or too scattered for the request).{held}",
+                bytes(*requested),
+                bytes(*device_free),
+                count(*live as u64),
+                bytes(*allocated),
+                bytes(*reserved),
+                bytes(cached),
+            )
+        }
+        FindingKind::LeakSuspect {
+            iterations,
+            growth,
+            peak_allocated,
+            ..
+        } => {
+            let shown: Vec<String> = iterations.iter().map(|i| bytes(i.allocated)).collect();
+            format!(
+                "Allocated memory at the start of each forward pass: {}. After the first (warm-up) iteration it grew every time, by {} over {} iterations ({} of the peak, {}). Memory kept from every iteration adds up until the run goes out of memory.",
+                shown.join(", "),
+                bytes(*growth),
+                count(iterations.len().saturating_sub(2) as u64),
+                percent(*growth, *peak_allocated),
+                bytes(*peak_allocated),
+            )
+        }
+        FindingKind::SuddenSpike {
+            size,
+            row,
+            role,
+            peak_allocated,
+            count: spikes,
+            ..
+        } => {
+            let more = match spikes {
+                0 | 1 => String::new(),
+                2 => " One more allocation was as large.".to_string(),
+                n => format!(" {} more allocations were as large.", count(*n as u64 - 1)),
+            };
+            format!(
+                "One allocation ({}) of {} at event {} is {} of the peak allocated memory ({}): the peak depends on when it is alive, and it needs one free block that large.{more}",
+                role_label(*role),
+                bytes(*size),
+                count(*row as u64),
+                percent(*size, *peak_allocated),
+                bytes(*peak_allocated),
+            )
+        }
+        FindingKind::Fragmentation {
+            reserved,
+            free,
+            largest_free,
+            free_blocks,
+            segments,
+            worst,
+        } => {
+            let worst = worst
+                .first()
+                .map(|s| {
+                    format!(
+                        " The segment at {:#x} ({}) holds {} free, its largest block {}.",
+                        s.address,
+                        bytes(s.size),
+                        bytes(s.free),
+                        bytes(s.largest_free)
+                    )
+                })
+                .unwrap_or_default();
+            format!(
+                "At the end, {} of the {} reserved is free in {} cached blocks between live ones, in {} segments, but the largest is {}: a request larger than that cannot use them, and they cannot be released while their segments hold live tensors, so the allocator reserves a new segment or fails.{worst}",
+                bytes(*free),
+                bytes(*reserved),
+                count(*free_blocks as u64),
+                count(*segments as u64),
+                bytes(*largest_free),
+            )
+        }
+        FindingKind::CacheOverhead {
+            at_peak_reserved,
+            at_end,
+        } => {
+            let mut text = overhead_at_peak(at_peak_reserved);
+            if at_end.state != at_peak_reserved.state {
+                text.push(' ');
+                text.push_str(&overhead_at_end(at_end));
+            }
+            text.push_str(" Cached memory is held from other processes and from new segments: a run can go out of memory with much of it free.");
+            text
+        }
+        FindingKind::CachedFree {
+            bytes: free,
+            blocks,
+            largest,
+            reserved,
+        } => format!(
+            "At the end, {} of the {} reserved sits in {} free blocks the caching allocator keeps for reuse (the largest {}). It is reused by later allocations that fit, but no other process can use it.",
+            bytes(*free),
+            bytes(*reserved),
+            count(*blocks as u64),
+            bytes(*largest),
+        ),
+        FindingKind::RoundingWaste {
+            waste,
+            allocated,
+            requested,
+            blocks,
+        } => format!(
+            "The {} blocks allocated at the end hold {} for {} requested: {} ({}) is padding from rounding requests up to the allocator's block sizes, or from blocks not split because the rest would be too small.",
+            count(*blocks as u64),
+            bytes(*allocated),
+            bytes(*requested),
+            bytes(*waste),
+            percent(*waste, *allocated),
+        ),
+        FindingKind::LongFreeWaits {
+            waits,
+            waited_bytes,
+            longest_in_rows,
+            longest_in_time,
+            pending_at_peak,
+            ..
+        } => {
+            let mut text = format!(
+                "{} allocations ({}) stayed allocated after they were freed, until work queued on other streams finished (free_requested to free_completed). The longest wait lasted {} for {}",
+                count(*waits as u64),
+                bytes(*waited_bytes),
+                wait_length(longest_in_rows),
+                bytes(longest_in_rows.size),
+            );
+            if !longest_in_rows.completed {
+                text.push_str(", still waiting at the end");
+            }
+            text.push('.');
+            if let Some(w) = longest_in_time.filter(|w| w.allocation != longest_in_rows.allocation)
+            {
+                text.push_str(&format!(
+                    " The longest in time lasted {} for {}.",
+                    wait_length(&w),
+                    bytes(w.size)
+                ));
+            }
+            if *pending_at_peak > 0 {
+                text.push_str(&format!(
+                    " At the allocated peak, {} was waiting this way.",
+                    bytes(*pending_at_peak)
+                ));
+            }
+            text
+        }
+        FindingKind::WrappedTrace {
+            before,
+            freed_during_trace,
+            still_alive,
+            freed_bytes,
+            alive_bytes,
+        } => format!(
+            "{} allocations existed before the first recorded event: {} freed during the trace ({}) and {} still alive at the end ({}). The trace's ring buffer wrapped (max_entries) or recording started late, so where and when they were made is unknown, and roles, iterations and growth are judged on part of the run.",
+            count(*before),
+            count(*freed_during_trace),
+            bytes(*freed_bytes),
+            count(*still_alive),
+            bytes(*alive_bytes),
+        ),
+    }
+}
+
+/// Advice for the largest role alive at an out-of-memory.
+fn role_advice(role: Role) -> &'static str {
+    match role {
+        Role::Activations | Role::ForwardTemporaries => "Activations dominate: use activation checkpointing (torch.utils.checkpoint) so they are recomputed in the backward, a smaller batch or sequence length (with gradient accumulation to keep the effective batch), or mixed precision (torch.autocast).",
+        Role::BackwardTemporaries | Role::Gradients => "Gradients and backward temporaries dominate: call optimizer.zero_grad(set_to_none=True) so gradients are freed between steps, use mixed precision, or shard gradients across devices (FSDP, ZeRO).",
+        Role::OptimizerState | Role::OptimizerTemporaries => "Optimizer state dominates: AdamW keeps two fp32 tensors per parameter; try a lighter optimizer (SGD, Adafactor, 8-bit Adam), foreach=False to avoid the multi-tensor temporaries, or shard the state (FSDP, ZeRO).",
+        Role::Parameters => "Parameters dominate: load the model in bf16/fp16, quantise it, or shard it across devices (FSDP, tensor parallelism); check that no second copy of the weights stays on the device.",
+        Role::Inputs => "Inputs dominate: move smaller batches to the device, and free the previous batch before loading the next.",
+        Role::Communication => "Communication buffers dominate: lower the bucket sizes of DDP/FSDP (bucket_cap_mb) or overlap fewer collectives.",
+        Role::Workspace => "Library workspaces dominate: limit cuBLAS/cuDNN workspaces (CUBLAS_WORKSPACE_CONFIG, torch.backends.cudnn.benchmark=False).",
+        Role::Unknown => "Record stacks (torch.cuda.memory._record_memory_history(stacks='all')) from the start of the run to see what holds the memory.",
+    }
+}
+
+/// What to try, concretely.
+pub fn what_to_try(f: &Finding) -> String {
+    match &f.kind {
+        FindingKind::OutOfMemory {
+            requested,
+            device_free,
+            allocated,
+            reserved,
+            roles,
+            ..
+        } => {
+            let mut text = roles_by_bytes(roles)
+                .first()
+                .map(|&(role, _)| role_advice(role).to_string())
+                .unwrap_or_else(|| role_advice(Role::Unknown).to_string());
+            let cached = reserved.saturating_sub(*allocated);
+            if cached >= *requested || cached.saturating_add(*device_free) >= *requested {
+                text.push_str(&format!(
+                    " {} was cached but unused: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (or max_split_size_mb) so fragmented free memory can serve the request.",
+                    bytes(cached)
+                ));
+            }
+            text
+        }
+        FindingKind::LeakSuspect { .. } => "Look at the call sites that grew: something keeps tensors from one iteration to the next. Common causes: appending the loss or outputs to a list without .item() or .detach() (which also keeps the autograd graph alive), tensors kept in lists or dicts across iterations for logging or caches, hooks that store activations, and a growing KV cache. Log with loss.item(), .detach().cpu() what you keep, and clear caches between iterations.".into(),
+        FindingKind::SuddenSpike { .. } => "Large single tensors are often logits over a big vocabulary (batch × sequence × vocabulary, in fp32), full attention score matrices, or copies made by torch.cat, .contiguous() or .float(). Compute the loss in chunks, use torch.nn.functional.scaled_dot_product_attention (memory-efficient kernels), keep logits in bf16, lower the batch or sequence length, or use activation checkpointing so the big intermediate is not kept.".into(),
+        FindingKind::Fragmentation { .. } => "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (PyTorch 2.1 or later) so segments grow in place instead of leaving scattered free blocks; otherwise max_split_size_mb (e.g. max_split_size_mb:512) stops large free blocks from being split for small requests. Allocating long-lived tensors (parameters, optimizer state, buffers) before temporaries, and keeping tensor shapes constant from step to step, also helps. torch.cuda.empty_cache() only releases whole free segments.".into(),
+        FindingKind::CacheOverhead { .. } => "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True so segments grow and shrink in place rather than staying reserved half used. torch.cuda.empty_cache() returns whole free segments to the driver, but the next allocations pay for cudaMalloc again and it does not undo fragmentation: call it between phases (after evaluation, before loading another model), not every step. If tensor sizes change from step to step (variable sequence lengths), pad or bucket them so cached blocks get reused.".into(),
+        FindingKind::CachedFree { .. } => "Within a training loop, cached blocks are reused and cost nothing. If another process or a later phase needs the memory, torch.cuda.empty_cache() returns the free segments to the driver (later allocations then pay for cudaMalloc); PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True also unmaps unused pages of its segments.".into(),
+        FindingKind::RoundingWaste { .. } => "If allocator_settings sets roundup_power2_divisions, lower or remove it: it rounds requests up to power-of-two fractions. If max_split_size_mb is set, blocks above it are not split, so a smaller request can take a whole large block. Odd tensor sizes also round up: pad shapes to multiples of 8 or 64 (faster on tensor cores too) or batch many small tensors into one.".into(),
+        FindingKind::LongFreeWaits { .. } => "These are tensors used on more than one CUDA stream (tensor.record_stream(), communication overlapped with compute, copies on a side stream): the allocator cannot reuse them until the other stream's work completes. Free them earlier, have the stream that uses a tensor allocate it instead of calling record_stream, or synchronise (stream.wait_stream, torch.cuda.Event) sooner; with NCCL, TORCH_NCCL_AVOID_RECORD_STREAMS=1 avoids record_stream for collectives.".into(),
+        FindingKind::WrappedTrace { .. } => "Call torch.cuda.memory._record_memory_history() before building the model and optimizer, and with a larger max_entries (it keeps every event by default) so the trace covers a whole iteration and its setup.".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::breakdown::findings::{FreeSegment, Iteration, StackBytes};
+
+    const MIB: u64 = 1 << 20;
+    const GIB: u64 = 1 << 30;
+
+    fn finding(kind: FindingKind) -> Finding {
+        Finding {
+            kind,
+            allocations: vec![],
+        }
+    }
+
+    fn wait(rows: u32, us: Option<u64>) -> Wait {
+        Wait {
+            allocation: 3,
+            size: 10 * MIB,
+            requested_row: 5,
+            rows,
+            us,
+            completed: true,
+        }
+    }
+
+    #[test]
+    fn out_of_memory_names_the_largest_roles_and_their_remedy() {
+        let mut roles = vec![0; Role::ALL.len()];
+        roles[Role::Parameters as usize] = GIB;
+        roles[Role::Activations as usize] = 3 * GIB;
+        let f = finding(FindingKind::OutOfMemory {
+            row: 1234,
+            requested: 2 * GIB,
+            device_free: 100 * MIB,
+            allocated: 4 * GIB,
+            reserved: 7 * GIB,
+            live: 12,
+            roles,
+            stacks: vec![StackBytes {
+                stack: 0,
+                bytes: GIB,
+            }],
+        });
+        assert_eq!(
+            title(&f),
+            "Out of memory at event 1,234: a request of 2.00 GiB failed"
+        );
+        let because = why(&f);
+        assert!(
+            because.contains("Most of it was activations 3.00 GiB, parameters 1.00 GiB."),
+            "{because}"
+        );
+        assert!(because.contains("3.00 GiB cached"), "{because}");
+        let advice = what_to_try(&f);
+        assert!(advice.starts_with("Activations dominate"), "{advice}");
+        assert!(advice.contains("expandable_segments:True"), "{advice}");
+    }
+
+    #[test]
+    fn leak_lists_allocated_bytes_per_iteration() {
+        let f = finding(FindingKind::LeakSuspect {
+            iterations: [960, 1088, 1216, 1344]
+                .iter()
+                .enumerate()
+                .map(|(i, &m)| Iteration {
+                    state: i as u32 * 10,
+                    allocated: m * MIB,
+                })
+                .collect(),
+            growth: 256 * MIB,
+            peak_allocated: 1536 * MIB,
+            stacks: vec![],
+        });
+        assert_eq!(
+            title(&f),
+            "Memory grows from one iteration to the next (+256 MiB)"
+        );
+        let because = why(&f);
+        assert!(
+            because.contains("960 MiB, 1.06 GiB, 1.19 GiB, 1.31 GiB"),
+            "{because}"
+        );
+        assert!(
+            because.contains("by 256 MiB over 2 iterations (16.7% of the peak"),
+            "{because}"
+        );
+        assert!(what_to_try(&f).contains(".detach()"));
+    }
+
+    #[test]
+    fn memory_layout_findings_say_their_numbers() {
+        let f = finding(FindingKind::Fragmentation {
+            reserved: 4 * GIB,
+            free: 384 * MIB,
+            largest_free: 64 * MIB,
+            free_blocks: 6,
+            segments: 2,
+            worst: vec![FreeSegment {
+                address: 0x7f00_0000_0000,
+                size: 3 * GIB,
+                free: 256 * MIB,
+                largest_free: 64 * MIB,
+                free_blocks: 4,
+            }],
+        });
+        assert_eq!(title(&f), "384 MiB of free memory is fragmented");
+        let because = why(&f);
+        assert!(
+            because.contains(
+                "in 6 cached blocks between live ones, in 2 segments, but the largest is 64.0 MiB"
+            ),
+            "{because}"
+        );
+        assert!(
+            because.contains("0x7f0000000000 (3.00 GiB) holds 256 MiB free"),
+            "{because}"
+        );
+        assert!(what_to_try(&f).contains("max_split_size_mb"));
+
+        let peak = Overhead {
+            state: 40,
+            reserved: 1536 * MIB,
+            allocated: 1060 * MIB,
+            overhead: 476 * MIB,
+        };
+        let end = Overhead {
+            state: 50,
+            reserved: GIB,
+            allocated: 960 * MIB,
+            overhead: 64 * MIB,
+        };
+        let f = finding(FindingKind::CacheOverhead {
+            at_peak_reserved: peak,
+            at_end: end,
+        });
+        assert_eq!(title(&f), "476 MiB reserved but not allocated");
+        let because = why(&f);
+        assert!(
+            because.contains(
+                "at its peak (1.50 GiB), at most 1.04 GiB of it was allocated: 476 MiB (31.0%)"
+            ),
+            "{because}"
+        );
+        assert!(
+            because.contains(
+                "At the end, 1.00 GiB was reserved and 960 MiB allocated: 64.0 MiB (6.3%) cached."
+            ),
+            "{because}"
+        );
+        let advice = what_to_try(&f);
+        assert!(advice.contains("expandable_segments:True") && advice.contains("empty_cache()"));
+
+        let f = finding(FindingKind::RoundingWaste {
+            waste: 120 * MIB,
+            allocated: 2000 * MIB,
+            requested: 1880 * MIB,
+            blocks: 20,
+        });
+        assert!(why(&f).contains("120 MiB (6.0%)"), "{}", why(&f));
+        assert!(what_to_try(&f).contains("roundup_power2_divisions"));
+
+        let f = finding(FindingKind::CachedFree {
+            bytes: 150 * MIB,
+            blocks: 1,
+            largest: 150 * MIB,
+            reserved: 2 * GIB,
+        });
+        assert_eq!(title(&f), "150 MiB of cached free blocks at the end");
+    }
+
+    #[test]
+    fn waits_spikes_and_wrapped_traces_say_their_numbers() {
+        let f = finding(FindingKind::LongFreeWaits {
+            waits: 2,
+            waited_bytes: 20 * MIB,
+            longest_in_rows: wait(1500, None),
+            longest_in_time: Some(Wait {
+                allocation: 4,
+                ..wait(3, Some(200_000))
+            }),
+            pending_at_peak: 0,
+            peak_state: 7,
+        });
+        assert_eq!(title(&f), "2 frees waited on other streams");
+        let because = why(&f);
+        assert!(
+            because.contains("lasted 1,500 events for 10.0 MiB."),
+            "{because}"
+        );
+        assert!(
+            because.contains("longest in time lasted 3 events (200 ms)"),
+            "{because}"
+        );
+        assert!(what_to_try(&f).contains("record_stream"));
+
+        let f = finding(FindingKind::SuddenSpike {
+            size: 600 * MIB,
+            row: 12,
+            stack: 0,
+            role: Role::ForwardTemporaries,
+            peak_allocated: 1560 * MIB,
+            count: 2,
+        });
+        assert_eq!(title(&f), "A single allocation of 600 MiB");
+        let because = why(&f);
+        assert!(
+            because.contains("(forward temporaries) of 600 MiB at event 12 is 38.5%"),
+            "{because}"
+        );
+        assert!(
+            because.contains("One more allocation was as large."),
+            "{because}"
+        );
+
+        let f = finding(FindingKind::WrappedTrace {
+            before: 2,
+            freed_during_trace: 1,
+            still_alive: 1,
+            freed_bytes: 50 * MIB,
+            alive_bytes: 120 * MIB,
+        });
+        assert!(title(&f).contains("2 earlier allocations"));
+        assert!(why(&f).contains(
+            "1 freed during the trace (50.0 MiB) and 1 still alive at the end (120 MiB)"
+        ));
+        assert!(what_to_try(&f).contains("max_entries"));
+    }
+}

@@ -1,0 +1,251 @@
+//! The breakdown through the session, as the page asks for it, on real snapshots: bytes by
+//! category at a moment and over the run add up to the allocated curve, the estimate's terms
+//! are the roles' maxima, rules re-categorise every view (a refused rule changes nothing), and
+//! a timeline coloured by role paints only role colours, its small band split by role.
+
+mod common;
+
+use common::*;
+use memsight_core::analysis::categories::rules::{Rule, Rules};
+use memsight_core::analysis::categories::{Dimension, Role};
+use memsight_core::breakdown::service::{BreakdownAnswer, BreakdownRequest, Moment};
+use memsight_core::protocol::{Answer, Request};
+use memsight_core::session::Session;
+use memsight_core::timeline::colouring::ColourBy;
+use memsight_core::timeline::raster::Style;
+use memsight_core::timeline::service::{FrameRequest, TimelineAnswer, TimelineRequest};
+use memsight_core::timeline::{AxisMode, TimelineKind, Viewport};
+
+const FULL_STEP: &str =
+    "kkaitlyn111__cs336-a2-systems__memory_files__memory_ctx128_fullstep_.pickle";
+
+fn session(path: &std::path::Path) -> Option<Session> {
+    let bytes = std::fs::read(path).ok()?;
+    let mut session = Session::new();
+    session
+        .load(&bytes[..], bytes.len() as u64, &|| 0.0, &mut |_| {})
+        .ok()?;
+    Some(session)
+}
+
+fn breakdown(session: &mut Session, request: BreakdownRequest) -> BreakdownAnswer {
+    match session.answer(Request::Breakdown(request), &|| 0.0) {
+        Ok(reply) => match reply.answer {
+            Answer::Breakdown(answer) => answer,
+            other => panic!("not a breakdown: {}", other.feature()),
+        },
+        Err(e) => panic!("{e:?}"),
+    }
+}
+
+fn at(
+    session: &mut Session,
+    device: u32,
+    moment: Moment,
+) -> Box<memsight_core::breakdown::service::MomentBreakdown> {
+    match breakdown(
+        session,
+        BreakdownRequest::At {
+            device,
+            moment,
+            top: 30,
+        },
+    ) {
+        BreakdownAnswer::At(a) => a,
+        _ => unreachable!(),
+    }
+}
+
+fn allocated_at(facts: &memsight_core::analysis::DeviceFacts, state: u32) -> u64 {
+    match state {
+        0 => facts.baseline_allocated,
+        s => facts.allocated[s as usize - 1],
+    }
+}
+
+#[test]
+fn moments_and_series_add_up_to_the_allocated_curve_on_every_fixture() {
+    let files = real_fixture_files();
+    if files.is_empty() {
+        eprintln!("skipped: the real fixtures are not beside the repository");
+    }
+    for path in files
+        .iter()
+        .chain([&edge("two_devices.pickle"), &edge("oom.pickle")])
+    {
+        let name = file_name(path);
+        let Some(mut session) = session(path) else {
+            continue;
+        };
+        let analysed = session.analysed().unwrap().clone();
+        for (dev, facts) in analysed.snapshot.devices.iter().zip(&analysed.facts) {
+            let peak = at(&mut session, dev.id, Moment::Peak);
+            assert_eq!(peak.live_bytes, facts.peak_allocated.bytes, "{name}");
+            assert_eq!(peak.roles.iter().sum::<u64>(), peak.live_bytes, "{name}");
+            assert_eq!(
+                peak.components.iter().sum::<u64>(),
+                peak.live_bytes,
+                "{name}"
+            );
+            // The largest allocations, largest first, each at most the live bytes.
+            assert!(
+                peak.largest.windows(2).all(|w| w[0].size >= w[1].size),
+                "{name}"
+            );
+            let live_sizes: u64 = peak.live_sizes.iter().map(|b| b.bytes).sum();
+            assert_eq!(
+                live_sizes, peak.live_bytes,
+                "{name}: the histogram holds every byte"
+            );
+            let end = at(&mut session, dev.id, Moment::End);
+            assert_eq!(end.state as usize, dev.trace.len(), "{name}");
+
+            let BreakdownAnswer::Series(series) = breakdown(
+                &mut session,
+                BreakdownRequest::Series {
+                    device: dev.id,
+                    dimension: Dimension::Role,
+                    mode: AxisMode::Events,
+                    x0: 0.0,
+                    x1: 0.0,
+                    width: 97,
+                },
+            ) else {
+                unreachable!()
+            };
+            for (column, state) in series.states.iter().enumerate() {
+                let Some(state) = *state else { continue };
+                let sum: u64 = series.values.iter().map(|v| v[column]).sum();
+                assert_eq!(sum, allocated_at(facts, state), "{name}, state {state}");
+            }
+
+            let BreakdownAnswer::Summary(summary) =
+                breakdown(&mut session, BreakdownRequest::Summary { device: dev.id })
+            else {
+                unreachable!()
+            };
+            let e = &summary.estimate;
+            assert_eq!(e.observed, facts.peak_allocated.bytes);
+            assert_eq!(
+                e.estimate,
+                e.parameters
+                    + e.optimizer_state
+                    + (e.gradients + e.optimizer_temporaries).max(e.activations),
+                "{name}"
+            );
+            assert!(summary.efficiency() <= 1.0 + 1e-9 || summary.peak_reserved == 0);
+        }
+    }
+}
+
+fn frame(session: &mut Session, device: u32, colour_by: ColourBy, detail: u32) -> Vec<u8> {
+    let layout = Request::Timeline(TimelineRequest::Layout {
+        device,
+        kind: TimelineKind::Allocations,
+        detail: Some(detail),
+    });
+    session.answer(layout, &|| 0.0).unwrap();
+    let request = Request::Timeline(TimelineRequest::Frame(FrameRequest {
+        device,
+        kind: TimelineKind::Allocations,
+        view: Viewport {
+            mode: AxisMode::Events,
+            x0: 0.0,
+            x1: 0.0,
+            width: 400,
+            height: 200,
+        },
+        whole: true,
+        y_range: None,
+        dark: false,
+        line_width: 2,
+        pinned: None,
+        show_matches: false,
+        show_line: false,
+        colour_by,
+    }));
+    let reply = session.answer(request, &|| 0.0).unwrap();
+    assert!(matches!(
+        reply.answer,
+        Answer::Timeline(TimelineAnswer::Frame(_))
+    ));
+    reply.attachment.unwrap()
+}
+
+#[test]
+fn a_timeline_coloured_by_role_paints_only_role_colours_and_follows_the_rules() {
+    let Some(dir) = real_fixtures_dir() else {
+        eprintln!("skipped: the real fixtures are not beside the repository");
+        return;
+    };
+    let mut session = session(&dir.join(FULL_STEP)).unwrap();
+    let device = session.analysed().unwrap().snapshot.devices[0].id;
+    let style = Style::light();
+    let role_of = |pixel: &[u8]| style.roles.iter().position(|c| c[..] == pixel[..]);
+    // Few elements drawn: most of the picture is the band, split by role.
+    for detail in [20, 100_000] {
+        let pixels = frame(&mut session, device, ColourBy::Role, detail);
+        let mut seen = std::collections::BTreeSet::new();
+        for pixel in pixels.chunks(4) {
+            if pixel == style.background {
+                continue;
+            }
+            let role = role_of(pixel);
+            assert!(
+                role.is_some(),
+                "detail {detail}: {pixel:?} is no role's colour"
+            );
+            seen.extend(role);
+        }
+        assert!(seen.len() >= 4, "detail {detail}: only {seen:?}");
+    }
+
+    // A rule making everything of the optimizer "workspace" repaints the timeline and moves
+    // the bytes at the peak, keeping their sum.
+    let before = at(&mut session, device, Moment::Peak);
+    let pixels_before = frame(&mut session, device, ColourBy::Role, 100_000);
+    let rules = Rules {
+        rules: vec![Rule {
+            pattern: "optim".into(),
+            regex: false,
+            role: Some(Role::Workspace),
+            component: None,
+            name: None,
+        }],
+    };
+    let reply = session.answer(Request::SetRules(rules), &|| 0.0).unwrap();
+    let Answer::Rules(applied) = reply.answer else {
+        unreachable!()
+    };
+    assert!(applied.error.is_none());
+    let after = at(&mut session, device, Moment::Peak);
+    assert_eq!(after.generation, applied.generation);
+    assert_ne!(before.generation, after.generation);
+    let (os, ws) = (Role::OptimizerState as usize, Role::Workspace as usize);
+    assert_eq!(after.roles[os], 0, "optimizer state became workspace");
+    // (It also takes the optimizer's temporaries, and whatever else an optimizer frame made.)
+    assert!(after.roles[ws] >= before.roles[ws] + before.roles[os]);
+    assert_eq!(after.live_bytes, before.live_bytes);
+    assert_ne!(
+        frame(&mut session, device, ColourBy::Role, 100_000),
+        pixels_before
+    );
+
+    // A rule that cannot compile is refused by position and changes nothing.
+    let bad = Rules {
+        rules: vec![Rule {
+            pattern: "(".into(),
+            regex: true,
+            role: Some(Role::Inputs),
+            component: None,
+            name: None,
+        }],
+    };
+    let reply = session.answer(Request::SetRules(bad), &|| 0.0).unwrap();
+    let Answer::Rules(refused) = reply.answer else {
+        unreachable!()
+    };
+    assert_eq!(refused.error.as_ref().map(|e| e.index), Some(0));
+    assert_eq!(refused.generation, applied.generation);
+    assert_eq!(at(&mut session, device, Moment::Peak).roles, after.roles);
+}
