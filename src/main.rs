@@ -7,7 +7,7 @@
 
 // The UI names the core's modules as `crate::…`.
 #[allow(unused_imports)]
-use memsight_core::{analysis, format, model, overview, protocol, service, timeline};
+use memsight_core::{analysis, breakdown, format, model, overview, protocol, service, timeline};
 
 #[cfg(target_arch = "wasm32")]
 mod ui;
@@ -23,6 +23,7 @@ fn main() {}
 #[cfg(all(test, not(target_arch = "wasm32")))]
 #[allow(dead_code)]
 mod ui {
+    pub mod charts;
     pub mod requests;
     pub mod state;
     pub mod timeline {

@@ -10,7 +10,10 @@
 //! - `app` and the components it is built from (`toolbar`, `file_list`, `file_view`,
 //!   `load_progress`, `error_report`, `snapshot_view`, `device_picker`, `welcome`,
 //!   `drop_overlay`);
-//! - one folder per view: `overview`, `timeline`;
+//! - one folder per view: `overview`, `timeline`, `breakdown` (where the memory went: charts,
+//!   the estimate, findings, rules, the report); `categories`: what they share about
+//!   categories (the rules, the picked moment, the highlighted category); `charts`: drawing
+//!   charts on a canvas (plotters);
 //! - `panic_banner`: shows a Rust panic instead of a dead page.
 //!
 //! State lives in signals created by `App` and passed down; nothing here is global. File data
@@ -21,6 +24,9 @@ pub mod state;
 
 mod actions;
 mod app;
+mod breakdown;
+mod categories;
+mod charts;
 mod device_picker;
 mod drop_overlay;
 mod error_report;

@@ -7,6 +7,8 @@
 use leptos::prelude::*;
 
 use super::actions::Actions;
+use super::breakdown::BreakdownPanel;
+use super::categories::CategoryView;
 use super::device_picker::DevicePicker;
 use super::overview::{OverviewPanel, Warnings};
 use super::state::{AppState, FileId, Status};
@@ -31,6 +33,9 @@ pub fn SnapshotView(id: FileId, state: RwSignal<AppState>, actions: Actions) -> 
         None => (String::new(), 0, (0.0, 0.0, 0.0), None),
     });
     let ms = |t: f64| format::duration_us((t * 1000.0).max(0.0) as u64);
+    let categories = CategoryView::new(id, actions);
+    let dark = Signal::from(super::timeline::prefers_dark());
+    let file_name = name.clone();
     let devices = Memo::new(move |_| {
         state.with(|s| s.file(id).map(|f| f.devices().to_vec()).unwrap_or_default())
     });
@@ -84,7 +89,11 @@ pub fn SnapshotView(id: FileId, state: RwSignal<AppState>, actions: Actions) -> 
                 let Some(device) = device.get() else {
                     return ().into_any();
                 };
-                let timeline = move || timeline_shown.get().then(|| view! { <TimelinePanel file=id device=device actions=actions /> });
+                let file_name = file_name.clone();
+                let timeline = move || timeline_shown.get().then(|| view! {
+                    <TimelinePanel file=id device=device actions=actions categories=categories />
+                    <BreakdownPanel file=id device=device file_name=file_name.clone() actions=actions categories=categories dark=dark />
+                });
                 match overview.get() {
                     None => view! { <p class="pending" aria-busy="true">"Preparing the overview…"</p> }.into_any(),
                     Some(Err(error)) => view! {

@@ -363,6 +363,7 @@ mod tests {
             decode_ms: 1.0,
             read_ms: 0.5,
             analyse_ms: 0.1,
+            categorise_ms: 0.1,
         }
     }
 

@@ -105,6 +105,8 @@ async function openTimeline(page, file) {
   assert.equal(await waitSettled(page), 'ready');
   await page.waitForSelector('#timeline[data-ready="true"]', { timeout: WAIT });
   await waitFrame(page, 0, 'the first frame');
+  // These tests read each allocation's own colour (categories.test.mjs tests the others).
+  await painted(page, () => page.click('#timeline-colour-allocation'), 'the frame coloured by allocation');
 }
 
 async function setReservedLine(page, on) {

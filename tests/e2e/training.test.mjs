@@ -41,6 +41,10 @@ async function open(name, width = 1400, height = 900) {
   assert.equal(await waitSettled(app.page), 'ready');
   await app.page.waitForFunction(() => performance.getEntriesByName('memsight:timeline-painted').length > 0, null, { timeout: WAIT });
   await settle(app.page);
+  // These tests read each allocation's own colour (categories.test.mjs tests the others).
+  await app.page.click('#timeline-colour-allocation');
+  await app.page.waitForSelector('#timeline[data-colour-by="allocation"]');
+  await settle(app.page);
   return app;
 }
 

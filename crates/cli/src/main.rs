@@ -1,13 +1,14 @@
 //! `memsight`, the command line: the numbers the viewer shows, from the same core, for
 //! scripts, CI and files too large for a browser tab.
 //!
-//! One module per command (`overview`, `categories`); `open` streams a file into the core and reports a
+//! One module per command (`overview`, `categories`, `report`); `open` streams a file into the core and reports a
 //! file that cannot be read exactly as the page does. Not the place for any computation: every
 //! number comes from `memsight-core`.
 
 mod categories;
 mod open;
 mod overview;
+mod report;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -59,6 +60,22 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Per device, a Markdown report: the peak, bytes by role and by component at the peak,
+    /// the peak estimate, the 50 largest allocations, fragmentation and findings.
+    Report {
+        /// Snapshot files (`-` for standard input).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Report this device only (default: every device of each file).
+        #[arg(long, value_name = "N")]
+        device: Option<u32>,
+        /// A rules file as the page exports it; its rules come before the inference.
+        #[arg(long, value_name = "RULES.json")]
+        rules: Option<PathBuf>,
+        /// Write the report to this file instead of standard output.
+        #[arg(long, short, value_name = "PATH")]
+        output: Option<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -79,6 +96,22 @@ fn main() -> ExitCode {
                 }
             };
             categories::run(&files, at, &rules, json)
+        }
+        Command::Report {
+            files,
+            device,
+            rules,
+            output,
+        } => {
+            let rules = match rules.map(|path| report::read_rules(&path)).transpose() {
+                Ok(rules) => rules.unwrap_or_default(),
+                Err(why) => {
+                    eprintln!("memsight: {why}");
+                    return ExitCode::from(2);
+                }
+            };
+            let output = report::output_path(output);
+            report::run(&files, device, &rules, output.as_deref())
         }
     }
 }

@@ -83,6 +83,7 @@ fn main() {
             show_matches: false,
             show_line: true,
             colour_by,
+            highlight: None,
         })
     };
     let mut frame_ms = Vec::new();

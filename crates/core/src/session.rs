@@ -355,6 +355,7 @@ mod tests {
             show_matches: false,
             show_line: true,
             colour_by: Default::default(),
+            highlight: None,
         }));
         assert!(matches!(
             session.answer(frame, &clock()).unwrap_err(),

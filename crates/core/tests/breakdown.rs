@@ -163,6 +163,7 @@ fn frame(session: &mut Session, device: u32, colour_by: ColourBy, detail: u32) -
         show_matches: false,
         show_line: false,
         colour_by,
+        highlight: None,
     }));
     let reply = session.answer(request, &|| 0.0).unwrap();
     assert!(matches!(

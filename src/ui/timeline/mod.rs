@@ -13,7 +13,8 @@
 //! - `overlay`: axes, peak, OOM and phase marks drawn over the pixels;
 //! - [`labels`]: where the overlay's labels go, none overlapping (pure, natively tested);
 //! - [`detail`]: the detail slider's scale (pure, natively tested);
-//! - `minimap`, `toolbar`, `details`, `tooltip`, `help`: one component each.
+//! - `minimap`, `toolbar`, `details`, `tooltip`, `help`, `legend` (the categories' colours
+//!   and bytes at the hovered moment): one component each.
 
 pub mod labels;
 pub mod range;
@@ -23,6 +24,7 @@ pub mod detail;
 mod details;
 pub mod folding;
 mod help;
+mod legend;
 mod minimap;
 mod overlay;
 mod plot;
@@ -33,11 +35,13 @@ use leptos::prelude::*;
 use wasm_bindgen::{JsCast, JsValue};
 
 use super::actions::Actions;
+use super::categories::CategoryView;
 use super::perf;
 use super::requests::{Latest, ScopeId};
 use super::state::FileId;
 use crate::format;
 use crate::protocol::{Answer, Request, RequestId, ViewError};
+use crate::timeline::colouring::ColourBy;
 use crate::timeline::inspect::{ElementDetail, OomDetail};
 use crate::timeline::service::{
     FrameInfo, FrameRequest, HitInfo, HitRequest, MinimapInfo, SearchInfo, TimelineAnswer,
@@ -109,6 +113,10 @@ pub struct Timeline {
     scope: ScopeId,
     pub kind: RwSignal<TimelineKind>,
     pub mode: RwSignal<AxisMode>,
+    /// Allocations in their own colours, or their role's or component's.
+    pub colour_by: RwSignal<ColourBy>,
+    /// The categories shared with the other views of the file.
+    pub categories: CategoryView,
     pub info: RwSignal<Option<TimelineInfo>>,
     /// The visible x range.
     pub range: RwSignal<XRange>,
@@ -147,7 +155,7 @@ pub struct Timeline {
 }
 
 impl Timeline {
-    fn new(file: FileId, device: u32, actions: Actions) -> Self {
+    fn new(file: FileId, device: u32, actions: Actions, categories: CategoryView) -> Self {
         Timeline {
             file,
             device,
@@ -155,6 +163,8 @@ impl Timeline {
             scope: actions.new_scope(),
             kind: RwSignal::new(TimelineKind::Allocations),
             mode: RwSignal::new(AxisMode::Events),
+            colour_by: RwSignal::new(ColourBy::Role),
+            categories,
             info: RwSignal::new(None),
             range: RwSignal::new(XRange::new(0.0, 1.0)),
             y_range: RwSignal::new(None),
@@ -476,6 +486,13 @@ impl Timeline {
                 .search
                 .with_untracked(|s| s.as_ref().is_some_and(|s| s.count > 0)),
             show_line: self.show_line.get_untracked() && kind == TimelineKind::Allocations,
+            colour_by: self.colour_by.get_untracked(),
+            highlight: self
+                .categories
+                .highlight
+                .get_untracked()
+                .filter(|(d, _)| Some(*d) == self.colour_by.get_untracked().dimension())
+                .map(|(_, k)| k),
         })
     }
 
@@ -592,6 +609,10 @@ impl Timeline {
             .unwrap_or((false, false, None));
         match result {
             Ok(TimelineAnswer::Hit(hit)) => {
+                if pin && hit.state.is_some() {
+                    // A click also picks the moment the other views show.
+                    self.categories.picked.set(hit.state);
+                }
                 if pin {
                     match &hit.element {
                         Some(e) => self.request_element(e.kind, e.index, ElementPurpose::Pin),
@@ -839,7 +860,7 @@ pub fn store_plot_share(share: f64) {
     let _ = gloo_storage::LocalStorage::set(PLOT_SHARE_KEY, share);
 }
 
-fn prefers_dark() -> bool {
+pub fn prefers_dark() -> bool {
     web_sys::window()
         .and_then(|w| w.match_media("(prefers-color-scheme: dark)").ok().flatten())
         .is_some_and(|m| m.matches())
@@ -847,8 +868,13 @@ fn prefers_dark() -> bool {
 
 /// The timeline section of a device.
 #[component]
-pub fn TimelinePanel(file: FileId, device: u32, actions: Actions) -> impl IntoView {
-    let tl = Timeline::new(file, device, actions);
+pub fn TimelinePanel(
+    file: FileId,
+    device: u32,
+    actions: Actions,
+    categories: CategoryView,
+) -> impl IntoView {
+    let tl = Timeline::new(file, device, actions, categories);
     // Answers still to come for this view reach nobody once it is gone.
     let scope = tl.scope;
     on_cleanup(move || actions.forget_scope(file, scope));
@@ -875,6 +901,9 @@ pub fn TimelinePanel(file: FileId, device: u32, actions: Actions) -> impl IntoVi
         tl.show_line.track();
         tl.pinned.with(|p| p.as_ref().map(|d| d.index));
         tl.search.track();
+        tl.colour_by.track();
+        categories.generation.track();
+        categories.highlight.track();
         tl.request_frame();
     });
     // Follow the system theme while the page is open.
@@ -938,8 +967,10 @@ pub fn TimelinePanel(file: FileId, device: u32, actions: Actions) -> impl IntoVi
             data-pinned-oom=move || tl.pinned_oom.with(|p| p.as_ref().map(|o| o.nth.to_string()).unwrap_or_default())
             data-search-count=move || tl.search.with(|s| s.as_ref().map(|s| s.count.to_string()).unwrap_or_default())
             data-y-zoomed=move || tl.y_range.with(Option::is_some).to_string()
+            data-colour-by=move || match tl.colour_by.get() { ColourBy::Allocation => "allocation", ColourBy::Role => "role", ColourBy::Component => "component" }
         >
             <toolbar::TimelineToolbar tl=tl />
+            <legend::Legend tl=tl />
             {move || tl.error.get().map(|message| view! { <p class="timeline-error" role="alert">{message}</p> })}
             <div class="timeline-body">
             <div class="timeline-main">

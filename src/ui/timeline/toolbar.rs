@@ -1,4 +1,5 @@
-//! The timeline's controls: allocations/segments tabs, event/time axis, the reserved line,
+//! The timeline's controls: allocations/segments tabs, event/time axis, colouring by role,
+//! component or allocation, the reserved line,
 //! jump to peak, reset and fit the bytes, the detail control ("draw the N largest", with
 //! labelled stops and the count of those at least a pixel tall), search, and the keyboard
 //! and mouse reference.
@@ -10,6 +11,7 @@ use web_sys::{HtmlInputElement, KeyboardEvent};
 use super::detail::{detail_at, position_of, STEPS, STOPS};
 use super::Timeline;
 use crate::format;
+use crate::timeline::colouring::ColourBy;
 use crate::timeline::{AxisMode, TimelineKind};
 
 fn input_value(event: &leptos::ev::Event) -> String {
@@ -50,6 +52,19 @@ pub fn TimelineToolbar(tl: Timeline) -> impl IntoView {
                 disabled=move || mode == AxisMode::Time && !has_time()
                 title=move || if mode == AxisMode::Time && !has_time() { "This trace has no timestamps" } else { "" }
                 on:click=move |_| tl.mode.set(mode)
+            >
+                {label}
+            </button>
+        }
+    };
+    let colour_button = move |by: ColourBy, label: &'static str, id: &'static str| {
+        view! {
+            <button
+                type="button"
+                id=id
+                class="segmented"
+                aria-pressed=move || (tl.colour_by.get() == by).to_string()
+                on:click=move |_| tl.colour_by.set(by)
             >
                 {label}
             </button>
@@ -106,6 +121,16 @@ pub fn TimelineToolbar(tl: Timeline) -> impl IntoView {
             <div class="segmented-group" role="group" aria-label="X axis">
                 {mode_button(AxisMode::Events, "Events", "timeline-axis-events")}
                 {mode_button(AxisMode::Time, "Time", "timeline-axis-time")}
+            </div>
+            <div
+                class="segmented-group"
+                role="group"
+                aria-label="Colour by"
+                class:hidden=move || tl.kind.get() != TimelineKind::Allocations
+            >
+                {colour_button(ColourBy::Role, "Role", "timeline-colour-role")}
+                {colour_button(ColourBy::Component, "Component", "timeline-colour-component")}
+                {colour_button(ColourBy::Allocation, "Allocation", "timeline-colour-allocation")}
             </div>
             <label class="check" class:hidden=move || tl.kind.get() != TimelineKind::Allocations>
                 <input

@@ -35,6 +35,11 @@ pub enum BreakdownRequest {
         moment: Moment,
         top: u32,
     },
+    /// The Markdown report of the device (summary, categories and the largest allocations at
+    /// the peak, the estimate, fragmentation, findings), titled with `file_name`.
+    Report { device: u32, file_name: String },
+    /// Only the bytes by category at a moment (cheap: what a legend shows while hovering).
+    Totals { device: u32, moment: Moment },
     /// Bytes by category in `width` columns of the range `x0..x1` (in `mode`'s units), each
     /// at the state where allocated memory peaks within it.
     Series {
@@ -64,7 +69,22 @@ pub enum Moment {
 pub enum BreakdownAnswer {
     Summary(Box<DeviceSummary>),
     At(Box<MomentBreakdown>),
+    Totals(MomentTotals),
     Series(Series),
+    Report(String),
+}
+
+/// Bytes by category at a moment, and nothing else.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MomentTotals {
+    pub device: u32,
+    pub state: u32,
+    pub live_count: u32,
+    pub live_bytes: u64,
+    /// Indexed like [`Role::ALL`] and [`Component::ALL`]; each sums to `live_bytes`.
+    pub roles: Vec<u64>,
+    pub components: Vec<u64>,
+    pub generation: u32,
 }
 
 impl BreakdownAnswer {
@@ -72,6 +92,8 @@ impl BreakdownAnswer {
         match self {
             BreakdownAnswer::Summary(_) => "breakdown summary",
             BreakdownAnswer::At(_) => "breakdown at a moment",
+            BreakdownAnswer::Totals(_) => "breakdown totals",
+            BreakdownAnswer::Report(_) => "breakdown report",
             BreakdownAnswer::Series(_) => "breakdown series",
         }
     }
@@ -165,6 +187,8 @@ pub struct Series {
 
 /// Most allocations or call sites an answer lists.
 const MAX_TOP: u32 = 200;
+/// Allocations the report lists.
+const REPORT_TOP: u32 = 50;
 /// Most columns a series has.
 const MAX_COLUMNS: u32 = 8192;
 
@@ -191,6 +215,31 @@ impl Service for BreakdownService {
                 moment,
                 top,
             } => BreakdownAnswer::At(Box::new(at(cx, device, moment, top.min(MAX_TOP))?)),
+            BreakdownRequest::Report { device, file_name } => {
+                let summary = summary(cx, device)?;
+                let peak = at(cx, device, Moment::Peak, REPORT_TOP)?;
+                BreakdownAnswer::Report(crate::format::report::markdown(
+                    &file_name,
+                    &summary,
+                    &peak,
+                    cx.analysed,
+                    cx.categorised.rules().rules.len(),
+                ))
+            }
+            BreakdownRequest::Totals { device, moment } => {
+                let (position, dev, facts) = find(cx.analysed, device)?;
+                let state = moment_state(facts, dev.trace.len(), moment);
+                let totals = cx.categorised.index(position, facts).totals_at(state);
+                BreakdownAnswer::Totals(MomentTotals {
+                    device,
+                    state,
+                    live_count: totals.count,
+                    live_bytes: totals.live_bytes,
+                    roles: totals.roles,
+                    components: totals.components,
+                    generation: cx.categorised.generation(),
+                })
+            }
             BreakdownRequest::Series {
                 device,
                 dimension,
@@ -257,6 +306,7 @@ fn with_time(mut answer: BreakdownAnswer, ms: f64) -> BreakdownAnswer {
         BreakdownAnswer::Summary(s) => s.compute_ms = ms,
         BreakdownAnswer::At(a) => a.compute_ms = ms,
         BreakdownAnswer::Series(s) => s.compute_ms = ms,
+        BreakdownAnswer::Totals(_) | BreakdownAnswer::Report(_) => {}
     }
     answer
 }

@@ -1,15 +1,18 @@
 //! Words and units for people, shared by the page and the command line so both say the same
 //! thing: binary byte units, counts with separators, durations, timestamps and percentages
-//! (here), the overview's labels and sentences ([`overview`]), and why something could not be
-//! shown ([`problems`]).
+//! (here), the overview's labels and sentences ([`overview`]), the breakdown's labels
+//! ([`breakdown`]), the findings' words ([`findings`]), a device's Markdown report
+//! ([`report`]), and why something could not be shown ([`problems`]).
 //!
 //! The analysis computes numbers and typed facts; only this module turns them into text. Not
 //! for parsing, and not for exact values: the page always keeps the exact integer next to a
 //! formatted one (`data-value`, `title`), and the command line's JSON prints it.
 
+pub mod breakdown;
 pub mod findings;
 pub mod overview;
 pub mod problems;
+pub mod report;
 
 const BYTE_UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
 

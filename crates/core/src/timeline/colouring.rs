@@ -41,6 +41,27 @@ pub fn category_colours(style: &Style, dimension: Dimension) -> &[[u8; 4]] {
     }
 }
 
+/// `colours` with every category but `highlight` (when there is one) faded three quarters of
+/// the way to `background`.
+pub fn highlighted(
+    colours: &[[u8; 4]],
+    highlight: Option<u32>,
+    background: [u8; 4],
+) -> Vec<[u8; 4]> {
+    let fade = |c: [u8; 4]| {
+        let mix = |i: usize| ((c[i] as u16 + 3 * background[i] as u16) / 4) as u8;
+        [mix(0), mix(1), mix(2), 255]
+    };
+    colours
+        .iter()
+        .enumerate()
+        .map(|(k, &c)| match highlight {
+            Some(h) if h as usize != k => fade(c),
+            _ => c,
+        })
+        .collect()
+}
+
 /// Allocations in their category's colour; the band split by the categories of the
 /// allocations it holds (`band` covers exactly the allocations not drawn one by one).
 pub struct ByCategory<'a> {

@@ -9,7 +9,7 @@ use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use super::axis::Axis;
-use super::colouring::{category_colours, ByCategory, ColourBy};
+use super::colouring::{category_colours, highlighted, ByCategory, ColourBy};
 use super::curve::{Curve, Envelope};
 use super::elements::{AllocationElements, AnyElements, Elements, SegmentElements};
 use super::inspect::{self, ElementDetail, OomDetail, Query};
@@ -123,6 +123,9 @@ pub struct FrameRequest {
     /// themselves).
     #[serde(default)]
     pub colour_by: ColourBy,
+    /// With a colouring by category: the category shown in full colour, the others dimmed.
+    #[serde(default)]
+    pub highlight: Option<u32>,
 }
 
 /// A pixel of a painted view.
@@ -477,11 +480,16 @@ impl TimelineService {
         let frame = match by_category {
             Some((dimension, (position, band))) => {
                 let elements = AllocationElements::new(facts);
+                let colours = highlighted(
+                    category_colours(&style, dimension),
+                    request.highlight,
+                    style.background,
+                );
                 let colouring = ByCategory {
                     elements: &elements,
                     categories: cx.categorised.device(position),
                     dimension,
-                    colours: category_colours(&style, dimension),
+                    colours: &colours,
                     band: &band,
                 };
                 raster::paint(&track, &view, y, &style, &colouring, marks)
@@ -887,6 +895,7 @@ mod tests {
             show_matches: false,
             show_line: true,
             colour_by: Default::default(),
+            highlight: None,
         }
     }
 

@@ -1,0 +1,274 @@
+//! `memsight report` on every real fixture: each device's report names the largest allocation
+//! alive at the peak as the session gives it (size and call site), and its role table adds up
+//! to the peak allocated bytes CPython computed (`tests/expectations/real.json`). A call site
+//! with pipes, backticks and HTML stays in its table cell; `--device` and `--output` work.
+
+#[path = "../../core/tests/common/mod.rs"]
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::{read_json, real_fixtures_dir, repo};
+use memsight_core::breakdown::service::{BreakdownAnswer, BreakdownRequest, Moment};
+use memsight_core::protocol::{Answer, Request};
+use memsight_core::session::Session;
+use serde_json::Value;
+
+fn memsight(args: &[&str], files: &[PathBuf]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_memsight"))
+        .args(args)
+        .args(files)
+        .output()
+        .expect("memsight runs")
+}
+
+/// The reports printed, one per device, in order.
+fn reports(output: &Output) -> Vec<String> {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout.clone())
+        .unwrap()
+        .split("\n---\n\n")
+        .map(str::to_string)
+        .collect()
+}
+
+/// Markdown's backslash escapes undone.
+fn unescape(text: &str) -> String {
+    let mut out = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match chars.peek() {
+            Some(&next) if c == '\\' && next.is_ascii_punctuation() => {
+                out.push(next);
+                chars.next();
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// The cells of a table row as GitHub splits them: at pipes no backslash escapes.
+fn cells(row: &str) -> Vec<String> {
+    let mut cells = vec![String::new()];
+    let mut escaped = false;
+    for c in row.chars() {
+        if c == '|' && !escaped {
+            cells.push(String::new());
+        } else {
+            cells.last_mut().unwrap().push(c);
+        }
+        escaped = c == '\\';
+    }
+    cells.remove(0);
+    cells.pop();
+    cells.into_iter().map(|c| c.trim().to_string()).collect()
+}
+
+/// The rows of the first table after `heading`, without its header and delimiter.
+fn table<'a>(report: &'a str, heading: &str) -> Vec<&'a str> {
+    let start = report
+        .find(heading)
+        .unwrap_or_else(|| panic!("no {heading} in\n{report}"));
+    report[start..]
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2)
+        .collect()
+}
+
+/// Exact bytes as the tables print them: `**1,234**` → 1234.
+fn exact(cell: &str) -> u64 {
+    cell.trim_matches('*').replace(',', "").parse().unwrap()
+}
+
+/// The text of a code span cell: fences and their padding removed, pipes unescaped.
+fn code_text(cell: &str) -> String {
+    let fence = cell.chars().take_while(|&c| c == '`').count();
+    assert!(fence > 0, "not a code span: {cell}");
+    let inner = &cell[fence..cell.len() - fence];
+    // CommonMark strips one space from each side when both have one.
+    let inner = match inner.strip_prefix(' ').and_then(|s| s.strip_suffix(' ')) {
+        Some(stripped) if !inner.trim().is_empty() => stripped,
+        _ => inner,
+    };
+    inner.replace("\\|", "|")
+}
+
+/// The device a report is about, from its title: `# Memory report: FILE, cuda:N`.
+fn title(report: &str) -> (String, u32) {
+    let line = report.lines().next().unwrap();
+    let line = line.strip_prefix("# Memory report: ").expect(line);
+    let (file, device) = line.rsplit_once(", cuda:").expect(line);
+    (unescape(file), device.parse().unwrap())
+}
+
+/// The largest allocation alive at each device's peak, as the session answers.
+fn largest_at_peak(path: &Path, device: u32) -> Option<(u64, Option<String>)> {
+    let file = std::fs::File::open(path).unwrap();
+    let mut session = Session::new();
+    session.load(file, 0, &|| 0.0, &mut |_| {}).unwrap();
+    let request = Request::Breakdown(BreakdownRequest::At {
+        device,
+        moment: Moment::Peak,
+        top: 1,
+    });
+    match session.answer(request, &|| 0.0).unwrap().answer {
+        Answer::Breakdown(BreakdownAnswer::At(at)) => {
+            at.largest.first().map(|a| (a.size, a.name.clone()))
+        }
+        other => panic!("{}", other.feature()),
+    }
+}
+
+#[test]
+fn every_real_report_names_its_largest_allocation_and_adds_up_to_the_peak() {
+    let Some(dir) = real_fixtures_dir() else {
+        eprintln!("skipped: the real fixtures are not beside the repository");
+        return;
+    };
+    let expectations = read_json(&repo().join("tests/expectations/real.json"));
+    let expectations = expectations.get("files").unwrap_or(&expectations);
+    let names: Vec<&String> = expectations
+        .as_object()
+        .unwrap()
+        .keys()
+        .filter(|name| dir.join(name).is_file())
+        .collect();
+    let files: Vec<PathBuf> = names.iter().map(|n| dir.join(n)).collect();
+    let reports = reports(&memsight(&["report"], &files));
+    let (mut devices, mut peaks, mut named) = (0, 0, 0);
+    for report in &reports {
+        let (file, device) = title(report);
+        let path = PathBuf::from(&file);
+        let name = common::file_name(&path);
+        let context = format!("{name} cuda:{device}");
+        devices += 1;
+
+        let roles = table(report, "## By role at the peak");
+        let (total, rows) = roles.split_last().unwrap();
+        let total = exact(&cells(total)[2]);
+        let sum: u64 = rows.iter().map(|r| exact(&cells(r)[2])).sum();
+        assert_eq!(sum, total, "{context}: role rows");
+        let components = table(report, "## By component at the peak");
+        assert_eq!(
+            exact(&cells(components.last().unwrap())[2]),
+            total,
+            "{context}: components"
+        );
+        let want = &expectations[name.as_str()]["devices"][device.to_string()];
+        if let Some(peak) = want.get("peak_allocated_bytes").and_then(Value::as_u64) {
+            assert_eq!(total, peak, "{context}: role total against CPython");
+            peaks += 1;
+        }
+
+        match largest_at_peak(&path, device) {
+            Some((size, site)) => {
+                let first = table(report, "## Largest allocations at the peak")[0];
+                let first = cells(first);
+                assert_eq!(first.len(), 6, "{context}: {first:?}");
+                assert_eq!(first[0], "1");
+                assert_eq!(exact(&first[2]), size, "{context}: size");
+                match site {
+                    Some(site) => assert_eq!(code_text(&first[5]), site, "{context}"),
+                    None => assert_eq!(first[5], "*no stack recorded*", "{context}"),
+                }
+                named += 1;
+            }
+            None => assert!(
+                report.contains("Nothing was alive at the peak."),
+                "{context}"
+            ),
+        }
+    }
+    assert!(devices >= names.len(), "{devices} reports");
+    assert!(
+        peaks > 20,
+        "only {peaks} role totals checked against CPython"
+    );
+    assert!(named > 20, "only {named} largest allocations checked");
+}
+
+/// `tests/fixtures/small.json` with every frame named `forward` renamed to `name`.
+fn with_frame_name(name: &str, file: &str) -> PathBuf {
+    let text = std::fs::read_to_string(repo().join("tests/fixtures/small.json")).unwrap();
+    let renamed = text.replace(
+        r#""name":"forward""#,
+        &format!(r#""name":{}"#, serde_json::to_string(name).unwrap()),
+    );
+    assert_ne!(renamed, text);
+    let path = std::env::temp_dir().join(format!("memsight-{}-{file}", std::process::id()));
+    std::fs::write(&path, renamed).unwrap();
+    path
+}
+
+#[test]
+fn a_hostile_call_site_stays_in_its_cell() {
+    let hostile = "f|g`|``h\\|<img src=x onerror=alert(1)> | end";
+    let path = with_frame_name(hostile, "hostile <b>|.json");
+    let output = memsight(&["report"], std::slice::from_ref(&path));
+    let _ = std::fs::remove_file(&path);
+    let reports = reports(&output);
+    assert_eq!(reports.len(), 1);
+    let report = &reports[0];
+    assert_eq!(title(report).0, path.display().to_string());
+    assert!(report.starts_with("# Memory report: "), "{report}");
+    assert!(!report.lines().next().unwrap().contains("<b>"), "{report}");
+    let rows = table(report, "## Largest allocations at the peak");
+    let mut hostile_rows = 0;
+    for row in rows {
+        let cells = cells(row);
+        assert_eq!(cells.len(), 6, "{row}");
+        if cells[5].contains("onerror") {
+            assert!(
+                code_text(&cells[5]).ends_with(&format!(":{hostile}")),
+                "{row}"
+            );
+            hostile_rows += 1;
+        }
+    }
+    assert!(hostile_rows > 0, "{report}");
+}
+
+#[test]
+fn one_device_to_a_file() {
+    let example = repo().join("static/example.pickle");
+    let out = std::env::temp_dir().join(format!("memsight-report-{}.md", std::process::id()));
+    let output = memsight(
+        &["report", "--device", "0", "--output", out.to_str().unwrap()],
+        &[example.clone(), example.clone()],
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.stdout.is_empty());
+    let written = std::fs::read_to_string(&out).unwrap();
+    let _ = std::fs::remove_file(&out);
+    let reports: Vec<&str> = written.split("\n\n---\n\n").collect();
+    assert_eq!(reports.len(), 2, "{written}");
+    assert_eq!(reports[0], reports[1].trim_end());
+    assert!(reports[0].contains(", cuda:0\n"));
+    for section in [
+        "## Summary",
+        "## Peak estimate",
+        "## Fragmentation at the end",
+        "## Findings",
+        "## Rules",
+    ] {
+        assert!(reports[0].contains(section), "{section}");
+    }
+
+    let missing = memsight(&["report", "--device", "7"], &[example]);
+    assert_eq!(missing.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(stderr.contains("has no device cuda:7"), "{stderr}");
+    assert!(missing.stdout.is_empty());
+}

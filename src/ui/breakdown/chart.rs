@@ -1,0 +1,92 @@
+//! One chart on a card: its title, a canvas sized to the card (backing store × the device
+//! pixel ratio), redrawn whenever what its drawing reads changes, a legend of exact values
+//! (`data-category` + `data-value`) with hover tooltips from the chart's own geometry, and a
+//! button that downloads it as PNG.
+
+use leptos::html::Canvas;
+use leptos::prelude::*;
+use web_sys::HtmlCanvasElement;
+
+use crate::ui::charts::{self, Theme};
+
+/// CSS size of a chart.
+pub const CHART_SIZE: (f64, f64) = (440.0, 260.0);
+
+/// Draws a chart: told the canvas and the theme, reads whatever signals it needs.
+pub type Draw = std::rc::Rc<dyn Fn(&HtmlCanvasElement, &Theme) -> Result<(), String>>;
+
+/// Names a part of the chart under a CSS pixel, for the tooltip.
+pub type Hover = std::rc::Rc<dyn Fn(f64, f64) -> Option<String>>;
+
+#[component]
+pub fn ChartCard(
+    id: &'static str,
+    title: &'static str,
+    dark: Signal<bool>,
+    draw: Draw,
+    #[prop(optional)] hover: Option<Hover>,
+    #[prop(optional)] wide: bool,
+    children: Children,
+) -> impl IntoView {
+    let canvas = NodeRef::<Canvas>::new();
+    let error = RwSignal::new(None::<String>);
+    let tooltip = RwSignal::new(None::<(String, f64, f64)>);
+    let draws = RwSignal::new(0u32);
+    let (w, h) = if wide {
+        (CHART_SIZE.0 * 2.0, CHART_SIZE.1)
+    } else {
+        CHART_SIZE
+    };
+    let draw_now = draw.clone();
+    Effect::new(move |_| {
+        let Some(canvas) = canvas.get() else { return };
+        let dpr = web_sys::window().map_or(1.0, |w| w.device_pixel_ratio());
+        canvas.set_width((w * dpr).round() as u32);
+        canvas.set_height((h * dpr).round() as u32);
+        let theme = if dark.get() {
+            Theme::dark()
+        } else {
+            Theme::light()
+        };
+        error.set(draw_now(&canvas, &theme).err());
+        draws.update(|n| *n += 1);
+    });
+    let download = move |_| {
+        let Some(canvas) = canvas.get_untracked() else {
+            return;
+        };
+        match charts::png_data_url(&canvas) {
+            Ok(url) => super::download(&format!("memsight-{id}.png"), &url),
+            Err(e) => error.set(Some(e)),
+        }
+    };
+    let on_move = move |event: web_sys::MouseEvent| {
+        let Some(hover) = &hover else { return };
+        let (x, y) = (event.offset_x() as f64, event.offset_y() as f64);
+        tooltip.set(hover(x, y).map(|text| (text, x, y)));
+    };
+    view! {
+        <section class="chart-card" class:wide=wide id=id data-draws=move || draws.get().to_string()>
+            <header class="chart-header">
+                <h3>{title}</h3>
+                <button type="button" class="button quiet chart-png" title="Download this chart as PNG" on:click=download>
+                    "PNG"
+                </button>
+            </header>
+            <div class="chart-canvas">
+                <canvas
+                    node_ref=canvas
+                    style:width=format!("{w}px")
+                    style:height=format!("{h}px")
+                    on:mousemove=on_move
+                    on:mouseleave=move |_| tooltip.set(None)
+                ></canvas>
+                {move || tooltip.get().map(|(text, x, y)| view! {
+                    <div class="chart-tooltip" role="tooltip" style:left=format!("{}px", x + 12.0) style:top=format!("{}px", y + 12.0)>{text}</div>
+                })}
+            </div>
+            {move || error.get().map(|e| view! { <p class="view-error" role="alert">{e}</p> })}
+            {children()}
+        </section>
+    }
+}

@@ -1,0 +1,647 @@
+//! "Where did the memory go": one device's memory by role and by component at the peak, the
+//! end or the moment picked on the timeline, as pies, bars, a stacked area over the run, the
+//! largest allocations, size histograms and an efficiency gauge; the peak estimate; the
+//! findings; the user's category rules; and the Markdown report.
+//!
+//! Asks the worker under its own scope and asks again when the moment or the categories
+//! change (the latest answer of each kind wins). Every number it shows is the core's, exact
+//! in `data-value`. Components: `chart` (a chart on a card), `rules` (the rule editor),
+//! `findings`.
+
+mod chart;
+mod findings;
+mod rules;
+
+use std::rc::Rc;
+
+use leptos::prelude::*;
+use wasm_bindgen::JsCast;
+
+use super::actions::Actions;
+use super::categories::{categories, css, CategoryView};
+use super::charts::{self, Slice};
+use super::requests::Latest;
+use super::state::FileId;
+use crate::analysis::categories::Dimension;
+use crate::breakdown::service::{
+    BreakdownAnswer, BreakdownRequest, DeviceSummary, Moment, MomentBreakdown, Series,
+};
+use crate::format;
+use crate::protocol::{Answer, Request, ViewError};
+use crate::timeline::AxisMode;
+use chart::{ChartCard, Draw, Hover, CHART_SIZE};
+
+/// Allocations the "largest" chart shows.
+const TOP: u32 = 30;
+/// Columns of the stacked area.
+const SERIES_COLUMNS: u32 = 400;
+
+/// Downloads `href` (a data or object URL) as `name`.
+pub fn download(name: &str, href: &str) {
+    let Some(document) = web_sys::window().and_then(|w| w.document()) else {
+        return;
+    };
+    let Ok(anchor) = document.create_element("a") else {
+        return;
+    };
+    let Ok(anchor) = anchor.dyn_into::<web_sys::HtmlAnchorElement>() else {
+        return;
+    };
+    anchor.set_href(href);
+    anchor.set_download(name);
+    anchor.click();
+}
+
+/// Downloads `text` as a file of `mime` type.
+pub fn download_text(name: &str, text: &str, mime: &str) {
+    let parts = js_sys::Array::of1(&wasm_bindgen::JsValue::from_str(text));
+    let options = web_sys::BlobPropertyBag::new();
+    options.set_type(mime);
+    let Ok(blob) = web_sys::Blob::new_with_str_sequence_and_options(&parts, &options) else {
+        return;
+    };
+    if let Ok(url) = web_sys::Url::create_object_url_with_blob(&blob) {
+        download(name, &url);
+        let _ = web_sys::Url::revoke_object_url(&url);
+    }
+}
+
+/// What the panel shows at which moment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pick {
+    Peak,
+    End,
+    Picked,
+}
+
+#[component]
+pub fn BreakdownPanel(
+    file: FileId,
+    device: u32,
+    file_name: String,
+    actions: Actions,
+    categories: CategoryView,
+    dark: Signal<bool>,
+) -> impl IntoView {
+    let scope = actions.new_scope();
+    on_cleanup(move || actions.forget_scope(file, scope));
+    let pick = RwSignal::new(Pick::Peak);
+    let summary = RwSignal::new(None::<Result<DeviceSummary, String>>);
+    let moment = RwSignal::new(None::<Result<MomentBreakdown, String>>);
+    let series = RwSignal::new(None::<Series>);
+    let report_error = RwSignal::new(None::<String>);
+    let latest = StoredValue::new([Latest::default(), Latest::default(), Latest::default()]);
+
+    // Asks and hands the breakdown answer (or why there is none) to `on_answer` if it is
+    // still the latest of its `kind`.
+    let ask = move |kind: usize,
+                    request: BreakdownRequest,
+                    on_answer: Box<dyn FnOnce(Result<BreakdownAnswer, String>)>| {
+        let id = actions.ask(file, scope, Request::Breakdown(request), move |answered| {
+            if latest.try_update_value(|l| l[kind].answered(answered.id)) != Some(true) {
+                return;
+            }
+            on_answer(match answered.result {
+                Ok(Answer::Breakdown(answer)) => Ok(answer),
+                Ok(other) => Err(format!("The worker answered with a {}.", other.feature())),
+                Err(error) => Err(format::problems::view_error(&error)),
+            });
+        });
+        if let Some(id) = id {
+            latest.update_value(|l| l[kind].sent(id));
+        }
+    };
+
+    Effect::new(move |_| {
+        categories.generation.track();
+        ask(
+            0,
+            BreakdownRequest::Summary { device },
+            Box::new(move |answer| {
+                summary.set(Some(answer.and_then(|a| match a {
+                    BreakdownAnswer::Summary(s) => Ok(*s),
+                    other => Err(format!("Unexpected {}.", other.name())),
+                })))
+            }),
+        );
+        ask(
+            2,
+            BreakdownRequest::Series {
+                device,
+                dimension: Dimension::Role,
+                mode: AxisMode::Events,
+                x0: 0.0,
+                x1: 0.0,
+                width: SERIES_COLUMNS,
+            },
+            Box::new(move |answer| {
+                if let Ok(BreakdownAnswer::Series(s)) = answer {
+                    series.set(Some(s));
+                }
+            }),
+        );
+    });
+    Effect::new(move |_| {
+        categories.generation.track();
+        let at = match pick.get() {
+            Pick::Peak => Moment::Peak,
+            Pick::End => Moment::End,
+            Pick::Picked => match categories.picked.get() {
+                Some(state) => Moment::State(state),
+                None => Moment::Peak,
+            },
+        };
+        ask(
+            1,
+            BreakdownRequest::At {
+                device,
+                moment: at,
+                top: TOP,
+            },
+            Box::new(move |answer| {
+                moment.set(Some(answer.and_then(|a| match a {
+                    BreakdownAnswer::At(m) => Ok(*m),
+                    other => Err(format!("Unexpected {}.", other.name())),
+                })))
+            }),
+        );
+    });
+    // A moment picked on the timeline is what the user wants to see.
+    Effect::new(move |previous: Option<Option<u32>>| {
+        let picked = categories.picked.get();
+        if previous.is_some() && picked.is_some() {
+            pick.set(Pick::Picked);
+        }
+        picked
+    });
+
+    let report = move |_| {
+        let name = file_name.clone();
+        report_error.set(None);
+        let id = actions.ask(
+            file,
+            scope,
+            Request::Breakdown(BreakdownRequest::Report {
+                device,
+                file_name: name.clone(),
+            }),
+            move |answered| match answered.result {
+                Ok(Answer::Breakdown(BreakdownAnswer::Report(text))) => {
+                    let stem = name.rsplit_once('.').map_or(name.as_str(), |(s, _)| s);
+                    download_text(
+                        &format!("{stem}-cuda{device}-report.md"),
+                        &text,
+                        "text/markdown",
+                    );
+                }
+                Ok(other) => report_error.set(Some(format!("Unexpected {}.", other.feature()))),
+                Err(error) => report_error.set(Some(format::problems::view_error(&error))),
+            },
+        );
+        if id.is_none() {
+            report_error.set(Some(format::problems::view_error(&ViewError::NotLoaded)));
+        }
+    };
+
+    let pick_button = move |p: Pick, label: &'static str, id: &'static str| {
+        view! {
+            <button
+                type="button"
+                id=id
+                class="segmented"
+                aria-pressed=move || (pick.get() == p).to_string()
+                disabled=move || p == Pick::Picked && categories.picked.get().is_none()
+                title=move || if p == Pick::Picked && categories.picked.get().is_none() { "Click the timeline to pick a moment" } else { "" }
+                on:click=move |_| pick.set(p)
+            >
+                {label}
+            </button>
+        }
+    };
+
+    view! {
+        <section class="panel breakdown" id="breakdown" data-device=device.to_string()
+            data-generation=move || categories.generation.get().to_string()
+        >
+            <header class="breakdown-header">
+                <h2 class="panel-title">"Where the memory went"</h2>
+                <div class="segmented-group" role="group" aria-label="Moment">
+                    {pick_button(Pick::Peak, "At the peak", "breakdown-at-peak")}
+                    {pick_button(Pick::End, "At the end", "breakdown-at-end")}
+                    {pick_button(Pick::Picked, "At the picked moment", "breakdown-at-picked")}
+                </div>
+                <button type="button" class="button" id="breakdown-report" on:click=report>
+                    "Download report (Markdown)"
+                </button>
+            </header>
+            {move || report_error.get().map(|e| view! { <p class="view-error" role="alert">{e}</p> })}
+            {move || match moment.get() {
+                None => view! { <p class="pending" aria-busy="true">"Counting bytes by category…"</p> }.into_any(),
+                Some(Err(e)) => view! { <p class="view-error" role="alert" id="breakdown-error">{e}</p> }.into_any(),
+                Some(Ok(m)) => view! { <MomentCharts m=m dark=dark /> }.into_any(),
+            }}
+            <div class="chart-grid">
+                <SeriesChart series=series dark=dark />
+            </div>
+            {move || match summary.get() {
+                None => ().into_any(),
+                Some(Err(e)) => view! { <p class="view-error" role="alert">{e}</p> }.into_any(),
+                Some(Ok(s)) => view! { <SummaryView s=s dark=dark /> }.into_any(),
+            }}
+            <rules::RuleEditor categories=categories />
+        </section>
+    }
+}
+
+/// The slices of `bytes` (indexed like the dimension's categories).
+fn slices(dimension: Dimension, bytes: &[u64], dark: bool) -> Vec<Slice> {
+    categories(dimension, dark)
+        .into_iter()
+        .zip(bytes)
+        .map(|((key, label, colour), &value)| Slice {
+            key: key.to_string(),
+            label: label.to_string(),
+            value,
+            colour,
+        })
+        .collect()
+}
+
+fn fmt_bytes(n: u64) -> String {
+    format::bytes(n)
+}
+
+/// A pie and a bar chart's hover: the slice's label, bytes and share.
+fn slice_hover(slices: Rc<dyn Fn() -> Vec<Slice>>, pie: bool) -> Hover {
+    Rc::new(move |x, y| {
+        let s = slices();
+        let (w, h) = CHART_SIZE;
+        let hit = if pie {
+            charts::hit_pie(w, h, &s, x, y)
+        } else {
+            charts::hit_bars(w, h, &s, x, y)
+        }?;
+        let total: u64 = s.iter().map(|s| s.value).sum();
+        let slice = s.get(hit)?;
+        Some(format!(
+            "{}: {} ({}%)",
+            slice.label,
+            format::bytes(slice.value),
+            format::percent_of(slice.value, total)
+        ))
+    })
+}
+
+/// A histogram's hover: the bin's size range, count and bytes.
+fn histogram_hover(bins: Vec<(u64, u64, u64)>) -> Hover {
+    Rc::new(move |x, y| {
+        let counts: Vec<u64> = bins.iter().map(|b| b.1).collect();
+        let bin = charts::hit_histogram(CHART_SIZE.0, CHART_SIZE.1, &counts, x, y)?;
+        let (lower, count, bytes) = *bins.get(bin)?;
+        Some(format!(
+            "{} to {}: {} blocks, {}",
+            format::bytes(lower),
+            format::bytes(lower.saturating_mul(2)),
+            format::count(count),
+            format::bytes(bytes)
+        ))
+    })
+}
+
+/// A legend of exact values.
+fn legend(id: &'static str, slices: Vec<Slice>) -> impl IntoView {
+    let total: u64 = slices.iter().map(|s| s.value).sum();
+    view! {
+        <ul class="chart-legend" id=id data-total=total.to_string()>
+            {slices.into_iter().map(|s| view! {
+                <li data-category=s.key.clone() data-value=s.value.to_string() class:empty=s.value == 0>
+                    <span class="swatch" style:background=css(s.colour)></span>
+                    <span class="legend-label">{s.label.clone()}</span>
+                    <span class="legend-bytes">{format::bytes(s.value)}</span>
+                </li>
+            }).collect_view()}
+        </ul>
+    }
+}
+
+#[component]
+fn MomentCharts(m: MomentBreakdown, dark: Signal<bool>) -> impl IntoView {
+    let m = Rc::new(m);
+    let at = match (m.moment, m.event) {
+        (Moment::Peak, _) => "at the peak".to_string(),
+        (Moment::End, _) => "at the end".to_string(),
+        (_, Some(e)) => format!("after event {}", format::count(e as u64)),
+        (_, None) => "before the first event".to_string(),
+    };
+    let role_slices = {
+        let m = m.clone();
+        Rc::new(move || slices(Dimension::Role, &m.roles, dark.get_untracked()))
+            as Rc<dyn Fn() -> Vec<Slice>>
+    };
+    let component_slices = {
+        let m = m.clone();
+        Rc::new(move || slices(Dimension::Component, &m.components, dark.get_untracked()))
+            as Rc<dyn Fn() -> Vec<Slice>>
+    };
+    let cached = m.reserved.saturating_sub(m.live_bytes);
+    let live_bytes = m.live_bytes;
+    let reserved_slices = move |dark: bool| {
+        let grey = if dark { [90, 96, 108] } else { [170, 176, 186] };
+        vec![
+            Slice {
+                key: "allocated".into(),
+                label: "Allocated".into(),
+                value: live_bytes,
+                colour: [0x4e, 0x79, 0xa7],
+            },
+            Slice {
+                key: "cached_free".into(),
+                label: "Cached free (reserved − allocated)".into(),
+                value: cached,
+                colour: grey,
+            },
+        ]
+    };
+    let reserved_slices = Rc::new(reserved_slices);
+    let draw_roles: Draw = {
+        let s = role_slices.clone();
+        Rc::new(move |canvas, theme| {
+            dark.track();
+            charts::pie(canvas, theme, &s(), "Bytes by role", &fmt_bytes)
+        })
+    };
+    let draw_role_bars: Draw = {
+        let s = role_slices.clone();
+        Rc::new(move |canvas, theme| {
+            dark.track();
+            charts::bars(canvas, theme, &s(), "Bytes by role", &fmt_bytes)
+        })
+    };
+    let draw_components: Draw = {
+        let s = component_slices.clone();
+        Rc::new(move |canvas, theme| {
+            dark.track();
+            charts::pie(canvas, theme, &s(), "Bytes by component", &fmt_bytes)
+        })
+    };
+    let draw_component_bars: Draw = {
+        let s = component_slices.clone();
+        Rc::new(move |canvas, theme| {
+            dark.track();
+            charts::bars(canvas, theme, &s(), "Bytes by component", &fmt_bytes)
+        })
+    };
+    let draw_reserved: Draw = {
+        let s = reserved_slices.clone();
+        Rc::new(move |canvas, theme| {
+            charts::pie(
+                canvas,
+                theme,
+                &s(dark.get()),
+                "Allocated vs cached free",
+                &fmt_bytes,
+            )
+        })
+    };
+    let top_slices = {
+        let m = m.clone();
+        Rc::new(move || {
+            let colours = categories(Dimension::Role, dark.get_untracked());
+            m.largest
+                .iter()
+                .map(|a| Slice {
+                    key: a.index.to_string(),
+                    label: format::shorten_middle(a.name.as_deref().unwrap_or("(no stack)"), 48),
+                    value: a.size,
+                    colour: colours[a.role as usize].2,
+                })
+                .collect::<Vec<_>>()
+        }) as Rc<dyn Fn() -> Vec<Slice>>
+    };
+    let draw_top: Draw = {
+        let s = top_slices.clone();
+        Rc::new(move |canvas, theme| {
+            dark.track();
+            charts::bars(
+                canvas,
+                theme,
+                &s(),
+                "Largest allocations (colour: role)",
+                &fmt_bytes,
+            )
+        })
+    };
+    let bins: Vec<(u64, u64, u64)> = m
+        .live_sizes
+        .iter()
+        .map(|b| (b.lower, b.count, b.bytes))
+        .collect();
+    let sizes_hover = histogram_hover(bins.clone());
+    let draw_sizes: Draw = Rc::new(move |canvas, theme| {
+        dark.track();
+        charts::histogram(
+            canvas,
+            theme,
+            &bins,
+            "Live allocations by size (count)",
+            &fmt_bytes,
+        )
+    });
+    let top_rows = m.largest.clone();
+    // Children must be sendable: hand them plain values.
+    let (roles_legend, components_legend, reserved_legend) = (
+        role_slices(),
+        component_slices(),
+        reserved_slices(dark.get_untracked()),
+    );
+    let reserved_hover: Rc<dyn Fn() -> Vec<Slice>> = {
+        let s = reserved_slices.clone();
+        Rc::new(move || s(dark.get_untracked()))
+    };
+    let role_labels = categories(Dimension::Role, false);
+    let component_labels = categories(Dimension::Component, false);
+    view! {
+        <div class="moment" id="breakdown-moment"
+            data-state=m.state.to_string()
+            data-live-bytes=m.live_bytes.to_string()
+            data-reserved=m.reserved.to_string()
+            data-compute-ms=m.compute_ms.to_string()
+        >
+            <p class="moment-summary">
+                {format!("{} in {} live allocations {at}; {} reserved.",
+                    format::bytes(m.live_bytes), format::count(m.live_count as u64), format::bytes(m.reserved))}
+            </p>
+            <div class="chart-grid">
+                <ChartCard id="chart-roles" title="By role" dark=dark draw=draw_roles hover=slice_hover(role_slices.clone(), true)>
+                    {legend("legend-roles", roles_legend)}
+                </ChartCard>
+                <ChartCard id="chart-components" title="By component" dark=dark draw=draw_components hover=slice_hover(component_slices.clone(), true)>
+                    {legend("legend-components", components_legend)}
+                </ChartCard>
+                <ChartCard id="chart-role-bars" title="By role (bars)" dark=dark draw=draw_role_bars hover=slice_hover(role_slices.clone(), false)>
+                    <span></span>
+                </ChartCard>
+                <ChartCard id="chart-component-bars" title="By component (bars)" dark=dark draw=draw_component_bars hover=slice_hover(component_slices.clone(), false)>
+                    <span></span>
+                </ChartCard>
+                <ChartCard id="chart-reserved" title="Allocated vs cached free" dark=dark draw=draw_reserved hover=slice_hover(reserved_hover, true)>
+                    {legend("legend-reserved", reserved_legend)}
+                </ChartCard>
+                <ChartCard id="chart-sizes" title="Sizes of live allocations" dark=dark draw=draw_sizes hover=sizes_hover>
+                    <span></span>
+                </ChartCard>
+                <ChartCard id="chart-top" title="Largest allocations" dark=dark draw=draw_top hover=slice_hover(top_slices.clone(), false) wide=true>
+                    <table class="top-table" id="top-allocations">
+                        <thead><tr><th>"Size"</th><th>"Role"</th><th>"Component"</th><th>"Made by"</th></tr></thead>
+                        <tbody>
+                            {top_rows.into_iter().map(|a| view! {
+                                <tr data-index=a.index.to_string() data-size=a.size.to_string() data-role=a.role.key() data-component=a.component.key()>
+                                    <td class="num" title=format!("{} bytes", format::count(a.size))>{format::bytes(a.size)}</td>
+                                    <td>{role_labels[a.role as usize].1}</td>
+                                    <td>{component_labels[a.component as usize].1}</td>
+                                    <td class="frame" class:user=a.user>{a.name.clone().unwrap_or_else(|| "(no stack)".into())}</td>
+                                </tr>
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                </ChartCard>
+            </div>
+        </div>
+    }
+}
+
+#[component]
+fn SeriesChart(series: RwSignal<Option<Series>>, dark: Signal<bool>) -> impl IntoView {
+    let data = move || {
+        series.with(|s| {
+            let Some(s) = s else {
+                return (Vec::new(), Vec::new());
+            };
+            let columns: Vec<usize> = (0..s.states.len())
+                .filter(|&c| s.states[c].is_some())
+                .collect();
+            let xs: Vec<f64> = columns
+                .iter()
+                .map(|&c| s.states[c].unwrap_or(0) as f64)
+                .collect();
+            let series: Vec<(Slice, Vec<u64>)> =
+                slices(Dimension::Role, &vec![0; s.values.len()], dark.get())
+                    .into_iter()
+                    .zip(&s.values)
+                    .map(|(slice, values)| (slice, columns.iter().map(|&c| values[c]).collect()))
+                    .collect();
+            (xs, series)
+        })
+    };
+    let draw: Draw = Rc::new(move |canvas, theme| {
+        let (xs, series) = data();
+        charts::stacked_area(
+            canvas,
+            theme,
+            &xs,
+            &series,
+            "event",
+            "Bytes by role over the run",
+            &fmt_bytes,
+        )
+    });
+    let hover: Hover = Rc::new(move |x, y| {
+        let (xs, series) = data();
+        let (column, k) =
+            charts::hit_stacked_area(CHART_SIZE.0 * 2.0, CHART_SIZE.1, &xs, &series, x, y)?;
+        let column = column?;
+        let at = format!(
+            "event {}",
+            format::count(xs.get(column).copied().unwrap_or(0.0) as u64)
+        );
+        Some(match k {
+            Some(k) => format!(
+                "{}: {} ({at})",
+                series[k].0.label,
+                format::bytes(series[k].1[column])
+            ),
+            None => at,
+        })
+    });
+    view! {
+        <ChartCard id="chart-series" title="Over the run" dark=dark draw=draw hover=hover wide=true>
+            <p class="hint">"Each column shows the moment where allocated memory peaks within it."</p>
+        </ChartCard>
+    }
+}
+
+#[component]
+fn SummaryView(s: DeviceSummary, dark: Signal<bool>) -> impl IntoView {
+    let efficiency = s.efficiency();
+    let draw_gauge: Draw = Rc::new(move |canvas, theme| {
+        dark.track();
+        charts::gauge(canvas, theme, efficiency, "of the reserved peak in use")
+    });
+    let bins: Vec<(u64, u64, u64)> = s
+        .cached_free
+        .iter()
+        .map(|b| (b.lower, b.count, b.bytes))
+        .collect();
+    let free_hover = histogram_hover(bins.clone());
+    let draw_free: Draw = Rc::new(move |canvas, theme| {
+        dark.track();
+        charts::histogram(
+            canvas,
+            theme,
+            &bins,
+            "Cached free blocks at the end (count)",
+            &fmt_bytes,
+        )
+    });
+    let e = s.estimate.clone();
+    let side = match e.side {
+        crate::breakdown::estimate::PeakSide::GradientsAndStep => {
+            "gradients + optimizer temporaries"
+        }
+        crate::breakdown::estimate::PeakSide::Activations => "activations",
+    };
+    let term = |key: &'static str, label: &'static str, value: u64| {
+        view! {
+            <tr data-term=key data-value=value.to_string()>
+                <td>{label}</td>
+                <td class="num" title=format!("{} bytes", format::count(value))>{format::bytes(value)}</td>
+            </tr>
+        }
+    };
+    let difference = e.difference();
+    view! {
+        <div class="chart-grid">
+            <ChartCard id="chart-efficiency" title="Efficiency" dark=dark draw=draw_gauge>
+                <p class="hint" id="efficiency" data-value=efficiency.to_string()>
+                    {format!("{} allocated of {} reserved where reserved memory peaks.",
+                        format::bytes(s.allocated_at_reserved_peak), format::bytes(s.peak_reserved))}
+                </p>
+            </ChartCard>
+            <ChartCard id="chart-cached-free" title="Cached free blocks" dark=dark draw=draw_free hover=free_hover>
+                <span></span>
+            </ChartCard>
+            <section class="chart-card estimate" id="estimate"
+                data-estimate=e.estimate.to_string()
+                data-observed=e.observed.to_string()
+                data-side=match e.side { crate::breakdown::estimate::PeakSide::GradientsAndStep => "gradients_and_step", crate::breakdown::estimate::PeakSide::Activations => "activations" }
+            >
+                <header class="chart-header"><h3>"Peak estimate"</h3></header>
+                <p class="hint">"parameters + optimizer state + max(gradients + optimizer temporaries, activations), each term the most its role held in this run."</p>
+                <table class="estimate-table">
+                    <tbody>
+                        {term("parameters", "Parameters", e.parameters)}
+                        {term("optimizer_state", "Optimizer state", e.optimizer_state)}
+                        {term("gradients", "Gradients", e.gradients)}
+                        {term("optimizer_temporaries", "Optimizer temporaries", e.optimizer_temporaries)}
+                        {term("activations", "Activations", e.activations)}
+                        {term("estimate", "Estimate", e.estimate)}
+                        {term("observed", "Observed peak", e.observed)}
+                    </tbody>
+                </table>
+                <p>{format!("The max is set by {side}; the estimate is {} ({:+.1}%) from the observed peak.",
+                    format::bytes_delta(difference), e.relative_difference() * 100.0)}</p>
+            </section>
+        </div>
+        <findings::Findings findings=s.findings.clone() />
+    }
+}

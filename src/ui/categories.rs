@@ -1,0 +1,141 @@
+//! What every view of a file shares about categories: the generation of the worker's
+//! categories (it changes when the user's rules do, and views that show categories ask
+//! again), the moment picked on the timeline, the highlighted category, and the user's rules —
+//! kept in `localStorage` (gloo's storage) for every file, sent to each file's worker.
+//!
+//! Names and colours of categories come from the core (`format::breakdown`, the painter's
+//! `Style`), so the legend, the charts and the timeline agree. Not the place for drawing.
+
+use gloo_storage::Storage;
+use leptos::prelude::*;
+
+use super::actions::Actions;
+use super::requests::ScopeId;
+use super::state::FileId;
+use crate::analysis::categories::rules::{RuleError, Rules};
+use crate::analysis::categories::{Component, Dimension, Role};
+use crate::format;
+use crate::protocol::{Answer, Request};
+use crate::timeline::raster::Style;
+
+/// Where the user's rules are kept.
+const RULES_KEY: &str = "memsight:rules";
+
+/// Category state shared by a file's views.
+#[derive(Clone, Copy)]
+pub struct CategoryView {
+    file: FileId,
+    actions: Actions,
+    scope: ScopeId,
+    /// The worker's categories generation the views should show (0 until known).
+    pub generation: RwSignal<u32>,
+    /// The state picked by a click on the timeline.
+    pub picked: RwSignal<Option<u32>>,
+    /// The category shown in full colour, the others dimmed.
+    pub highlight: RwSignal<Option<(Dimension, u32)>>,
+    /// The rules in use (as stored).
+    pub rules: RwSignal<Rules>,
+    /// Why the last rules sent were refused.
+    pub rules_error: RwSignal<Option<RuleError>>,
+    /// Milliseconds the worker took to categorise under the last rules.
+    pub categorise_ms: RwSignal<Option<f64>>,
+}
+
+impl CategoryView {
+    /// The categories of `file`'s views; sends the stored rules to its worker when there
+    /// are any. Forgets its requests when the view goes away.
+    pub fn new(file: FileId, actions: Actions) -> Self {
+        let scope = actions.new_scope();
+        on_cleanup(move || actions.forget_scope(file, scope));
+        let view = CategoryView {
+            file,
+            actions,
+            scope,
+            generation: RwSignal::new(0),
+            picked: RwSignal::new(None),
+            highlight: RwSignal::new(None),
+            rules: RwSignal::new(Rules::default()),
+            rules_error: RwSignal::new(None),
+            categorise_ms: RwSignal::new(None),
+        };
+        let stored = stored_rules();
+        if !stored.rules.is_empty() {
+            view.apply(stored);
+        }
+        view
+    }
+
+    /// Sends `rules` to the worker; once it has categorised again, stores them and moves
+    /// every view to the new generation. Refused rules change nothing but the error shown.
+    pub fn apply(self, rules: Rules) {
+        let sent = rules.clone();
+        self.actions.ask(
+            self.file,
+            self.scope,
+            Request::SetRules(rules),
+            move |answered| match answered.result {
+                Ok(Answer::Rules(applied)) => match applied.error {
+                    Some(error) => self.rules_error.set(Some(error)),
+                    None => {
+                        store_rules(&sent);
+                        self.rules_error.set(None);
+                        self.rules.set(sent);
+                        self.categorise_ms.set(Some(applied.categorise_ms));
+                        self.generation.set(applied.generation);
+                    }
+                },
+                Ok(other) => self.rules_error.set(Some(RuleError {
+                    index: 0,
+                    message: format!("the worker answered with a {}", other.feature()),
+                })),
+                Err(error) => self.rules_error.set(Some(RuleError {
+                    index: 0,
+                    message: format::problems::view_error(&error),
+                })),
+            },
+        );
+    }
+}
+
+/// The user's rules, or none when nothing (or nothing readable) is stored.
+pub fn stored_rules() -> Rules {
+    gloo_storage::LocalStorage::get::<Rules>(RULES_KEY).unwrap_or_default()
+}
+
+fn store_rules(rules: &Rules) {
+    // Private browsing may refuse: the rules then last as long as the page.
+    let _ = gloo_storage::LocalStorage::set(RULES_KEY, rules);
+}
+
+/// The categories of `dimension`: key, label and colour (as RGB) in the page's theme.
+pub fn categories(dimension: Dimension, dark: bool) -> Vec<(&'static str, &'static str, [u8; 3])> {
+    let style = if dark { Style::dark() } else { Style::light() };
+    let rgb = |c: [u8; 4]| [c[0], c[1], c[2]];
+    match dimension {
+        Dimension::Role => Role::ALL
+            .iter()
+            .map(|&r| {
+                (
+                    r.key(),
+                    format::breakdown::role_label(r),
+                    rgb(style.roles[r as usize]),
+                )
+            })
+            .collect(),
+        Dimension::Component => Component::ALL
+            .iter()
+            .map(|&c| {
+                (
+                    c.key(),
+                    format::breakdown::component_label(c),
+                    rgb(style.components[c as usize]),
+                )
+            })
+            .collect(),
+    }
+}
+
+/// A colour as CSS.
+pub fn css(colour: [u8; 3]) -> String {
+    format!("rgb({}, {}, {})", colour[0], colour[1], colour[2])
+}

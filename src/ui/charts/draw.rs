@@ -1,0 +1,600 @@
+//! Paints the charts on an `HtmlCanvasElement` through plotters' HTML canvas backend
+//! (`plotters_canvas::CanvasBackend`). wasm32 only.
+//!
+//! Every position comes from [`super::geometry`], the same layout the `hit_*` helpers use, so
+//! what a tooltip names is what is drawn under the pointer. plotters is used as a drawing
+//! surface (shapes and anchored text), not for its chart layout: `ChartBuilder` sizes label
+//! areas by measuring text in the DOM and decides the plot rectangle itself, which hover
+//! could not reproduce, and its numeric ticks are decimal where byte axes want binary ones.
+//!
+//! Scale: callers size the backing store to CSS size × `devicePixelRatio`; every function
+//! reads that ratio back as backing width / CSS width and draws in backing-store pixels with
+//! fonts and lines scaled by it, so charts are sharp on high-density screens.
+//!
+//! Not here: sizing the canvas, listening to the pointer, formatting bytes (callers pass the
+//! core's formatter) or choosing slice colours.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use plotters_canvas::CanvasBackend;
+use web_sys::HtmlCanvasElement;
+
+use super::geometry::{self as g, Rect};
+use super::{Slice, Theme};
+
+/// The page's own font stack (`static/style.css`), so chart text matches the page.
+const FAMILY: &str = "system-ui, -apple-system, \"Segoe UI\", Roboto, sans-serif";
+
+/// Histogram bars: one category only, so one colour, readable on both themes.
+const BAR: [u8; 3] = [99, 102, 241];
+
+/// Gauge colours by efficiency: good (≥ 80%), middling (≥ 50%), poor.
+const GOOD: [u8; 3] = [34, 160, 107];
+const FAIR: [u8; 3] = [224, 161, 0];
+const POOR: [u8; 3] = [229, 72, 77];
+
+/// A pie of `slices` (zero slices left out, one slice a full disc) with a legend of label,
+/// bytes and share. All zero or empty: "nothing to show".
+pub fn pie(
+    canvas: &HtmlCanvasElement,
+    theme: &Theme,
+    slices: &[Slice],
+    title: &str,
+    fmt: &dyn Fn(u64) -> String,
+) -> Result<(), String> {
+    let Some(c) = Chart::open(canvas, theme)? else {
+        return Ok(());
+    };
+    let values: Vec<u64> = slices.iter().map(|s| s.value).collect();
+    let sweeps = g::pie_sweeps(&values);
+    let l = g::pie_layout(c.w, c.h, c.s, sweeps.len());
+    c.title(&l.frame, title)?;
+    if sweeps.is_empty() {
+        return c.nothing(l.frame.body);
+    }
+    let total: u128 = values.iter().map(|&v| u128::from(v)).sum();
+    if let [(i, _, _)] = sweeps[..] {
+        c.circle((l.cx, l.cy), l.r, slices[i].colour)?;
+    } else {
+        for &(i, a0, a1) in &sweeps {
+            let mut points = vec![(l.cx, l.cy)];
+            points.extend(g::arc_points(l.cx, l.cy, l.r, a0, a1));
+            c.polygon(&points, slices[i].colour)?;
+        }
+        // Hairlines in the background colour keep neighbouring slices of close colours apart.
+        for &(_, a0, _) in &sweeps {
+            let edge = g::polar(l.cx, l.cy, l.r, a0);
+            c.line((l.cx, l.cy), edge, theme.background, 1.0)?;
+        }
+    }
+    // Shares inside the slices that have room for them.
+    let font = g::FONT * c.s;
+    if l.r >= 36.0 * c.s {
+        for &(i, a0, a1) in &sweeps {
+            if a1 - a0 < 0.3 {
+                continue;
+            }
+            let at = g::polar(l.cx, l.cy, l.r * 0.62, (a0 + a1) / 2.0);
+            let share = g::percent(values[i], total).unwrap_or_default();
+            let colour = text_on(slices[i].colour);
+            c.text(&share, at, font, colour, HPos::Center, VPos::Center, true)?;
+        }
+    }
+    for (row, &(i, _, _)) in sweeps.iter().enumerate().take(l.legend_rows) {
+        let rect = g::legend_row(l.legend, l.legend_top, l.row_h, row);
+        let share = g::percent(values[i], total).unwrap_or_default();
+        let value = format!("{} · {}", fmt(values[i]), share);
+        c.legend_entry(rect, slices[i].colour, &slices[i].label, &value)?;
+    }
+    Ok(())
+}
+
+/// Horizontal bars, one per slice (zero ones too, as empty rows), largest first, each with
+/// its label on the left and its bytes at its end, over a byte axis.
+pub fn bars(
+    canvas: &HtmlCanvasElement,
+    theme: &Theme,
+    slices: &[Slice],
+    title: &str,
+    fmt: &dyn Fn(u64) -> String,
+) -> Result<(), String> {
+    let Some(c) = Chart::open(canvas, theme)? else {
+        return Ok(());
+    };
+    let values: Vec<u64> = slices.iter().map(|s| s.value).collect();
+    let l = g::bars_layout(c.w, c.h, c.s, &values);
+    c.title(&l.frame, title)?;
+    if slices.is_empty() {
+        return c.nothing(l.frame.body);
+    }
+    let tick_y = l.axis.y0 + g::AXIS_H * c.s / 2.0;
+    for &t in &l.ticks {
+        let x = l.x_of(t);
+        c.line((x, l.plot.y0), (x, l.plot.y1), theme.grid, 1.0)?;
+        let font = g::FONT * c.s;
+        c.text(
+            &fmt(t),
+            (x, tick_y),
+            font,
+            theme.text,
+            HPos::Center,
+            VPos::Center,
+            false,
+        )?;
+    }
+    // Rows can get thin with many slices: shrink the text with them, and drop it when unreadable.
+    let font = (g::FONT * c.s).min(l.row_h * 0.85);
+    for (row, &i) in l.order.iter().enumerate() {
+        let bar = l.bar(row, values[i]);
+        c.rect(bar, slices[i].colour)?;
+        if font < 7.0 * c.s {
+            continue;
+        }
+        let mid = (bar.y0 + bar.y1) / 2.0;
+        let label = g::fit_text(&slices[i].label, l.labels.width(), font);
+        let at = (l.labels.x1, mid);
+        c.text(
+            &label,
+            at,
+            font,
+            theme.text,
+            HPos::Right,
+            VPos::Center,
+            false,
+        )?;
+        let at = (bar.x1 + 4.0 * c.s, mid);
+        c.text(
+            &fmt(values[i]),
+            at,
+            font,
+            theme.text,
+            HPos::Left,
+            VPos::Center,
+            false,
+        )?;
+    }
+    c.line(
+        (l.plot.x0, l.plot.y0),
+        (l.plot.x0, l.plot.y1),
+        theme.text,
+        1.0,
+    )
+}
+
+/// Bytes by category over `xs`, stacked bottom up in the order of `series` (each slice's
+/// value is ignored; a series shorter than `xs` is zero past its end), with a byte axis, an x
+/// axis titled `x_label` and a legend listing the top band first.
+pub fn stacked_area(
+    canvas: &HtmlCanvasElement,
+    theme: &Theme,
+    xs: &[f64],
+    series: &[(Slice, Vec<u64>)],
+    x_label: &str,
+    title: &str,
+    fmt: &dyn Fn(u64) -> String,
+) -> Result<(), String> {
+    let Some(c) = Chart::open(canvas, theme)? else {
+        return Ok(());
+    };
+    let values: Vec<&[u64]> = series.iter().map(|(_, v)| v.as_slice()).collect();
+    let stacked = g::stack(xs.len(), &values);
+    let l = g::area_layout(c.w, c.h, c.s, xs, &stacked, series.len());
+    c.title(&l.frame, title)?;
+    // Points left to right; an x that is not a number has no place on the axis.
+    let mut points: Vec<usize> = (0..xs.len()).filter(|&i| xs[i].is_finite()).collect();
+    points.sort_by(|&a, &b| xs[a].total_cmp(&xs[b]));
+    if points.is_empty() || series.is_empty() {
+        return c.nothing(l.frame.body);
+    }
+    let font = g::FONT * c.s;
+    for &t in &l.y_ticks {
+        let y = l.y_of(u128::from(t));
+        c.line((l.plot.x0, y), (l.plot.x1, y), theme.grid, 1.0)?;
+        let at = (l.y_axis.x1 - 4.0 * c.s, y);
+        c.text(
+            &fmt(t),
+            at,
+            font,
+            theme.text,
+            HPos::Right,
+            VPos::Center,
+            false,
+        )?;
+    }
+    let tick_y = l.x_axis.y0 + g::AXIS_H * c.s / 2.0;
+    for &t in &l.x_ticks {
+        let x = l.x_of(t);
+        c.line((x, l.plot.y1), (x, l.plot.y1 + 3.0 * c.s), theme.text, 1.0)?;
+        let label = g::number_label(t, l.x_step);
+        c.text(
+            &label,
+            (x, tick_y),
+            font,
+            theme.text,
+            HPos::Center,
+            VPos::Center,
+            false,
+        )?;
+    }
+    let at = ((l.plot.x0 + l.plot.x1) / 2.0, tick_y + g::AXIS_H * c.s);
+    let label = g::fit_text(x_label, l.plot.width(), font);
+    c.text(
+        &label,
+        at,
+        font,
+        theme.text,
+        HPos::Center,
+        VPos::Center,
+        false,
+    )?;
+    for (k, (slice, _)) in series.iter().enumerate() {
+        if let [i] = points[..] {
+            // A single x has no width: draw the stack as a narrow column instead.
+            let x = l.x_of(xs[i]);
+            let (lo, hi) = (l.y_of(stacked[i][k]), l.y_of(stacked[i][k + 1]));
+            c.rect(
+                Rect::new(x - 2.0 * c.s, hi, x + 2.0 * c.s, lo),
+                slice.colour,
+            )?;
+            continue;
+        }
+        let upper = points
+            .iter()
+            .map(|&i| (l.x_of(xs[i]), l.y_of(stacked[i][k + 1])));
+        let lower = points
+            .iter()
+            .rev()
+            .map(|&i| (l.x_of(xs[i]), l.y_of(stacked[i][k])));
+        let outline: Vec<(f64, f64)> = upper.chain(lower).collect();
+        c.polygon(&outline, slice.colour)?;
+    }
+    c.line(
+        (l.plot.x0, l.plot.y1),
+        (l.plot.x1, l.plot.y1),
+        theme.text,
+        1.0,
+    )?;
+    for row in 0..l.legend_rows {
+        let (slice, _) = &series[series.len() - 1 - row];
+        let rect = g::legend_row(l.legend, l.legend_top, l.row_h, row);
+        c.legend_entry(rect, slice.colour, &slice.label, "")?;
+    }
+    Ok(())
+}
+
+/// A histogram: one column per bin in the order given (callers pass ascending power-of-two
+/// lower bounds), height = count, labelled under it by its lower bound in binary units (as
+/// many labels as fit). The bins' bytes are not drawn; they are for the caller's tooltip.
+pub fn histogram(
+    canvas: &HtmlCanvasElement,
+    theme: &Theme,
+    bins: &[(u64, u64, u64)],
+    title: &str,
+    fmt: &dyn Fn(u64) -> String,
+) -> Result<(), String> {
+    let Some(c) = Chart::open(canvas, theme)? else {
+        return Ok(());
+    };
+    let counts: Vec<u64> = bins.iter().map(|&(_, count, _)| count).collect();
+    let l = g::histogram_layout(c.w, c.h, c.s, &counts);
+    c.title(&l.frame, title)?;
+    if bins.is_empty() {
+        return c.nothing(l.frame.body);
+    }
+    let font = g::FONT * c.s;
+    for &t in &l.ticks {
+        let y = l.y_of(t);
+        c.line((l.plot.x0, y), (l.plot.x1, y), theme.grid, 1.0)?;
+        let at = (l.y_axis.x1 - 4.0 * c.s, y);
+        c.text(
+            &g::count_label(t),
+            at,
+            font,
+            theme.text,
+            HPos::Right,
+            VPos::Center,
+            false,
+        )?;
+    }
+    let label_y = l.x_axis.y0 + g::AXIS_H * c.s / 2.0;
+    for (k, &(lower, count, _)) in bins.iter().enumerate() {
+        c.rect(l.bar(k, count), BAR)?;
+        if k % l.label_every == 0 {
+            let x = l.plot.x0 + (k as f64 + 0.5) * l.slot_w;
+            c.text(
+                &fmt(lower),
+                (x, label_y),
+                font,
+                theme.text,
+                HPos::Center,
+                VPos::Center,
+                false,
+            )?;
+        }
+    }
+    c.line(
+        (l.plot.x0, l.plot.y1),
+        (l.plot.x1, l.plot.y1),
+        theme.text,
+        1.0,
+    )
+}
+
+/// A half-circle gauge filled to `fraction` (clamped to 0..=1, not-a-number as 0), coloured
+/// by how good that is, with the percentage inside and `label` under it.
+pub fn gauge(
+    canvas: &HtmlCanvasElement,
+    theme: &Theme,
+    fraction: f64,
+    label: &str,
+) -> Result<(), String> {
+    let Some(c) = Chart::open(canvas, theme)? else {
+        return Ok(());
+    };
+    let l = g::gauge_layout(c.w, c.h, c.s);
+    if l.r < 2.0 {
+        return Ok(());
+    }
+    let f = g::clamp_fraction(fraction);
+    let start = g::gauge_angle(0.0);
+    c.polygon(&annulus(&l, start, g::gauge_angle(1.0)), theme.grid)?;
+    if f > 0.0 {
+        let colour = match f {
+            f if f >= 0.8 => GOOD,
+            f if f >= 0.5 => FAIR,
+            _ => POOR,
+        };
+        c.polygon(&annulus(&l, start, g::gauge_angle(f)), colour)?;
+    }
+    let value = format!("{:.0}%", f * 100.0);
+    let at = (l.cx, l.cy - 2.0 * c.s);
+    c.text(
+        &value,
+        at,
+        l.value_font,
+        theme.text,
+        HPos::Center,
+        VPos::Bottom,
+        true,
+    )?;
+    let font = g::FONT * c.s;
+    let label = g::fit_text(label, c.w - 2.0 * g::PAD * c.s, font);
+    let at = (l.cx, l.label_y);
+    c.text(
+        &label,
+        at,
+        font,
+        theme.text,
+        HPos::Center,
+        VPos::Center,
+        false,
+    )
+}
+
+/// The canvas as it is now, as a PNG `data:` URL (for "save as image").
+pub fn png_data_url(canvas: &HtmlCanvasElement) -> Result<String, String> {
+    canvas
+        .to_data_url()
+        .map_err(|e| e.as_string().unwrap_or_else(|| format!("{e:?}")))
+}
+
+/// The outline of the gauge's band from angle `a0` to `a1`.
+fn annulus(l: &g::GaugeLayout, a0: f64, a1: f64) -> Vec<(f64, f64)> {
+    let inner = (l.r - l.thickness).max(0.0);
+    let mut points = g::arc_points(l.cx, l.cy, l.r, a0, a1);
+    points.extend(g::arc_points(l.cx, l.cy, inner, a1, a0));
+    points
+}
+
+/// Dark text on light fills, white on dark ones (Rec. 709 luma).
+fn text_on(fill: [u8; 3]) -> [u8; 3] {
+    let [r, g, b] = fill.map(f64::from);
+    if 0.2126 * r + 0.7152 * g + 0.0722 * b > 150.0 {
+        [0x1b, 0x1f, 0x27]
+    } else {
+        [0xff, 0xff, 0xff]
+    }
+}
+
+fn rgb([r, g, b]: [u8; 3]) -> RGBColor {
+    RGBColor(r, g, b)
+}
+
+/// Backing-store pixels to the backend's integer pixels (`as` saturates; NaN becomes 0).
+fn px((x, y): (f64, f64)) -> (i32, i32) {
+    (x.round() as i32, y.round() as i32)
+}
+
+/// The error's own text: plotters' `DrawingAreaErrorKind` says what the canvas refused.
+fn error_text<E: std::fmt::Display>(e: E) -> String {
+    e.to_string()
+}
+
+/// The ratio of backing-store pixels to CSS pixels: the canvas's width over its CSS width, or
+/// the window's `devicePixelRatio` while the canvas is not laid out (hidden, detached).
+fn scale_of(canvas: &HtmlCanvasElement) -> f64 {
+    let css = canvas.client_width();
+    let scale = if css > 0 {
+        f64::from(canvas.width()) / f64::from(css)
+    } else {
+        web_sys::window().map_or(1.0, |w| w.device_pixel_ratio())
+    };
+    if scale.is_finite() && scale > 0.0 {
+        scale.clamp(0.25, 8.0)
+    } else {
+        1.0
+    }
+}
+
+/// One drawing: the canvas's plotters area, its size in backing-store pixels and its scale.
+struct Chart {
+    area: DrawingArea<CanvasBackend, Shift>,
+    w: f64,
+    h: f64,
+    s: f64,
+    theme: Theme,
+}
+
+impl Chart {
+    /// Clears the canvas to the theme's background; `None` for a canvas with no pixels.
+    fn open(canvas: &HtmlCanvasElement, theme: &Theme) -> Result<Option<Self>, String> {
+        if canvas.width() == 0 || canvas.height() == 0 {
+            return Ok(None);
+        }
+        // `with_canvas_object` takes the element by value and answers `None` (no reason
+        // given) when the canvas has no 2D context, e.g. one already taken as WebGL.
+        let backend = CanvasBackend::with_canvas_object(canvas.clone())
+            .ok_or_else(|| "the canvas has no 2D context".to_string())?;
+        let area = backend.into_drawing_area();
+        area.fill(&rgb(theme.background)).map_err(error_text)?;
+        Ok(Some(Self {
+            w: f64::from(canvas.width()),
+            h: f64::from(canvas.height()),
+            s: scale_of(canvas),
+            area,
+            theme: *theme,
+        }))
+    }
+
+    fn stroke(&self, width: f64) -> u32 {
+        (width * self.s).round().max(1.0) as u32
+    }
+
+    fn rect(&self, r: Rect, colour: [u8; 3]) -> Result<(), String> {
+        if r.width() <= 0.0 || r.height() <= 0.0 {
+            return Ok(());
+        }
+        let corners = [px((r.x0, r.y0)), px((r.x1, r.y1))];
+        let shape = Rectangle::new(corners, rgb(colour).filled());
+        self.area.draw(&shape).map_err(error_text)
+    }
+
+    fn polygon(&self, points: &[(f64, f64)], colour: [u8; 3]) -> Result<(), String> {
+        let points: Vec<(i32, i32)> = points.iter().copied().map(px).collect();
+        let shape = Polygon::new(points, rgb(colour).filled());
+        self.area.draw(&shape).map_err(error_text)
+    }
+
+    fn circle(&self, centre: (f64, f64), r: f64, colour: [u8; 3]) -> Result<(), String> {
+        let r = r.round().max(0.0) as u32;
+        let shape = Circle::new(px(centre), r, rgb(colour).filled());
+        self.area.draw(&shape).map_err(error_text)
+    }
+
+    /// A line `width` CSS pixels wide.
+    fn line(
+        &self,
+        from: (f64, f64),
+        to: (f64, f64),
+        colour: [u8; 3],
+        width: f64,
+    ) -> Result<(), String> {
+        let style = rgb(colour).stroke_width(self.stroke(width));
+        let shape = PathElement::new(vec![px(from), px(to)], style);
+        self.area.draw(&shape).map_err(error_text)
+    }
+
+    /// `text` anchored at `at` (the canvas aligns it: plotters measures nothing here).
+    #[allow(clippy::too_many_arguments)]
+    fn text(
+        &self,
+        text: &str,
+        at: (f64, f64),
+        size: f64,
+        colour: [u8; 3],
+        h: HPos,
+        v: VPos,
+        bold: bool,
+    ) -> Result<(), String> {
+        if text.is_empty() || size <= 0.0 {
+            return Ok(());
+        }
+        let weight = if bold {
+            FontStyle::Bold
+        } else {
+            FontStyle::Normal
+        };
+        let style = FontDesc::new(FontFamily::Name(FAMILY), size, weight)
+            .color(&rgb(colour))
+            .pos(Pos::new(h, v));
+        self.area
+            .draw(&Text::new(text.to_string(), px(at), style))
+            .map_err(error_text)
+    }
+
+    fn title(&self, frame: &g::Frame, title: &str) -> Result<(), String> {
+        let size = g::TITLE_FONT * self.s;
+        let t = frame.title;
+        let title = g::fit_text(title, t.width(), size);
+        let at = (t.x0, (t.y0 + t.y1) / 2.0);
+        self.text(
+            &title,
+            at,
+            size,
+            self.theme.text,
+            HPos::Left,
+            VPos::Center,
+            true,
+        )
+    }
+
+    fn nothing(&self, body: Rect) -> Result<(), String> {
+        let at = ((body.x0 + body.x1) / 2.0, (body.y0 + body.y1) / 2.0);
+        let size = g::FONT * self.s;
+        self.text(
+            "nothing to show",
+            at,
+            size,
+            self.theme.text,
+            HPos::Center,
+            VPos::Center,
+            false,
+        )
+    }
+
+    /// A legend row: a colour swatch, the label, and `value` (if any) right-aligned; the label
+    /// is the one cut short when the row is narrow, since the value is what is read.
+    fn legend_entry(
+        &self,
+        row: Rect,
+        colour: [u8; 3],
+        label: &str,
+        value: &str,
+    ) -> Result<(), String> {
+        let s = self.s;
+        let mid = (row.y0 + row.y1) / 2.0;
+        let swatch = 10.0 * s;
+        let square = Rect::new(
+            row.x0,
+            mid - swatch / 2.0,
+            row.x0 + swatch,
+            mid + swatch / 2.0,
+        );
+        self.rect(square, colour)?;
+        let size = g::FONT * s;
+        let text = self.theme.text;
+        let left = row.x0 + swatch + 6.0 * s;
+        let value_w = g::text_width(value, size);
+        let right = row.x1 - value_w - if value.is_empty() { 0.0 } else { 8.0 * s };
+        let label = g::fit_text(label, right - left, size);
+        self.text(
+            &label,
+            (left, mid),
+            size,
+            text,
+            HPos::Left,
+            VPos::Center,
+            false,
+        )?;
+        self.text(
+            value,
+            (row.x1, mid),
+            size,
+            text,
+            HPos::Right,
+            VPos::Center,
+            false,
+        )
+    }
+}

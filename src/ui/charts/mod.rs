@@ -1,0 +1,73 @@
+//! Small charts of byte breakdowns drawn on a `<canvas>`: a pie, horizontal bars, a stacked
+//! area over time, a histogram of sizes and a half-circle gauge, plus the hover helpers that
+//! say which part of a chart is under the pointer.
+//!
+//! - this file: the plain data the charts take ([`Slice`], [`Theme`]); pure, so it also
+//!   compiles natively for the geometry's unit tests;
+//! - [`geometry`]: where every part of every chart goes, in pixels, and the hit tests (pure,
+//!   natively tested). Drawing and hovering both ask it, so they always agree;
+//! - `draw` (wasm32 only): paints through plotters' HTML canvas backend.
+//!
+//! Not a component: nothing here knows Leptos or signals. Components size the canvas (backing
+//! store = CSS size × `devicePixelRatio`), then call a drawing function from an effect, and
+//! call the `hit_*` helpers with CSS pixels for tooltips. Nothing here formats bytes either:
+//! every function that shows bytes takes the formatter (the core's `format::bytes`), so the
+//! charts say sizes exactly as the rest of the page does.
+
+pub mod geometry;
+
+#[cfg(target_arch = "wasm32")]
+mod draw;
+
+// Re-exported so callers say `charts::pie` and `charts::hit_pie`. Allowed unused: natively
+// only the geometry's tests run (they call it directly), and in the page a chart nobody draws
+// yet is already reported as dead code where it is defined.
+#[cfg(target_arch = "wasm32")]
+#[allow(unused_imports)]
+pub use draw::{bars, gauge, histogram, pie, png_data_url, stacked_area};
+#[allow(unused_imports)]
+pub use geometry::{hit_bars, hit_histogram, hit_pie, hit_stacked_area};
+
+/// One category of bytes: a pie slice, a bar, or (with its value ignored) a stacked series.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Slice {
+    /// A stable name for the category (`"activations"`), for the caller's own lookups.
+    pub key: String,
+    /// What the chart writes next to it.
+    pub label: String,
+    /// Bytes.
+    pub value: u64,
+    /// Fill colour, RGB.
+    pub colour: [u8; 3],
+}
+
+/// The colours a chart is drawn in, matching the page's light or dark stylesheet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Theme {
+    /// Behind everything (the chart's card): the exported PNG is opaque, so this is painted.
+    pub background: [u8; 3],
+    /// Titles, labels and tick labels.
+    pub text: [u8; 3],
+    /// Grid lines, axes and the gauge's empty track.
+    pub grid: [u8; 3],
+}
+
+impl Theme {
+    /// `--surface`, `--text` and `--border` of `static/style.css`'s light theme.
+    pub fn light() -> Self {
+        Self {
+            background: [0xff, 0xff, 0xff],
+            text: [0x1b, 0x1f, 0x27],
+            grid: [0xdf, 0xe3, 0xea],
+        }
+    }
+
+    /// `--surface`, `--text` and `--border` of `static/style.css`'s dark theme.
+    pub fn dark() -> Self {
+        Self {
+            background: [0x17, 0x1a, 0x21],
+            text: [0xe6, 0xe8, 0xee],
+            grid: [0x2b, 0x30, 0x3b],
+        }
+    }
+}

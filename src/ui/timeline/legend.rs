@@ -1,0 +1,131 @@
+//! The legend of a timeline coloured by category: each category's colour, name and bytes at
+//! the hovered moment (else the picked one, else the peak), exact values in `data-value`.
+//! Clicking a category highlights it on the timeline and dims the rest; clicking it again
+//! shows all.
+
+use leptos::prelude::*;
+
+use super::Timeline;
+use crate::analysis::categories::Dimension;
+use crate::breakdown::service::{BreakdownAnswer, BreakdownRequest, Moment, MomentTotals};
+use crate::format;
+use crate::protocol::{Answer, Request};
+use crate::timeline::TimelineKind;
+use crate::ui::categories::{categories, css};
+use crate::ui::requests::Latest;
+
+#[component]
+pub fn Legend(tl: Timeline) -> impl IntoView {
+    let dimension = move || {
+        (tl.kind.get() == TimelineKind::Allocations)
+            .then(|| tl.colour_by.get().dimension())
+            .flatten()
+    };
+    // The moment the legend counts at: hovered, else picked, else the peak.
+    let moment = Memo::new(move |_| {
+        let hovered = tl
+            .hover
+            .with(|h| h.as_ref().and_then(|(hit, _, _)| hit.state));
+        match hovered.or(tl.categories.picked.get()) {
+            Some(state) => Moment::State(state),
+            None => Moment::Peak,
+        }
+    });
+    let totals = RwSignal::new(None::<MomentTotals>);
+    let latest = StoredValue::new(Latest::default());
+    Effect::new(move |_| {
+        let moment = moment.get();
+        tl.categories.generation.track();
+        if dimension().is_none() {
+            return;
+        }
+        let request = Request::Breakdown(BreakdownRequest::Totals {
+            device: tl.device,
+            moment,
+        });
+        let id = tl.actions.ask(tl.file, tl.scope, request, move |answered| {
+            if latest.try_update_value(|l| l.answered(answered.id)) != Some(true) {
+                return;
+            }
+            if let Ok(Answer::Breakdown(BreakdownAnswer::Totals(t))) = answered.result {
+                totals.set(Some(t));
+            }
+        });
+        if let Some(id) = id {
+            latest.update_value(|l| l.sent(id));
+        }
+    });
+
+    move || {
+        let dimension = dimension()?;
+        let dark = tl.dark.get();
+        let (state, live, bytes) = totals.with(|t| match t {
+            Some(t) => (
+                Some(t.state),
+                t.live_bytes,
+                match dimension {
+                    Dimension::Role => t.roles.clone(),
+                    Dimension::Component => t.components.clone(),
+                },
+            ),
+            None => (None, 0, Vec::new()),
+        });
+        let at = match moment.get() {
+            Moment::Peak => "at the peak".to_string(),
+            Moment::End => "at the end".to_string(),
+            Moment::State(s) => format!("at state {}", format::count(s as u64)),
+        };
+        let items = categories(dimension, dark)
+            .into_iter()
+            .enumerate()
+            .map(|(k, (key, label, colour))| {
+                let value = bytes.get(k).copied().unwrap_or(0);
+                let highlighted =
+                    move || tl.categories.highlight.get() == Some((dimension, k as u32));
+                let dimmed = move || {
+                    tl.categories
+                        .highlight
+                        .get()
+                        .is_some_and(|(d, h)| d == dimension && h != k as u32)
+                };
+                view! {
+                    <li class="legend-item" class:dimmed=dimmed class:empty=value == 0>
+                        <button
+                            type="button"
+                            class="legend-button"
+                            data-category=key
+                            data-value=value.to_string()
+                            aria-pressed=move || highlighted().to_string()
+                            title=format!("{label}: {} bytes", format::count(value))
+                            on:click=move |_| {
+                                tl.categories.highlight.update(|h| {
+                                    *h = if *h == Some((dimension, k as u32)) {
+                                        None
+                                    } else {
+                                        Some((dimension, k as u32))
+                                    }
+                                })
+                            }
+                        >
+                            <span class="swatch" style:background=css(colour)></span>
+                            <span class="legend-label">{label}</span>
+                            <span class="legend-bytes">{format::bytes(value)}</span>
+                        </button>
+                    </li>
+                }
+            })
+            .collect_view();
+        Some(view! {
+            <div
+                class="timeline-legend"
+                id="timeline-legend"
+                data-dimension=match dimension { Dimension::Role => "role", Dimension::Component => "component" }
+                data-state=state.map(|s| s.to_string()).unwrap_or_default()
+                data-live-bytes=live.to_string()
+            >
+                <span class="legend-at">{format!("{} live {at}", format::bytes(live))}</span>
+                <ul class="legend-list">{items}</ul>
+            </div>
+        })
+    }
+}

@@ -1,0 +1,204 @@
+// End-to-end tests of categories on a real training step (dist/) in Debian's headless
+// Chromium: the timeline coloured by role paints only the legend's colours, the legend and the
+// charts' legends hold the command line's numbers (the same core), a rule edited in the page
+// moves bytes in the pie and repaints the timeline, a chart downloads as PNG and the Markdown
+// report holds the largest allocation with its call site.
+//
+// Run with `./x test` (which builds dist/ and the command line first) or
+// `node --test tests/e2e/categories.test.mjs`.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+
+import { openFiles, REAL_FIXTURES, ROOT, sharedBrowser, waitSettled } from './helpers.mjs';
+
+/** A CS336 full training step (fp32, AdamW, recorded with C++ stacks). */
+const FULL_STEP = 'kkaitlyn111__cs336-a2-systems__memory_files__memory_ctx128_fullstep_.pickle';
+const FILE = path.join(REAL_FIXTURES, FULL_STEP);
+/** A small run whose largest allocation (a 2 GB input tensor) has a call site. */
+const PROFILE_GRAD = path.join(REAL_FIXTURES, 'shreyansh26__MLSys-Experiments__model_memory_usage__profile_grad.pkl');
+const WAIT = 30_000;
+/** Light theme colours of the worker's pixels: background and reserved line. */
+const BACKGROUND = '255,255,255';
+const LINE = '30,30,30';
+
+const skip = fs.existsSync(FILE) ? false : `${FULL_STEP} not found in ${REAL_FIXTURES}`;
+const shared = sharedBrowser();
+
+/** What the command line says of the file at the peak: per device, bytes by role and component. */
+function cliCategories(...rulesArgs) {
+  const json = execFileSync('cargo', ['run', '-q', '-p', 'memsight-cli', '--', 'categories', FILE, '--json', ...rulesArgs], {
+    cwd: ROOT,
+    encoding: 'utf8',
+  });
+  return JSON.parse(json).devices['0'];
+}
+
+const framesPainted = (page) => page.$eval('#timeline', (e) => Number(e.dataset.framesPainted || 0));
+
+async function settle(page, quiet = 250) {
+  let last = await framesPainted(page);
+  for (let i = 0; i < 60; i++) {
+    await page.waitForTimeout(quiet);
+    const now = await framesPainted(page);
+    if (now === last) return;
+    last = now;
+  }
+}
+
+async function open(file = FILE) {
+  const app = await shared.open({ viewport: { width: 1400, height: 900 } });
+  await openFiles(app.page, file);
+  assert.equal(await waitSettled(app.page), 'ready');
+  await app.page.waitForSelector('#timeline[data-ready="true"]', { timeout: WAIT });
+  await app.page.waitForSelector('#timeline-legend[data-state]', { timeout: WAIT });
+  await app.page.waitForSelector('#legend-roles', { timeout: WAIT });
+  await settle(app.page);
+  return app;
+}
+
+/** Colour counts of the plot canvas' pixels. */
+const scan = (page) => page.$eval('#timeline-canvas', (canvas) => {
+  const { width: W, height: H } = canvas;
+  const data = canvas.getContext('2d').getImageData(0, 0, W, H).data;
+  const colours = {};
+  for (let i = 0; i < data.length; i += 4) {
+    const key = `${data[i]},${data[i + 1]},${data[i + 2]}`;
+    colours[key] = (colours[key] || 0) + 1;
+  }
+  return colours;
+});
+
+/** `data-category` → `data-value` of a legend's items. */
+const legendValues = (page, selector) => page.$$eval(`${selector} [data-category]`, (items) =>
+  Object.fromEntries(items.map((i) => [i.dataset.category, Number(i.dataset.value)])));
+
+/** The legend swatches' colours as "r,g,b". */
+const legendColours = (page) => page.$$eval('#timeline-legend .swatch', (swatches) =>
+  swatches.map((s) => getComputedStyle(s).backgroundColor.match(/\d+/g).slice(0, 3).join(',')));
+
+describe('categories of a training step', { skip }, () => {
+  it('colours the timeline by role in the legend\'s colours only, with the core\'s numbers', async () => {
+    const { context, page, errors } = await open();
+    try {
+      assert.equal(await page.$eval('#timeline', (e) => e.dataset.colourBy), 'role', 'role is the default');
+      const allowed = new Set([BACKGROUND, LINE, ...(await legendColours(page))]);
+      const colours = await scan(page);
+      const outside = Object.entries(colours).filter(([c]) => !allowed.has(c));
+      assert.deepEqual(outside, [], 'every pixel is the background, the line or a legend colour');
+      const roles = Object.keys(colours).filter((c) => c !== BACKGROUND && c !== LINE);
+      assert.ok(roles.length >= 4, `only ${roles.length} role colours painted`);
+
+      // At the peak (nothing hovered or picked), the legends hold what the command line prints.
+      const cli = cliCategories();
+      const legend = await legendValues(page, '#timeline-legend');
+      assert.deepEqual(legend, cli.roles);
+      assert.deepEqual(await legendValues(page, '#legend-roles'), cli.roles);
+      assert.deepEqual(await legendValues(page, '#legend-components'), cli.components);
+      assert.equal(Number(await page.$eval('#timeline-legend', (e) => e.dataset.liveBytes)), cli.live_bytes);
+      assert.equal(Number(await page.$eval('#breakdown-moment', (e) => e.dataset.liveBytes)), cli.live_bytes);
+
+      // By component: the legend follows, and so do the pixels.
+      await page.click('#timeline-colour-component');
+      await page.waitForSelector('#timeline-legend[data-dimension="component"]');
+      await page.waitForFunction(() => document.querySelectorAll('#timeline-legend [data-category]').length === 8);
+      await settle(page);
+      assert.deepEqual(await legendValues(page, '#timeline-legend'), cli.components);
+      const componentColours = new Set([BACKGROUND, LINE, ...(await legendColours(page))]);
+      const stray = Object.keys(await scan(page)).filter((c) => !componentColours.has(c));
+      assert.deepEqual(stray, [], 'every pixel is a component colour');
+
+      // A click on a category highlights it: the other categories fade.
+      await page.click('#timeline-colour-role');
+      await page.waitForSelector('#timeline-legend[data-dimension="role"]');
+      await settle(page);
+      const before = await scan(page);
+      await page.click('#timeline-legend [data-category="activations"]');
+      await settle(page);
+      const after = await scan(page);
+      assert.notDeepEqual(after, before, 'the highlight repaints the timeline');
+      assert.equal(await page.getAttribute('#timeline-legend [data-category="activations"]', 'aria-pressed'), 'true');
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('moves bytes in the pie and repaints the timeline when a rule is added, and refuses a bad one', async () => {
+    const { context, page, errors } = await open();
+    try {
+      const before = await legendValues(page, '#legend-roles');
+      const pixelsBefore = await scan(page);
+      const generation = await page.$eval('#breakdown', (e) => e.dataset.generation);
+      await page.click('#rule-add');
+      await page.fill('.rule[data-rule="0"] .rule-pattern', 'optim');
+      await page.press('.rule[data-rule="0"] .rule-pattern', 'Tab');
+      await page.selectOption('.rule[data-rule="0"] .rule-role', 'workspace');
+      await page.click('#rules-apply');
+      await page.waitForFunction((g) => document.querySelector('#breakdown').dataset.generation !== g, generation, { timeout: WAIT });
+      await page.waitForFunction(
+        () => document.querySelector('#legend-roles [data-category="optimizer_state"]')?.dataset.value === '0',
+        null,
+        { timeout: WAIT },
+      );
+      await settle(page);
+      const after = await legendValues(page, '#legend-roles');
+      assert.ok(before.optimizer_state > 0, 'AdamW keeps state at the peak');
+      assert.ok(after.workspace >= before.workspace + before.optimizer_state, 'the state became workspace');
+      const sum = (o) => Object.values(o).reduce((a, b) => a + b, 0);
+      assert.equal(sum(after), sum(before), 'the pie still adds up to the live bytes');
+      // The command line with the same rule says the same.
+      const rules = path.join(fs.mkdtempSync('/tmp/memsight-rules-'), 'rules.json');
+      fs.writeFileSync(rules, JSON.stringify({ rules: [{ pattern: 'optim', role: 'workspace' }] }));
+      assert.deepEqual(after, cliCategories('--rules', rules).roles);
+      assert.notDeepEqual(await scan(page), pixelsBefore, 'the timeline was repainted in the new roles');
+      // Kept in this browser.
+      const stored = await page.evaluate(() => JSON.parse(localStorage.getItem('memsight:rules')));
+      assert.equal(stored.rules[0].pattern, 'optim');
+
+      // An invalid regex is refused by position; the pie keeps its numbers.
+      await page.click('#rule-add');
+      await page.fill('.rule[data-rule="1"] .rule-pattern', '(');
+      await page.press('.rule[data-rule="1"] .rule-pattern', 'Tab');
+      await page.check('.rule[data-rule="1"] .rule-regex');
+      await page.selectOption('.rule[data-rule="1"] .rule-role', 'inputs');
+      await page.click('#rules-apply');
+      await page.waitForSelector('.rule[data-rule="1"].refused .rule-error', { timeout: WAIT });
+      assert.deepEqual(await legendValues(page, '#legend-roles'), after);
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('downloads a chart as PNG and a Markdown report naming the largest allocation', { skip: !fs.existsSync(PROFILE_GRAD) && 'profile_grad.pkl not found' }, async () => {
+    const { context, page, errors } = await open(PROFILE_GRAD);
+    try {
+      const [png] = await Promise.all([page.waitForEvent('download'), page.click('#chart-roles .chart-png')]);
+      assert.match(png.suggestedFilename(), /\.png$/);
+      const bytes = fs.readFileSync(await png.path());
+      assert.deepEqual([...bytes.subarray(0, 8)], [137, 80, 78, 71, 13, 10, 26, 10], 'a PNG file');
+
+      const rows = await page.$$eval('#top-allocations tbody tr', (trs) => trs.map((row) => ({
+        size: Number(row.dataset.size),
+        site: row.querySelector('.frame').textContent,
+      })));
+      const largest = rows[0];
+      const named = rows[0];
+      assert.notEqual(named.site, '(no stack)', 'the largest allocation has a call site');
+      const [report] = await Promise.all([page.waitForEvent('download'), page.click('#breakdown-report')]);
+      assert.match(report.suggestedFilename(), /\.md$/);
+      const text = fs.readFileSync(await report.path(), 'utf8');
+      assert.match(text, /^# Memory report: /);
+      assert.ok(text.includes(largest.size.toLocaleString('en-US')), 'the largest size');
+      const row = text.split('\n').find((line) => line.includes(named.site));
+      assert.ok(row, `the call site ${named.site}`);
+      assert.ok(row.includes(named.size.toLocaleString('en-US')), 'its size on its row');
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
+});
