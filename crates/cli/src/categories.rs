@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use memsight_core::analysis::categories::rules::{CompiledRules, Rules};
+use memsight_core::analysis::categories::rules::CompiledRules;
 use memsight_core::analysis::categories::{categorise, totals_at, Component, Role, Totals};
 use memsight_core::analysis::DeviceFacts;
 use memsight_core::format;
@@ -61,22 +61,6 @@ impl Moment {
             )),
         }
     }
-}
-
-/// Reads and compiles a rules file (`{"rules": [{"pattern", "regex", "role", "component"}]}`).
-pub fn read_rules(path: &Path) -> Result<CompiledRules, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("{}: cannot be read: {e}", path.display()))?;
-    let rules: Rules = serde_json::from_str(&text)
-        .map_err(|e| format!("{}: not a rules file: {e}", path.display()))?;
-    rules.compile().map_err(|e| {
-        format!(
-            "{}: rule {} cannot be used: {}",
-            path.display(),
-            e.index + 1,
-            e.message
-        )
-    })
 }
 
 /// Prints the categories of every file; fails (exit code 1) when any file cannot be read,

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use memsight_core::analysis::categories::rules::CompiledRules;
+use memsight_core::analysis::categories::rules::Rules;
 
 #[derive(Parser)]
 #[command(
@@ -75,6 +75,10 @@ enum Command {
         /// Write the report to this file instead of standard output.
         #[arg(long, short, value_name = "PATH")]
         output: Option<PathBuf>,
+        /// Print one JSON object per file with the report's numbers, exact:
+        /// {"file": …, "devices": {"<device>": {"summary": {…}, "peak": {…}, "efficiency": …}}}.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -88,13 +92,10 @@ fn main() -> ExitCode {
             rules,
             json,
         } => {
-            let rules = match rules.map(|path| categories::read_rules(&path)).transpose() {
-                Ok(rules) => rules.unwrap_or_else(CompiledRules::none),
-                Err(why) => {
-                    eprintln!("memsight: {why}");
-                    return ExitCode::from(2);
-                }
+            let Some(rules) = rules_or_exit(rules) else {
+                return ExitCode::from(2);
             };
+            let rules = rules.compile().expect("read_rules compiled them");
             categories::run(&files, at, &rules, json)
         }
         Command::Report {
@@ -102,16 +103,24 @@ fn main() -> ExitCode {
             device,
             rules,
             output,
+            json,
         } => {
-            let rules = match rules.map(|path| report::read_rules(&path)).transpose() {
-                Ok(rules) => rules.unwrap_or_default(),
-                Err(why) => {
-                    eprintln!("memsight: {why}");
-                    return ExitCode::from(2);
-                }
+            let Some(rules) = rules_or_exit(rules) else {
+                return ExitCode::from(2);
             };
             let output = report::output_path(output);
-            report::run(&files, device, &rules, output.as_deref())
+            report::run(&files, device, &rules, output.as_deref(), json)
+        }
+    }
+}
+
+/// The rules of `path` (none without one); `None` after saying why they cannot be used.
+fn rules_or_exit(path: Option<PathBuf>) -> Option<Rules> {
+    match path.map(|path| open::read_rules(&path)).transpose() {
+        Ok(rules) => Some(rules.unwrap_or_default()),
+        Err(why) => {
+            eprintln!("memsight: {why}");
+            None
         }
     }
 }

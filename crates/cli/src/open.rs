@@ -8,6 +8,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use memsight_core::analysis::categories::rules::Rules;
 use memsight_core::analysis::Analysed;
 use memsight_core::decode::{decode_reader, ErrorReport};
 use memsight_core::format;
@@ -56,20 +57,29 @@ pub fn open(path: &Path) -> Result<Opened, ErrorReport> {
 pub fn for_each_file<P: AsRef<Path>>(
     files: &[P],
     as_json: bool,
+    show: impl FnMut(&Path, &Opened) -> String,
+) -> ExitCode {
+    for_each_file_into(&mut std::io::stdout(), files, as_json, show)
+}
+
+/// [`for_each_file`], printing into `out`.
+pub fn for_each_file_into<P: AsRef<Path>>(
+    out: &mut dyn Write,
+    files: &[P],
+    as_json: bool,
     mut show: impl FnMut(&Path, &Opened) -> String,
 ) -> ExitCode {
     let mut failed = false;
-    let stdout = std::io::stdout();
     for (i, path) in files.iter().enumerate() {
         let path = path.as_ref();
         let printed = match open(path) {
             Ok(opened) => {
                 let shown = show(path, &opened);
                 if as_json {
-                    writeln!(stdout.lock(), "{shown}")
+                    writeln!(out, "{shown}")
                 } else {
                     let separator = if i > 0 { "\n" } else { "" };
-                    write!(stdout.lock(), "{separator}{shown}")
+                    write!(out, "{separator}{shown}")
                 }
             }
             Err(report) => {
@@ -80,7 +90,7 @@ pub fn for_each_file<P: AsRef<Path>>(
                         "file": path.display().to_string(),
                         "error": report,
                     });
-                    writeln!(stdout.lock(), "{error}")
+                    writeln!(out, "{error}")
                 } else {
                     Ok(())
                 }
@@ -169,5 +179,23 @@ impl<'a> Progress<'a> {
         if self.enabled && self.shown_percent.is_some() {
             let _ = write!(std::io::stderr(), "\r\x1b[2K");
         }
+    }
+}
+
+/// Reads a rules file as the page exports it (`{"rules": [{"pattern", "regex", "role",
+/// "component"}]}`) and checks that every rule compiles.
+pub fn read_rules(path: &Path) -> Result<Rules, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("{}: cannot be read: {e}", path.display()))?;
+    let rules: Rules = serde_json::from_str(&text)
+        .map_err(|e| format!("{}: not a rules file: {e}", path.display()))?;
+    match rules.compile() {
+        Ok(_) => Ok(rules),
+        Err(e) => Err(format!(
+            "{}: rule {} cannot be used: {}",
+            path.display(),
+            e.index + 1,
+            e.message
+        )),
     }
 }

@@ -1,44 +1,29 @@
-//! `memsight report FILE… [--device N] [--rules RULES.json] [--output PATH]`: a Markdown report
-//! of each device (or of the one asked for): the summary, bytes by role and by component at the
-//! peak, the peak estimate, the largest allocations, fragmentation and findings, from the
-//! breakdown service the page asks and the core's words ([`format::report`]).
+//! `memsight report FILE… [--device N] [--rules RULES.json] [--output PATH] [--json]`: the
+//! Markdown report of each device (or of the one asked for) — the summary, bytes by role and
+//! by component at the peak, the peak estimate, the largest allocations, fragmentation and
+//! findings — exactly as the page downloads it: the breakdown service's `Report` answer.
+//! With `--json`, the numbers behind it (the service's summary and breakdown at the peak).
 //!
 //! Reports of several devices or files are separated by a blank line and `---`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use serde_json::{json, Map, Value};
+
 use memsight_core::analysis::categories::rules::Rules;
 use memsight_core::breakdown::categorised::Categorised;
 use memsight_core::breakdown::service::{
-    BreakdownAnswer, BreakdownRequest, BreakdownService, DeviceSummary, Moment, MomentBreakdown,
+    BreakdownAnswer, BreakdownRequest, BreakdownService, Moment,
 };
 use memsight_core::format::{self, report::TOP_ALLOCATIONS};
 use memsight_core::service::{Context, Service, ViewError};
 
-use crate::open::{describe_error, for_each_file, open, Opened};
+use crate::open::{for_each_file_into, Opened};
 
 /// Between two reports: a blank line (the previous report ends with a line break), a rule and
 /// another blank line.
 const SEPARATOR: &str = "\n---\n\n";
-
-/// Reads a rules file (`{"rules": [{"pattern", "regex", "role", "component"}]}`) and checks
-/// that every rule compiles.
-pub fn read_rules(path: &Path) -> Result<Rules, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("{}: cannot be read: {e}", path.display()))?;
-    let rules: Rules = serde_json::from_str(&text)
-        .map_err(|e| format!("{}: not a rules file: {e}", path.display()))?;
-    match rules.compile() {
-        Ok(_) => Ok(rules),
-        Err(e) => Err(format!(
-            "{}: rule {} cannot be used: {}",
-            path.display(),
-            e.index + 1,
-            e.message
-        )),
-    }
-}
 
 /// Prints (or writes to `output`) the report of every device of every file, or of `device`
 /// only. Fails (exit code 1) when a file cannot be read or has no such device, after reporting
@@ -48,14 +33,19 @@ pub fn run(
     device: Option<u32>,
     rules: &Rules,
     output: Option<&Path>,
+    as_json: bool,
 ) -> ExitCode {
     let mut failed = false;
     let mut reports = 0usize;
-    let mut report_of = |path: &Path, opened: &Opened| {
-        let (text, ok) = reports_of(path, opened, device, rules);
+    let show = |path: &Path, opened: &Opened| {
+        let (text, ok) = if as_json {
+            numbers_of(path, opened, device, rules)
+        } else {
+            reports_of(path, opened, device, rules)
+        };
         failed |= !ok;
-        let separator = if reports > 0 && !text.is_empty() {
-            // `for_each_file` already ends the previous file with a blank line.
+        // `for_each_file_into` already ends the previous file with a blank line.
+        let separator = if reports > 0 && !text.is_empty() && !as_json {
             &SEPARATOR[1..]
         } else {
             ""
@@ -64,35 +54,15 @@ pub fn run(
         format!("{separator}{text}")
     };
     let code = match output {
-        None => for_each_file(files, false, report_of),
+        None => for_each_file_into(&mut std::io::stdout(), files, as_json, show),
         Some(output) => {
-            let mut text = String::new();
-            let mut unread = false;
-            for path in files {
-                let path = path.as_ref();
-                match open(path) {
-                    Ok(opened) => {
-                        let report = report_of(path, &opened);
-                        if !text.is_empty() && !report.is_empty() {
-                            text.push('\n');
-                        }
-                        text.push_str(&report);
-                    }
-                    Err(error) => {
-                        unread = true;
-                        eprintln!("{}", describe_error(path, &error));
-                    }
-                }
-            }
+            let mut text: Vec<u8> = Vec::new();
+            let code = for_each_file_into(&mut text, files, as_json, show);
             if let Err(e) = std::fs::write(output, text) {
                 eprintln!("memsight: {}: cannot be written: {e}", output.display());
                 return ExitCode::FAILURE;
             }
-            if unread {
-                ExitCode::FAILURE
-            } else {
-                ExitCode::SUCCESS
-            }
+            code
         }
     };
     if failed {
@@ -102,28 +72,29 @@ pub fn run(
     }
 }
 
-/// The reports of one file's devices (or of `device`), separated; `false` when a device could
-/// not be reported (said on standard error).
-fn reports_of(path: &Path, opened: &Opened, device: Option<u32>, rules: &Rules) -> (String, bool) {
-    let analysed = &opened.analysed;
-    let name = if path.as_os_str() == "-" {
+/// The file's name as the report titles it.
+fn display_name(path: &Path) -> String {
+    if path.as_os_str() == "-" {
         "standard input".to_string()
     } else {
         path.display().to_string()
-    };
+    }
+}
+
+/// Asks the breakdown service about each device of the file (or `device`) under `rules`;
+/// `answer` turns one device's answers into text. `false` when a device could not be
+/// answered (said on standard error).
+fn each_device(
+    path: &Path,
+    opened: &Opened,
+    device: Option<u32>,
+    rules: &Rules,
+    mut answer: impl FnMut(&mut BreakdownService, &Context<'_>, u32) -> Result<(), ViewError>,
+) -> bool {
+    let analysed = &opened.analysed;
     let now = || 0.0;
-    let categorised = match Categorised::new(analysed, rules.clone(), &now) {
-        Ok(c) => c,
-        Err(e) => {
-            // The rules were checked before any file was opened.
-            eprintln!(
-                "memsight: rule {} cannot be used: {}",
-                e.index + 1,
-                e.message
-            );
-            return (String::new(), false);
-        }
-    };
+    let categorised = Categorised::new(analysed, rules.clone(), &now)
+        .expect("the rules were compiled before any file was opened");
     let cx = Context {
         analysed,
         categorised: &categorised,
@@ -134,7 +105,24 @@ fn reports_of(path: &Path, opened: &Opened, device: Option<u32>, rules: &Rules) 
         Some(d) => vec![d],
         None => analysed.snapshot.device_ids(),
     };
-    if devices.is_empty() {
+    let mut ok = true;
+    for d in devices {
+        if let Err(error) = answer(&mut service, &cx, d) {
+            ok = false;
+            eprintln!(
+                "memsight: {}: {}",
+                path.display(),
+                format::problems::view_error(&error)
+            );
+        }
+    }
+    ok
+}
+
+/// The Markdown reports of one file's devices, separated.
+fn reports_of(path: &Path, opened: &Opened, device: Option<u32>, rules: &Rules) -> (String, bool) {
+    let name = display_name(path);
+    if opened.analysed.snapshot.devices.is_empty() {
         return (
             format!(
                 "# Memory report: {}\n\nThis snapshot holds no device.\n",
@@ -144,53 +132,52 @@ fn reports_of(path: &Path, opened: &Opened, device: Option<u32>, rules: &Rules) 
         );
     }
     let mut out = String::new();
-    let mut ok = true;
-    for d in devices {
-        match device_report(&mut service, &cx, d) {
-            Ok((summary, peak)) => {
-                if !out.is_empty() {
-                    out.push_str(SEPARATOR);
-                }
-                out.push_str(&format::report::markdown(
-                    &name,
-                    &summary,
-                    &peak,
-                    analysed,
-                    rules.rules.len(),
-                ));
-            }
-            Err(error) => {
-                ok = false;
-                eprintln!(
-                    "memsight: {}: {}",
-                    path.display(),
-                    format::problems::view_error(&error)
-                );
-            }
+    let ok = each_device(path, opened, device, rules, |service, cx, device| {
+        let request = BreakdownRequest::Report {
+            device,
+            file_name: name.clone(),
+        };
+        let BreakdownAnswer::Report(report) = service.answer(cx, request)?.answer else {
+            return Err(malformed("a report"));
+        };
+        if !out.is_empty() {
+            out.push_str(SEPARATOR);
         }
-    }
+        out.push_str(&report);
+        Ok(())
+    });
     (out, ok)
 }
 
-/// Asks the breakdown service for a device's summary and its breakdown at the peak.
-fn device_report(
-    service: &mut BreakdownService,
-    cx: &Context<'_>,
-    device: u32,
-) -> Result<(DeviceSummary, MomentBreakdown), ViewError> {
-    let mut ask = |request| service.answer(cx, request).map(|reply| reply.answer);
-    let BreakdownAnswer::Summary(summary) = ask(BreakdownRequest::Summary { device })? else {
-        return Err(malformed("a summary"));
-    };
-    let BreakdownAnswer::At(peak) = ask(BreakdownRequest::At {
-        device,
-        moment: Moment::Peak,
-        top: TOP_ALLOCATIONS as u32,
-    })?
-    else {
-        return Err(malformed("a breakdown at the peak"));
-    };
-    Ok((*summary, *peak))
+/// `{"file", "devices": {"<device>": {"summary": {…}, "peak": {…}, "efficiency": …}}}`: the
+/// service's answers the report is written from, every number exact.
+fn numbers_of(path: &Path, opened: &Opened, device: Option<u32>, rules: &Rules) -> (String, bool) {
+    let mut devices = Map::new();
+    let ok = each_device(path, opened, device, rules, |service, cx, device| {
+        let mut ask = |request| service.answer(cx, request).map(|reply| reply.answer);
+        let BreakdownAnswer::Summary(summary) = ask(BreakdownRequest::Summary { device })? else {
+            return Err(malformed("a summary"));
+        };
+        let BreakdownAnswer::At(peak) = ask(BreakdownRequest::At {
+            device,
+            moment: Moment::Peak,
+            top: TOP_ALLOCATIONS as u32,
+        })?
+        else {
+            return Err(malformed("a breakdown at the peak"));
+        };
+        devices.insert(
+            device.to_string(),
+            json!({
+                "summary": *summary,
+                "peak": *peak,
+                "efficiency": summary.efficiency(),
+            }),
+        );
+        Ok(())
+    });
+    let value: Value = json!({ "file": path.display().to_string(), "devices": devices });
+    (value.to_string(), ok)
 }
 
 fn malformed(wanted: &str) -> ViewError {

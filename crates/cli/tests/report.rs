@@ -272,3 +272,68 @@ fn one_device_to_a_file() {
     assert!(stderr.contains("has no device cuda:7"), "{stderr}");
     assert!(missing.stdout.is_empty());
 }
+
+/// `--json` prints the numbers every report (and the page's breakdown) is made of: per device,
+/// the estimate's observed peak and the breakdown at the peak equal CPython's peak, each
+/// category dimension adds up to it, and the estimate and efficiency follow from their terms.
+#[test]
+fn the_reports_numbers_as_json_match_cpython() {
+    let Some(dir) = real_fixtures_dir() else {
+        eprintln!("skipped: the real fixtures are not beside the repository");
+        return;
+    };
+    let expectations = read_json(&repo().join("tests/expectations/real.json"));
+    let expectations = expectations.get("files").unwrap_or(&expectations);
+    let mut checked = 0;
+    for (name, want) in expectations.as_object().unwrap() {
+        let path = dir.join(name);
+        if !path.is_file() {
+            continue;
+        }
+        let output = memsight(&["report", "--json"], &[path]);
+        assert!(output.status.success(), "{name}");
+        let line: Value = serde_json::from_slice(&output.stdout).unwrap();
+        for (device, numbers) in line["devices"].as_object().unwrap() {
+            let context = format!("{name} cuda:{device}");
+            let Some(peak) = want["devices"][device]["peak_allocated_bytes"].as_u64() else {
+                continue;
+            };
+            let summary = &numbers["summary"];
+            let at_peak = &numbers["peak"];
+            let sum = |v: &Value| {
+                v.as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|b| b.as_u64().unwrap())
+                    .sum::<u64>()
+            };
+            assert_eq!(summary["peak_allocated"].as_u64(), Some(peak), "{context}");
+            assert_eq!(
+                summary["estimate"]["observed"].as_u64(),
+                Some(peak),
+                "{context}"
+            );
+            assert_eq!(at_peak["live_bytes"].as_u64(), Some(peak), "{context}");
+            assert_eq!(sum(&at_peak["roles"]), peak, "{context}: roles");
+            assert_eq!(sum(&at_peak["components"]), peak, "{context}: components");
+            let e = &summary["estimate"];
+            let term = |k: &str| e[k].as_u64().unwrap();
+            assert_eq!(
+                term("estimate"),
+                term("parameters")
+                    + term("optimizer_state")
+                    + (term("gradients") + term("optimizer_temporaries")).max(term("activations")),
+                "{context}"
+            );
+            let reserved = summary["peak_reserved"].as_u64().unwrap();
+            if reserved > 0 {
+                let efficiency = summary["allocated_at_reserved_peak"].as_u64().unwrap() as f64
+                    / reserved as f64;
+                assert!((numbers["efficiency"].as_f64().unwrap() - efficiency).abs() < 1e-12);
+            }
+            assert!(summary["findings"].is_array(), "{context}");
+            checked += 1;
+        }
+    }
+    assert!(checked > 20, "only {checked} devices checked");
+}

@@ -141,15 +141,6 @@ impl Session {
         now: &dyn Fn() -> f64,
     ) -> Result<Reply<Answer>, ViewError> {
         let analysed = self.analysed.as_ref().ok_or(ViewError::NotLoaded)?;
-        if let Request::SetRules(rules) = request {
-            let error = self.categorised.set_rules(analysed, rules, now).err();
-            return Ok(Answer::Rules(RulesApplied {
-                generation: self.categorised.generation(),
-                error,
-                categorise_ms: self.categorised.categorise_ms,
-            })
-            .into());
-        }
         let cx = Context {
             analysed,
             categorised: &self.categorised,
@@ -169,7 +160,16 @@ impl Session {
                 .breakdown
                 .answer(&cx, r)
                 .map(|r| r.map(Answer::Breakdown)),
-            Request::SetRules(_) => unreachable!("answered above"),
+            Request::SetRules(rules) => {
+                // The one request that changes what every service is lent.
+                let error = self.categorised.set_rules(analysed, rules, now).err();
+                Ok(Answer::Rules(RulesApplied {
+                    generation: self.categorised.generation(),
+                    error,
+                    categorise_ms: self.categorised.categorise_ms,
+                })
+                .into())
+            }
         }
     }
 

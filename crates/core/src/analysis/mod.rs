@@ -40,9 +40,14 @@ impl Analysed {
         Analysed { snapshot, facts }
     }
 
+    /// Where device `id` is in [`Snapshot::devices`] (and in `facts`).
+    pub fn device_position(&self, id: u32) -> Option<usize> {
+        self.snapshot.devices.iter().position(|d| d.id == id)
+    }
+
     /// The facts of device `id`.
     pub fn device_facts(&self, id: u32) -> Option<(&crate::model::Device, &DeviceFacts)> {
-        let i = self.snapshot.devices.iter().position(|d| d.id == id)?;
+        let i = self.device_position(id)?;
         Some((&self.snapshot.devices[i], &self.facts[i]))
     }
 

@@ -59,6 +59,12 @@ impl Allocation {
         };
         (start, after(self.free_row))
     }
+
+    /// Whether it is alive in `state`.
+    pub fn is_alive_at(&self, state: u32) -> bool {
+        let (start, end) = self.alive_states();
+        start <= state && state < end
+    }
 }
 
 /// A maximum of a curve and where it is first reached.
@@ -103,6 +109,19 @@ impl DeviceFacts {
             .last()
             .copied()
             .unwrap_or(self.baseline_allocated)
+    }
+
+    /// The allocated curve at `state` (state 0 is before the first row; a state past the
+    /// trace holds the value at its end).
+    pub fn allocated_at(&self, state: u32) -> u64 {
+        match state.checked_sub(1) {
+            None => self.baseline_allocated,
+            Some(row) => self
+                .allocated
+                .get(row as usize)
+                .copied()
+                .unwrap_or_else(|| self.allocated_at_end()),
+        }
     }
 
     /// Reserved bytes after `row` (`None` = before the first row).

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::analysis::categories::phases::RowPhases;
 use crate::analysis::categories::signals::Phase;
 use crate::analysis::categories::{DeviceCategories, Role};
-use crate::analysis::replay::{Allocation, DeviceFacts, Origin, NO_ROW};
+use crate::analysis::replay::{DeviceFacts, Origin, NO_ROW};
 use crate::analysis::{Analysed, Warning};
 use crate::model::{Action, BlockState, Device, StackId, NO_TIME};
 
@@ -311,23 +311,6 @@ fn state_after(row: Option<u32>) -> u32 {
     row.map_or(0, |r| r.saturating_add(1))
 }
 
-/// Allocated bytes at `state`.
-fn allocated_at(facts: &DeviceFacts, state: u32) -> u64 {
-    match state {
-        0 => facts.baseline_allocated,
-        s => facts
-            .allocated
-            .get(s as usize - 1)
-            .copied()
-            .unwrap_or_else(|| facts.allocated_at_end()),
-    }
-}
-
-fn alive_at(a: &Allocation, state: u32) -> bool {
-    let (start, end) = a.alive_states();
-    start <= state && state < end
-}
-
 /// Allocation indices by `weight`, the heaviest first (ties in index order), at most
 /// [`MAX_ALLOCATIONS`].
 fn heaviest_first(mut weighted: Vec<(u64, u32)>) -> Vec<u32> {
@@ -351,7 +334,7 @@ fn top_stacks(bytes: FxHashMap<StackId, u64>, top: usize) -> Vec<StackBytes> {
 /// Live bytes per call site at `state`.
 fn stack_bytes_at(facts: &DeviceFacts, state: u32) -> FxHashMap<StackId, u64> {
     let mut bytes: FxHashMap<StackId, u64> = FxHashMap::default();
-    for a in facts.allocations.iter().filter(|a| alive_at(a, state)) {
+    for a in facts.allocations.iter().filter(|a| a.is_alive_at(state)) {
         *bytes.entry(a.stack).or_default() += a.size;
     }
     bytes
@@ -381,7 +364,7 @@ fn out_of_memory(
             let mut stacks: FxHashMap<StackId, u64> = FxHashMap::default();
             let mut live = Vec::new();
             for (i, a) in facts.allocations.iter().enumerate() {
-                if alive_at(a, state) {
+                if a.is_alive_at(state) {
                     roles[role_of(categories, i) as usize] += a.size;
                     *stacks.entry(a.stack).or_default() += a.size;
                     live.push((a.size, i as u32));
@@ -392,7 +375,7 @@ fn out_of_memory(
                     row,
                     requested: trace.size[r],
                     device_free: trace.addr[r],
-                    allocated: allocated_at(facts, state),
+                    allocated: facts.allocated_at(state),
                     reserved: facts.reserved_after(Some(row)),
                     live: live.len() as u32,
                     roles,
@@ -432,7 +415,7 @@ fn leak_suspect(facts: &DeviceFacts, phases: &RowPhases) -> Option<Finding> {
         .into_iter()
         .map(|state| Iteration {
             state,
-            allocated: allocated_at(facts, state),
+            allocated: facts.allocated_at(state),
         })
         .collect();
     if iterations.len() < LEAK_MIN_ITERATIONS {
@@ -468,7 +451,7 @@ fn leak_suspect(facts: &DeviceFacts, phases: &RowPhases) -> Option<Finding> {
         .filter(|(_, a)| {
             a.origin == Origin::Trace
                 && a.alive_states().0 > since
-                && alive_at(a, last.state)
+                && a.is_alive_at(last.state)
                 && stacks.iter().any(|s| s.stack == a.stack)
         })
         .map(|(i, a)| (a.size, i as u32))
@@ -621,9 +604,9 @@ fn cache_overhead(device: &Device, facts: &DeviceFacts) -> Option<Finding> {
         .map(|&(row, _)| row)
         .find(|&row| peak.row.is_none_or(|p| row > p));
     let to = next_change.unwrap_or(rows).min(rows);
-    let (mut best_state, mut best) = (from, allocated_at(facts, from));
+    let (mut best_state, mut best) = (from, facts.allocated_at(from));
     for state in from.saturating_add(1)..=to {
-        let allocated = allocated_at(facts, state);
+        let allocated = facts.allocated_at(state);
         if allocated > best {
             (best_state, best) = (state, allocated);
         }

@@ -314,10 +314,7 @@ fn with_time(mut answer: BreakdownAnswer, ms: f64) -> BreakdownAnswer {
 /// A device's position in the snapshot, the device and its facts.
 fn find(analysed: &Analysed, device: u32) -> Result<(usize, &Device, &DeviceFacts), ViewError> {
     let position = analysed
-        .snapshot
-        .devices
-        .iter()
-        .position(|d| d.id == device)
+        .device_position(device)
         .ok_or(ViewError::NoSuchDevice { device })?;
     Ok((
         position,
@@ -348,26 +345,13 @@ fn summary(cx: &Context<'_>, device: u32) -> Result<DeviceSummary, ViewError> {
         peak_state: moment_state(facts, dev.trace.len(), Moment::Peak),
         peak_allocated: facts.peak_allocated.bytes,
         peak_reserved: facts.peak_reserved.bytes,
-        allocated_at_reserved_peak: allocated_at(facts, reserved_peak_state),
+        allocated_at_reserved_peak: facts.allocated_at(reserved_peak_state),
         reserved_peak_state,
         estimate: estimate(index, facts.peak_allocated.bytes),
         cached_free: cached_free_sizes(dev),
         findings: findings(cx.analysed, position, categories),
         compute_ms: 0.0,
     })
-}
-
-/// The allocated curve at `state`.
-pub fn allocated_at(facts: &DeviceFacts, state: u32) -> u64 {
-    match state.checked_sub(1) {
-        None => facts.baseline_allocated,
-        Some(row) => facts
-            .allocated
-            .get(row as usize)
-            .or(facts.allocated.last())
-            .copied()
-            .unwrap_or(facts.baseline_allocated),
-    }
 }
 
 fn at(

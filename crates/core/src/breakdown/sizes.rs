@@ -44,10 +44,7 @@ pub fn live_sizes(facts: &DeviceFacts, state: u32) -> Vec<SizeBin> {
         facts
             .allocations
             .iter()
-            .filter(|a| {
-                let (start, end) = a.alive_states();
-                start <= state && state < end
-            })
+            .filter(|a| a.is_alive_at(state))
             .map(|a| a.size),
     )
 }

@@ -675,15 +675,12 @@ impl TimelineService {
         entry: &Entry,
         facts: &DeviceFacts,
     ) -> Result<(usize, std::rc::Rc<CategoryIndex>), ViewError> {
-        let position = cx
-            .analysed
-            .snapshot
-            .devices
-            .iter()
-            .position(|d| d.id == entry.device)
-            .ok_or(ViewError::NoSuchDevice {
-                device: entry.device,
-            })?;
+        let position =
+            cx.analysed
+                .device_position(entry.device)
+                .ok_or(ViewError::NoSuchDevice {
+                    device: entry.device,
+                })?;
         let generation = cx.categorised.generation();
         if let Some((built_for, index)) = &*entry.band.borrow() {
             if *built_for == generation {

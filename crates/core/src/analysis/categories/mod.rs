@@ -401,8 +401,7 @@ pub fn totals_at(facts: &DeviceFacts, categories: &DeviceCategories, state: u32)
         ..Default::default()
     };
     for (i, a) in facts.allocations.iter().enumerate() {
-        let (start, end) = a.alive_states();
-        if start <= state && state < end {
+        if a.is_alive_at(state) {
             totals.count += 1;
             totals.live_bytes += a.size;
             totals.roles[categories.roles[i] as usize] += a.size;
