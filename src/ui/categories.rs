@@ -13,7 +13,7 @@ use super::actions::Actions;
 use super::requests::ScopeId;
 use super::state::FileId;
 use crate::analysis::categories::rules::{RuleError, Rules};
-use crate::analysis::categories::{Component, Dimension, Role};
+use crate::analysis::categories::{Category, Component, Dimension, Role};
 use crate::format;
 use crate::protocol::{Answer, Request};
 use crate::timeline::raster::Style;
@@ -31,8 +31,11 @@ pub struct CategoryView {
     pub generation: RwSignal<u32>,
     /// The state picked by a click on the timeline.
     pub picked: RwSignal<Option<u32>>,
-    /// The category shown in full colour, the others dimmed.
-    pub highlight: RwSignal<Option<(Dimension, u32)>>,
+    /// The category shown in full colour, the others dimmed, and that lists narrow to.
+    pub highlight: RwSignal<Option<Category>>,
+    /// The allocation another view asked the timeline to pin and show: its device and its
+    /// element on that device's allocations timeline.
+    pub shown: RwSignal<Option<(u32, u32)>>,
     /// The rules in use (as stored).
     pub rules: RwSignal<Rules>,
     /// Why the last rules sent were refused.
@@ -54,6 +57,7 @@ impl CategoryView {
             generation: RwSignal::new(0),
             picked: RwSignal::new(None),
             highlight: RwSignal::new(None),
+            shown: RwSignal::new(None),
             rules: RwSignal::new(Rules::default()),
             rules_error: RwSignal::new(None),
             categorise_ms: RwSignal::new(None),
@@ -63,6 +67,22 @@ impl CategoryView {
             view.apply(stored);
         }
         view
+    }
+
+    /// Highlights `category`, or nothing when it already is (a second click undoes the first).
+    pub fn toggle_highlight(self, category: Category) {
+        self.highlight.update(|h| {
+            *h = if *h == Some(category) {
+                None
+            } else {
+                Some(category)
+            }
+        });
+    }
+
+    /// Asks `device`'s timeline to pin allocation `element` and bring it into view.
+    pub fn show_on_timeline(self, device: u32, element: u32) {
+        self.shown.set(Some((device, element)));
     }
 
     /// Sends `rules` to the worker; once it has categorised again, stores them and moves
@@ -108,7 +128,10 @@ fn store_rules(rules: &Rules) {
 }
 
 /// The categories of `dimension`: key, label and colour (as RGB) in the page's theme.
-pub fn categories(dimension: Dimension, dark: bool) -> Vec<(&'static str, &'static str, [u8; 3])> {
+pub fn categories_of(
+    dimension: Dimension,
+    dark: bool,
+) -> Vec<(&'static str, &'static str, [u8; 3])> {
     let style = if dark { Style::dark() } else { Style::light() };
     let rgb = |c: [u8; 4]| [c[0], c[1], c[2]];
     match dimension {
@@ -133,6 +156,24 @@ pub fn categories(dimension: Dimension, dark: bool) -> Vec<(&'static str, &'stat
             })
             .collect(),
     }
+}
+
+/// The colours of `dimension`'s categories with all but the highlighted one (when it is of
+/// this dimension) faded towards the background, as the timeline paints them.
+pub fn highlighted_colours(
+    dimension: Dimension,
+    dark: bool,
+    highlight: Option<Category>,
+) -> Vec<[u8; 3]> {
+    let style = if dark { Style::dark() } else { Style::light() };
+    let colours = crate::timeline::colouring::category_colours(&style, dimension);
+    let highlight = highlight
+        .filter(|c| c.dimension == dimension)
+        .map(|c| c.index);
+    crate::timeline::colouring::highlighted(colours, highlight, style.background)
+        .into_iter()
+        .map(|c| [c[0], c[1], c[2]])
+        .collect()
 }
 
 /// A colour as CSS.

@@ -34,7 +34,7 @@ pub fn SnapshotView(id: FileId, state: RwSignal<AppState>, actions: Actions) -> 
     });
     let ms = |t: f64| format::duration_us((t * 1000.0).max(0.0) as u64);
     let categories = CategoryView::new(id, actions);
-    let dark = Signal::from(super::timeline::prefers_dark());
+    let dark = super::theme::follow_system();
     let file_name = name.clone();
     let devices = Memo::new(move |_| {
         state.with(|s| s.file(id).map(|f| f.devices().to_vec()).unwrap_or_default())
@@ -91,8 +91,8 @@ pub fn SnapshotView(id: FileId, state: RwSignal<AppState>, actions: Actions) -> 
                 };
                 let file_name = file_name.clone();
                 let timeline = move || timeline_shown.get().then(|| view! {
-                    <TimelinePanel file=id device=device actions=actions categories=categories />
-                    <BreakdownPanel file=id device=device file_name=file_name.clone() actions=actions categories=categories dark=dark />
+                    <TimelinePanel file=id device=device actions=actions categories=categories dark=dark />
+                    <BreakdownPanel file=id device=device file_name=file_name.clone() actions=actions categories=categories dark=dark.into() />
                 });
                 match overview.get() {
                     None => view! { <p class="pending" aria-busy="true">"Preparing the overview…"</p> }.into_any(),

@@ -2,7 +2,10 @@
 // Chromium: the timeline coloured by role paints only the legend's colours, the legend and the
 // charts' legends hold the command line's numbers (the same core), a rule edited in the page
 // moves bytes in the pie and repaints the timeline, a chart downloads as PNG and the Markdown
-// report holds the largest allocation with its call site.
+// report holds the largest allocation with its call site; the views are linked (a category
+// picked on a chart or legend narrows the lists and shows on the timeline, an allocation of a
+// list or a finding is pinned on the timeline, a click on the run's chart picks its moment) and
+// every canvas follows the system's theme while the page is open.
 //
 // Run with `./x test` (which builds dist/ and the command line first) or
 // `node --test tests/e2e/categories.test.mjs`.
@@ -167,6 +170,90 @@ describe('categories of a training step', { skip }, () => {
       await page.click('#rules-apply');
       await page.waitForSelector('.rule[data-rule="1"].refused .rule-error', { timeout: WAIT });
       assert.deepEqual(await legendValues(page, '#legend-roles'), after);
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('links the views: categories narrow the lists, allocations pin on the timeline, the theme follows the system', async () => {
+    const { context, page, errors } = await open();
+    try {
+      const peakState = await page.$eval('#breakdown-moment', (e) => e.dataset.state);
+      const roles = await legendValues(page, '#legend-roles');
+
+      // A role picked in the chart's legend narrows the lists to it and highlights it on the timeline.
+      await page.click('#legend-roles [data-category="activations"] button');
+      await page.waitForSelector('#breakdown-moment[data-only="activations"]', { timeout: WAIT });
+      assert.equal(await page.getAttribute('#timeline-legend [data-category="activations"]', 'aria-pressed'), 'true');
+      const narrowed = await page.$$eval('#top-allocations tbody tr', (rows) => rows.map((r) => ({ role: r.dataset.role, size: Number(r.dataset.size) })));
+      assert.ok(narrowed.length > 0, 'activations are live at the peak');
+      assert.deepEqual([...new Set(narrowed.map((r) => r.role))], ['activations']);
+      assert.ok(narrowed.reduce((a, r) => a + r.size, 0) <= roles.activations, 'the listed activations fit in their total');
+      assert.deepEqual(await legendValues(page, '#legend-roles'), roles, 'the pie still counts every role');
+      assert.equal(await page.$eval('#breakdown-moment', (e) => e.dataset.state), peakState);
+      // A second click shows every category again.
+      await page.click('#legend-roles [data-category="activations"] button');
+      await page.waitForSelector('#breakdown-moment[data-only=""]', { timeout: WAIT });
+      assert.equal(await page.getAttribute('#timeline-legend [data-category="activations"]', 'aria-pressed'), 'false');
+
+      // A click on the component pie picks the slice its tooltip names, and the timeline is
+      // coloured by component to show it.
+      const pie = await page.$eval('#chart-components canvas', (c) => {
+        c.scrollIntoView({ block: 'center' });
+        const r = c.getBoundingClientRect();
+        return { x: r.x, y: r.y, w: r.width, h: r.height };
+      });
+      let target = null;
+      for (let fx = 0.1; fx < 0.9 && !target; fx += 0.05) {
+        for (let fy = 0.2; fy < 0.9 && !target; fy += 0.1) {
+          await page.mouse.move(pie.x + pie.w * fx, pie.y + pie.h * fy);
+          const tip = await page.$eval('#chart-components', (e) => e.querySelector('.chart-tooltip')?.textContent ?? null);
+          if (tip) target = { x: pie.x + pie.w * fx, y: pie.y + pie.h * fy, label: tip.split(':')[0] };
+        }
+      }
+      assert.ok(target, 'some point of the pie names a slice');
+      await page.mouse.click(target.x, target.y);
+      await page.waitForSelector('#breakdown-moment:not([data-only=""])', { timeout: WAIT });
+      const only = await page.$eval('#breakdown-moment', (e) => e.dataset.only);
+      const label = await page.$eval(`#legend-components [data-category="${only}"] .legend-label`, (e) => e.textContent);
+      assert.equal(label, target.label, 'the slice clicked is the one the tooltip named');
+      await page.waitForSelector('#timeline[data-colour-by="component"]', { timeout: WAIT });
+      assert.equal(await page.getAttribute(`#timeline-legend [data-category="${only}"]`, 'aria-pressed'), 'true');
+      await page.click('#breakdown-only button');
+      await page.waitForSelector('#breakdown-moment[data-only=""]', { timeout: WAIT });
+
+      // One of the largest allocations, clicked in the table, is pinned on the timeline.
+      const row = await page.$eval('#top-allocations tbody tr:nth-child(2)', (r) => ({ index: r.dataset.index, size: r.dataset.size }));
+      await page.click('#top-allocations tbody tr:nth-child(2) button');
+      await page.waitForFunction((i) => document.querySelector('#timeline').dataset.pinned === i, row.index, { timeout: WAIT });
+
+      // So is an allocation behind a finding.
+      const finding = await page.$('.finding:not([data-allocations="0"])');
+      assert.ok(finding, 'the run has a finding with allocations behind it');
+      await finding.$eval('summary', (s) => s.click());
+      const behind = await finding.$eval('.finding-allocations li:first-child', (li) => li.dataset.index);
+      await finding.$eval('.finding-allocations li:first-child button', (b) => b.click());
+      await page.waitForFunction((i) => document.querySelector('#timeline').dataset.pinned === i, behind, { timeout: WAIT });
+
+      // A click on the run's stacked area shows the moment under it.
+      const series = await page.$eval('#chart-series canvas', (c) => {
+        c.scrollIntoView({ block: 'center' });
+        const r = c.getBoundingClientRect();
+        return { x: r.x, y: r.y, w: r.width, h: r.height };
+      });
+      await page.mouse.click(series.x + series.w * 0.3, series.y + series.h * 0.6);
+      await page.waitForSelector('#breakdown-at-picked[aria-pressed="true"]', { timeout: WAIT });
+      await page.waitForFunction((s) => document.querySelector('#breakdown-moment')?.dataset.state !== s, peakState, { timeout: WAIT });
+
+      // The system turns dark: charts and timeline repaint in the dark theme without a reload.
+      await settle(page);
+      const draws = Number(await page.$eval('#chart-roles', (e) => e.dataset.draws));
+      assert.ok((await scan(page))[BACKGROUND] > 0, 'a light background first');
+      await page.emulateMedia({ colorScheme: 'dark' });
+      await page.waitForFunction((d) => Number(document.querySelector('#chart-roles').dataset.draws) > d, draws, { timeout: WAIT });
+      await settle(page);
+      assert.equal((await scan(page))[BACKGROUND] ?? 0, 0, 'no light background left on the timeline');
       assert.deepEqual(errors, []);
     } finally {
       await context.close();

@@ -162,6 +162,7 @@ fn numbers_of(path: &Path, opened: &Opened, device: Option<u32>, rules: &Rules) 
             device,
             moment: Moment::Peak,
             top: TOP_ALLOCATIONS as u32,
+            only: None,
         })?
         else {
             return Err(malformed("a breakdown at the peak"));

@@ -118,6 +118,7 @@ fn largest_at_peak(path: &Path, device: u32) -> Option<(u64, Option<String>)> {
         device,
         moment: Moment::Peak,
         top: 1,
+        only: None,
     });
     match session.answer(request, &|| 0.0).unwrap().answer {
         Answer::Breakdown(BreakdownAnswer::At(at)) => {

@@ -7,7 +7,7 @@ mod common;
 
 use common::*;
 use memsight_core::analysis::categories::rules::{Rule, Rules};
-use memsight_core::analysis::categories::{Dimension, Role};
+use memsight_core::analysis::categories::{Category, Component, Dimension, Role};
 use memsight_core::breakdown::service::{BreakdownAnswer, BreakdownRequest, Moment};
 use memsight_core::protocol::{Answer, Request};
 use memsight_core::session::Session;
@@ -49,6 +49,7 @@ fn at(
             device,
             moment,
             top: 30,
+            only: None,
         },
     ) {
         BreakdownAnswer::At(a) => a,
@@ -97,6 +98,39 @@ fn moments_and_series_add_up_to_the_allocated_curve_on_every_fixture() {
                 live_sizes, peak.live_bytes,
                 "{name}: the histogram holds every byte"
             );
+            for (dimension, totals) in [
+                (Dimension::Role, &peak.roles),
+                (Dimension::Component, &peak.components),
+            ] {
+                for (k, &bytes) in totals.iter().enumerate() {
+                    let only = Category {
+                        dimension,
+                        index: k as u32,
+                    };
+                    let BreakdownAnswer::At(narrowed) = breakdown(
+                        &mut session,
+                        BreakdownRequest::At {
+                            device: dev.id,
+                            moment: Moment::Peak,
+                            top: 30,
+                            only: Some(only),
+                        },
+                    ) else {
+                        unreachable!()
+                    };
+                    let sized: u64 = narrowed.live_sizes.iter().map(|b| b.bytes).sum();
+                    assert_eq!(sized, bytes, "{name}: {dimension:?} {k}");
+                    let sited: u64 = narrowed.call_sites.iter().map(|c| c.bytes).sum();
+                    assert!(sited <= bytes, "{name}: {dimension:?} {k}");
+                    assert!(narrowed.largest.iter().all(|a| match dimension {
+                        Dimension::Role => a.role == Role::ALL[k],
+                        Dimension::Component => a.component == Component::ALL[k],
+                    }));
+                    // Everything else is the whole moment, whatever the narrowing.
+                    assert_eq!(narrowed.roles, peak.roles, "{name}");
+                    assert_eq!(narrowed.only, Some(only));
+                }
+            }
             let end = at(&mut session, dev.id, Moment::End);
             assert_eq!(end.state as usize, dev.trace.len(), "{name}");
 
@@ -134,6 +168,18 @@ fn moments_and_series_add_up_to_the_allocated_curve_on_every_fixture() {
                 "{name}"
             );
             assert!(summary.efficiency() <= 1.0 + 1e-9 || summary.peak_reserved == 0);
+            // Each finding's allocations are listed in its order, each pinnable on the
+            // allocations timeline (its element is the allocation).
+            assert_eq!(summary.finding_allocations.len(), summary.findings.len());
+            let elements = memsight_core::timeline::elements::AllocationElements::new(facts);
+            for (finding, listed) in summary.findings.iter().zip(&summary.finding_allocations) {
+                let indices: Vec<u32> = listed.iter().map(|a| a.allocation).collect();
+                assert_eq!(indices, finding.allocations, "{name}");
+                for a in listed {
+                    assert_eq!(elements.allocation_index(a.index), a.allocation as usize);
+                    assert_eq!(a.size, facts.allocations[a.allocation as usize].size);
+                }
+            }
         }
     }
 }

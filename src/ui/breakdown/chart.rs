@@ -11,12 +11,17 @@ use crate::ui::charts::{self, Theme};
 
 /// CSS size of a chart.
 pub const CHART_SIZE: (f64, f64) = (440.0, 260.0);
+/// CSS size of a wide chart (two columns of the grid).
+pub const WIDE_CHART_SIZE: (f64, f64) = (CHART_SIZE.0 * 2.0, CHART_SIZE.1);
 
 /// Draws a chart: told the canvas and the theme, reads whatever signals it needs.
 pub type Draw = std::rc::Rc<dyn Fn(&HtmlCanvasElement, &Theme) -> Result<(), String>>;
 
 /// Names a part of the chart under a CSS pixel, for the tooltip.
 pub type Hover = std::rc::Rc<dyn Fn(f64, f64) -> Option<String>>;
+
+/// Acts on a click at a CSS pixel of the chart.
+pub type Click = std::rc::Rc<dyn Fn(f64, f64)>;
 
 #[component]
 pub fn ChartCard(
@@ -25,6 +30,7 @@ pub fn ChartCard(
     dark: Signal<bool>,
     draw: Draw,
     #[prop(optional)] hover: Option<Hover>,
+    #[prop(optional)] click: Option<Click>,
     #[prop(optional)] wide: bool,
     children: Children,
 ) -> impl IntoView {
@@ -32,11 +38,7 @@ pub fn ChartCard(
     let error = RwSignal::new(None::<String>);
     let tooltip = RwSignal::new(None::<(String, f64, f64)>);
     let draws = RwSignal::new(0u32);
-    let (w, h) = if wide {
-        (CHART_SIZE.0 * 2.0, CHART_SIZE.1)
-    } else {
-        CHART_SIZE
-    };
+    let (w, h) = if wide { WIDE_CHART_SIZE } else { CHART_SIZE };
     let draw_now = draw.clone();
     Effect::new(move |_| {
         let Some(canvas) = canvas.get() else { return };
@@ -65,6 +67,12 @@ pub fn ChartCard(
         let (x, y) = (event.offset_x() as f64, event.offset_y() as f64);
         tooltip.set(hover(x, y).map(|text| (text, x, y)));
     };
+    let clickable = click.is_some();
+    let on_click = move |event: web_sys::MouseEvent| {
+        if let Some(click) = &click {
+            click(event.offset_x() as f64, event.offset_y() as f64);
+        }
+    };
     view! {
         <section class="chart-card" class:wide=wide id=id data-draws=move || draws.get().to_string()>
             <header class="chart-header">
@@ -78,7 +86,9 @@ pub fn ChartCard(
                     node_ref=canvas
                     style:width=format!("{w}px")
                     style:height=format!("{h}px")
+                    class:clickable=clickable
                     on:mousemove=on_move
+                    on:click=on_click
                     on:mouseleave=move |_| tooltip.set(None)
                 ></canvas>
                 {move || tooltip.get().map(|(text, x, y)| view! {

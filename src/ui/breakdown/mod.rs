@@ -18,18 +18,18 @@ use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 
 use super::actions::Actions;
-use super::categories::{categories, css, CategoryView};
+use super::categories::{categories_of, css, highlighted_colours, CategoryView};
 use super::charts::{self, Slice};
 use super::requests::Latest;
 use super::state::FileId;
-use crate::analysis::categories::Dimension;
+use crate::analysis::categories::{Category, Dimension};
 use crate::breakdown::service::{
     BreakdownAnswer, BreakdownRequest, DeviceSummary, Moment, MomentBreakdown, Series,
 };
 use crate::format;
 use crate::protocol::{Answer, Request, ViewError};
 use crate::timeline::AxisMode;
-use chart::{ChartCard, Draw, Hover, CHART_SIZE};
+use chart::{ChartCard, Click, Draw, Hover, CHART_SIZE, WIDE_CHART_SIZE};
 
 /// Allocations the "largest" chart shows.
 const TOP: u32 = 30;
@@ -143,6 +143,7 @@ pub fn BreakdownPanel(
     });
     Effect::new(move |_| {
         categories.generation.track();
+        let only = categories.highlight.get();
         let at = match pick.get() {
             Pick::Peak => Moment::Peak,
             Pick::End => Moment::End,
@@ -157,6 +158,7 @@ pub fn BreakdownPanel(
                 device,
                 moment: at,
                 top: TOP,
+                only,
             },
             Box::new(move |answer| {
                 moment.set(Some(answer.and_then(|a| match a {
@@ -238,27 +240,34 @@ pub fn BreakdownPanel(
             {move || match moment.get() {
                 None => view! { <p class="pending" aria-busy="true">"Counting bytes by category…"</p> }.into_any(),
                 Some(Err(e)) => view! { <p class="view-error" role="alert" id="breakdown-error">{e}</p> }.into_any(),
-                Some(Ok(m)) => view! { <MomentCharts m=m dark=dark /> }.into_any(),
+                Some(Ok(m)) => view! { <MomentCharts m=m dark=dark categories=categories /> }.into_any(),
             }}
             <div class="chart-grid">
-                <SeriesChart series=series dark=dark />
+                <SeriesChart series=series dark=dark categories=categories />
             </div>
             {move || match summary.get() {
                 None => ().into_any(),
                 Some(Err(e)) => view! { <p class="view-error" role="alert">{e}</p> }.into_any(),
-                Some(Ok(s)) => view! { <SummaryView s=s dark=dark /> }.into_any(),
+                Some(Ok(s)) => view! { <SummaryView s=s dark=dark categories=categories /> }.into_any(),
             }}
             <rules::RuleEditor categories=categories />
         </section>
     }
 }
 
-/// The slices of `bytes` (indexed like the dimension's categories).
-fn slices(dimension: Dimension, bytes: &[u64], dark: bool) -> Vec<Slice> {
-    categories(dimension, dark)
+/// The slices of `bytes` (indexed like the dimension's categories), all but the highlighted
+/// one faded when it is of this dimension.
+fn slices(
+    dimension: Dimension,
+    bytes: &[u64],
+    dark: bool,
+    highlight: Option<Category>,
+) -> Vec<Slice> {
+    categories_of(dimension, dark)
         .into_iter()
+        .zip(highlighted_colours(dimension, dark, highlight))
         .zip(bytes)
-        .map(|((key, label, colour), &value)| Slice {
+        .map(|(((key, label, _), colour), &value)| Slice {
             key: key.to_string(),
             label: label.to_string(),
             value,
@@ -272,10 +281,9 @@ fn fmt_bytes(n: u64) -> String {
 }
 
 /// A pie and a bar chart's hover: the slice's label, bytes and share.
-fn slice_hover(slices: Rc<dyn Fn() -> Vec<Slice>>, pie: bool) -> Hover {
+fn slice_hover(slices: Rc<dyn Fn() -> Vec<Slice>>, pie: bool, (w, h): (f64, f64)) -> Hover {
     Rc::new(move |x, y| {
         let s = slices();
-        let (w, h) = CHART_SIZE;
         let hit = if pie {
             charts::hit_pie(w, h, &s, x, y)
         } else {
@@ -289,6 +297,31 @@ fn slice_hover(slices: Rc<dyn Fn() -> Vec<Slice>>, pie: bool) -> Hover {
             format::bytes(slice.value),
             format::percent_of(slice.value, total)
         ))
+    })
+}
+
+/// A pie or bar chart's click: highlights the category under the pointer (or stops
+/// highlighting it), which narrows the lists and shows it on the timeline.
+fn slice_click(
+    dimension: Dimension,
+    pie: bool,
+    slices: Rc<dyn Fn() -> Vec<Slice>>,
+    categories: CategoryView,
+) -> Click {
+    Rc::new(move |x, y| {
+        let s = slices();
+        let (w, h) = CHART_SIZE;
+        let hit = if pie {
+            charts::hit_pie(w, h, &s, x, y)
+        } else {
+            charts::hit_bars(w, h, &s, x, y)
+        };
+        if let Some(k) = hit {
+            categories.toggle_highlight(Category {
+                dimension,
+                index: k as u32,
+            });
+        }
     })
 }
 
@@ -308,24 +341,47 @@ fn histogram_hover(bins: Vec<(u64, u64, u64)>) -> Hover {
     })
 }
 
-/// A legend of exact values.
-fn legend(id: &'static str, slices: Vec<Slice>) -> impl IntoView {
+/// A legend of exact values; with a `dimension`, each entry is a button that highlights its
+/// category (as a click on the chart does).
+fn legend(
+    id: &'static str,
+    slices: Vec<Slice>,
+    dimension: Option<Dimension>,
+    categories: CategoryView,
+) -> impl IntoView {
     let total: u64 = slices.iter().map(|s| s.value).sum();
     view! {
         <ul class="chart-legend" id=id data-total=total.to_string()>
-            {slices.into_iter().map(|s| view! {
-                <li data-category=s.key.clone() data-value=s.value.to_string() class:empty=s.value == 0>
+            {slices.into_iter().enumerate().map(|(k, s)| {
+                let category = dimension.map(|dimension| Category { dimension, index: k as u32 });
+                let pressed = move || category.is_some() && categories.highlight.get() == category;
+                let content = view! {
                     <span class="swatch" style:background=css(s.colour)></span>
                     <span class="legend-label">{s.label.clone()}</span>
                     <span class="legend-bytes">{format::bytes(s.value)}</span>
-                </li>
+                };
+                view! {
+                    <li data-category=s.key.clone() data-value=s.value.to_string() class:empty=s.value == 0>
+                        {match category {
+                            Some(category) => view! {
+                                <button type="button" class="legend-button" aria-pressed=move || pressed().to_string()
+                                    title="Show only this category in the lists and on the timeline"
+                                    on:click=move |_| categories.toggle_highlight(category)
+                                >{content}</button>
+                            }.into_any(),
+                            None => content.into_any(),
+                        }}
+                    </li>
+                }
             }).collect_view()}
         </ul>
     }
 }
 
 #[component]
-fn MomentCharts(m: MomentBreakdown, dark: Signal<bool>) -> impl IntoView {
+fn MomentCharts(m: MomentBreakdown, dark: Signal<bool>, categories: CategoryView) -> impl IntoView {
+    let device = m.device;
+    let highlight = categories.highlight;
     let m = Rc::new(m);
     let at = match (m.moment, m.event) {
         (Moment::Peak, _) => "at the peak".to_string(),
@@ -335,13 +391,25 @@ fn MomentCharts(m: MomentBreakdown, dark: Signal<bool>) -> impl IntoView {
     };
     let role_slices = {
         let m = m.clone();
-        Rc::new(move || slices(Dimension::Role, &m.roles, dark.get_untracked()))
-            as Rc<dyn Fn() -> Vec<Slice>>
+        Rc::new(move || {
+            slices(
+                Dimension::Role,
+                &m.roles,
+                dark.get_untracked(),
+                highlight.get_untracked(),
+            )
+        }) as Rc<dyn Fn() -> Vec<Slice>>
     };
     let component_slices = {
         let m = m.clone();
-        Rc::new(move || slices(Dimension::Component, &m.components, dark.get_untracked()))
-            as Rc<dyn Fn() -> Vec<Slice>>
+        Rc::new(move || {
+            slices(
+                Dimension::Component,
+                &m.components,
+                dark.get_untracked(),
+                highlight.get_untracked(),
+            )
+        }) as Rc<dyn Fn() -> Vec<Slice>>
     };
     let cached = m.reserved.saturating_sub(m.live_bytes);
     let live_bytes = m.live_bytes;
@@ -367,6 +435,7 @@ fn MomentCharts(m: MomentBreakdown, dark: Signal<bool>) -> impl IntoView {
         let s = role_slices.clone();
         Rc::new(move |canvas, theme| {
             dark.track();
+            highlight.track();
             charts::pie(canvas, theme, &s(), "Bytes by role", &fmt_bytes)
         })
     };
@@ -374,6 +443,7 @@ fn MomentCharts(m: MomentBreakdown, dark: Signal<bool>) -> impl IntoView {
         let s = role_slices.clone();
         Rc::new(move |canvas, theme| {
             dark.track();
+            highlight.track();
             charts::bars(canvas, theme, &s(), "Bytes by role", &fmt_bytes)
         })
     };
@@ -381,6 +451,7 @@ fn MomentCharts(m: MomentBreakdown, dark: Signal<bool>) -> impl IntoView {
         let s = component_slices.clone();
         Rc::new(move |canvas, theme| {
             dark.track();
+            highlight.track();
             charts::pie(canvas, theme, &s(), "Bytes by component", &fmt_bytes)
         })
     };
@@ -388,6 +459,7 @@ fn MomentCharts(m: MomentBreakdown, dark: Signal<bool>) -> impl IntoView {
         let s = component_slices.clone();
         Rc::new(move |canvas, theme| {
             dark.track();
+            highlight.track();
             charts::bars(canvas, theme, &s(), "Bytes by component", &fmt_bytes)
         })
     };
@@ -406,7 +478,7 @@ fn MomentCharts(m: MomentBreakdown, dark: Signal<bool>) -> impl IntoView {
     let top_slices = {
         let m = m.clone();
         Rc::new(move || {
-            let colours = categories(Dimension::Role, dark.get_untracked());
+            let colours = categories_of(Dimension::Role, dark.get_untracked());
             m.largest
                 .iter()
                 .map(|a| Slice {
@@ -418,17 +490,34 @@ fn MomentCharts(m: MomentBreakdown, dark: Signal<bool>) -> impl IntoView {
                 .collect::<Vec<_>>()
         }) as Rc<dyn Fn() -> Vec<Slice>>
     };
+    // Narrowed to one category, the lists say which.
+    let only_label = m.only.map(|c| {
+        categories_of(c.dimension, false)
+            .get(c.index as usize)
+            .map_or("?", |c| c.1)
+    });
+    let top_title = match only_label {
+        Some(label) => format!("Largest allocations: {label} only (colour: role)"),
+        None => "Largest allocations (colour: role)".to_string(),
+    };
     let draw_top: Draw = {
         let s = top_slices.clone();
+        let title = top_title.clone();
         Rc::new(move |canvas, theme| {
             dark.track();
-            charts::bars(
-                canvas,
-                theme,
-                &s(),
-                "Largest allocations (colour: role)",
-                &fmt_bytes,
-            )
+            charts::bars(canvas, theme, &s(), &title, &fmt_bytes)
+        })
+    };
+    let top_click: Click = {
+        let s = top_slices.clone();
+        Rc::new(move |x, y| {
+            let slices = s();
+            let (w, h) = WIDE_CHART_SIZE;
+            if let Some(bar) = charts::hit_bars(w, h, &slices, x, y) {
+                if let Ok(element) = slices[bar].key.parse() {
+                    categories.show_on_timeline(device, element);
+                }
+            }
         })
     };
     let bins: Vec<(u64, u64, u64)> = m
@@ -437,15 +526,13 @@ fn MomentCharts(m: MomentBreakdown, dark: Signal<bool>) -> impl IntoView {
         .map(|b| (b.lower, b.count, b.bytes))
         .collect();
     let sizes_hover = histogram_hover(bins.clone());
+    let sizes_title = match only_label {
+        Some(label) => format!("Live {label} allocations by size (count)"),
+        None => "Live allocations by size (count)".to_string(),
+    };
     let draw_sizes: Draw = Rc::new(move |canvas, theme| {
         dark.track();
-        charts::histogram(
-            canvas,
-            theme,
-            &bins,
-            "Live allocations by size (count)",
-            &fmt_bytes,
-        )
+        charts::histogram(canvas, theme, &bins, &sizes_title, &fmt_bytes)
     });
     let top_rows = m.largest.clone();
     // Children must be sendable: hand them plain values.
@@ -454,43 +541,57 @@ fn MomentCharts(m: MomentBreakdown, dark: Signal<bool>) -> impl IntoView {
         component_slices(),
         reserved_slices(dark.get_untracked()),
     );
+    let only_note = only_label.map(|label| {
+        view! {
+            <p class="hint narrowed" id="breakdown-only" data-category=m.only.map(|c| c.dimension.key(c.index as usize)).unwrap_or_default()>
+                {format!("The lists below show {label} only. ")}
+                <button type="button" class="link-button" on:click=move |_| categories.highlight.set(None)>"Show every category"</button>
+            </p>
+        }
+    });
     let reserved_hover: Rc<dyn Fn() -> Vec<Slice>> = {
         let s = reserved_slices.clone();
         Rc::new(move || s(dark.get_untracked()))
     };
-    let role_labels = categories(Dimension::Role, false);
-    let component_labels = categories(Dimension::Component, false);
+    let role_labels = categories_of(Dimension::Role, false);
+    let component_labels = categories_of(Dimension::Component, false);
     view! {
         <div class="moment" id="breakdown-moment"
             data-state=m.state.to_string()
             data-live-bytes=m.live_bytes.to_string()
             data-reserved=m.reserved.to_string()
             data-compute-ms=m.compute_ms.to_string()
+            data-only=m.only.map(|c| c.dimension.key(c.index as usize)).unwrap_or_default()
         >
             <p class="moment-summary">
                 {format!("{} in {} live allocations {at}; {} reserved.",
                     format::bytes(m.live_bytes), format::count(m.live_count as u64), format::bytes(m.reserved))}
             </p>
+            {only_note}
             <div class="chart-grid">
-                <ChartCard id="chart-roles" title="By role" dark=dark draw=draw_roles hover=slice_hover(role_slices.clone(), true)>
-                    {legend("legend-roles", roles_legend)}
+                <ChartCard id="chart-roles" title="By role" dark=dark draw=draw_roles hover=slice_hover(role_slices.clone(), true, CHART_SIZE)
+                    click=slice_click(Dimension::Role, true, role_slices.clone(), categories)>
+                    {legend("legend-roles", roles_legend, Some(Dimension::Role), categories)}
                 </ChartCard>
-                <ChartCard id="chart-components" title="By component" dark=dark draw=draw_components hover=slice_hover(component_slices.clone(), true)>
-                    {legend("legend-components", components_legend)}
+                <ChartCard id="chart-components" title="By component" dark=dark draw=draw_components hover=slice_hover(component_slices.clone(), true, CHART_SIZE)
+                    click=slice_click(Dimension::Component, true, component_slices.clone(), categories)>
+                    {legend("legend-components", components_legend, Some(Dimension::Component), categories)}
                 </ChartCard>
-                <ChartCard id="chart-role-bars" title="By role (bars)" dark=dark draw=draw_role_bars hover=slice_hover(role_slices.clone(), false)>
+                <ChartCard id="chart-role-bars" title="By role (bars)" dark=dark draw=draw_role_bars hover=slice_hover(role_slices.clone(), false, CHART_SIZE)
+                    click=slice_click(Dimension::Role, false, role_slices.clone(), categories)>
                     <span></span>
                 </ChartCard>
-                <ChartCard id="chart-component-bars" title="By component (bars)" dark=dark draw=draw_component_bars hover=slice_hover(component_slices.clone(), false)>
+                <ChartCard id="chart-component-bars" title="By component (bars)" dark=dark draw=draw_component_bars hover=slice_hover(component_slices.clone(), false, CHART_SIZE)
+                    click=slice_click(Dimension::Component, false, component_slices.clone(), categories)>
                     <span></span>
                 </ChartCard>
-                <ChartCard id="chart-reserved" title="Allocated vs cached free" dark=dark draw=draw_reserved hover=slice_hover(reserved_hover, true)>
-                    {legend("legend-reserved", reserved_legend)}
+                <ChartCard id="chart-reserved" title="Allocated vs cached free" dark=dark draw=draw_reserved hover=slice_hover(reserved_hover, true, CHART_SIZE)>
+                    {legend("legend-reserved", reserved_legend, None, categories)}
                 </ChartCard>
                 <ChartCard id="chart-sizes" title="Sizes of live allocations" dark=dark draw=draw_sizes hover=sizes_hover>
                     <span></span>
                 </ChartCard>
-                <ChartCard id="chart-top" title="Largest allocations" dark=dark draw=draw_top hover=slice_hover(top_slices.clone(), false) wide=true>
+                <ChartCard id="chart-top" title="Largest allocations" dark=dark draw=draw_top hover=slice_hover(top_slices.clone(), false, WIDE_CHART_SIZE) click=top_click wide=true>
                     <table class="top-table" id="top-allocations">
                         <thead><tr><th>"Size"</th><th>"Role"</th><th>"Component"</th><th>"Made by"</th></tr></thead>
                         <tbody>
@@ -499,7 +600,11 @@ fn MomentCharts(m: MomentBreakdown, dark: Signal<bool>) -> impl IntoView {
                                     <td class="num" title=format!("{} bytes", format::count(a.size))>{format::bytes(a.size)}</td>
                                     <td>{role_labels[a.role as usize].1}</td>
                                     <td>{component_labels[a.component as usize].1}</td>
-                                    <td class="frame" class:user=a.user>{a.name.clone().unwrap_or_else(|| "(no stack)".into())}</td>
+                                    <td class="frame" class:user=a.user>
+                                        <button type="button" class="link-button" title="Pin it on the timeline"
+                                            on:click=move |_| categories.show_on_timeline(device, a.index)
+                                        >{a.name.clone().unwrap_or_else(|| "(no stack)".into())}</button>
+                                    </td>
                                 </tr>
                             }).collect_view()}
                         </tbody>
@@ -511,7 +616,11 @@ fn MomentCharts(m: MomentBreakdown, dark: Signal<bool>) -> impl IntoView {
 }
 
 #[component]
-fn SeriesChart(series: RwSignal<Option<Series>>, dark: Signal<bool>) -> impl IntoView {
+fn SeriesChart(
+    series: RwSignal<Option<Series>>,
+    dark: Signal<bool>,
+    categories: CategoryView,
+) -> impl IntoView {
     let data = move || {
         series.with(|s| {
             let Some(s) = s else {
@@ -524,12 +633,16 @@ fn SeriesChart(series: RwSignal<Option<Series>>, dark: Signal<bool>) -> impl Int
                 .iter()
                 .map(|&c| s.states[c].unwrap_or(0) as f64)
                 .collect();
-            let series: Vec<(Slice, Vec<u64>)> =
-                slices(Dimension::Role, &vec![0; s.values.len()], dark.get())
-                    .into_iter()
-                    .zip(&s.values)
-                    .map(|(slice, values)| (slice, columns.iter().map(|&c| values[c]).collect()))
-                    .collect();
+            let series: Vec<(Slice, Vec<u64>)> = slices(
+                Dimension::Role,
+                &vec![0; s.values.len()],
+                dark.get(),
+                categories.highlight.get(),
+            )
+            .into_iter()
+            .zip(&s.values)
+            .map(|(slice, values)| (slice, columns.iter().map(|&c| values[c]).collect()))
+            .collect();
             (xs, series)
         })
     };
@@ -547,8 +660,8 @@ fn SeriesChart(series: RwSignal<Option<Series>>, dark: Signal<bool>) -> impl Int
     });
     let hover: Hover = Rc::new(move |x, y| {
         let (xs, series) = data();
-        let (column, k) =
-            charts::hit_stacked_area(CHART_SIZE.0 * 2.0, CHART_SIZE.1, &xs, &series, x, y)?;
+        let (w, h) = WIDE_CHART_SIZE;
+        let (column, k) = charts::hit_stacked_area(w, h, &xs, &series, x, y)?;
         let column = column?;
         let at = format!(
             "event {}",
@@ -563,15 +676,25 @@ fn SeriesChart(series: RwSignal<Option<Series>>, dark: Signal<bool>) -> impl Int
             None => at,
         })
     });
+    // A click picks the moment under the pointer, as a click on the timeline does.
+    let click: Click = Rc::new(move |x, y| {
+        let (xs, series) = data();
+        let (w, h) = WIDE_CHART_SIZE;
+        if let Some((Some(column), _)) = charts::hit_stacked_area(w, h, &xs, &series, x, y) {
+            if let Some(&state) = xs.get(column) {
+                categories.picked.set(Some(state as u32));
+            }
+        }
+    });
     view! {
-        <ChartCard id="chart-series" title="Over the run" dark=dark draw=draw hover=hover wide=true>
-            <p class="hint">"Each column shows the moment where allocated memory peaks within it."</p>
+        <ChartCard id="chart-series" title="Over the run" dark=dark draw=draw hover=hover click=click wide=true>
+            <p class="hint">"Each column shows the moment where allocated memory peaks within it; click to see that moment."</p>
         </ChartCard>
     }
 }
 
 #[component]
-fn SummaryView(s: DeviceSummary, dark: Signal<bool>) -> impl IntoView {
+fn SummaryView(s: DeviceSummary, dark: Signal<bool>, categories: CategoryView) -> impl IntoView {
     let efficiency = s.efficiency();
     let draw_gauge: Draw = Rc::new(move |canvas, theme| {
         dark.track();
@@ -642,6 +765,6 @@ fn SummaryView(s: DeviceSummary, dark: Signal<bool>) -> impl IntoView {
                     format::bytes_delta(difference), e.relative_difference() * 100.0)}</p>
             </section>
         </div>
-        <findings::Findings findings=s.findings.clone() />
+        <findings::Findings findings=s.findings.clone() allocations=s.finding_allocations.clone() device=s.device categories=categories />
     }
 }

@@ -6,12 +6,12 @@
 use leptos::prelude::*;
 
 use super::Timeline;
-use crate::analysis::categories::Dimension;
+use crate::analysis::categories::{Category, Dimension};
 use crate::breakdown::service::{BreakdownAnswer, BreakdownRequest, Moment, MomentTotals};
 use crate::format;
 use crate::protocol::{Answer, Request};
 use crate::timeline::TimelineKind;
-use crate::ui::categories::{categories, css};
+use crate::ui::categories::{categories_of, css};
 use crate::ui::requests::Latest;
 
 #[component]
@@ -75,18 +75,21 @@ pub fn Legend(tl: Timeline) -> impl IntoView {
             Moment::End => "at the end".to_string(),
             Moment::State(s) => format!("at state {}", format::count(s as u64)),
         };
-        let items = categories(dimension, dark)
+        let items = categories_of(dimension, dark)
             .into_iter()
             .enumerate()
             .map(|(k, (key, label, colour))| {
                 let value = bytes.get(k).copied().unwrap_or(0);
-                let highlighted =
-                    move || tl.categories.highlight.get() == Some((dimension, k as u32));
+                let category = Category {
+                    dimension,
+                    index: k as u32,
+                };
+                let highlighted = move || tl.categories.highlight.get() == Some(category);
                 let dimmed = move || {
                     tl.categories
                         .highlight
                         .get()
-                        .is_some_and(|(d, h)| d == dimension && h != k as u32)
+                        .is_some_and(|h| h.dimension == dimension && h != category)
                 };
                 view! {
                     <li class="legend-item" class:dimmed=dimmed class:empty=value == 0>
@@ -97,15 +100,7 @@ pub fn Legend(tl: Timeline) -> impl IntoView {
                             data-value=value.to_string()
                             aria-pressed=move || highlighted().to_string()
                             title=format!("{label}: {} bytes", format::count(value))
-                            on:click=move |_| {
-                                tl.categories.highlight.update(|h| {
-                                    *h = if *h == Some((dimension, k as u32)) {
-                                        None
-                                    } else {
-                                        Some((dimension, k as u32))
-                                    }
-                                })
-                            }
+                            on:click=move |_| tl.categories.toggle_highlight(category)
                         >
                             <span class="swatch" style:background=css(colour)></span>
                             <span class="legend-label">{label}</span>

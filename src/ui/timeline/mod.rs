@@ -32,13 +32,14 @@ mod toolbar;
 mod tooltip;
 
 use leptos::prelude::*;
-use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen::JsValue;
 
 use super::actions::Actions;
 use super::categories::CategoryView;
 use super::perf;
 use super::requests::{Latest, ScopeId};
 use super::state::FileId;
+use crate::analysis::categories::Dimension;
 use crate::format;
 use crate::protocol::{Answer, Request, RequestId, ViewError};
 use crate::timeline::colouring::ColourBy;
@@ -155,7 +156,13 @@ pub struct Timeline {
 }
 
 impl Timeline {
-    fn new(file: FileId, device: u32, actions: Actions, categories: CategoryView) -> Self {
+    fn new(
+        file: FileId,
+        device: u32,
+        actions: Actions,
+        categories: CategoryView,
+        dark: RwSignal<bool>,
+    ) -> Self {
         Timeline {
             file,
             device,
@@ -181,7 +188,7 @@ impl Timeline {
             error: RwSignal::new(None),
             size: RwSignal::new((800.0, 360.0, 1.0)),
             plot_share: RwSignal::new(stored_plot_share()),
-            dark: RwSignal::new(prefers_dark()),
+            dark,
             frames_painted: RwSignal::new(0),
             phase_hover: RwSignal::new(None),
             show_help: RwSignal::new(false),
@@ -491,8 +498,8 @@ impl Timeline {
                 .categories
                 .highlight
                 .get_untracked()
-                .filter(|(d, _)| Some(*d) == self.colour_by.get_untracked().dimension())
-                .map(|(_, k)| k),
+                .filter(|c| Some(c.dimension) == self.colour_by.get_untracked().dimension())
+                .map(|c| c.index),
         })
     }
 
@@ -860,12 +867,6 @@ pub fn store_plot_share(share: f64) {
     let _ = gloo_storage::LocalStorage::set(PLOT_SHARE_KEY, share);
 }
 
-pub fn prefers_dark() -> bool {
-    web_sys::window()
-        .and_then(|w| w.match_media("(prefers-color-scheme: dark)").ok().flatten())
-        .is_some_and(|m| m.matches())
-}
-
 /// The timeline section of a device.
 #[component]
 pub fn TimelinePanel(
@@ -873,8 +874,10 @@ pub fn TimelinePanel(
     device: u32,
     actions: Actions,
     categories: CategoryView,
+    /// Follows the system's theme.
+    dark: RwSignal<bool>,
 ) -> impl IntoView {
-    let tl = Timeline::new(file, device, actions, categories);
+    let tl = Timeline::new(file, device, actions, categories, dark);
     // Answers still to come for this view reach nobody once it is gone.
     let scope = tl.scope;
     on_cleanup(move || actions.forget_scope(file, scope));
@@ -884,6 +887,43 @@ pub fn TimelinePanel(
         let _ = tl.kind.get();
         tl.forget_view();
         tl.lay_out(None);
+    });
+    // Another view asked to see an allocation: pin it on the allocations timeline, centred,
+    // and bring the timeline into view (not on mounting: the request was for an earlier view).
+    Effect::new(move |mounted: Option<()>| {
+        let shown = categories.shown.get();
+        let Some((for_device, element)) = shown.filter(|_| mounted.is_some()) else {
+            return;
+        };
+        if for_device != device {
+            return;
+        }
+        if tl.kind.get_untracked() != TimelineKind::Allocations {
+            // Laying the allocations out unpins; pin once that request has gone out.
+            tl.kind.set(TimelineKind::Allocations);
+            request_animation_frame(move || tl.pin_allocation(element));
+        } else {
+            tl.pin_allocation(element);
+        }
+        if let Some(root) = web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.get_element_by_id("timeline"))
+        {
+            root.scroll_into_view();
+        }
+    });
+    // A category picked in another view (a chart, a legend) shows on the timeline: colour by
+    // its dimension.
+    Effect::new(move |mounted: Option<()>| {
+        let Some(category) = categories.highlight.get().filter(|_| mounted.is_some()) else {
+            return;
+        };
+        if tl.colour_by.get_untracked().dimension() != Some(category.dimension) {
+            tl.colour_by.set(match category.dimension {
+                Dimension::Role => ColourBy::Role,
+                Dimension::Component => ColourBy::Component,
+            });
+        }
     });
     Effect::new(move |previous: Option<AxisMode>| {
         let mode = tl.mode.get();
@@ -906,25 +946,6 @@ pub fn TimelinePanel(
         categories.highlight.track();
         tl.request_frame();
     });
-    // Follow the system theme while the page is open.
-    if let Some(query) =
-        web_sys::window().and_then(|w| w.match_media("(prefers-color-scheme: dark)").ok().flatten())
-    {
-        let on_change = wasm_bindgen::closure::Closure::<dyn FnMut()>::new(move || {
-            tl.dark.set(prefers_dark());
-        });
-        let _ =
-            query.add_event_listener_with_callback("change", on_change.as_ref().unchecked_ref());
-        let handler = StoredValue::new_local(Some(on_change));
-        on_cleanup(move || {
-            if let Some(on_change) = handler.try_update_value(Option::take).flatten() {
-                let _ = query.remove_event_listener_with_callback(
-                    "change",
-                    on_change.as_ref().unchecked_ref(),
-                );
-            }
-        });
-    }
     Effect::new(move |previous: Option<f64>| {
         let width = tl.size.get().0;
         if previous.is_some_and(|p| (p - width).abs() > 0.5) {

@@ -13,14 +13,16 @@ use serde::{Deserialize, Serialize};
 use super::estimate::{estimate, Estimate};
 use super::findings::{findings, Finding};
 use super::sizes::{cached_free_sizes, live_sizes, SizeBin};
-use crate::analysis::categories::{Component, Dimension, Role};
+use crate::analysis::categories::{Category, Component, DeviceCategories, Dimension, Role};
+use crate::analysis::stacks::stack_text;
 use crate::analysis::{Analysed, DeviceFacts};
 use crate::model::Device;
+use crate::model::NO_STACK;
 use crate::service::{Context, Reply, Service, ViewError};
 use crate::timeline::axis::Axis;
 use crate::timeline::curve::{Curve, Envelope};
 use crate::timeline::elements::AllocationElements;
-use crate::timeline::live::{live_at, CallSite};
+use crate::timeline::live::{live_at_where, CallSite};
 use crate::timeline::AxisMode;
 
 /// What the breakdown view asks for.
@@ -29,11 +31,15 @@ use crate::timeline::AxisMode;
 pub enum BreakdownRequest {
     /// The run as a whole.
     Summary { device: u32 },
-    /// Bytes by category at a moment, with the `top` largest allocations and call sites.
+    /// Bytes by category at a moment, with the `top` largest allocations and call sites and
+    /// the sizes of what is live — of `only` one category's allocations when asked (the
+    /// bytes by category always count everything).
     At {
         device: u32,
         moment: Moment,
         top: u32,
+        #[serde(default)]
+        only: Option<Category>,
     },
     /// The Markdown report of the device (summary, categories and the largest allocations at
     /// the peak, the estimate, fragmentation, findings), titled with `file_name`.
@@ -118,6 +124,8 @@ pub struct DeviceSummary {
     /// The final segments' cached free blocks by size (log2 bins).
     pub cached_free: Vec<SizeBin>,
     pub findings: Vec<Finding>,
+    /// The allocations behind each finding (indexed like `findings`), as the page lists them.
+    pub finding_allocations: Vec<Vec<TopAllocation>>,
     pub compute_ms: f64,
 }
 
@@ -132,7 +140,7 @@ impl DeviceSummary {
     }
 }
 
-/// One of the largest allocations alive at a moment.
+/// An allocation as views list it (the largest alive at a moment, those behind a finding).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TopAllocation {
     /// Element index on the allocations timeline (to pin it there).
@@ -162,6 +170,8 @@ pub struct MomentBreakdown {
     /// Indexed like [`Role::ALL`] and [`Component::ALL`]; each sums to `live_bytes`.
     pub roles: Vec<u64>,
     pub components: Vec<u64>,
+    /// The category the largest allocations, call sites and sizes are narrowed to.
+    pub only: Option<Category>,
     pub largest: Vec<TopAllocation>,
     pub call_sites: Vec<CallSite>,
     /// Live allocations by size (log2 bins).
@@ -214,10 +224,11 @@ impl Service for BreakdownService {
                 device,
                 moment,
                 top,
-            } => BreakdownAnswer::At(Box::new(at(cx, device, moment, top.min(MAX_TOP))?)),
+                only,
+            } => BreakdownAnswer::At(Box::new(at(cx, device, moment, top.min(MAX_TOP), only)?)),
             BreakdownRequest::Report { device, file_name } => {
                 let summary = summary(cx, device)?;
-                let peak = at(cx, device, Moment::Peak, REPORT_TOP)?;
+                let peak = at(cx, device, Moment::Peak, REPORT_TOP, None)?;
                 BreakdownAnswer::Report(crate::format::report::markdown(
                     &file_name,
                     &summary,
@@ -338,6 +349,17 @@ fn summary(cx: &Context<'_>, device: u32) -> Result<DeviceSummary, ViewError> {
     let categories = cx.categorised.device(position);
     let index = cx.categorised.index(position, facts);
     let reserved_peak_state = facts.peak_reserved.row.map_or(0, |r| r + 1);
+    let findings = findings(cx.analysed, position, categories);
+    let elements = AllocationElements::new(facts);
+    let finding_allocations = findings
+        .iter()
+        .map(|f| {
+            f.allocations
+                .iter()
+                .map(|&a| listed(cx, facts, categories, &elements, a as usize))
+                .collect()
+        })
+        .collect();
     Ok(DeviceSummary {
         device,
         generation: cx.categorised.generation(),
@@ -349,9 +371,36 @@ fn summary(cx: &Context<'_>, device: u32) -> Result<DeviceSummary, ViewError> {
         reserved_peak_state,
         estimate: estimate(index, facts.peak_allocated.bytes),
         cached_free: cached_free_sizes(dev),
-        findings: findings(cx.analysed, position, categories),
+        findings,
+        finding_allocations,
         compute_ms: 0.0,
     })
+}
+
+/// Allocation `allocation` (an index into [`DeviceFacts::allocations`]) as views list it.
+fn listed(
+    cx: &Context<'_>,
+    facts: &DeviceFacts,
+    categories: &DeviceCategories,
+    elements: &AllocationElements<'_>,
+    allocation: usize,
+) -> TopAllocation {
+    let a = &facts.allocations[allocation];
+    let (name, user) = if a.stack == NO_STACK {
+        (None, false)
+    } else {
+        let text = stack_text(&cx.analysed.snapshot, a.stack, false);
+        (text.top_frame, text.top_frame_is_user)
+    };
+    TopAllocation {
+        index: elements.position(allocation),
+        allocation: allocation as u32,
+        size: a.size,
+        role: categories.roles[allocation],
+        component: categories.components[allocation],
+        name,
+        user,
+    }
 }
 
 fn at(
@@ -359,12 +408,15 @@ fn at(
     device: u32,
     moment: Moment,
     top: u32,
+    only: Option<Category>,
 ) -> Result<MomentBreakdown, ViewError> {
     let (position, dev, facts) = find(cx.analysed, device)?;
     let categories = cx.categorised.device(position);
     let state = moment_state(facts, dev.trace.len(), moment);
     let totals = cx.categorised.index(position, facts).totals_at(state);
-    let live = live_at(&cx.analysed.snapshot, facts, state, top as usize);
+    let only = only.filter(|c| (c.index as usize) < c.dimension.categories());
+    let keep = |i: usize| only.is_none_or(|c| categories.is_in(c, i));
+    let live = live_at_where(&cx.analysed.snapshot, facts, state, top as usize, keep);
     let elements = AllocationElements::new(facts);
     let largest = live
         .largest
@@ -395,9 +447,10 @@ fn at(
         reserved: facts.reserved_after(event),
         roles: totals.roles,
         components: totals.components,
+        only,
         largest,
         call_sites: live.call_sites,
-        live_sizes: live_sizes(facts, state),
+        live_sizes: live_sizes(facts, state, keep),
         generation: cx.categorised.generation(),
         compute_ms: 0.0,
     })

@@ -38,13 +38,16 @@ pub fn histogram(sizes: impl Iterator<Item = u64>) -> Vec<SizeBin> {
         .collect()
 }
 
-/// The sizes of the allocations alive at `state`.
-pub fn live_sizes(facts: &DeviceFacts, state: u32) -> Vec<SizeBin> {
+/// The sizes of the allocations alive at `state` that `keep` accepts (told their index into
+/// [`DeviceFacts::allocations`]).
+pub fn live_sizes(facts: &DeviceFacts, state: u32, keep: impl Fn(usize) -> bool) -> Vec<SizeBin> {
     histogram(
         facts
             .allocations
             .iter()
-            .filter(|a| a.is_alive_at(state))
+            .enumerate()
+            .filter(|&(i, a)| a.is_alive_at(state) && keep(i))
+            .map(|(_, a)| a)
             .map(|a| a.size),
     )
 }

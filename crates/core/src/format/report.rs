@@ -443,6 +443,7 @@ mod tests {
             peak_allocated: 12 * MIB,
             peak_reserved: 20 * MIB,
             allocated_at_reserved_peak: 15 * MIB,
+            finding_allocations: vec![],
             reserved_peak_state: 8,
             estimate: Estimate {
                 parameters: 4 * MIB,
@@ -477,6 +478,7 @@ mod tests {
         components[Component::Other as usize] = 4 * MIB;
         MomentBreakdown {
             device: 1,
+            only: None,
             moment: Moment::Peak,
             state: 7,
             event: Some(6),
@@ -637,6 +639,7 @@ mod tests {
             device,
             moment: Moment::Peak,
             top: TOP_ALLOCATIONS as u32,
+            only: None,
         };
         let BreakdownAnswer::At(peak) = ask(&mut session, at) else {
             panic!("not a moment")

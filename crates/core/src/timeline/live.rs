@@ -47,6 +47,18 @@ pub struct LiveSet {
 /// The allocations alive at `state`, with the `top` largest and the `top` call sites holding
 /// the most.
 pub fn live_at(snapshot: &Snapshot, facts: &DeviceFacts, state: u32, top: usize) -> LiveSet {
+    live_at_where(snapshot, facts, state, top, |_| true)
+}
+
+/// [`live_at`] counting only the allocations `keep` accepts (told their index into
+/// [`DeviceFacts::allocations`]).
+pub fn live_at_where(
+    snapshot: &Snapshot,
+    facts: &DeviceFacts,
+    state: u32,
+    top: usize,
+    keep: impl Fn(usize) -> bool,
+) -> LiveSet {
     let elements = AllocationElements::new(facts);
     let mut names: FxHashMap<StackId, (Option<String>, bool)> = FxHashMap::default();
     let mut name_of = |stack: StackId| {
@@ -65,7 +77,8 @@ pub fn live_at(snapshot: &Snapshot, facts: &DeviceFacts, state: u32, top: usize)
     let mut sites: FxHashMap<Option<String>, CallSite> = FxHashMap::default();
     let mut set = LiveSet::default();
     for i in 0..elements.count() {
-        if !(elements.start(i) <= state && state < elements.end(i)) {
+        let alive = elements.start(i) <= state && state < elements.end(i);
+        if !(alive && keep(elements.allocation_index(i))) {
             continue;
         }
         let a = elements.allocation(i);

@@ -148,6 +148,15 @@ impl Dimension {
     }
 }
 
+/// One category of one dimension (role Activations, component Attention…): what a click on
+/// a legend or a chart picks, and what filters narrow a view to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Category {
+    pub dimension: Dimension,
+    /// Position in [`Role::ALL`] or [`Component::ALL`].
+    pub index: u32,
+}
+
 /// The categories of one device's allocations, indexed like [`DeviceFacts::allocations`].
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DeviceCategories {
@@ -165,6 +174,11 @@ impl DeviceCategories {
             Dimension::Role => self.roles[i] as usize,
             Dimension::Component => self.components[i] as usize,
         }
+    }
+
+    /// Whether allocation `i` is in `category`.
+    pub fn is_in(&self, category: Category, i: usize) -> bool {
+        self.category(category.dimension, i) == category.index as usize
     }
 }
 
