@@ -17,8 +17,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
 
-import { DIST, launchBrowser, marks, openApp, openFiles, startServer, waitSettled } from '../tests/e2e/helpers.mjs';
-import { dataFile, mb, median, option, parseCount, launchedBrowserPid, openMeasuredApp, residentMiB } from './common.mjs';
+import { DIST, marks, openApp, openFiles, waitSettled } from '../tests/e2e/helpers.mjs';
+import { mb, measureSizes, median, option, parseCount, openMeasuredApp, residentMiB } from './common.mjs';
 
 const sizes = option('--sizes', '100k,1M,3M,6M').split(',').map(parseCount);
 const runs = Number(option('--runs', '3'));
@@ -42,7 +42,7 @@ function bundleBytes() {
   return { raw, gz };
 }
 
-async function measure(browser, server, file) {
+async function measure({ browser, server, browserPid }, file) {
   const { context, page, pagePids } = await openMeasuredApp(browser, browserPid, server, openApp);
   // A fresh context has its own renderer: measure memory relative to the idle page.
   // A person takes a moment to pick a file; the page uses it to start a worker ahead of need.
@@ -65,30 +65,17 @@ async function measure(browser, server, file) {
   return { decoded: decoded - start, painted: painted - start, memory, idle, worker };
 }
 
-const server = await startServer();
-const browser = await launchBrowser();
-const browserPid = launchedBrowserPid();
-const rows = [];
-try {
-  for (const entries of sizes) {
-    const file = dataFile(entries, depthMin, depthMax);
-    const bytes = fs.statSync(file).size;
-    const results = [];
-    for (let r = 0; r < runs; r++) results.push(await measure(browser, server, file));
-    const decoded = median(results.map((x) => x.decoded));
-    const painted = median(results.map((x) => x.painted));
-    const memory = Math.max(...results.map((x) => x.memory));
-    const added = Math.max(...results.map((x) => x.memory - x.idle));
-    const read = median(results.map((x) => x.worker.read));
-    const analyse = median(results.map((x) => x.worker.analyse));
-    const inWorker = median(results.map((x) => x.worker.total));
-    rows.push({ entries, bytes, decoded, painted, memory, added, read, analyse, inWorker, throughput: mb(bytes) / (decoded / 1000) });
-    console.error(`${entries}: decoded ${decoded.toFixed(0)} ms, painted ${painted.toFixed(0)} ms, ${memory.toFixed(0)} MiB`);
-  }
-} finally {
-  await browser.close();
-  server.close();
-}
+const rows = await measureSizes({ sizes, runs, depthMin, depthMax }, measure, ({ entries, bytes, results }) => {
+  const decoded = median(results.map((x) => x.decoded));
+  const painted = median(results.map((x) => x.painted));
+  const memory = Math.max(...results.map((x) => x.memory));
+  const added = Math.max(...results.map((x) => x.memory - x.idle));
+  const read = median(results.map((x) => x.worker.read));
+  const analyse = median(results.map((x) => x.worker.analyse));
+  const inWorker = median(results.map((x) => x.worker.total));
+  console.error(`${entries}: decoded ${decoded.toFixed(0)} ms, painted ${painted.toFixed(0)} ms, ${memory.toFixed(0)} MiB`);
+  return { entries, bytes, decoded, painted, memory, added, read, analyse, inWorker, throughput: mb(bytes) / (decoded / 1000) };
+});
 
 const bundle = bundleBytes();
 const check = (ok) => (ok ? '✓' : '✗');

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 
-import { ROOT } from '../tests/e2e/helpers.mjs';
+import { launchBrowser, ROOT, startServer } from '../tests/e2e/helpers.mjs';
 
 const args = process.argv.slice(2);
 export const option = (name, fallback) => {
@@ -123,3 +123,29 @@ export const median = (xs) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 export const mb = (bytes) => bytes / 1e6;
+
+/**
+ * Measures every size `runs` times in one browser and server: `measure(session, file)` (with
+ * `session` = { browser, server, browserPid }) opens its own page and returns one run's
+ * results; `summarise({ entries, bytes, results })` turns a size's runs into its table row
+ * (and may print progress). Returns the rows.
+ */
+export async function measureSizes({ sizes, runs, depthMin, depthMax }, measure, summarise) {
+  const server = await startServer();
+  const browser = await launchBrowser();
+  const session = { browser, server, browserPid: launchedBrowserPid() };
+  const rows = [];
+  try {
+    for (const entries of sizes) {
+      const file = dataFile(entries, depthMin, depthMax);
+      const bytes = fs.statSync(file).size;
+      const results = [];
+      for (let r = 0; r < runs; r++) results.push(await measure(session, file));
+      rows.push(summarise({ entries, bytes, results }));
+    }
+  } finally {
+    await browser.close();
+    server.close();
+  }
+  return rows;
+}

@@ -13,10 +13,10 @@
 // Usage: node benches/timeline.mjs [--sizes 1M,6M] [--runs 2] [--depth 6-10] [--frames 120]
 // Needs a release build in dist/ (./x build) and Debian's chromium (./x setup test).
 
-import fs from 'node:fs';
 
-import { launchBrowser, marks, openApp, openFiles, startServer, waitSettled } from '../tests/e2e/helpers.mjs';
-import { dataFile, mb, median, option, parseCount, launchedBrowserPid, openMeasuredApp, residentMiB } from './common.mjs';
+import { marks, openApp, openFiles, waitSettled } from '../tests/e2e/helpers.mjs';
+import { mb, measureSizes, median, option, parseCount, openMeasuredApp, residentMiB } from './common.mjs';
+import { gesture } from './gesture.mjs';
 
 const sizes = option('--sizes', '1M,6M').split(',').map(parseCount);
 const runs = Number(option('--runs', '2'));
@@ -24,81 +24,6 @@ const [depthMin, depthMax] = option('--depth', '6-10').split('-').map(Number);
 const frames = Number(option('--frames', '120'));
 
 const targets = { firstPaint1M: 300, firstPaint6M: 1500, frame: 16, hit: 1 };
-
-/**
- * Runs in the page: one input per animation frame — along x (`axis` 'x'): zoom in around the
- * peak with the wheel, pan with D/A keys, zoom back out; along the bytes ('y'): Shift+wheel
- * zooms in, ↑/↓ pan — recording animation-frame intervals and, for each frame put on screen,
- * the time since the input that asked for it and the worker's paint time.
- */
-async function gesture({ count, axis }) {
-  const canvas = document.querySelector('#timeline-canvas');
-  const root = document.querySelector('#timeline');
-  const frame = document.querySelector('#timeline-frame');
-  const rect = canvas.getBoundingClientRect();
-  const ticks = [];
-  const latencies = [];
-  const paints = [];
-  let lastInput = null;
-  const overlay = document.querySelector('#timeline-overlay');
-  const overlays = [];
-  const observer = new MutationObserver(() => {
-    if (lastInput !== null) {
-      latencies.push(performance.now() - lastInput);
-      lastInput = null;
-    }
-    paints.push(Number(frame.dataset.paintMs));
-    overlays.push(Number(overlay.dataset.overlayMs));
-  });
-  observer.observe(root, { attributes: true, attributeFilter: ['data-frames-painted'] });
-  const peakX = () => {
-    const start = Number(root.dataset.viewStart);
-    const end = Number(root.dataset.viewEnd);
-    const peak = Number(root.dataset.peakState);
-    const f = (peak - start) / (end - start);
-    return rect.left + rect.width * Math.min(0.95, Math.max(0.05, f));
-  };
-  const step = (i) => {
-    const third = count / 3;
-    if (axis === 'y') {
-      // Zoom the bytes in around the middle of the plot, then move along them.
-      if (i < count / 2) {
-        canvas.dispatchEvent(new WheelEvent('wheel', { deltaY: -120, shiftKey: true, clientX: rect.left + rect.width / 2, clientY: rect.top + rect.height * 0.7, bubbles: true, cancelable: true }));
-      } else {
-        const key = Math.floor(i / 10) % 2 ? 'ArrowUp' : 'ArrowDown';
-        window.dispatchEvent(new KeyboardEvent('keydown', { key, bubbles: true }));
-      }
-      return;
-    }
-    if (i < third) {
-      canvas.dispatchEvent(new WheelEvent('wheel', { deltaY: -120, clientX: peakX(), clientY: rect.top + rect.height / 2, bubbles: true, cancelable: true }));
-    } else if (i < 2 * third) {
-      const key = Math.floor(i / 10) % 2 ? 'a' : 'd';
-      window.dispatchEvent(new KeyboardEvent('keydown', { key, bubbles: true }));
-    } else {
-      canvas.dispatchEvent(new WheelEvent('wheel', { deltaY: 120, clientX: rect.left + rect.width / 2, clientY: rect.top + rect.height / 2, bubbles: true, cancelable: true }));
-    }
-  };
-  await new Promise((resolve) => {
-    let i = 0;
-    let previous = null;
-    const tick = (now) => {
-      if (previous !== null) ticks.push(now - previous);
-      previous = now;
-      if (i >= count) {
-        resolve();
-        return;
-      }
-      if (lastInput === null) lastInput = performance.now();
-      step(i++);
-      requestAnimationFrame(tick);
-    };
-    requestAnimationFrame(tick);
-  });
-  await new Promise((r) => setTimeout(r, 300));
-  observer.disconnect();
-  return { ticks, latencies, paints, overlays };
-}
 
 /**
  * Time from the end of a Shift+drag box (its pointerup) to the frame of the box on screen, as
@@ -139,7 +64,7 @@ async function boxZoom(page) {
   return median(times);
 }
 
-async function measure(browser, server, file) {
+async function measure({ browser, server, browserPid }, file) {
   const { context, page, pagePids } = await openMeasuredApp(browser, browserPid, server, openApp);
   await page.setViewportSize({ width: 1400, height: 1000 });
   await page.waitForTimeout(1000);
@@ -195,44 +120,32 @@ async function measure(browser, server, file) {
   };
 }
 
-const server = await startServer();
-const browser = await launchBrowser();
-const browserPid = launchedBrowserPid();
-const rows = [];
-try {
-  for (const entries of sizes) {
-    const file = dataFile(entries, depthMin, depthMax);
-    const bytes = fs.statSync(file).size;
-    const results = [];
-    for (let r = 0; r < runs; r++) results.push(await measure(browser, server, file));
-    const pick = (k) => median(results.map((x) => x[k]));
-    rows.push({
-      entries,
-      bytes,
-      firstPaint: pick('firstPaint'),
-      layout: pick('layout'),
-      elements: results[0].elements,
-      detail: results[0].detail,
-      size: results[0].size,
-      memory: Math.max(...results.map((x) => x.memory)),
-      tick: pick('tick'),
-      janky: Math.max(...results.map((x) => x.janky)),
-      ticks: results[0].ticks,
-      latency: pick('latency'),
-      paint: pick('paint'),
-      overlay: pick('overlay'),
-      frames: pick('frames'),
-      hit: pick('hit'),
-      yLatency: pick('yLatency'),
-      yJanky: Math.max(...results.map((x) => x.yJanky)),
-      box: pick('box'),
-    });
-    console.error(`${entries}: timeline ${rows.at(-1).firstPaint.toFixed(0)} ms after decoding, frame ${rows.at(-1).latency.toFixed(1)} ms`);
-  }
-} finally {
-  await browser.close();
-  server.close();
-}
+const rows = await measureSizes({ sizes, runs, depthMin, depthMax }, measure, ({ entries, bytes, results }) => {
+  const pick = (k) => median(results.map((x) => x[k]));
+  const row = {
+    entries,
+    bytes,
+    firstPaint: pick('firstPaint'),
+    layout: pick('layout'),
+    elements: results[0].elements,
+    detail: results[0].detail,
+    size: results[0].size,
+    memory: Math.max(...results.map((x) => x.memory)),
+    tick: pick('tick'),
+    janky: Math.max(...results.map((x) => x.janky)),
+    ticks: results[0].ticks,
+    latency: pick('latency'),
+    paint: pick('paint'),
+    overlay: pick('overlay'),
+    frames: pick('frames'),
+    hit: pick('hit'),
+    yLatency: pick('yLatency'),
+    yJanky: Math.max(...results.map((x) => x.yJanky)),
+    box: pick('box'),
+  };
+  console.error(`${entries}: timeline ${row.firstPaint.toFixed(0)} ms after decoding, frame ${row.latency.toFixed(1)} ms`);
+  return row;
+});
 
 const check = (ok) => (ok ? '✓' : '✗');
 console.log(`Timeline benchmark: ${runs} run(s) per size, medians, ${depthMin}–${depthMax} frames per traceback; headless Chromium, ${frames}-frame gesture.`);

@@ -17,21 +17,28 @@ use crate::format;
 
 #[component]
 pub fn SnapshotView(id: FileId, state: RwSignal<AppState>, actions: Actions) -> impl IntoView {
-    let (name, size, (decode_ms, read_ms, analyse_ms), choice) = state.with_untracked(|s| match s
-        .file(id)
-    {
-        Some(f) => {
-            let (times, choice) = match &f.status {
-                Status::Ready(summary) => (
-                    (summary.decode_ms, summary.read_ms, summary.analyse_ms),
-                    format::overview::device_choice(summary.default_device, summary.default_reason),
-                ),
-                _ => ((0.0, 0.0, 0.0), None),
-            };
-            (f.name.clone(), f.size, times, choice)
-        }
-        None => (String::new(), 0, (0.0, 0.0, 0.0), None),
-    });
+    let (name, size, (decode_ms, read_ms, analyse_ms, categorise_ms), choice) = state
+        .with_untracked(|s| match s.file(id) {
+            Some(f) => {
+                let (times, choice) = match &f.status {
+                    Status::Ready(summary) => (
+                        (
+                            summary.decode_ms,
+                            summary.read_ms,
+                            summary.analyse_ms,
+                            summary.categorise_ms,
+                        ),
+                        format::overview::device_choice(
+                            summary.default_device,
+                            summary.default_reason,
+                        ),
+                    ),
+                    _ => ((0.0, 0.0, 0.0, 0.0), None),
+                };
+                (f.name.clone(), f.size, times, choice)
+            }
+            None => (String::new(), 0, (0.0, 0.0, 0.0, 0.0), None),
+        });
     let ms = |t: f64| format::duration_us((t * 1000.0).max(0.0) as u64);
     let categories = CategoryView::new(id, actions);
     let dark = super::theme::follow_system();
@@ -61,13 +68,15 @@ pub fn SnapshotView(id: FileId, state: RwSignal<AppState>, actions: Actions) -> 
             data-decode-ms=decode_ms.to_string()
             data-read-ms=read_ms.to_string()
             data-analyse-ms=analyse_ms.to_string()
+            data-categorise-ms=categorise_ms.to_string()
         >
             <header class="snapshot-header">
                 <div>
                     <h1 class="panel-title file-title">{name}</h1>
                     <p class="snapshot-meta">
                         {format::bytes(size)} " · decoded in " {ms(decode_ms)}
-                        " (reading the file " {ms(read_ms)} ", analysis " {ms(analyse_ms)} ")"
+                        " (reading the file " {ms(read_ms)} ", analysis " {ms(analyse_ms)}
+                        ", categories " {ms(categorise_ms)} ")"
                     </p>
                 </div>
                 <DevicePicker

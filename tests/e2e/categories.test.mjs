@@ -102,6 +102,12 @@ describe('categories of a training step', { skip }, () => {
       assert.deepEqual(await legendValues(page, '#legend-components'), cli.components);
       assert.equal(Number(await page.$eval('#timeline-legend', (e) => e.dataset.liveBytes)), cli.live_bytes);
       assert.equal(Number(await page.$eval('#breakdown-moment', (e) => e.dataset.liveBytes)), cli.live_bytes);
+      // The call sites holding the most at the peak are the command line's report's.
+      const report = JSON.parse(execFileSync('cargo', ['run', '-q', '-p', 'memsight-cli', '--', 'report', FILE, '--json'], { cwd: ROOT, encoding: 'utf8' }));
+      const sites = await page.$$eval('#moment-call-sites tbody tr', (rows) => rows.map((r) => ({
+        bytes: Number(r.dataset.bytes), count: Number(r.dataset.count), name: r.querySelector('.frame').textContent,
+      })));
+      assert.deepEqual(sites, report.devices['0'].peak.call_sites.slice(0, 10).map((c) => ({ bytes: c.bytes, count: c.count, name: c.name ?? '(no stack)' })));
 
       // By component: the legend follows, and so do the pixels.
       await page.click('#timeline-colour-component');
@@ -191,6 +197,8 @@ describe('categories of a training step', { skip }, () => {
       assert.deepEqual([...new Set(narrowed.map((r) => r.role))], ['activations']);
       assert.ok(narrowed.reduce((a, r) => a + r.size, 0) <= roles.activations, 'the listed activations fit in their total');
       assert.deepEqual(await legendValues(page, '#legend-roles'), roles, 'the pie still counts every role');
+      const sited = await page.$$eval('#moment-call-sites tbody tr', (rows) => rows.reduce((a, r) => a + Number(r.dataset.bytes), 0));
+      assert.ok(sited > 0 && sited <= roles.activations, 'the call sites count activations only');
       assert.equal(await page.$eval('#breakdown-moment', (e) => e.dataset.state), peakState);
       // A second click shows every category again.
       await page.click('#legend-roles [data-category="activations"] button');

@@ -23,6 +23,13 @@ pub type Hover = std::rc::Rc<dyn Fn(f64, f64) -> Option<String>>;
 /// Acts on a click at a CSS pixel of the chart.
 pub type Click = std::rc::Rc<dyn Fn(f64, f64)>;
 
+/// `performance.now()`, for the time a drawing takes.
+fn now() -> f64 {
+    web_sys::window()
+        .and_then(|w| w.performance())
+        .map_or(0.0, |p| p.now())
+}
+
 #[component]
 pub fn ChartCard(
     id: &'static str,
@@ -38,19 +45,28 @@ pub fn ChartCard(
     let error = RwSignal::new(None::<String>);
     let tooltip = RwSignal::new(None::<(String, f64, f64)>);
     let draws = RwSignal::new(0u32);
+    let draw_ms = RwSignal::new(0.0f64);
     let (w, h) = if wide { WIDE_CHART_SIZE } else { CHART_SIZE };
     let draw_now = draw.clone();
     Effect::new(move |_| {
         let Some(canvas) = canvas.get() else { return };
         let dpr = web_sys::window().map_or(1.0, |w| w.device_pixel_ratio());
-        canvas.set_width((w * dpr).round() as u32);
-        canvas.set_height((h * dpr).round() as u32);
+        // Resizing clears the canvas and invalidates the page's layout: only when it changes.
+        let (width, height) = ((w * dpr).round() as u32, (h * dpr).round() as u32);
+        if canvas.width() != width {
+            canvas.set_width(width);
+        }
+        if canvas.height() != height {
+            canvas.set_height(height);
+        }
         let theme = if dark.get() {
             Theme::dark()
         } else {
             Theme::light()
         };
+        let start = now();
         error.set(draw_now(&canvas, &theme).err());
+        draw_ms.set(now() - start);
         draws.update(|n| *n += 1);
     });
     let download = move |_| {
@@ -74,7 +90,8 @@ pub fn ChartCard(
         }
     };
     view! {
-        <section class="chart-card" class:wide=wide id=id data-draws=move || draws.get().to_string()>
+        <section class="chart-card" class:wide=wide id=id data-draws=move || draws.get().to_string()
+            data-draw-ms=move || draw_ms.get().to_string()>
             <header class="chart-header">
                 <h3>{title}</h3>
                 <button type="button" class="button quiet chart-png" title="Download this chart as PNG" on:click=download>

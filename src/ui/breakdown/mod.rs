@@ -33,6 +33,8 @@ use chart::{ChartCard, Click, Draw, Hover, CHART_SIZE, WIDE_CHART_SIZE};
 
 /// Allocations the "largest" chart shows.
 const TOP: u32 = 30;
+/// Call sites the moment lists.
+const CALL_SITES: usize = 10;
 /// Columns of the stacked area.
 const SERIES_COLUMNS: u32 = 400;
 
@@ -535,6 +537,18 @@ fn MomentCharts(m: MomentBreakdown, dark: Signal<bool>, categories: CategoryView
         charts::histogram(canvas, theme, &bins, &sizes_title, &fmt_bytes)
     });
     let top_rows = m.largest.clone();
+    let site_rows: Vec<_> = m.call_sites.iter().take(CALL_SITES).cloned().collect();
+    let sites_total: u64 = match m.only {
+        Some(c) => match c.dimension {
+            Dimension::Role => m.roles.get(c.index as usize).copied().unwrap_or(0),
+            Dimension::Component => m.components.get(c.index as usize).copied().unwrap_or(0),
+        },
+        None => m.live_bytes,
+    };
+    let sites_title = match only_label {
+        Some(label) => format!("Call sites holding the most {label}"),
+        None => "Call sites holding the most".to_string(),
+    };
     // Children must be sendable: hand them plain values.
     let (roles_legend, components_legend, reserved_legend) = (
         role_slices(),
@@ -561,6 +575,7 @@ fn MomentCharts(m: MomentBreakdown, dark: Signal<bool>, categories: CategoryView
             data-live-bytes=m.live_bytes.to_string()
             data-reserved=m.reserved.to_string()
             data-compute-ms=m.compute_ms.to_string()
+            data-generation=m.generation.to_string()
             data-only=m.only.map(|c| c.dimension.key(c.index as usize)).unwrap_or_default()
         >
             <p class="moment-summary">
@@ -610,6 +625,22 @@ fn MomentCharts(m: MomentBreakdown, dark: Signal<bool>, categories: CategoryView
                         </tbody>
                     </table>
                 </ChartCard>
+                <section class="chart-card wide call-sites" id="call-sites">
+                    <header class="chart-header"><h3>{sites_title}</h3></header>
+                    <table class="top-table" id="moment-call-sites" data-total=sites_total.to_string()>
+                        <thead><tr><th>"Bytes"</th><th>"Share"</th><th>"Allocations"</th><th>"Call site"</th></tr></thead>
+                        <tbody>
+                            {site_rows.into_iter().map(|c| view! {
+                                <tr data-bytes=c.bytes.to_string() data-count=c.count.to_string()>
+                                    <td class="num" title=format!("{} bytes", format::count(c.bytes))>{format::bytes(c.bytes)}</td>
+                                    <td class="num">{format!("{}%", format::percent_of(c.bytes, sites_total))}</td>
+                                    <td class="num">{format::count(c.count as u64)}</td>
+                                    <td class="frame" class:user=c.user>{c.name.unwrap_or_else(|| "(no stack)".into())}</td>
+                                </tr>
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                </section>
             </div>
         </div>
     }

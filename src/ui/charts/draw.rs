@@ -411,14 +411,23 @@ fn error_text<E: std::fmt::Display>(e: E) -> String {
     e.to_string()
 }
 
-/// The ratio of backing-store pixels to CSS pixels: the canvas's width over its CSS width, or
-/// the window's `devicePixelRatio` while the canvas is not laid out (hidden, detached).
+/// The ratio of backing-store pixels to CSS pixels: the canvas's width over the CSS width its
+/// inline style sets, else the window's `devicePixelRatio`. Read from the style, not the laid
+/// out size: asking for the layout after the previous chart resized its canvas would lay the
+/// page out again for every chart.
 fn scale_of(canvas: &HtmlCanvasElement) -> f64 {
-    let css = canvas.client_width();
-    let scale = if css > 0 {
-        f64::from(canvas.width()) / f64::from(css)
-    } else {
-        web_sys::window().map_or(1.0, |w| w.device_pixel_ratio())
+    let css = canvas
+        .style()
+        .get_property_value("width")
+        .ok()
+        .and_then(|w| {
+            w.strip_suffix("px")
+                .and_then(|n| n.trim().parse::<f64>().ok())
+        })
+        .filter(|&w| w > 0.0);
+    let scale = match css {
+        Some(css) => f64::from(canvas.width()) / css,
+        None => web_sys::window().map_or(1.0, |w| w.device_pixel_ratio()),
     };
     if scale.is_finite() && scale > 0.0 {
         scale.clamp(0.25, 8.0)

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::estimate::{estimate, Estimate};
 use super::findings::{findings, Finding};
-use super::sizes::{cached_free_sizes, live_sizes, SizeBin};
+use super::sizes::{cached_free_sizes, histogram, SizeBin};
 use crate::analysis::categories::{Category, Component, DeviceCategories, Dimension, Role};
 use crate::analysis::stacks::stack_text;
 use crate::analysis::{Analysed, DeviceFacts};
@@ -22,7 +22,7 @@ use crate::service::{Context, Reply, Service, ViewError};
 use crate::timeline::axis::Axis;
 use crate::timeline::curve::{Curve, Envelope};
 use crate::timeline::elements::AllocationElements;
-use crate::timeline::live::{live_at_where, CallSite};
+use crate::timeline::live::{alive_at, live_set, CallSite};
 use crate::timeline::AxisMode;
 
 /// What the breakdown view asks for.
@@ -206,6 +206,8 @@ const MAX_COLUMNS: u32 = 8192;
 #[derive(Default)]
 pub struct BreakdownService {
     envelopes: FxHashMap<u32, Envelope>,
+    /// Whether each device's trace has usable times (checking is O(rows)).
+    timed: FxHashMap<u32, bool>,
 }
 
 type Answered = Result<Reply<BreakdownAnswer>, ViewError>;
@@ -225,10 +227,17 @@ impl Service for BreakdownService {
                 moment,
                 top,
                 only,
-            } => BreakdownAnswer::At(Box::new(at(cx, device, moment, top.min(MAX_TOP), only)?)),
+            } => BreakdownAnswer::At(Box::new(at(
+                cx,
+                &mut self.timed,
+                device,
+                moment,
+                top.min(MAX_TOP),
+                only,
+            )?)),
             BreakdownRequest::Report { device, file_name } => {
                 let summary = summary(cx, device)?;
-                let peak = at(cx, device, Moment::Peak, REPORT_TOP, None)?;
+                let peak = at(cx, &mut self.timed, device, Moment::Peak, REPORT_TOP, None)?;
                 BreakdownAnswer::Report(crate::format::report::markdown(
                     &file_name,
                     &summary,
@@ -271,7 +280,7 @@ impl Service for BreakdownService {
                     values: &facts.allocated,
                     envelope,
                 };
-                let axis = Axis::new(&dev.trace);
+                let axis = axis_of(&mut self.timed, dev);
                 let mode = axis.mode(mode);
                 let (x0, x1) = if x0 < x1 {
                     (x0, x1)
@@ -403,8 +412,17 @@ fn listed(
     }
 }
 
+/// The axis of `dev`'s trace, whether its times are usable checked once per device.
+fn axis_of<'a>(timed: &mut FxHashMap<u32, bool>, dev: &'a Device) -> Axis<'a> {
+    let has_time = *timed
+        .entry(dev.id)
+        .or_insert_with(|| Axis::new(&dev.trace).has_time());
+    Axis::known(&dev.trace, has_time)
+}
+
 fn at(
     cx: &Context<'_>,
+    timed: &mut FxHashMap<u32, bool>,
     device: u32,
     moment: Moment,
     top: u32,
@@ -415,8 +433,10 @@ fn at(
     let state = moment_state(facts, dev.trace.len(), moment);
     let totals = cx.categorised.index(position, facts).totals_at(state);
     let only = only.filter(|c| (c.index as usize) < c.dimension.categories());
-    let keep = |i: usize| only.is_none_or(|c| categories.is_in(c, i));
-    let live = live_at_where(&cx.analysed.snapshot, facts, state, top as usize, keep);
+    let alive = alive_at(facts, state, |i| {
+        only.is_none_or(|c| categories.is_in(c, i))
+    });
+    let live = live_set(&cx.analysed.snapshot, facts, &alive, top as usize);
     let elements = AllocationElements::new(facts);
     let largest = live
         .largest
@@ -435,7 +455,7 @@ fn at(
         })
         .collect();
     let event = state.checked_sub(1);
-    let axis = Axis::new(&dev.trace);
+    let axis = axis_of(timed, dev);
     Ok(MomentBreakdown {
         device,
         moment,
@@ -450,7 +470,7 @@ fn at(
         only,
         largest,
         call_sites: live.call_sites,
-        live_sizes: live_sizes(facts, state, keep),
+        live_sizes: histogram(alive.iter().map(|&i| facts.allocations[i as usize].size)),
         generation: cx.categorised.generation(),
         compute_ms: 0.0,
     })

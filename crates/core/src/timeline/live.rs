@@ -7,7 +7,7 @@
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
-use super::elements::{AllocationElements, Elements};
+use super::elements::AllocationElements;
 use crate::analysis::stacks::stack_text;
 use crate::analysis::DeviceFacts;
 use crate::model::{Snapshot, StackId, NO_STACK};
@@ -59,6 +59,24 @@ pub fn live_at_where(
     top: usize,
     keep: impl Fn(usize) -> bool,
 ) -> LiveSet {
+    live_set(snapshot, facts, &alive_at(facts, state, keep), top)
+}
+
+/// Indices into [`DeviceFacts::allocations`] of the allocations alive at `state` that `keep`
+/// accepts, in order: one pass over the allocations.
+pub fn alive_at(facts: &DeviceFacts, state: u32, keep: impl Fn(usize) -> bool) -> Vec<u32> {
+    facts
+        .allocations
+        .iter()
+        .enumerate()
+        .filter(|&(i, a)| a.is_alive_at(state) && keep(i))
+        .map(|(i, _)| i as u32)
+        .collect()
+}
+
+/// The live set of `alive` (indices into [`DeviceFacts::allocations`], as [`alive_at`] gives
+/// them), with the `top` largest and the `top` call sites holding the most.
+pub fn live_set(snapshot: &Snapshot, facts: &DeviceFacts, alive: &[u32], top: usize) -> LiveSet {
     let elements = AllocationElements::new(facts);
     let mut names: FxHashMap<StackId, (Option<String>, bool)> = FxHashMap::default();
     let mut name_of = |stack: StackId| {
@@ -76,12 +94,9 @@ pub fn live_at_where(
     let mut live: Vec<(u64, u32)> = Vec::new();
     let mut sites: FxHashMap<Option<String>, CallSite> = FxHashMap::default();
     let mut set = LiveSet::default();
-    for i in 0..elements.count() {
-        let alive = elements.start(i) <= state && state < elements.end(i);
-        if !(alive && keep(elements.allocation_index(i))) {
-            continue;
-        }
-        let a = elements.allocation(i);
+    for &index in alive {
+        let a = &facts.allocations[index as usize];
+        let i = elements.position(index as usize);
         set.count += 1;
         set.bytes += a.size;
         live.push((a.size, i));
