@@ -1,6 +1,7 @@
-//! What every view of a file shares about categories: the generation of the worker's
-//! categories (it changes when the user's rules do, and views that show categories ask
-//! again), the moment picked on the timeline, the highlighted category, and the user's rules —
+//! What links the views of a file: the generation of the worker's categories (it changes
+//! when the user's rules do, and views that show categories ask again), the moment picked on
+//! the timeline, the highlighted category (lists narrow to it), the allocation a view asks the
+//! timeline to show, and the user's rules —
 //! kept in `localStorage` (gloo's storage) for every file, sent to each file's worker.
 //!
 //! Names and colours of categories come from the core (`format::breakdown`, the painter's
