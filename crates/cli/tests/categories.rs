@@ -2,22 +2,13 @@
 //! by role and by component each add up to the peak allocated bytes of
 //! `tests/expectations/real.json`; a bad rules file is refused with its rule named.
 
+mod command;
 #[path = "../../core/tests/common/mod.rs"]
 mod common;
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
-
+use command::{assert_succeeded, json_lines, memsight, named_files};
 use common::{read_json, real_fixtures_dir, repo};
 use serde_json::Value;
-
-fn memsight(args: &[&str], files: &[PathBuf]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_memsight"))
-        .args(args)
-        .args(files)
-        .output()
-        .expect("memsight runs")
-}
 
 fn sum(object: &Value) -> u64 {
     object
@@ -36,24 +27,10 @@ fn roles_and_components_add_up_to_the_peak_cpython_computed() {
     };
     let expectations = read_json(&repo().join("tests/expectations/real.json"));
     let expectations = expectations.get("files").unwrap_or(&expectations);
-    let names: Vec<&String> = expectations
-        .as_object()
-        .unwrap()
-        .keys()
-        .filter(|name| dir.join(name).is_file())
-        .collect();
-    let files: Vec<PathBuf> = names.iter().map(|n| dir.join(n)).collect();
+    let (names, files) = named_files(&dir, expectations);
     let output = memsight(&["categories", "--at", "peak", "--json"], &files);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let lines: Vec<Value> = String::from_utf8(output.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    assert_succeeded(&output);
+    let lines = json_lines(&output);
     assert_eq!(lines.len(), names.len());
     let mut checked = 0;
     for (name, line) in names.iter().zip(&lines) {

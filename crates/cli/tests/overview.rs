@@ -3,12 +3,14 @@
 //! fixtures), and bad files against the reports the page shows.
 
 // The core's test helpers: where the repository and the real fixtures are, reading JSON.
+mod command;
 #[path = "../../core/tests/common/mod.rs"]
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
+use command::{assert_succeeded, json_lines, memsight, named_files};
 use common::{read_json, real_fixtures_dir, repo};
 use memsight_core::decode::{decode_bytes, ErrorReport};
 use memsight_core::format;
@@ -30,36 +32,14 @@ const EXPECTED_METRICS: [(&str, &str); 11] = [
     ("reserved_at_oom_bytes", "reserved-at-oom-bytes"),
 ];
 
-fn memsight(args: &[&str], files: &[PathBuf]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_memsight"))
-        .args(args)
-        .args(files)
-        .output()
-        .expect("memsight runs")
-}
-
 /// Runs `memsight overview --json` on every file named in `expectations` that exists in
 /// `dir`, in one run, and checks every device's numbers. Returns how many files were checked.
 fn check_against(dir: &Path, expectations: &Value) -> usize {
     let expectations = expectations.get("files").unwrap_or(expectations);
-    let names: Vec<&String> = expectations
-        .as_object()
-        .unwrap()
-        .keys()
-        .filter(|name| dir.join(name).is_file())
-        .collect();
-    let files: Vec<PathBuf> = names.iter().map(|n| dir.join(n)).collect();
+    let (names, files) = named_files(dir, expectations);
     let output = memsight(&["overview", "--json"], &files);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let lines: Vec<Value> = String::from_utf8(output.stdout)
-        .unwrap()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect();
+    assert_succeeded(&output);
+    let lines = json_lines(&output);
     assert_eq!(lines.len(), names.len(), "one JSON line per file");
     let mut failures = Vec::new();
     for ((name, file), got) in names.iter().zip(&files).zip(&lines) {
@@ -196,11 +176,7 @@ fn good_files_are_printed_even_when_another_fails() {
     ];
     let output = memsight(&["overview", "--json"], &files);
     assert_eq!(output.status.code(), Some(1));
-    let lines: Vec<Value> = String::from_utf8(output.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = json_lines(&output);
     assert_eq!(lines.len(), 2);
     assert!(lines[0].get("error").is_some());
     assert!(

@@ -3,33 +3,23 @@
 //! to the peak allocated bytes CPython computed (`tests/expectations/real.json`). A call site
 //! with pipes, backticks and HTML stays in its table cell; `--device` and `--output` work.
 
+mod command;
 #[path = "../../core/tests/common/mod.rs"]
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
+use command::{assert_succeeded, memsight, named_files};
 use common::{read_json, real_fixtures_dir, repo};
 use memsight_core::breakdown::service::{BreakdownAnswer, BreakdownRequest, Moment};
 use memsight_core::protocol::{Answer, Request};
 use memsight_core::session::Session;
 use serde_json::Value;
 
-fn memsight(args: &[&str], files: &[PathBuf]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_memsight"))
-        .args(args)
-        .args(files)
-        .output()
-        .expect("memsight runs")
-}
-
 /// The reports printed, one per device, in order.
 fn reports(output: &Output) -> Vec<String> {
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_succeeded(output);
     String::from_utf8(output.stdout.clone())
         .unwrap()
         .split("\n---\n\n")
@@ -136,13 +126,7 @@ fn every_real_report_names_its_largest_allocation_and_adds_up_to_the_peak() {
     };
     let expectations = read_json(&repo().join("tests/expectations/real.json"));
     let expectations = expectations.get("files").unwrap_or(&expectations);
-    let names: Vec<&String> = expectations
-        .as_object()
-        .unwrap()
-        .keys()
-        .filter(|name| dir.join(name).is_file())
-        .collect();
-    let files: Vec<PathBuf> = names.iter().map(|n| dir.join(n)).collect();
+    let (names, files) = named_files(&dir, expectations);
     let reports = reports(&memsight(&["report"], &files));
     let (mut devices, mut peaks, mut named) = (0, 0, 0);
     for report in &reports {
@@ -245,11 +229,7 @@ fn one_device_to_a_file() {
         &["report", "--device", "0", "--output", out.to_str().unwrap()],
         &[example.clone(), example.clone()],
     );
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    assert_succeeded(&output);
     assert!(output.stdout.is_empty());
     let written = std::fs::read_to_string(&out).unwrap();
     let _ = std::fs::remove_file(&out);

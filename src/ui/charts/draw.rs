@@ -113,15 +113,7 @@ pub fn bars(
         let x = l.x_of(t);
         c.line((x, l.plot.y0), (x, l.plot.y1), theme.grid, 1.0)?;
         let font = g::FONT * c.s;
-        c.text(
-            &fmt(t),
-            (x, tick_y),
-            font,
-            theme.text,
-            HPos::Center,
-            VPos::Center,
-            false,
-        )?;
+        c.label(&fmt(t), (x, tick_y), font, HPos::Center, VPos::Center)?;
     }
     // Rows can get thin with many slices: shrink the text with them, and drop it when unreadable.
     let font = (g::FONT * c.s).min(l.row_h * 0.85);
@@ -134,25 +126,9 @@ pub fn bars(
         let mid = (bar.y0 + bar.y1) / 2.0;
         let label = g::fit_text(&slices[i].label, l.labels.width(), font);
         let at = (l.labels.x1, mid);
-        c.text(
-            &label,
-            at,
-            font,
-            theme.text,
-            HPos::Right,
-            VPos::Center,
-            false,
-        )?;
+        c.label(&label, at, font, HPos::Right, VPos::Center)?;
         let at = (bar.x1 + 4.0 * c.s, mid);
-        c.text(
-            &fmt(values[i]),
-            at,
-            font,
-            theme.text,
-            HPos::Left,
-            VPos::Center,
-            false,
-        )?;
+        c.label(&fmt(values[i]), at, font, HPos::Left, VPos::Center)?;
     }
     c.line(
         (l.plot.x0, l.plot.y0),
@@ -192,42 +168,18 @@ pub fn stacked_area(
         let y = l.y_of(u128::from(t));
         c.line((l.plot.x0, y), (l.plot.x1, y), theme.grid, 1.0)?;
         let at = (l.y_axis.x1 - 4.0 * c.s, y);
-        c.text(
-            &fmt(t),
-            at,
-            font,
-            theme.text,
-            HPos::Right,
-            VPos::Center,
-            false,
-        )?;
+        c.label(&fmt(t), at, font, HPos::Right, VPos::Center)?;
     }
     let tick_y = l.x_axis.y0 + g::AXIS_H * c.s / 2.0;
     for &t in &l.x_ticks {
         let x = l.x_of(t);
         c.line((x, l.plot.y1), (x, l.plot.y1 + 3.0 * c.s), theme.text, 1.0)?;
         let label = g::number_label(t, l.x_step);
-        c.text(
-            &label,
-            (x, tick_y),
-            font,
-            theme.text,
-            HPos::Center,
-            VPos::Center,
-            false,
-        )?;
+        c.label(&label, (x, tick_y), font, HPos::Center, VPos::Center)?;
     }
     let at = ((l.plot.x0 + l.plot.x1) / 2.0, tick_y + g::AXIS_H * c.s);
     let label = g::fit_text(x_label, l.plot.width(), font);
-    c.text(
-        &label,
-        at,
-        font,
-        theme.text,
-        HPos::Center,
-        VPos::Center,
-        false,
-    )?;
+    c.label(&label, at, font, HPos::Center, VPos::Center)?;
     for (k, (slice, _)) in series.iter().enumerate() {
         if let [i] = points[..] {
             // A single x has no width: draw the stack as a narrow column instead.
@@ -287,30 +239,14 @@ pub fn histogram(
         let y = l.y_of(t);
         c.line((l.plot.x0, y), (l.plot.x1, y), theme.grid, 1.0)?;
         let at = (l.y_axis.x1 - 4.0 * c.s, y);
-        c.text(
-            &g::count_label(t),
-            at,
-            font,
-            theme.text,
-            HPos::Right,
-            VPos::Center,
-            false,
-        )?;
+        c.label(&g::count_label(t), at, font, HPos::Right, VPos::Center)?;
     }
     let label_y = l.x_axis.y0 + g::AXIS_H * c.s / 2.0;
     for (k, &(lower, count, _)) in bins.iter().enumerate() {
         c.rect(l.bar(k, count), BAR)?;
         if k % l.label_every == 0 {
             let x = l.plot.x0 + (k as f64 + 0.5) * l.slot_w;
-            c.text(
-                &fmt(lower),
-                (x, label_y),
-                font,
-                theme.text,
-                HPos::Center,
-                VPos::Center,
-                false,
-            )?;
+            c.label(&fmt(lower), (x, label_y), font, HPos::Center, VPos::Center)?;
         }
     }
     c.line(
@@ -361,15 +297,7 @@ pub fn gauge(
     let font = g::FONT * c.s;
     let label = g::fit_text(label, c.w - 2.0 * g::PAD * c.s, font);
     let at = (l.cx, l.label_y);
-    c.text(
-        &label,
-        at,
-        font,
-        theme.text,
-        HPos::Center,
-        VPos::Center,
-        false,
-    )
+    c.label(&label, at, font, HPos::Center, VPos::Center)
 }
 
 /// The canvas as it is now, as a PNG `data:` URL (for "save as image").
@@ -532,6 +460,11 @@ impl Chart {
             .map_err(error_text)
     }
 
+    /// `text` in the theme's text colour, normal weight.
+    fn label(&self, text: &str, at: (f64, f64), size: f64, h: HPos, v: VPos) -> Result<(), String> {
+        self.text(text, at, size, self.theme.text, h, v, false)
+    }
+
     fn title(&self, frame: &g::Frame, title: &str) -> Result<(), String> {
         let size = g::TITLE_FONT * self.s;
         let t = frame.title;
@@ -551,15 +484,7 @@ impl Chart {
     fn nothing(&self, body: Rect) -> Result<(), String> {
         let at = ((body.x0 + body.x1) / 2.0, (body.y0 + body.y1) / 2.0);
         let size = g::FONT * self.s;
-        self.text(
-            "nothing to show",
-            at,
-            size,
-            self.theme.text,
-            HPos::Center,
-            VPos::Center,
-            false,
-        )
+        self.label("nothing to show", at, size, HPos::Center, VPos::Center)
     }
 
     /// A legend row: a colour swatch, the label, and `value` (if any) right-aligned; the label

@@ -1,0 +1,49 @@
+//! What the command line's tests share: running the built `memsight`, checking that a run
+//! succeeded, reading its JSON lines, and the real fixtures an expectations file names.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// Runs the built `memsight` with `args`, then `files`.
+pub fn memsight(args: &[&str], files: &[PathBuf]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_memsight"))
+        .args(args)
+        .args(files)
+        .output()
+        .expect("memsight runs")
+}
+
+/// Fails with the run's standard error unless it succeeded.
+pub fn assert_succeeded(output: &Output) {
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The JSON value of each line a run printed.
+pub fn json_lines(output: &Output) -> Vec<Value> {
+    String::from_utf8(output.stdout.clone())
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+/// The files named in `expectations` (its `files` object, or itself) that exist in `dir`:
+/// their names and paths.
+pub fn named_files<'a>(dir: &Path, expectations: &'a Value) -> (Vec<&'a String>, Vec<PathBuf>) {
+    let expectations = expectations.get("files").unwrap_or(expectations);
+    let names: Vec<&String> = expectations
+        .as_object()
+        .unwrap()
+        .keys()
+        .filter(|name| dir.join(name).is_file())
+        .collect();
+    let files = names.iter().map(|n| dir.join(n)).collect();
+    (names, files)
+}
