@@ -14,6 +14,7 @@
 //!   the estimate, findings, rules, the report); `categories`: what they share about
 //!   categories (the rules, the picked moment, the highlighted category); `charts`: drawing
 //!   charts on a canvas (plotters);
+//! - `segmented`: one button of a segmented group, bound to a signal;
 //! - `theme`: the system's light or dark theme, followed live, for the canvases;
 //! - `panic_banner`: shows a Rust panic instead of a dead page.
 //!
@@ -37,6 +38,7 @@ mod load_progress;
 mod overview;
 mod panic_banner;
 mod perf;
+mod segmented;
 mod snapshot_view;
 mod theme;
 mod timeline;

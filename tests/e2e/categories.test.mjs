@@ -199,6 +199,10 @@ describe('categories of a training step', { skip }, () => {
       assert.deepEqual(await legendValues(page, '#legend-roles'), roles, 'the pie still counts every role');
       const sited = await page.$$eval('#moment-call-sites tbody tr', (rows) => rows.reduce((a, r) => a + Number(r.dataset.bytes), 0));
       assert.ok(sited > 0 && sited <= roles.activations, 'the call sites count activations only');
+      // The command line narrows the same way.
+      const narrowedCli = JSON.parse(execFileSync('cargo', ['run', '-q', '-p', 'memsight-cli', '--', 'report', FILE, '--json', '--only', 'role:activations'], { cwd: ROOT, encoding: 'utf8' }));
+      const listed = await page.$$eval('#top-allocations tbody tr', (rows) => rows.map((r) => ({ index: Number(r.dataset.index), size: Number(r.dataset.size) })));
+      assert.deepEqual(listed, narrowedCli.devices['0'].peak.largest.slice(0, listed.length).map((a) => ({ index: a.index, size: a.size })));
       assert.equal(await page.$eval('#breakdown-moment', (e) => e.dataset.state), peakState);
       // A second click shows every category again.
       await page.click('#legend-roles [data-category="activations"] button');

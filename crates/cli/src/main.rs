@@ -15,6 +15,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use memsight_core::analysis::categories::rules::Rules;
+use memsight_core::analysis::categories::Category;
 
 #[derive(Parser)]
 #[command(
@@ -75,6 +76,11 @@ enum Command {
         /// Write the report to this file instead of standard output.
         #[arg(long, short, value_name = "PATH")]
         output: Option<PathBuf>,
+        /// With --json: the peak's largest allocations, call sites and sizes of this category
+        /// only, as the page lists them when a category is picked (`role:activations`,
+        /// `component:attention`…); the bytes by category still count everything.
+        #[arg(long, value_name = "role:ROLE|component:COMPONENT", requires = "json")]
+        only: Option<Category>,
         /// Print one JSON object per file with the report's numbers, exact:
         /// {"file": …, "devices": {"<device>": {"summary": {…}, "peak": {…}, "efficiency": …}}}.
         #[arg(long)]
@@ -103,13 +109,18 @@ fn main() -> ExitCode {
             device,
             rules,
             output,
+            only,
             json,
         } => {
             let Some(rules) = rules_or_exit(rules) else {
                 return ExitCode::from(2);
             };
             let output = report::output_path(output);
-            report::run(&files, device, &rules, output.as_deref(), json)
+            let format = match json {
+                true => report::Format::Json { only },
+                false => report::Format::Markdown,
+            };
+            report::run(&files, device, &rules, output.as_deref(), format)
         }
     }
 }

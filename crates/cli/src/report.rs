@@ -1,8 +1,10 @@
-//! `memsight report FILE… [--device N] [--rules RULES.json] [--output PATH] [--json]`: the
+//! `memsight report FILE… [--device N] [--rules RULES.json] [--output PATH] [--json [--only
+//! CATEGORY]]`: the
 //! Markdown report of each device (or of the one asked for) — the summary, bytes by role and
 //! by component at the peak, the peak estimate, the largest allocations, fragmentation and
 //! findings — exactly as the page downloads it: the breakdown service's `Report` answer.
-//! With `--json`, the numbers behind it (the service's summary and breakdown at the peak).
+//! With `--json`, the numbers behind it (the service's summary and breakdown at the peak, its
+//! lists narrowed to one category with `--only`, as the page narrows them).
 //!
 //! Reports of several devices or files are separated by a blank line and `---`.
 
@@ -12,6 +14,7 @@ use std::process::ExitCode;
 use serde_json::{json, Map, Value};
 
 use memsight_core::analysis::categories::rules::Rules;
+use memsight_core::analysis::categories::Category;
 use memsight_core::breakdown::categorised::Categorised;
 use memsight_core::breakdown::service::{
     BreakdownAnswer, BreakdownRequest, BreakdownService, Moment,
@@ -25,6 +28,16 @@ use crate::open::{for_each_file_into, Opened};
 /// another blank line.
 const SEPARATOR: &str = "\n---\n\n";
 
+/// What the report is printed as.
+#[derive(Clone, Copy, Debug)]
+pub enum Format {
+    Markdown,
+    /// The numbers behind the report, with the peak's lists narrowed to `only` when given.
+    Json {
+        only: Option<Category>,
+    },
+}
+
 /// Prints (or writes to `output`) the report of every device of every file, or of `device`
 /// only. Fails (exit code 1) when a file cannot be read or has no such device, after reporting
 /// the others.
@@ -33,15 +46,15 @@ pub fn run(
     device: Option<u32>,
     rules: &Rules,
     output: Option<&Path>,
-    as_json: bool,
+    format: Format,
 ) -> ExitCode {
+    let as_json = matches!(format, Format::Json { .. });
     let mut failed = false;
     let mut reports = 0usize;
     let show = |path: &Path, opened: &Opened| {
-        let (text, ok) = if as_json {
-            numbers_of(path, opened, device, rules)
-        } else {
-            reports_of(path, opened, device, rules)
+        let (text, ok) = match format {
+            Format::Json { only } => numbers_of(path, opened, device, rules, only),
+            Format::Markdown => reports_of(path, opened, device, rules),
         };
         failed |= !ok;
         // `for_each_file_into` already ends the previous file with a blank line.
@@ -151,7 +164,13 @@ fn reports_of(path: &Path, opened: &Opened, device: Option<u32>, rules: &Rules) 
 
 /// `{"file", "devices": {"<device>": {"summary": {…}, "peak": {…}, "efficiency": …}}}`: the
 /// service's answers the report is written from, every number exact.
-fn numbers_of(path: &Path, opened: &Opened, device: Option<u32>, rules: &Rules) -> (String, bool) {
+fn numbers_of(
+    path: &Path,
+    opened: &Opened,
+    device: Option<u32>,
+    rules: &Rules,
+    only: Option<Category>,
+) -> (String, bool) {
     let mut devices = Map::new();
     let ok = each_device(path, opened, device, rules, |service, cx, device| {
         let mut ask = |request| service.answer(cx, request).map(|reply| reply.answer);
@@ -162,7 +181,7 @@ fn numbers_of(path: &Path, opened: &Opened, device: Option<u32>, rules: &Rules) 
             device,
             moment: Moment::Peak,
             top: TOP_ALLOCATIONS as u32,
-            only: None,
+            only,
         })?
         else {
             return Err(malformed("a breakdown at the peak"));

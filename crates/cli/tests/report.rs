@@ -318,3 +318,48 @@ fn the_reports_numbers_as_json_match_cpython() {
     }
     assert!(checked > 20, "only {checked} devices checked");
 }
+
+#[test]
+fn only_narrows_the_peak_lists_to_one_category() {
+    let Some(dir) = real_fixtures_dir() else {
+        eprintln!("skipped: the real fixtures are not beside the repository");
+        return;
+    };
+    let file =
+        dir.join("kkaitlyn111__cs336-a2-systems__memory_files__memory_ctx128_fullstep_.pickle");
+    if !file.is_file() {
+        eprintln!("skipped: the full training step is not among the real fixtures");
+        return;
+    }
+    let activations = memsight_core::analysis::categories::Role::ALL
+        .iter()
+        .position(|r| r.key() == "activations")
+        .unwrap();
+    let output = memsight(
+        &["report", "--json", "--only", "role:activations"],
+        std::slice::from_ref(&file),
+    );
+    assert_succeeded(&output);
+    let numbers: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let peak = &numbers["devices"]["0"]["peak"];
+    let largest = peak["largest"].as_array().unwrap();
+    assert!(!largest.is_empty(), "activations are alive at the peak");
+    assert!(largest.iter().all(|a| a["role"] == "activations"));
+    let sized: u64 = peak["live_sizes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["bytes"].as_u64().unwrap())
+        .sum();
+    assert_eq!(sized, peak["roles"][activations].as_u64().unwrap());
+
+    // A category that does not exist is refused with the ones that do; --only needs --json.
+    let refused = memsight(
+        &["report", "--json", "--only", "role:attention"],
+        std::slice::from_ref(&file),
+    );
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("activations"));
+    let alone = memsight(&["report", "--only", "role:activations"], &[file]);
+    assert_eq!(alone.status.code(), Some(2));
+}

@@ -21,6 +21,7 @@ use super::actions::Actions;
 use super::categories::{categories_of, css, highlighted_colours, CategoryView};
 use super::charts::{self, Slice};
 use super::requests::Latest;
+use super::segmented::segmented_button;
 use super::state::FileId;
 use crate::analysis::categories::{Category, Dimension};
 use crate::breakdown::service::{
@@ -207,22 +208,14 @@ pub fn BreakdownPanel(
         }
     };
 
-    let pick_button = move |p: Pick, label: &'static str, id: &'static str| {
-        view! {
-            <button
-                type="button"
-                id=id
-                class="segmented"
-                aria-pressed=move || (pick.get() == p).to_string()
-                disabled=move || p == Pick::Picked && categories.picked.get().is_none()
-                title=move || if p == Pick::Picked && categories.picked.get().is_none() { "Click the timeline to pick a moment" } else { "" }
-                on:click=move |_| pick.set(p)
-            >
-                {label}
-            </button>
-        }
+    let nothing_picked = move || {
+        categories
+            .picked
+            .get()
+            .is_none()
+            .then_some("Click the timeline to pick a moment")
     };
-
+    let always = || None;
     view! {
         <section class="panel breakdown" id="breakdown" data-device=device.to_string()
             data-generation=move || categories.generation.get().to_string()
@@ -230,9 +223,9 @@ pub fn BreakdownPanel(
             <header class="breakdown-header">
                 <h2 class="panel-title">"Where the memory went"</h2>
                 <div class="segmented-group" role="group" aria-label="Moment">
-                    {pick_button(Pick::Peak, "At the peak", "breakdown-at-peak")}
-                    {pick_button(Pick::End, "At the end", "breakdown-at-end")}
-                    {pick_button(Pick::Picked, "At the picked moment", "breakdown-at-picked")}
+                    {segmented_button(pick, Pick::Peak, "At the peak", "breakdown-at-peak", always)}
+                    {segmented_button(pick, Pick::End, "At the end", "breakdown-at-end", always)}
+                    {segmented_button(pick, Pick::Picked, "At the picked moment", "breakdown-at-picked", nothing_picked)}
                 </div>
                 <button type="button" class="button" id="breakdown-report" on:click=report>
                     "Download report (Markdown)"

@@ -13,6 +13,7 @@ use super::Timeline;
 use crate::format;
 use crate::timeline::colouring::ColourBy;
 use crate::timeline::{AxisMode, TimelineKind};
+use crate::ui::segmented::segmented_button;
 
 fn input_value(event: &leptos::ev::Event) -> String {
     event
@@ -25,51 +26,8 @@ fn input_value(event: &leptos::ev::Event) -> String {
 #[component]
 pub fn TimelineToolbar(tl: Timeline) -> impl IntoView {
     let has_time = move || tl.info.with(|i| i.as_ref().is_some_and(|i| i.has_time));
-    let kind_button = move |kind: TimelineKind, label: &'static str, id: &'static str| {
-        view! {
-            <button
-                type="button"
-                id=id
-                class="segmented"
-                aria-pressed=move || (tl.kind.get() == kind).to_string()
-                on:click=move |_| {
-                    if tl.kind.get_untracked() != kind {
-                        tl.kind.set(kind);
-                    }
-                }
-            >
-                {label}
-            </button>
-        }
-    };
-    let mode_button = move |mode: AxisMode, label: &'static str, id: &'static str| {
-        view! {
-            <button
-                type="button"
-                id=id
-                class="segmented"
-                aria-pressed=move || (tl.mode.get() == mode).to_string()
-                disabled=move || mode == AxisMode::Time && !has_time()
-                title=move || if mode == AxisMode::Time && !has_time() { "This trace has no timestamps" } else { "" }
-                on:click=move |_| tl.mode.set(mode)
-            >
-                {label}
-            </button>
-        }
-    };
-    let colour_button = move |by: ColourBy, label: &'static str, id: &'static str| {
-        view! {
-            <button
-                type="button"
-                id=id
-                class="segmented"
-                aria-pressed=move || (tl.colour_by.get() == by).to_string()
-                on:click=move |_| tl.colour_by.set(by)
-            >
-                {label}
-            </button>
-        }
-    };
+    let no_time = move || (!has_time()).then_some("This trace has no timestamps");
+    let enabled = || None;
     let elements = move || tl.info.with(|i| i.as_ref().map_or(0, |i| i.elements));
     let noun = move || match tl.kind.get() {
         TimelineKind::Allocations => "allocations",
@@ -115,12 +73,12 @@ pub fn TimelineToolbar(tl: Timeline) -> impl IntoView {
     view! {
         <div class="timeline-toolbar">
             <div class="segmented-group" role="group" aria-label="Timeline">
-                {kind_button(TimelineKind::Allocations, "Allocations", "timeline-tab-allocations")}
-                {kind_button(TimelineKind::Segments, "Segments", "timeline-tab-segments")}
+                {segmented_button(tl.kind, TimelineKind::Allocations, "Allocations", "timeline-tab-allocations", enabled)}
+                {segmented_button(tl.kind, TimelineKind::Segments, "Segments", "timeline-tab-segments", enabled)}
             </div>
             <div class="segmented-group" role="group" aria-label="X axis">
-                {mode_button(AxisMode::Events, "Events", "timeline-axis-events")}
-                {mode_button(AxisMode::Time, "Time", "timeline-axis-time")}
+                {segmented_button(tl.mode, AxisMode::Events, "Events", "timeline-axis-events", enabled)}
+                {segmented_button(tl.mode, AxisMode::Time, "Time", "timeline-axis-time", no_time)}
             </div>
             <div
                 class="segmented-group"
@@ -128,9 +86,9 @@ pub fn TimelineToolbar(tl: Timeline) -> impl IntoView {
                 aria-label="Colour by"
                 class:hidden=move || tl.kind.get() != TimelineKind::Allocations
             >
-                {colour_button(ColourBy::Role, "Role", "timeline-colour-role")}
-                {colour_button(ColourBy::Component, "Component", "timeline-colour-component")}
-                {colour_button(ColourBy::Allocation, "Allocation", "timeline-colour-allocation")}
+                {segmented_button(tl.colour_by, ColourBy::Role, "Role", "timeline-colour-role", enabled)}
+                {segmented_button(tl.colour_by, ColourBy::Component, "Component", "timeline-colour-component", enabled)}
+                {segmented_button(tl.colour_by, ColourBy::Allocation, "Allocation", "timeline-colour-allocation", enabled)}
             </div>
             <label class="check" class:hidden=move || tl.kind.get() != TimelineKind::Allocations>
                 <input

@@ -157,6 +157,44 @@ pub struct Category {
     pub index: u32,
 }
 
+impl Category {
+    /// `role:<key>` or `component:<key>`, as the command line takes it.
+    pub fn name(self) -> String {
+        let dimension = match self.dimension {
+            Dimension::Role => "role",
+            Dimension::Component => "component",
+        };
+        format!("{dimension}:{}", self.dimension.key(self.index as usize))
+    }
+}
+
+impl std::str::FromStr for Category {
+    type Err = String;
+
+    /// Reads `role:<key>` or `component:<key>` ([`Role::key`], [`Component::key`]).
+    fn from_str(text: &str) -> Result<Self, String> {
+        let (dimension, key) = match text.split_once(':') {
+            Some(("role", key)) => (Dimension::Role, key),
+            Some(("component", key)) => (Dimension::Component, key),
+            _ => {
+                return Err(format!(
+                    "'{text}' is not a category: say role:<role> or component:<component>"
+                ))
+            }
+        };
+        let keys: Vec<&str> = (0..dimension.categories())
+            .map(|k| dimension.key(k))
+            .collect();
+        match keys.iter().position(|&k| k == key) {
+            Some(index) => Ok(Category {
+                dimension,
+                index: index as u32,
+            }),
+            None => Err(format!("'{key}' is not one of: {}", keys.join(", "))),
+        }
+    }
+}
+
 /// The categories of one device's allocations, indexed like [`DeviceFacts::allocations`].
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DeviceCategories {
@@ -423,4 +461,28 @@ pub fn totals_at(facts: &DeviceFacts, categories: &DeviceCategories, state: u32)
         }
     }
     totals
+}
+
+#[cfg(test)]
+mod category_names {
+    use super::*;
+
+    #[test]
+    fn a_category_reads_back_its_name_and_bad_names_say_what_is_allowed() {
+        for dimension in [Dimension::Role, Dimension::Component] {
+            for index in 0..dimension.categories() as u32 {
+                let category = Category { dimension, index };
+                assert_eq!(category.name().parse::<Category>(), Ok(category));
+            }
+        }
+        assert_eq!(
+            "role:activations"
+                .parse::<Category>()
+                .map(|c| c.dimension.key(c.index as usize)),
+            Ok("activations")
+        );
+        let unknown = "role:attention".parse::<Category>().unwrap_err();
+        assert!(unknown.contains("activations"), "{unknown}");
+        assert!("activations".parse::<Category>().is_err());
+    }
 }
