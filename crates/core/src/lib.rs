@@ -8,7 +8,7 @@
 //! - [`analysis`] derives the facts many views share: the replay of each trace (pairing,
 //!   curves, peaks), stack analysis, typed warnings;
 //! - one module per feature, each with its computation and its [`service`]:
-//!   [`overview`], [`timeline`];
+//!   [`overview`], [`timeline`], [`breakdown`], [`table`];
 //! - [`session`] holds one loaded file and routes the [`protocol`]'s requests to the services;
 //! - [`format`] turns numbers and typed facts into words and human units for the page and the
 //!   command line alike.
@@ -22,4 +22,5 @@ pub mod overview;
 pub mod protocol;
 pub mod service;
 pub mod session;
+pub mod table;
 pub mod timeline;

@@ -23,6 +23,7 @@ pub use crate::decode::ErrorReport;
 use crate::overview::service::OverviewRequest;
 use crate::overview::Overview;
 pub use crate::service::ViewError;
+use crate::table::service::{TableAnswer, TableRequest};
 use crate::timeline::service::{TimelineAnswer, TimelineRequest};
 
 /// Identifies a request to one worker; its answer carries the same id.
@@ -45,6 +46,7 @@ pub enum Request {
     Overview(OverviewRequest),
     Timeline(TimelineRequest),
     Breakdown(BreakdownRequest),
+    Table(TableRequest),
     /// Categorise every allocation again under the user's rules (every view's categories
     /// change with them).
     SetRules(Rules),
@@ -59,6 +61,7 @@ pub enum Answer {
     Overview(Overview),
     Timeline(TimelineAnswer),
     Breakdown(BreakdownAnswer),
+    Table(TableAnswer),
     Rules(RulesApplied),
 }
 
@@ -80,6 +83,7 @@ impl Answer {
             Answer::Overview(_) => "overview",
             Answer::Timeline(answer) => answer.name(),
             Answer::Breakdown(answer) => answer.name(),
+            Answer::Table(answer) => answer.name(),
             Answer::Rules(_) => "rules applied",
         }
     }

@@ -16,6 +16,7 @@ use crate::decode::{decode_reader, ErrorReport};
 use crate::overview::service::OverviewService;
 use crate::protocol::{Answer, FileEvent, LoadedSummary, Request, RulesApplied};
 use crate::service::{Context, Reply, Service, ViewError};
+use crate::table::service::TableService;
 use crate::timeline::service::TimelineService;
 
 /// Progress is reported at most once per this many bytes read (plus once at the end), so the
@@ -28,6 +29,7 @@ struct Services {
     overview: OverviewService,
     timeline: TimelineService,
     breakdown: BreakdownService,
+    table: TableService,
 }
 
 /// The decoded snapshot of one file, with the facts derived once at load, and the services
@@ -160,6 +162,7 @@ impl Session {
                 .breakdown
                 .answer(&cx, r)
                 .map(|r| r.map(Answer::Breakdown)),
+            Request::Table(r) => services.table.answer(&cx, r).map(|r| r.map(Answer::Table)),
             Request::SetRules(rules) => {
                 // The one request that changes what every service is lent.
                 let error = self.categorised.set_rules(analysed, rules, now).err();

@@ -19,15 +19,6 @@ use memsight_core::timeline::{AxisMode, TimelineKind, Viewport};
 const FULL_STEP: &str =
     "kkaitlyn111__cs336-a2-systems__memory_files__memory_ctx128_fullstep_.pickle";
 
-fn session(path: &std::path::Path) -> Option<Session> {
-    let bytes = std::fs::read(path).ok()?;
-    let mut session = Session::new();
-    session
-        .load(&bytes[..], bytes.len() as u64, &|| 0.0, &mut |_| {})
-        .ok()?;
-    Some(session)
-}
-
 fn breakdown(session: &mut Session, request: BreakdownRequest) -> BreakdownAnswer {
     match session.answer(Request::Breakdown(request), &|| 0.0) {
         Ok(reply) => match reply.answer {
@@ -75,7 +66,7 @@ fn moments_and_series_add_up_to_the_allocated_curve_on_every_fixture() {
         .chain([&edge("two_devices.pickle"), &edge("oom.pickle")])
     {
         let name = file_name(path);
-        let Some(mut session) = session(path) else {
+        let Some(mut session) = load_session(path) else {
             continue;
         };
         let analysed = session.analysed().unwrap().clone();
@@ -225,7 +216,7 @@ fn a_timeline_coloured_by_role_paints_only_role_colours_and_follows_the_rules() 
         eprintln!("skipped: the real fixtures are not beside the repository");
         return;
     };
-    let mut session = session(&dir.join(FULL_STEP)).unwrap();
+    let mut session = load_session(&dir.join(FULL_STEP)).unwrap();
     let device = session.analysed().unwrap().snapshot.devices[0].id;
     let style = Style::light();
     let role_of = |pixel: &[u8]| style.roles.iter().position(|c| c[..] == pixel[..]);

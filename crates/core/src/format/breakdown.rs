@@ -4,6 +4,7 @@
 //! Labels only: the bytes by category, the estimate and its side come from
 //! [`crate::breakdown`].
 
+use crate::analysis::categories::signals::Phase;
 use crate::analysis::categories::{Component, Role};
 use crate::breakdown::estimate::PeakSide;
 
@@ -35,6 +36,18 @@ pub fn component_label(component: Component) -> &'static str {
         Component::Loss => "Loss / logits",
         Component::Communication => "Communication / FSDP",
         Component::Other => "Other",
+    }
+}
+
+/// What a phase of training is called.
+pub fn phase_label(phase: Phase) -> &'static str {
+    match phase {
+        Phase::Other => "Other",
+        Phase::Setup => "Setup",
+        Phase::Forward => "Forward",
+        Phase::Backward => "Backward",
+        Phase::OptimizerStep => "Optimizer step",
+        Phase::ZeroGrad => "Zero grad",
     }
 }
 

@@ -2,7 +2,7 @@
 //! thing: binary byte units, counts with separators, durations, timestamps and percentages
 //! (here), the overview's labels and sentences ([`overview`]), the breakdown's labels
 //! ([`breakdown`]), the findings' words ([`findings`]), a device's Markdown report
-//! ([`report`]), and why something could not be shown ([`problems`]).
+//! ([`report`]), the tables as CSV ([`table`]), and why something could not be shown ([`problems`]).
 //!
 //! The analysis computes numbers and typed facts; only this module turns them into text. Not
 //! for parsing, and not for exact values: the page always keeps the exact integer next to a
@@ -13,6 +13,7 @@ pub mod findings;
 pub mod overview;
 pub mod problems;
 pub mod report;
+pub mod table;
 
 const BYTE_UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
 

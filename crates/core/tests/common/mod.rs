@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use memsight_core::analysis::Analysed;
 use memsight_core::model::{Action, Snapshot};
+use memsight_core::session::Session;
 use serde_json::Value as Json;
 
 /// The repository's root (every crate is at `crates/<name>`).
@@ -180,4 +181,15 @@ pub fn check_expectations(name: &str, analysed: &Analysed, expected: &Json) {
 pub fn decode_file(path: &Path) -> Result<Snapshot, memsight_core::decode::DecodeError> {
     let file = std::fs::File::open(path).unwrap();
     memsight_core::decode::decode_reader(file, &mut |_| {})
+}
+
+/// A session with the file at `path` loaded, as a worker holds it; `None` when it cannot be
+/// read or decoded.
+pub fn load_session(path: &Path) -> Option<Session> {
+    let bytes = std::fs::read(path).ok()?;
+    let mut session = Session::new();
+    session
+        .load(&bytes[..], bytes.len() as u64, &|| 0.0, &mut |_| {})
+        .ok()?;
+    Some(session)
 }

@@ -5,10 +5,13 @@
 //! Read from a frame's file and function names only, once per distinct frame. Combining the
 //! frames of a stack, and lifetimes, is the caller's business ([`super::infer`]).
 
+use serde::{Deserialize, Serialize};
+
 use super::{Component, Role};
 
 /// Phases of a training step, as the frames and annotations tell them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Phase {
     /// Nothing says: between steps, or a file without recognisable frames.
     Other,
@@ -18,6 +21,29 @@ pub enum Phase {
     Backward,
     OptimizerStep,
     ZeroGrad,
+}
+
+impl Phase {
+    pub const ALL: [Phase; 6] = [
+        Phase::Other,
+        Phase::Setup,
+        Phase::Forward,
+        Phase::Backward,
+        Phase::OptimizerStep,
+        Phase::ZeroGrad,
+    ];
+
+    /// The key in JSON and on the command line.
+    pub fn key(self) -> &'static str {
+        match self {
+            Phase::Other => "other",
+            Phase::Setup => "setup",
+            Phase::Forward => "forward",
+            Phase::Backward => "backward",
+            Phase::OptimizerStep => "optimizer_step",
+            Phase::ZeroGrad => "zero_grad",
+        }
+    }
 }
 
 /// What one frame says.

@@ -1,0 +1,105 @@
+//! The tables as CSV: a header row, then one line per allocation (its exact values:
+//! `requested_bytes` is what the allocated curve counts, `size_bytes` the allocator's block),
+//! or one line per group of a grouped table, parents before their children.
+//!
+//! Text cells are quoted as RFC 4180 says, and a cell that a spreadsheet would run as a
+//! formula (starting with `=`, `+`, `-` or `@`) is prefixed with `'`, since frame names come
+//! from the file. Not the place for choosing rows.
+
+use std::fmt::Write;
+
+use crate::table::columns::Rows;
+use crate::table::groups::{every_group, share, Tree};
+
+/// The header of an allocations CSV.
+pub const ROWS_HEADER: &str = "allocation,element,address,size_bytes,requested_bytes,stream,role,component,phase,alloc_event,alloc_time_us,free_event,free_time_us,lifetime_events,lifetime_us,top_frame";
+
+/// The header of a groups CSV.
+pub const GROUPS_HEADER: &str =
+    "level,path,group,count,requested_bytes,size_bytes,share,occurrences";
+
+/// A text cell, quoted when needed and kept from running as a formula.
+pub fn cell(text: &str) -> String {
+    let text = if text.starts_with(['=', '+', '-', '@']) {
+        format!("'{text}")
+    } else {
+        text.to_string()
+    };
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text
+    }
+}
+
+fn opt<T: std::fmt::Display>(value: Option<T>) -> String {
+    value.map_or(String::new(), |v| v.to_string())
+}
+
+/// Every row of `sorted`, in its order.
+pub fn rows_csv(rows: &Rows<'_>, sorted: &[u32]) -> String {
+    let mut out = String::with_capacity(sorted.len() * 120 + ROWS_HEADER.len() + 1);
+    out.push_str(ROWS_HEADER);
+    out.push('\n');
+    for &i in sorted {
+        let r = rows.row(i);
+        let _ = writeln!(
+            out,
+            "{},{},0x{:x},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            r.allocation,
+            r.index,
+            r.address,
+            r.size_bytes,
+            r.requested_bytes,
+            r.stream,
+            r.role.key(),
+            r.component.key(),
+            r.phase.map_or("", |p| p.key()),
+            opt(r.alloc_event),
+            opt(r.alloc_time_us),
+            opt(r.free_event),
+            opt(r.free_time_us),
+            r.lifetime_events,
+            opt(r.lifetime_us),
+            cell(r.top_frame.as_deref().unwrap_or("")),
+        );
+    }
+    out
+}
+
+/// Every group of `tree`, parents first, with the number of groups written.
+pub fn groups_csv(tree: &Tree, scope_bytes: u64) -> (String, u64) {
+    let groups = every_group(tree);
+    let mut out = String::new();
+    out.push_str(GROUPS_HEADER);
+    out.push('\n');
+    for (path, node) in &groups {
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{:.6},{}",
+            path.len(),
+            cell(&path.join(" › ")),
+            cell(&node.label),
+            node.count,
+            node.requested_bytes,
+            node.size_bytes,
+            share(node.requested_bytes, scope_bytes),
+            node.occurrences,
+        );
+    }
+    (out, groups.len() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cells_are_quoted_and_never_run_as_formulas() {
+        assert_eq!(cell("model.py:12:forward"), "model.py:12:forward");
+        assert_eq!(cell("a,b"), "\"a,b\"");
+        assert_eq!(cell("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(cell("=HYPERLINK(1)"), "'=HYPERLINK(1)");
+        assert_eq!(cell("-x,y"), "\"'-x,y\"");
+    }
+}

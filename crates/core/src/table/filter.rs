@@ -1,0 +1,168 @@
+//! Which allocations a table shows: its scope (alive at a moment, allocated in a window, or
+//! all) narrowed by its filter (frame text or an address, sizes, role, component, stream).
+//!
+//! One pass over the allocations; frame text is tested once per distinct stack. Not the place
+//! for sorting or grouping.
+
+use regex_lite::{Regex, RegexBuilder};
+use rustc_hash::FxHashMap;
+
+use super::columns::Rows;
+use super::{Filter, Scope};
+use crate::analysis::stacks::FrameSearch;
+use crate::analysis::Origin;
+use crate::model::{Snapshot, StackId};
+use crate::timeline::axis::Axis;
+use crate::timeline::inspect::Query;
+
+/// The states a scope covers, and what a share of it is measured against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScopeStates {
+    /// Alive in this state.
+    At(u32),
+    /// Allocated in a state of `first..=last`; `None` for a window outside the trace.
+    AllocatedIn(Option<(u32, u32)>),
+    All,
+}
+
+/// The states `scope` names on `rows`' device.
+pub fn scope_states(rows: &Rows<'_>, scope: Scope) -> ScopeStates {
+    let last = rows.device.trace.len() as u32;
+    match scope {
+        Scope::Peak => ScopeStates::At(rows.facts.peak_allocated.row.map_or(0, |r| r + 1)),
+        Scope::End => ScopeStates::At(last),
+        Scope::State(s) => ScopeStates::At(s.min(last)),
+        Scope::Window { mode, x0, x1 } => {
+            let axis = Axis::known(&rows.device.trace, rows.columns.has_time);
+            ScopeStates::AllocatedIn(axis.states_in(mode, x0, x1).map(|r| (r.first, r.last)))
+        }
+        Scope::All => ScopeStates::All,
+    }
+}
+
+/// Whether allocation `i` is in the scope.
+pub fn in_scope(rows: &Rows<'_>, states: ScopeStates, i: u32) -> bool {
+    let a = rows.allocation(i);
+    match states {
+        ScopeStates::At(state) => a.is_alive_at(state),
+        ScopeStates::AllocatedIn(None) => false,
+        ScopeStates::AllocatedIn(Some((first, last))) => {
+            a.origin == Origin::Trace && (first..=last).contains(&(a.alloc_row + 1))
+        }
+        ScopeStates::All => true,
+    }
+}
+
+/// A filter made ready to test allocations: text parsed, a regular expression compiled.
+pub struct Matcher<'a> {
+    filter: &'a Filter,
+    text: Option<Text<'a>>,
+}
+
+enum Text<'a> {
+    Address(u64),
+    Frames(FrameSearch<'a>),
+    Regex {
+        snapshot: &'a Snapshot,
+        regex: Regex,
+        stacks: FxHashMap<StackId, bool>,
+    },
+}
+
+impl<'a> Matcher<'a> {
+    /// Refuses a regular expression that does not compile, saying why.
+    pub fn new(snapshot: &'a Snapshot, filter: &'a Filter) -> Result<Self, String> {
+        let text = if filter.text.trim().is_empty() {
+            None
+        } else if filter.regex {
+            let regex = RegexBuilder::new(filter.text.trim())
+                .case_insensitive(true)
+                .build()
+                .map_err(|e| format!("The regular expression does not compile: {e}"))?;
+            Some(Text::Regex {
+                snapshot,
+                regex,
+                stacks: FxHashMap::default(),
+            })
+        } else {
+            match Query::parse(&filter.text) {
+                Some(Query::Address(addr)) => Some(Text::Address(addr)),
+                Some(Query::Text(needle)) => {
+                    Some(Text::Frames(FrameSearch::new(snapshot, &needle)))
+                }
+                None => None,
+            }
+        };
+        Ok(Matcher { filter, text })
+    }
+
+    /// Whether allocation `i` passes every condition.
+    pub fn accepts(&mut self, rows: &Rows<'_>, i: u32) -> bool {
+        let f = self.filter;
+        let a = rows.allocation(i);
+        if f.min_bytes.is_some_and(|min| a.size < min)
+            || f.max_bytes.is_some_and(|max| a.size > max)
+        {
+            return false;
+        }
+        if f.role.is_some_and(|r| rows.role(i) != r)
+            || f.component.is_some_and(|c| rows.component(i) != c)
+        {
+            return false;
+        }
+        if f.stream.is_some_and(|s| rows.stream(i) != s) {
+            return false;
+        }
+        match &mut self.text {
+            None => true,
+            Some(Text::Address(addr)) => {
+                a.addr <= *addr && *addr < a.addr.saturating_add(a.size.max(1))
+            }
+            Some(Text::Frames(search)) => search.matches(a.stack),
+            Some(Text::Regex {
+                snapshot,
+                regex,
+                stacks,
+            }) => *stacks.entry(a.stack).or_insert_with(|| {
+                snapshot.stack_frames(a.stack).any(|frame| {
+                    let text = format!(
+                        "{}:{}:{}",
+                        snapshot.str(frame.filename),
+                        frame.line,
+                        snapshot.str(frame.name)
+                    );
+                    regex.is_match(&text)
+                })
+            }),
+        }
+    }
+}
+
+/// What [`select`] chose.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Selection {
+    /// Allocations of the scope that pass the filter, in allocation order.
+    pub chosen: Vec<u32>,
+    /// Allocations and requested bytes of the whole scope (what shares are measured against).
+    pub scope_count: u32,
+    pub scope_bytes: u64,
+}
+
+/// The allocations of `scope` that pass `filter`. A regular expression that does not compile
+/// is refused, saying why.
+pub fn select(rows: &Rows<'_>, scope: Scope, filter: &Filter) -> Result<Selection, String> {
+    let states = scope_states(rows, scope);
+    let mut matcher = Matcher::new(rows.snapshot, filter)?;
+    let mut selection = Selection::default();
+    for i in 0..rows.facts.allocations.len() as u32 {
+        if !in_scope(rows, states, i) {
+            continue;
+        }
+        selection.scope_count += 1;
+        selection.scope_bytes += rows.allocation(i).size;
+        if matcher.accepts(rows, i) {
+            selection.chosen.push(i);
+        }
+    }
+    Ok(selection)
+}

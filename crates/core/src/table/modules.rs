@@ -1,0 +1,84 @@
+//! Model modules from stacks: the chain of `forward` frames an allocation was made under,
+//! outermost first, and the occurrences of one repeated call (a model's 24 layers called
+//! from one loop line).
+//!
+//! Snapshot frames carry a file, a line and a function name, no class, so a module is known
+//! by the line of the `forward` that called into it: `model.py:253 forward` is where
+//! `TransformerLM.forward` runs its layers. Every layer shares that chain; telling the
+//! occurrences apart needs their order in the trace ([`occurrences`]). Not the place for
+//! grouping or totals.
+
+use rustc_hash::FxHashMap;
+
+use crate::model::{FrameId, Snapshot, StackId};
+
+/// Per distinct stack, its chain of `forward` frames, outermost first.
+#[derive(Default)]
+pub struct Chains {
+    chains: FxHashMap<StackId, Vec<FrameId>>,
+}
+
+impl Chains {
+    /// The chain of `stack` (empty when no `forward` frame is on it).
+    pub fn of(&mut self, snapshot: &Snapshot, stack: StackId) -> &[FrameId] {
+        self.chains.entry(stack).or_insert_with(|| {
+            let mut chain: Vec<FrameId> = snapshot
+                .stacks
+                .frames(stack)
+                .iter()
+                .copied()
+                .filter(|&f| snapshot.str(snapshot.frames[f as usize].name) == "forward")
+                .collect();
+            // Stacks list the innermost frame first.
+            chain.reverse();
+            chain
+        })
+    }
+}
+
+/// How a module's frame is shown: `model.py:253 forward`.
+pub fn frame_label(snapshot: &Snapshot, frame: FrameId) -> String {
+    let f = &snapshot.frames[frame as usize];
+    let file = snapshot.str(f.filename);
+    let base = file.rsplit(['/', '\\']).next().unwrap_or(file);
+    format!("{base}:{} {}", f.line, snapshot.str(f.name))
+}
+
+/// Splits `members` (in allocation order, all made under one repeated call) into the
+/// occurrences of that call, given what each was made under inside it (`inner`, the rest of
+/// its chain). An occurrence ends where one starts again: when a member's inner chain is the
+/// one the current occurrence began with after some other chain came between (the second
+/// layer's first allocation repeats the first layer's). Returns the start of each occurrence
+/// in `members`.
+pub fn occurrences<K: PartialEq>(inner: &[K]) -> Vec<usize> {
+    let mut starts = Vec::new();
+    if inner.is_empty() {
+        return starts;
+    }
+    starts.push(0);
+    let mut first = 0usize;
+    for i in 1..inner.len() {
+        if inner[i] == inner[first] && inner[i - 1] != inner[first] {
+            starts.push(i);
+            first = i;
+        }
+    }
+    starts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_layer_starts_again_where_its_first_chain_comes_back() {
+        // Two layers of attention (a) then MLP (m), each allocating twice in attention.
+        let inner = ["a", "a", "m", "a", "a", "m"];
+        assert_eq!(occurrences(&inner), vec![0, 3]);
+        // One call only.
+        assert_eq!(occurrences(&["a", "m", "n"]), vec![0]);
+        // A call that allocates at one place only cannot be told apart: one occurrence.
+        assert_eq!(occurrences(&["a", "a", "a"]), vec![0]);
+        assert_eq!(occurrences::<&str>(&[]), Vec::<usize>::new());
+    }
+}
