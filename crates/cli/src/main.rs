@@ -1,7 +1,7 @@
 //! `memsight`, the command line: the numbers the viewer shows, from the same core, for
 //! scripts, CI and files too large for a browser tab.
 //!
-//! One module per command (`overview`, `categories`, `report`); `open` streams a file into the core and reports a
+//! One module per command (`overview`, `categories`, `report`, `table`); `open` streams a file into the core and reports a
 //! file that cannot be read exactly as the page does. Not the place for any computation: every
 //! number comes from `memsight-core`.
 
@@ -9,13 +9,15 @@ mod categories;
 mod open;
 mod overview;
 mod report;
+mod table;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use memsight_core::analysis::categories::rules::Rules;
-use memsight_core::analysis::categories::Category;
+use memsight_core::analysis::categories::{Category, Component, Role};
+use memsight_core::table::{Filter, GroupBy, Scope, Sort, TableQuery};
 
 #[derive(Parser)]
 #[command(
@@ -86,6 +88,64 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Per device, the allocations table as the page shows it: every allocation of a scope
+    /// (alive at the peak, at the end, after an event, or all), filtered, sorted, and grouped
+    /// when asked (by call site, stack, file, role, component, phase or model module).
+    Table {
+        /// Snapshot files (`-` for standard input).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// This device only (default: every device of each file).
+        #[arg(long, value_name = "N")]
+        device: Option<u32>,
+        /// Which allocations: alive at the `peak`, at the `end`, after an event number, or
+        /// `all` of them.
+        #[arg(long, default_value = "peak", value_name = "peak|end|all|EVENT", value_parser = table::parse_scope)]
+        scope: Scope,
+        /// Group rows into a tree (groups come largest first).
+        #[arg(long, value_name = "callsite|stack|file|role|component|phase|module")]
+        group_by: Option<GroupBy>,
+        /// Sort rows by a column (size, requested, address, stream, role, component, phase,
+        /// allocated, freed, lifetime, top_frame), descending unless `:asc`.
+        #[arg(long, default_value = "size:desc", value_name = "COLUMN[:asc|desc]", value_parser = table::parse_sort)]
+        sort: Sort,
+        /// Only allocations with a frame whose file or function contains this text (any
+        /// case), or containing this address (`0x7f…`).
+        #[arg(long, value_name = "TEXT")]
+        filter: Option<String>,
+        /// --filter is a regular expression matched against each frame's `file:line:name`.
+        #[arg(long, requires = "filter")]
+        regex: bool,
+        /// Only requests of at least this many bytes.
+        #[arg(long, value_name = "BYTES")]
+        min_bytes: Option<u64>,
+        /// Only requests of at most this many bytes.
+        #[arg(long, value_name = "BYTES")]
+        max_bytes: Option<u64>,
+        /// Only this role (`activations`, `parameters`…).
+        #[arg(long, value_parser = table::parse_role)]
+        role: Option<Role>,
+        /// Only this component (`attention`, `mlp`…).
+        #[arg(long, value_parser = table::parse_component)]
+        component: Option<Component>,
+        /// Only this stream (the raw `cudaStream_t` value).
+        #[arg(long)]
+        stream: Option<u64>,
+        /// A rules file as the page exports it; its rules come before the inference.
+        #[arg(long, value_name = "RULES.json")]
+        rules: Option<PathBuf>,
+        /// Lines shown as text.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        /// Write CSV: a header row, then every row (`requested_bytes`, `size_bytes`… exact) or,
+        /// grouped, every group.
+        #[arg(long, conflicts_with = "json")]
+        csv: bool,
+        /// Print one JSON object per file: {"file", "devices": {"<device>": {"totals": {…},
+        /// "rows": […]}}} (or "groups" when grouped), every number exact.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -121,6 +181,48 @@ fn main() -> ExitCode {
                 false => report::Format::Markdown,
             };
             report::run(&files, device, &rules, output.as_deref(), format)
+        }
+        Command::Table {
+            files,
+            device,
+            scope,
+            group_by,
+            sort,
+            filter,
+            regex,
+            min_bytes,
+            max_bytes,
+            role,
+            component,
+            stream,
+            rules,
+            limit,
+            csv,
+            json,
+        } => {
+            let Some(rules) = rules_or_exit(rules) else {
+                return ExitCode::from(2);
+            };
+            let query = TableQuery {
+                scope,
+                filter: Filter {
+                    text: filter.unwrap_or_default(),
+                    regex,
+                    min_bytes,
+                    max_bytes,
+                    role,
+                    component,
+                    stream,
+                },
+                sort,
+                group_by,
+            };
+            let output = match (csv, json) {
+                (true, _) => table::Output::Csv,
+                (_, true) => table::Output::Json,
+                _ => table::Output::Text { limit },
+            };
+            table::run(&files, device, &rules, &query, output)
         }
     }
 }

@@ -106,6 +106,17 @@ pub struct CsvExport {
     pub bytes: u64,
 }
 
+/// A table as computed.
+pub struct Table<'a> {
+    pub rows: Rows<'a>,
+    /// The chosen allocations in the table's order.
+    pub sorted: &'a [u32],
+    pub tree: Option<&'a Tree>,
+    pub totals: &'a TableTotals,
+    /// Why nothing was chosen (a regular expression that does not compile).
+    pub problem: Option<&'a str>,
+}
+
 /// The last table computed.
 struct Computed {
     device: u32,
@@ -209,6 +220,25 @@ impl TableService {
         Ok(())
     }
 
+    /// The table `query` chooses on `device`, as computed: what the command line prints.
+    pub fn table<'a>(
+        &'a mut self,
+        cx: &'a Context<'_>,
+        device: u32,
+        query: &TableQuery,
+    ) -> Result<Table<'a>, ViewError> {
+        self.compute(cx, device, query)?;
+        let rows = self.rows(cx, device);
+        let last = self.last.as_ref().expect("computed");
+        Ok(Table {
+            rows,
+            sorted: &last.sorted,
+            tree: last.tree.as_ref(),
+            totals: &last.totals,
+            problem: last.problem.as_deref(),
+        })
+    }
+
     fn rows<'a>(&'a self, cx: &'a Context<'_>, device: u32) -> Rows<'a> {
         let position = cx.analysed.device_position(device).expect("computed");
         Rows {
@@ -296,19 +326,21 @@ impl TableService {
         })
     }
 
-    /// The CSV of the table `query` chooses: every row, or every group when grouped.
+    /// The CSV of the table `query` chooses: every row, or every group when grouped; with
+    /// the number of lines under the header.
     pub fn csv(
         &mut self,
         cx: &Context<'_>,
         device: u32,
         query: &TableQuery,
     ) -> Result<(String, u64), ViewError> {
-        self.compute(cx, device, query)?;
-        let rows = self.rows(cx, device);
-        let last = self.last.as_ref().expect("computed");
-        Ok(match &last.tree {
-            None => (rows_csv(&rows, &last.sorted), last.sorted.len() as u64),
-            Some(tree) => groups_csv(tree, last.totals.scope_bytes),
+        let table = self.table(cx, device, query)?;
+        Ok(match table.tree {
+            None => (
+                rows_csv(&table.rows, table.sorted),
+                table.sorted.len() as u64,
+            ),
+            Some(tree) => groups_csv(tree, table.totals.scope_bytes),
         })
     }
 }
