@@ -10,8 +10,10 @@ use std::time::Instant;
 
 use memsight_core::analysis::categories::rules::Rules;
 use memsight_core::analysis::Analysed;
+use memsight_core::breakdown::categorised::Categorised;
 use memsight_core::decode::{decode_reader, ErrorReport};
 use memsight_core::format;
+use memsight_core::service::Context;
 
 /// A decoded and analysed snapshot, with how long that took.
 pub struct Opened {
@@ -198,4 +200,28 @@ pub fn read_rules(path: &Path) -> Result<Rules, String> {
             e.message
         )),
     }
+}
+
+/// Runs `ask` with a service context over `opened` under `rules` (checked when read), and the
+/// devices asked about: `device`, or every device of the file.
+pub fn with_context<T>(
+    opened: &Opened,
+    rules: &Rules,
+    device: Option<u32>,
+    ask: impl FnOnce(&Context<'_>, Vec<u32>) -> T,
+) -> T {
+    let analysed = &opened.analysed;
+    let now = || 0.0;
+    let categorised = Categorised::new(analysed, rules.clone(), &now)
+        .expect("the rules were compiled before any file was opened");
+    let cx = Context {
+        analysed,
+        categorised: &categorised,
+        now: &now,
+    };
+    let devices = match device {
+        Some(d) => vec![d],
+        None => analysed.snapshot.device_ids(),
+    };
+    ask(&cx, devices)
 }

@@ -15,14 +15,13 @@ use serde_json::{json, Map, Value};
 
 use memsight_core::analysis::categories::rules::Rules;
 use memsight_core::analysis::categories::Category;
-use memsight_core::breakdown::categorised::Categorised;
 use memsight_core::breakdown::service::{
     BreakdownAnswer, BreakdownRequest, BreakdownService, Moment,
 };
 use memsight_core::format::{self, report::TOP_ALLOCATIONS};
 use memsight_core::service::{Context, Service, ViewError};
 
-use crate::open::{for_each_file_into, Opened};
+use crate::open::{for_each_file_into, with_context, Opened};
 
 /// Between two reports: a blank line (the previous report ends with a line break), a rule and
 /// another blank line.
@@ -104,32 +103,21 @@ fn each_device(
     rules: &Rules,
     mut answer: impl FnMut(&mut BreakdownService, &Context<'_>, u32) -> Result<(), ViewError>,
 ) -> bool {
-    let analysed = &opened.analysed;
-    let now = || 0.0;
-    let categorised = Categorised::new(analysed, rules.clone(), &now)
-        .expect("the rules were compiled before any file was opened");
-    let cx = Context {
-        analysed,
-        categorised: &categorised,
-        now: &now,
-    };
-    let mut service = BreakdownService::default();
-    let devices = match device {
-        Some(d) => vec![d],
-        None => analysed.snapshot.device_ids(),
-    };
-    let mut ok = true;
-    for d in devices {
-        if let Err(error) = answer(&mut service, &cx, d) {
-            ok = false;
-            eprintln!(
-                "memsight: {}: {}",
-                path.display(),
-                format::problems::view_error(&error)
-            );
+    with_context(opened, rules, device, |cx, devices| {
+        let mut service = BreakdownService::default();
+        let mut ok = true;
+        for d in devices {
+            if let Err(error) = answer(&mut service, cx, d) {
+                ok = false;
+                eprintln!(
+                    "memsight: {}: {}",
+                    path.display(),
+                    format::problems::view_error(&error)
+                );
+            }
         }
-    }
-    ok
+        ok
+    })
 }
 
 /// The Markdown reports of one file's devices, separated.

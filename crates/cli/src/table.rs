@@ -12,16 +12,14 @@ use std::process::ExitCode;
 
 use memsight_core::analysis::categories::rules::Rules;
 use memsight_core::analysis::categories::{Component, Role};
-use memsight_core::breakdown::categorised::Categorised;
 use memsight_core::format::breakdown::{component_label, phase_label, role_label};
 use memsight_core::format::{self, table::cell};
-use memsight_core::service::Context;
 use memsight_core::table::groups::{every_group, share};
 use memsight_core::table::service::{Table, TableService};
 use memsight_core::table::{Column, Scope, Sort, TableQuery};
 use serde_json::{json, Map, Value};
 
-use crate::open::{for_each_file, Opened};
+use crate::open::{for_each_file, with_context, Opened};
 
 /// What is printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,54 +106,44 @@ fn tables_of(
     query: &TableQuery,
     output: Output,
 ) -> (String, bool) {
-    let analysed = &opened.analysed;
-    let now = || 0.0;
-    let categorised = Categorised::new(analysed, rules.clone(), &now)
-        .expect("the rules were compiled before any file was opened");
-    let cx = Context {
-        analysed,
-        categorised: &categorised,
-        now: &now,
-    };
-    let mut service = TableService::default();
-    let devices = match device {
-        Some(d) => vec![d],
-        None => analysed.snapshot.device_ids(),
-    };
-    let mut ok = true;
-    let mut text = String::new();
-    let mut json_devices = Map::new();
-    for d in devices {
-        let table = match service.table(&cx, d, query) {
-            Ok(table) => table,
-            Err(error) => {
+    with_context(opened, rules, device, |cx, devices| {
+        let mut service = TableService::default();
+        let mut ok = true;
+        let mut text = String::new();
+        let mut json_devices = Map::new();
+        for d in devices {
+            let table = match service.table(cx, d, query) {
+                Ok(table) => table,
+                Err(error) => {
+                    ok = false;
+                    say(path, &format::problems::view_error(&error));
+                    continue;
+                }
+            };
+            if let Some(problem) = table.problem {
                 ok = false;
-                say(path, &format::problems::view_error(&error));
+                say(path, problem);
                 continue;
             }
-        };
-        if let Some(problem) = table.problem {
-            ok = false;
-            say(path, problem);
-            continue;
-        }
-        match output {
-            Output::Csv => text.push_str(&csv(&table)),
-            Output::Json => {
-                json_devices.insert(d.to_string(), as_json(&table));
-            }
-            Output::Text { limit } => {
-                if !text.is_empty() {
-                    text.push('\n');
+            match output {
+                Output::Csv => text.push_str(&csv(&table)),
+                Output::Json => {
+                    json_devices.insert(d.to_string(), as_json(&table));
                 }
-                text.push_str(&as_text(path, d, query, &table, limit));
+                Output::Text { limit } => {
+                    if !text.is_empty() {
+                        text.push('\n');
+                    }
+                    text.push_str(&as_text(path, d, query, &table, limit));
+                }
             }
         }
-    }
-    if output == Output::Json {
-        text = json!({ "file": path.display().to_string(), "devices": json_devices }).to_string();
-    }
-    (text, ok)
+        if output == Output::Json {
+            text =
+                json!({ "file": path.display().to_string(), "devices": json_devices }).to_string();
+        }
+        (text, ok)
+    })
 }
 
 fn say(path: &Path, problem: &str) {
