@@ -7,7 +7,9 @@
 
 // The UI names the core's modules as `crate::…`.
 #[allow(unused_imports)]
-use memsight_core::{analysis, breakdown, format, model, overview, protocol, service, timeline};
+use memsight_core::{
+    analysis, breakdown, format, model, overview, protocol, service, table, timeline,
+};
 
 #[cfg(target_arch = "wasm32")]
 mod ui;

@@ -1,7 +1,9 @@
 //! What links the views of a file: the generation of the worker's categories (it changes
 //! when the user's rules do, and views that show categories ask again), the moment picked on
-//! the timeline, the highlighted category (lists narrow to it), the allocation a view asks the
-//! timeline to show, and the user's rules —
+//! the timeline, the highlighted category (lists and the table narrow to it), the allocation
+//! selected in any view (pinned on the timeline, the table's selected row), the allocation a
+//! view asks the timeline to show, what the timeline shows (the table's window scope) and
+//! searches for, and the user's rules —
 //! kept in `localStorage` (gloo's storage) for every file, sent to each file's worker.
 //!
 //! Names and colours of categories come from the core (`format::breakdown`, the painter's
@@ -18,6 +20,7 @@ use crate::analysis::categories::{Category, Component, Dimension, Role};
 use crate::format;
 use crate::protocol::{Answer, Request};
 use crate::timeline::raster::Style;
+use crate::timeline::AxisMode;
 
 /// Where the user's rules are kept.
 const RULES_KEY: &str = "memsight:rules";
@@ -37,6 +40,13 @@ pub struct CategoryView {
     /// The allocation another view asked the timeline to pin and show: its device and its
     /// element on that device's allocations timeline.
     pub shown: RwSignal<Option<(u32, u32)>>,
+    /// The allocation selected in any view: its device and its element on that device's
+    /// allocations timeline (pinned on the timeline, selected in the table).
+    pub selected: RwSignal<Option<(u32, u32)>>,
+    /// What the timeline shows: its axis and visible range.
+    pub window: RwSignal<Option<(AxisMode, f64, f64)>>,
+    /// The timeline's search (empty when none): the table filters by it too.
+    pub search: RwSignal<String>,
     /// The rules in use (as stored).
     pub rules: RwSignal<Rules>,
     /// Why the last rules sent were refused.
@@ -59,6 +69,9 @@ impl CategoryView {
             picked: RwSignal::new(None),
             highlight: RwSignal::new(None),
             shown: RwSignal::new(None),
+            selected: RwSignal::new(None),
+            window: RwSignal::new(None),
+            search: RwSignal::new(String::new()),
             rules: RwSignal::new(Rules::default()),
             rules_error: RwSignal::new(None),
             categorise_ms: RwSignal::new(None),
@@ -84,6 +97,13 @@ impl CategoryView {
     /// Asks `device`'s timeline to pin allocation `element` and bring it into view.
     pub fn show_on_timeline(self, device: u32, element: u32) {
         self.shown.set(Some((device, element)));
+    }
+
+    /// Selects allocation `element` of `device` in every view (nothing when already so).
+    pub fn select(self, selection: Option<(u32, u32)>) {
+        if self.selected.get_untracked() != selection {
+            self.selected.set(selection);
+        }
     }
 
     /// Sends `rules` to the worker; once it has categorised again, stores them and moves

@@ -40,6 +40,7 @@ mod panic_banner;
 mod perf;
 mod segmented;
 mod snapshot_view;
+mod table;
 mod theme;
 mod timeline;
 mod toolbar;

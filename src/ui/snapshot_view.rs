@@ -12,6 +12,7 @@ use super::categories::CategoryView;
 use super::device_picker::DevicePicker;
 use super::overview::{OverviewPanel, Warnings};
 use super::state::{AppState, FileId, Status};
+use super::table::TablePanel;
 use super::timeline::TimelinePanel;
 use crate::format;
 
@@ -102,6 +103,7 @@ pub fn SnapshotView(id: FileId, state: RwSignal<AppState>, actions: Actions) -> 
                 let timeline = move || timeline_shown.get().then(|| view! {
                     <TimelinePanel file=id device=device actions=actions categories=categories dark=dark />
                     <BreakdownPanel file=id device=device file_name=file_name.clone() actions=actions categories=categories dark=dark.into() />
+                    <TablePanel file=id device=device file_name=file_name.clone() actions=actions categories=categories />
                 });
                 match overview.get() {
                     None => view! { <p class="pending" aria-busy="true">"Preparing the overview…"</p> }.into_any(),

@@ -78,7 +78,7 @@ pub fn PinnedDetails(tl: Timeline) -> impl IntoView {
 }
 
 /// Frames not shown by default: folded or hidden.
-fn folded(frames: &[FrameText], anchor: Option<usize>) -> usize {
+pub fn folded(frames: &[FrameText], anchor: Option<usize>) -> usize {
     let classes: Vec<FrameClass> = frames.iter().map(|f| f.class).collect();
     let shown = rows(&classes, anchor)
         .iter()
@@ -95,14 +95,19 @@ fn folded(frames: &[FrameText], anchor: Option<usize>) -> usize {
     frames.len() - shown
 }
 
-fn anchor(top_frame_index: &Option<u32>) -> Option<usize> {
+/// The frame the stack is shown around: the one naming the allocation.
+pub fn anchor(top_frame_index: &Option<u32>) -> Option<usize> {
     top_frame_index.map(|i| i as usize)
 }
 
 /// A stack, innermost first: the user's code shown, framework runs folded behind a line each,
 /// noise hidden; everything shown with `show_all`.
 #[component]
-fn Stack(frames: Vec<FrameText>, anchor: Option<usize>, show_all: RwSignal<bool>) -> impl IntoView {
+pub fn Stack(
+    frames: Vec<FrameText>,
+    anchor: Option<usize>,
+    show_all: RwSignal<bool>,
+) -> impl IntoView {
     let opened = RwSignal::new(BTreeSet::<usize>::new());
     let classes: Vec<FrameClass> = frames.iter().map(|f| f.class).collect();
     let is_open = move |group: usize| opened.with(|o| o.contains(&group));

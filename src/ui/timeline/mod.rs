@@ -21,7 +21,7 @@ pub mod range;
 
 mod canvas;
 pub mod detail;
-mod details;
+pub mod details;
 pub mod folding;
 mod help;
 mod legend;
@@ -29,7 +29,7 @@ mod minimap;
 mod overlay;
 mod plot;
 mod toolbar;
-mod tooltip;
+pub mod tooltip;
 
 use leptos::prelude::*;
 use wasm_bindgen::JsValue;
@@ -731,6 +731,7 @@ impl Timeline {
 
     pub fn run_search(&self, query: String) {
         self.match_nth.set(0);
+        self.categories.search.set(query.clone());
         let request = TimelineRequest::Search {
             device: self.device,
             kind: self.kind.get_untracked(),
@@ -759,6 +760,7 @@ impl Timeline {
     }
 
     pub fn clear_search(&self) {
+        self.categories.search.set(String::new());
         self.pacing.update_value(|p| p.search.cancel());
         self.cancel_pending_elements();
         self.search.set(None);
@@ -910,6 +912,58 @@ pub fn TimelinePanel(
             .and_then(|d| d.get_element_by_id("timeline"))
         {
             root.scroll_into_view();
+        }
+    });
+    // The pinned allocation is the one selected in every view; an allocation selected in
+    // another view (a table row) is pinned here, without moving the page.
+    Effect::new(move |_| {
+        let pinned = tl.pinned.with(|p| {
+            p.as_ref()
+                .map(|d| (d.kind == TimelineKind::Allocations).then_some(d.index))
+        });
+        match pinned {
+            Some(Some(element)) => categories.select(Some((device, element))),
+            Some(None) => {}
+            None => {
+                if categories
+                    .selected
+                    .get_untracked()
+                    .is_some_and(|(d, _)| d == device)
+                {
+                    categories.select(None);
+                }
+            }
+        }
+    });
+    Effect::new(move |mounted: Option<()>| {
+        let selected = categories.selected.get();
+        if mounted.is_none() {
+            return;
+        }
+        let pinned = tl.pinned.with_untracked(|p| {
+            p.as_ref()
+                .filter(|d| d.kind == TimelineKind::Allocations)
+                .map(|d| d.index)
+        });
+        match selected {
+            Some((for_device, element)) if for_device == device && pinned != Some(element) => {
+                if tl.kind.get_untracked() != TimelineKind::Allocations {
+                    tl.kind.set(TimelineKind::Allocations);
+                    request_animation_frame(move || tl.pin_allocation(element));
+                } else {
+                    tl.pin_allocation(element);
+                }
+            }
+            None if pinned.is_some() => tl.unpin(),
+            _ => {}
+        }
+    });
+    // What the timeline shows is the table's "window" scope.
+    Effect::new(move |_| {
+        let range = tl.range.get();
+        let mode = tl.mode.get();
+        if tl.info.with(Option::is_some) {
+            categories.window.set(Some((mode, range.x0, range.x1)));
         }
     });
     // A category picked in another view (a chart, a legend) shows on the timeline: colour by

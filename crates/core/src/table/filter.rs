@@ -166,3 +166,64 @@ pub fn select(rows: &Rows<'_>, scope: Scope, filter: &Filter) -> Result<Selectio
     }
     Ok(selection)
 }
+
+/// Reads a byte count: `1048576`, `512 KiB`, `1.5 MiB`, `2G` (binary units); empty is none.
+pub fn parse_bytes(text: &str) -> Result<Option<u64>, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number
+        .parse()
+        .map_err(|_| format!("'{text}' is not a size: say 1048576, 512 KiB or 1.5 MiB"))?;
+    let scale = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1u64,
+        "k" | "kib" | "kb" => 1 << 10,
+        "m" | "mib" | "mb" => 1 << 20,
+        "g" | "gib" | "gb" => 1 << 30,
+        "t" | "tib" | "tb" => 1 << 40,
+        other => {
+            return Err(format!(
+                "'{other}' is not a unit: say B, KiB, MiB, GiB or TiB"
+            ))
+        }
+    };
+    Ok(Some((number * scale as f64).round() as u64))
+}
+
+/// Reads a stream: `0x7f…` or a decimal number; empty is none.
+pub fn parse_stream(text: &str) -> Result<Option<u64>, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let parsed = match text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => text.parse(),
+    };
+    parsed
+        .map(Some)
+        .map_err(|_| format!("'{text}' is not a stream: say 0x… or a number"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_streams_read_as_people_write_them() {
+        assert_eq!(parse_bytes(""), Ok(None));
+        assert_eq!(parse_bytes("1048576"), Ok(Some(1 << 20)));
+        assert_eq!(parse_bytes("512 KiB"), Ok(Some(512 << 10)));
+        assert_eq!(parse_bytes("1.5MiB"), Ok(Some(3 << 19)));
+        assert_eq!(parse_bytes("2G"), Ok(Some(2 << 30)));
+        assert!(parse_bytes("lots").is_err());
+        assert!(parse_bytes("3 parsecs").is_err());
+        assert_eq!(parse_stream("0x1f"), Ok(Some(31)));
+        assert_eq!(parse_stream(""), Ok(None));
+    }
+}

@@ -14,6 +14,8 @@ use super::groups::{group, line_of, path_to, share, window, Line, Opened, Tree};
 use super::{GroupBy, Scope, Sort, TableQuery};
 use crate::format::table::{groups_csv, rows_csv};
 use crate::service::{Context, Reply, Service, ViewError};
+use crate::timeline::axis::Axis;
+use crate::timeline::elements::AllocationElements;
 
 /// Most lines one answer lists.
 pub const MAX_LINES: u32 = 2000;
@@ -30,8 +32,9 @@ pub enum TableRequest {
 }
 
 /// Lines `first..first + count` of the table `query` chooses, with the groups of `open` (paths
-/// of keys) opened. With `reveal` (an allocation), the groups holding it are opened too and
-/// the window moves to show its row.
+/// of keys) opened. With `reveal` (an allocation, by its element index on the allocations
+/// timeline, as a pin names it), the groups holding it are opened too and the window moves to
+/// show its row.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ViewRequest {
     pub device: u32,
@@ -96,6 +99,8 @@ pub struct TableView {
     pub problem: Option<String>,
     /// The state a moment's scope stands for.
     pub state: Option<u32>,
+    /// The time of the trace's first event, which times are shown from.
+    pub time_origin_us: Option<i64>,
     pub compute_ms: f64,
 }
 
@@ -268,7 +273,8 @@ impl TableService {
         let mut open: Opened = open.into_iter().collect();
         let mut first = first;
         let mut revealed = None;
-        if let Some(allocation) = reveal {
+        if let Some(element) = reveal {
+            let allocation = AllocationElements::new(rows.facts).allocation_index(element) as u32;
             revealed = match &last.tree {
                 None => last
                     .sorted
@@ -322,6 +328,7 @@ impl TableService {
             revealed,
             problem: last.problem.clone(),
             state,
+            time_origin_us: Axis::known(&rows.device.trace, rows.columns.has_time).time_of_state(0),
             compute_ms: (cx.now)() - start,
         })
     }
@@ -731,7 +738,8 @@ mod tests {
             group_by: Some(GroupBy::Module),
             ..TableQuery::default()
         };
-        // Allocation 2 is the second call's attention (0x3000).
+        // Allocation 2 is the second call's attention (0x3000); with nothing from before the
+        // trace, its element index is the same.
         let view = f.view(&mut service, q.clone(), vec![], Some(2));
         let line = view.revealed.unwrap();
         match &view.lines[line as usize] {

@@ -1,0 +1,210 @@
+//! The table's header (click a column to sort by it, again to reverse) and its lines,
+//! virtualised: a scroll box as tall as every line would be, holding only the lines the worker
+//! sent for the part in view. Arrow keys move the selection; Enter opens or closes a group.
+
+use leptos::prelude::*;
+use web_sys::KeyboardEvent;
+
+use super::{TableState, LINE_HEIGHT};
+use crate::format;
+use crate::format::breakdown::{component_label, phase_label, role_label};
+use crate::table::columns::TableRow;
+use crate::table::groups::{GroupLine, Line};
+use crate::table::{Column, Sort};
+use crate::ui::timeline::tooltip::when;
+
+/// Columns as the header shows them.
+const COLUMNS: [(Column, &str); 11] = [
+    (Column::Size, "Size"),
+    (Column::Requested, "Requested"),
+    (Column::Address, "Address"),
+    (Column::Stream, "Stream"),
+    (Column::Role, "Role"),
+    (Column::Component, "Component"),
+    (Column::Phase, "Phase"),
+    (Column::Allocated, "Allocated"),
+    (Column::Freed, "Freed"),
+    (Column::Lifetime, "Lifetime"),
+    (Column::TopFrame, "Made by"),
+];
+
+#[component]
+pub fn Grid(table: TableState) -> impl IntoView {
+    let header = COLUMNS
+        .into_iter()
+        .map(|(column, label)| {
+            let sorted = move || table.sort.with(|s| (s.column == column).then_some(s.descending));
+            view! {
+                <div role="columnheader" class="th" data-column=column.key()
+                    aria-sort=move || match sorted() { Some(true) => "descending", Some(false) => "ascending", None => "none" }>
+                    <button type="button" class="sort-button" id=format!("table-sort-{}", column.key())
+                        on:click=move |_| {
+                            let current = table.sort.get_untracked();
+                            // Sizes and times read best largest or latest first; text A to Z.
+                            let descending = if current.column == column {
+                                !current.descending
+                            } else {
+                                column != Column::TopFrame
+                            };
+                            table.sort.set(Sort { column, descending });
+                        }>
+                        {label}
+                        {move || match sorted() { Some(true) => " ▾", Some(false) => " ▴", None => "" }}
+                    </button>
+                </div>
+            }
+        })
+        .collect_view();
+    let line_count = move || {
+        table.view.with(|v| {
+            v.as_ref()
+                .and_then(|v| v.as_ref().ok())
+                .map_or(0, |v| v.line_count)
+        })
+    };
+    let lines = move || {
+        table.view.with(|v| {
+            let Some(Ok(v)) = v else {
+                return Vec::new();
+            };
+            let origin = v.time_origin_us.map(|t| t as f64);
+            v.lines
+                .iter()
+                .enumerate()
+                .map(|(k, line)| {
+                    let at = v.first + k as u64;
+                    match line {
+                        Line::Group(group) => group_line(table, group.clone(), at).into_any(),
+                        Line::Row { depth, row } => {
+                            row_line(table, row.clone(), *depth, at, origin).into_any()
+                        }
+                    }
+                })
+                .collect::<Vec<_>>()
+        })
+    };
+    let on_key = move |event: KeyboardEvent| {
+        let step: i64 = match event.key().as_str() {
+            "ArrowDown" => 1,
+            "ArrowUp" => -1,
+            "Enter" => {
+                table.toggle_selected_group();
+                return;
+            }
+            _ => return,
+        };
+        event.prevent_default();
+        table.move_selection(step);
+    };
+    view! {
+        <div class="table-grid" role="table" aria-label="Allocations" aria-rowcount=move || line_count().to_string()>
+            <div class="tr header" role="row">{header}</div>
+            <div class="table-scroll" node_ref=table.scroller tabindex="0" id="table-scroll"
+                style:height=format!("{}px", LINE_HEIGHT * super::LINES_SHOWN as f64)
+                on:scroll=move |_| table.scrolled()
+                on:keydown=on_key>
+                <div class="table-space" role="rowgroup" style:height=move || format!("{}px", line_count() as f64 * LINE_HEIGHT)>
+                    {lines}
+                </div>
+                {move || (line_count() == 0 && table.view.with(|v| matches!(v, Some(Ok(_))))).then(|| view! {
+                    <p class="hint table-empty" id="table-empty">"No allocation matches."</p>
+                })}
+            </div>
+        </div>
+    }
+}
+
+fn top(at: u64) -> String {
+    format!("{}px", at as f64 * LINE_HEIGHT)
+}
+
+fn group_line(table: TableState, group: GroupLine, at: u64) -> impl IntoView {
+    let path = group.path.clone();
+    let selected = move || table.focused_group.with(|f| f.as_ref() == Some(&path));
+    let path = group.path.clone();
+    let toggle_path = group.path.clone();
+    let share = (group.share * 100.0).clamp(0.0, 100.0);
+    view! {
+        <div class="tr group" role="row" style:top=top(at)
+            data-line=at.to_string()
+            data-path=group.path.join("/")
+            data-depth=group.depth.to_string()
+            data-count=group.count.to_string()
+            data-requested-bytes=group.requested_bytes.to_string()
+            data-size-bytes=group.size_bytes.to_string()
+            data-occurrences=group.occurrences.to_string()
+            aria-expanded=group.open.to_string()
+            aria-selected=move || selected().to_string()
+            on:click=move |_| {
+                table.focused_group.set(Some(path.clone()));
+                table.toggle(toggle_path.clone());
+            }>
+            <div class="td num" role="cell" title=format!("{} bytes in blocks", format::count(group.size_bytes))>{format::bytes(group.size_bytes)}</div>
+            <div class="td num" role="cell" title=format!("{} bytes requested", format::count(group.requested_bytes))>{format::bytes(group.requested_bytes)}</div>
+            <div class="td share" role="cell" title="Share of the scope's requested bytes">
+                <span class="share-bar" style:width=format!("{share:.1}%")></span>
+                <span class="share-text">{format::percent_ppm((group.share * 1e6).round() as u64)}</span>
+            </div>
+            <div class="td group-label" role="cell" style:padding-left=format!("{}em", group.depth as f64 * 1.2)>
+                <span class="disclosure" aria-hidden="true">{if group.open { "▾ " } else { "▸ " }}</span>
+                <span class="group-name" class:user=group.user title=group.label.clone()>{group.label.clone()}</span>
+                <span class="group-count">{format!(" · {} allocation{}", format::count(group.count as u64), if group.count == 1 { "" } else { "s" })}</span>
+            </div>
+        </div>
+    }
+}
+
+fn row_line(
+    table: TableState,
+    row: TableRow,
+    depth: u32,
+    at: u64,
+    origin: Option<f64>,
+) -> impl IntoView {
+    let element = row.index;
+    let selected = move || {
+        table
+            .selected
+            .with(|s| s.as_ref().is_some_and(|r| r.index == element))
+    };
+    let event = |e: Option<u32>, time: Option<i64>, none: &str| match e {
+        Some(e) => when(Some(e + 1), time, origin),
+        None => none.to_string(),
+    };
+    let lifetime = match row.lifetime_us {
+        Some(us) => format!(
+            "{} events, {}",
+            format::count(row.lifetime_events as u64),
+            format::duration_us(us.max(0) as u64)
+        ),
+        None => format!("{} events", format::count(row.lifetime_events as u64)),
+    };
+    let frame = row.top_frame.clone().unwrap_or_else(|| "(no frame)".into());
+    let chosen = row.clone();
+    view! {
+        <div class="tr row" role="row" style:top=top(at)
+            data-line=at.to_string()
+            data-allocation=row.allocation.to_string()
+            data-element=row.index.to_string()
+            data-size-bytes=row.size_bytes.to_string()
+            data-requested-bytes=row.requested_bytes.to_string()
+            data-address=row.address.to_string()
+            data-role=row.role.key()
+            data-component=row.component.key()
+            aria-selected=move || selected().to_string()
+            on:click=move |_| table.select(chosen.clone())>
+            <div class="td num" role="cell" title=format!("{} bytes in the block", format::count(row.size_bytes))
+                style:padding-left=format!("{}em", depth as f64 * 1.2)>{format::bytes(row.size_bytes)}</div>
+            <div class="td num" role="cell" title=format!("{} bytes requested", format::count(row.requested_bytes))>{format::bytes(row.requested_bytes)}</div>
+            <div class="td mono" role="cell">{format!("{:#x}", row.address)}</div>
+            <div class="td mono" role="cell">{format!("{:#x}", row.stream)}</div>
+            <div class="td" role="cell" title=role_label(row.role)>{role_label(row.role)}</div>
+            <div class="td" role="cell" title=component_label(row.component)>{component_label(row.component)}</div>
+            <div class="td" role="cell">{row.phase.map_or("before the trace", phase_label)}</div>
+            <div class="td" role="cell">{event(row.alloc_event, row.alloc_time_us, "before the trace")}</div>
+            <div class="td" role="cell">{event(row.free_event, row.free_time_us, "alive at the end")}</div>
+            <div class="td" role="cell">{lifetime}</div>
+            <div class="td frame-cell" role="cell" class:user=row.top_frame_is_user title=frame.clone()>{format::shorten_middle(&frame, 90)}</div>
+        </div>
+    }
+}
