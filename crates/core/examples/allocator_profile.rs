@@ -72,8 +72,12 @@ fn main() {
         let took = ms(start);
         times.push(took);
         let json = serde_json::to_vec(&answer).expect("serialisable").len();
+        let start = Instant::now();
+        let summary = history.summary_at(facts, state);
+        let summary_took = ms(start);
+        let summary_json = serde_json::to_vec(&summary).expect("serialisable").len();
         println!(
-            "{state:>10} {took:>9.2} {:>9} {:>9} {json:>11}",
+            "{state:>10} {took:>9.2} {:>9} {:>9} {json:>11} {summary_took:>11.2} {summary_json:>13}",
             answer.segments.len(),
             answer.totals.blocks
         );

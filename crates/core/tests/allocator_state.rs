@@ -88,6 +88,13 @@ fn check_device(name: &str, analysed: &Analysed, position: usize) -> String {
             history.replayed_state_at(&analysed.snapshot, device, facts, state),
             "{context}: state {state} indexed and walked"
         );
+        let mut summary = answer.clone();
+        summary.segments.iter_mut().for_each(|s| s.blocks.clear());
+        assert_eq!(
+            history.summary_at(facts, state),
+            summary,
+            "{context}: summary at {state}"
+        );
         let reserved = facts.reserved_after(state.checked_sub(1));
         let requested = facts.allocated_at(state);
         if unreconciled.total() == 0 {

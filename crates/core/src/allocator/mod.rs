@@ -143,6 +143,13 @@ pub struct SegmentState {
     pub totals: Totals,
 }
 
+/// How much an answer lists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Detail {
+    Blocks,
+    Totals,
+}
+
 /// The allocator's memory at one state (state `r + 1` is after trace row `r`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AllocatorState {
@@ -260,9 +267,19 @@ impl AllocatorHistory {
         }
     }
 
-    /// The allocator's memory at `state` (past the last state: the last). `facts` are those
-    /// it was built with.
+    /// The allocator's memory at `state` (past the last state: the last), every block
+    /// listed. `facts` are those it was built with.
     pub fn state_at(&self, facts: &DeviceFacts, state: u32) -> AllocatorState {
+        self.answer(facts, state, Detail::Blocks)
+    }
+
+    /// The same totals as [`Self::state_at`], per segment and overall, without listing blocks
+    /// (segments' `blocks` are empty): a small answer where a state holds ~100k blocks.
+    pub fn summary_at(&self, facts: &DeviceFacts, state: u32) -> AllocatorState {
+        self.answer(facts, state, Detail::Totals)
+    }
+
+    fn answer(&self, facts: &DeviceFacts, state: u32, detail: Detail) -> AllocatorState {
         let state = state.min(self.last_state);
         let mut segments = Vec::new();
         self.segments
@@ -286,7 +303,7 @@ impl AllocatorHistory {
             .collect();
         held.sort_unstable_by_key(|&(address, _, _)| address);
         let segments = segments.into_iter().map(|v| (v.address, v.size, v.info));
-        self.assemble(facts, state, segments, held)
+        self.assemble(facts, state, segments, held, detail)
     }
 
     /// The same answer as [`Self::state_at`], by walking the trace from the end to `state`
@@ -312,7 +329,7 @@ impl AllocatorHistory {
             .into_iter()
             .map(|(address, b)| (address, b.size, b.allocation))
             .collect();
-        self.assemble(facts, state, segments, held)
+        self.assemble(facts, state, segments, held, Detail::Blocks)
     }
 
     fn kind(&self, facts: &DeviceFacts, allocation: u32, state: u32) -> BlockKind {
@@ -341,6 +358,7 @@ impl AllocatorHistory {
         state: u32,
         segments: impl Iterator<Item = (u64, u64, SegmentInfo)>,
         held: Vec<(u64, u64, u32)>,
+        detail: Detail,
     ) -> AllocatorState {
         let mut held = held.into_iter().peekable();
         let mut totals = Totals::default();
@@ -348,7 +366,16 @@ impl AllocatorHistory {
         for (address, size, info) in segments {
             let end = address + size;
             let mut blocks = Vec::new();
-            let mut at = address;
+            let mut segment_totals = Totals {
+                segments: 1,
+                ..Totals::default()
+            };
+            let mut keep = |block: BlockView| {
+                segment_totals.add_block(&block);
+                if detail == Detail::Blocks {
+                    blocks.push(block);
+                }
+            };
             let free = |from: u64, to: u64| BlockView {
                 address: from,
                 size: to - from,
@@ -356,6 +383,7 @@ impl AllocatorHistory {
                 requested: 0,
                 allocation: None,
             };
+            let mut at = address;
             while let Some(&(block_address, block_size, allocation)) = held.peek() {
                 if block_address >= end {
                     break;
@@ -365,9 +393,9 @@ impl AllocatorHistory {
                     continue; // never happens: the walk keeps blocks inside segments
                 }
                 if block_address > at {
-                    blocks.push(free(at, block_address));
+                    keep(free(at, block_address));
                 }
-                blocks.push(BlockView {
+                keep(BlockView {
                     address: block_address,
                     size: block_size,
                     kind: self.kind(facts, allocation, state),
@@ -377,14 +405,7 @@ impl AllocatorHistory {
                 at = block_address + block_size;
             }
             if at < end {
-                blocks.push(free(at, end));
-            }
-            let mut segment_totals = Totals {
-                segments: 1,
-                ..Totals::default()
-            };
-            for block in &blocks {
-                segment_totals.add_block(block);
+                keep(free(at, end));
             }
             segment_totals.finish();
             totals.add(&segment_totals);
@@ -559,6 +580,9 @@ mod tests {
             }
         }
         let last = history.state_at(facts, history.last_state());
+        let mut summary = last.clone();
+        summary.segments.iter_mut().for_each(|s| s.blocks.clear());
+        assert_eq!(history.summary_at(facts, history.last_state()), summary);
         let blocks: Vec<(u64, u64, BlockState)> = last
             .segments
             .iter()
