@@ -4,13 +4,13 @@
 //! cached free memory and fragmentation.
 //!
 //! The final segments are the ground truth: the answer at the last state equals them exactly.
-//! Earlier states come from undoing the trace from there ([`walk`]); block sizes the trace does
+//! Earlier states come from undoing the trace from there (`walk`); block sizes the trace does
 //! not record are estimated with PyTorch's rules ([`rules`]). Where the trace cannot be
 //! reconciled with the segments (a wrapped ring buffer, lost events) the events that could not
 //! be applied are counted ([`Unreconciled`]) and every answer stays well-formed: blocks never
 //! overlap and never leave their segment. Any state is answered from an interval index
-//! ([`AllocatorHistory`]) without walking again. Not the place for choosing words, drawing, or
-//! which state to show.
+//! ([`AllocatorHistory::state_at`], or [`AllocatorHistory::summary_at`] for the totals alone)
+//! without walking again. Not the place for choosing words, drawing, or which state to show.
 
 mod heap;
 pub mod rules;
