@@ -13,6 +13,7 @@
 //! - [`format`] turns numbers and typed facts into words and human units for the page and the
 //!   command line alike.
 
+pub mod allocator;
 pub mod analysis;
 pub mod breakdown;
 pub mod decode;
