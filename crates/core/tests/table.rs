@@ -9,7 +9,9 @@ use common::*;
 use memsight_core::protocol::{Answer, Request};
 use memsight_core::session::Session;
 use memsight_core::table::groups::Line;
-use memsight_core::table::service::{TableAnswer, TableRequest, TableView, ViewRequest};
+use memsight_core::table::service::{
+    AllocatorRequest, TableAnswer, TableRequest, TableView, ViewRequest,
+};
 use memsight_core::table::{GroupBy, Scope, TableQuery};
 
 /// A 24-layer model's inference (`medium` of the CS336 assignment).
@@ -204,4 +206,74 @@ fn the_csv_lists_every_row_with_requested_and_block_sizes() {
     assert!(rows
         .iter()
         .all(|r| r[size].parse::<u64>().unwrap() >= r[requested].parse::<u64>().unwrap()));
+}
+
+#[test]
+fn block_sizes_at_the_end_are_the_final_segments_blocks_and_the_allocator_state_follows() {
+    for path in real_fixture_files() {
+        let name = file_name(&path);
+        let Some(mut session) = load_session(&path) else {
+            continue;
+        };
+        let devices: Vec<(u32, std::collections::HashMap<u64, u64>, usize, u64)> = {
+            let analysed = session.analysed().unwrap();
+            analysed
+                .snapshot
+                .devices
+                .iter()
+                .zip(&analysed.facts)
+                .map(|(d, f)| {
+                    let blocks = d
+                        .blocks
+                        .iter()
+                        .filter(|b| b.state.is_allocated())
+                        .map(|b| (b.address, b.size))
+                        .collect();
+                    (
+                        d.id,
+                        blocks,
+                        d.segments.len(),
+                        f.reserved_after(d.trace.len().checked_sub(1).map(|r| r as u32)),
+                    )
+                })
+                .collect()
+        };
+        for (device, blocks, segments, reserved) in devices {
+            let query = TableQuery {
+                scope: Scope::End,
+                ..TableQuery::default()
+            };
+            let end = view(&mut session, device, query, vec![]);
+            for line in &end.lines {
+                let Line::Row { row, .. } = line else {
+                    continue;
+                };
+                if let Some(&size) = blocks.get(&row.address) {
+                    assert_eq!(row.size_bytes, size, "{name} {device} {:#x}", row.address);
+                }
+            }
+            let request = TableRequest::Allocator(AllocatorRequest {
+                device,
+                state: Some(u32::MAX),
+                first_segment: 0,
+                segment_count: 10,
+            });
+            let Ok(reply) = session.answer(Request::Table(request), &|| 0.0) else {
+                panic!("{name} {device}: no allocator state");
+            };
+            let Answer::Table(TableAnswer::Allocator(state)) = reply.answer else {
+                panic!("{name} {device}: not an allocator state");
+            };
+            assert_eq!(state.segment_count as usize, segments, "{name} {device}");
+            assert_eq!(state.totals.reserved, reserved, "{name} {device}");
+            assert!(state.segments.len() <= 10);
+            for segment in &state.segments {
+                let covered: u64 = segment.blocks.iter().map(|b| b.size).sum();
+                assert_eq!(
+                    covered, segment.size,
+                    "{name} {device}: blocks cover their segment"
+                );
+            }
+        }
+    }
 }

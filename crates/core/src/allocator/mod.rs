@@ -250,8 +250,17 @@ impl AllocatorHistory {
     /// with `facts`, its replay.
     pub fn new(snapshot: &Snapshot, device: &Device, facts: &DeviceFacts) -> Self {
         let walk = Walk::new(snapshot, device, facts);
-        let (sizes, heap, unreconciled, size_check) = walk.reconstruct();
+        let (mut sizes, heap, unreconciled, size_check) = walk.reconstruct();
         let log = heap.log.unwrap_or_default();
+        // A block no walk could place (outside every segment of a trace that does not
+        // reconcile) has no fitted size: it is the request as the allocator rounds it.
+        for ((size, &(lo, hi)), allocation) in
+            sizes.iter_mut().zip(&log.blocks).zip(&facts.allocations)
+        {
+            if lo >= hi {
+                *size = walk.rules.round(allocation.size);
+            }
+        }
         let segment_states: Vec<(u32, u32)> = log.segments.iter().map(|v| (v.lo, v.hi)).collect();
         AllocatorHistory {
             last_state: walk.rows(),

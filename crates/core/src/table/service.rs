@@ -12,6 +12,7 @@ use super::columns::{DeviceColumns, Rows};
 use super::filter::{scope_states, select, ScopeStates, Selection};
 use super::groups::{group, line_of, path_to, share, window, Line, Opened, Tree};
 use super::{GroupBy, Scope, Sort, TableQuery};
+use crate::allocator::{AllocatorHistory, SegmentState, Totals};
 use crate::format::table::{groups_csv, rows_csv};
 use crate::service::{Context, Reply, Service, ViewError};
 use crate::timeline::axis::Axis;
@@ -19,6 +20,8 @@ use crate::timeline::elements::AllocationElements;
 
 /// Most lines one answer lists.
 pub const MAX_LINES: u32 = 2000;
+/// Most segments (with their blocks) one allocator answer lists.
+pub const MAX_SEGMENTS: u32 = 500;
 
 /// What the tables ask for.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -29,6 +32,46 @@ pub enum TableRequest {
     /// The whole table as CSV (every row, or every group when grouped), sent beside the
     /// answer as UTF-8 bytes.
     Csv { device: u32, query: TableQuery },
+    /// The allocator's segments and blocks at a state.
+    Allocator(AllocatorRequest),
+}
+
+/// The allocator's memory at `state` (the peak when `None`): totals over every segment, and
+/// the segments `first_segment..first_segment + segment_count` (by address) with their blocks.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AllocatorRequest {
+    pub device: u32,
+    #[serde(default)]
+    pub state: Option<u32>,
+    #[serde(default)]
+    pub first_segment: u32,
+    pub segment_count: u32,
+}
+
+/// The allocator's memory at one state, with a window of its segments.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AllocatorView {
+    pub device: u32,
+    pub state: u32,
+    /// States of the run: `0..=states - 1`.
+    pub states: u32,
+    pub peak_state: u32,
+    /// The event the state follows (`None` for state 0) and its time.
+    pub event: Option<u32>,
+    pub time_us: Option<i64>,
+    pub time_origin_us: Option<i64>,
+    /// Over every segment.
+    pub totals: Totals,
+    /// Events of the trace that could not be reconciled with the final segments.
+    pub unreconciled: u32,
+    pub segment_count: u32,
+    pub first_segment: u32,
+    /// The largest segment of the state (what the drawing scales to).
+    pub largest_segment: u64,
+    pub segments: Vec<SegmentState>,
+    /// Milliseconds spent reconstructing the allocator's history (the first time only).
+    pub build_ms: f64,
+    pub compute_ms: f64,
 }
 
 /// Lines `first..first + count` of the table `query` chooses, with the groups of `open` (paths
@@ -52,6 +95,7 @@ pub struct ViewRequest {
 pub enum TableAnswer {
     View(Box<TableView>),
     Csv(CsvExport),
+    Allocator(Box<AllocatorView>),
 }
 
 impl TableAnswer {
@@ -59,6 +103,7 @@ impl TableAnswer {
         match self {
             TableAnswer::View(_) => "table view",
             TableAnswer::Csv(_) => "table CSV",
+            TableAnswer::Allocator(_) => "allocator state",
         }
     }
 }
@@ -140,6 +185,9 @@ struct Computed {
 #[derive(Default)]
 pub struct TableService {
     columns: FxHashMap<u32, DeviceColumns>,
+    /// The allocator's reconstructed history per device: block sizes for the rows, and the
+    /// state at any moment.
+    histories: FxHashMap<u32, AllocatorHistory>,
     last: Option<Computed>,
 }
 
@@ -157,17 +205,19 @@ impl TableService {
             .ok_or(ViewError::NoSuchDevice { device })?;
         let dev = &cx.analysed.snapshot.devices[position];
         let facts = &cx.analysed.facts[position];
-        let columns = self
-            .columns
+        self.columns
             .entry(device)
             .or_insert_with(|| DeviceColumns::new(&cx.analysed.snapshot, dev, facts));
+        self.histories
+            .entry(device)
+            .or_insert_with(|| AllocatorHistory::new(&cx.analysed.snapshot, dev, facts));
         let rows = Rows {
             snapshot: &cx.analysed.snapshot,
             device: dev,
             facts,
             categories: cx.categorised.device(position),
-            columns,
-            block_sizes: None,
+            columns: &self.columns[&device],
+            block_sizes: Some(self.histories[&device].block_sizes()),
         };
         let generation = cx.categorised.generation();
         let same_rows = self.last.as_ref().is_some_and(|c| {
@@ -252,8 +302,60 @@ impl TableService {
             facts: &cx.analysed.facts[position],
             categories: cx.categorised.device(position),
             columns: &self.columns[&device],
-            block_sizes: None,
+            block_sizes: self.histories.get(&device).map(|h| h.block_sizes()),
         }
+    }
+
+    /// The allocator's memory at a state, with a window of its segments.
+    fn allocator(
+        &mut self,
+        cx: &Context<'_>,
+        request: AllocatorRequest,
+    ) -> Result<AllocatorView, ViewError> {
+        let AllocatorRequest {
+            device,
+            state,
+            first_segment,
+            segment_count,
+        } = request;
+        let (dev, facts) = cx
+            .analysed
+            .device_facts(device)
+            .ok_or(ViewError::NoSuchDevice { device })?;
+        let start = (cx.now)();
+        let history = self
+            .histories
+            .entry(device)
+            .or_insert_with(|| AllocatorHistory::new(&cx.analysed.snapshot, dev, facts));
+        let build_ms = (cx.now)() - start;
+        let peak_state = facts.peak_allocated.row.map_or(0, |r| r + 1);
+        let state = state.unwrap_or(peak_state).min(history.last_state());
+        let whole = history.state_at(facts, state);
+        let largest_segment = whole.segments.iter().map(|s| s.size).max().unwrap_or(0);
+        let segment_count_all = whole.segments.len() as u32;
+        let first = first_segment.min(segment_count_all);
+        let end = first
+            .saturating_add(segment_count.min(MAX_SEGMENTS))
+            .min(segment_count_all);
+        let segments = whole.segments[first as usize..end as usize].to_vec();
+        let axis = Axis::new(&dev.trace);
+        Ok(AllocatorView {
+            device,
+            state,
+            states: dev.trace.len() as u32 + 1,
+            peak_state,
+            event: state.checked_sub(1),
+            time_us: (state > 0).then(|| axis.time_of_state(state)).flatten(),
+            time_origin_us: axis.time_of_state(0),
+            totals: whole.totals,
+            unreconciled: whole.unreconciled.total(),
+            segment_count: segment_count_all,
+            first_segment: first,
+            largest_segment,
+            segments,
+            build_ms,
+            compute_ms: (cx.now)() - start,
+        })
     }
 
     fn view(&mut self, cx: &Context<'_>, request: ViewRequest) -> Result<TableView, ViewError> {
@@ -365,6 +467,9 @@ impl Service for TableService {
             TableRequest::View(request) => self
                 .view(cx, request)
                 .map(|v| TableAnswer::View(Box::new(v)).into()),
+            TableRequest::Allocator(request) => self
+                .allocator(cx, request)
+                .map(|v| TableAnswer::Allocator(Box::new(v)).into()),
             TableRequest::Csv { device, query } => {
                 let (text, rows) = self.csv(cx, device, &query)?;
                 let bytes = text.into_bytes();
