@@ -25,6 +25,7 @@ pub mod requests;
 pub mod state;
 
 mod actions;
+mod allocator;
 mod app;
 mod breakdown;
 mod categories;

@@ -7,6 +7,7 @@
 use leptos::prelude::*;
 
 use super::actions::Actions;
+use super::allocator::AllocatorPanel;
 use super::breakdown::BreakdownPanel;
 use super::categories::CategoryView;
 use super::device_picker::DevicePicker;
@@ -104,6 +105,7 @@ pub fn SnapshotView(id: FileId, state: RwSignal<AppState>, actions: Actions) -> 
                     <TimelinePanel file=id device=device actions=actions categories=categories dark=dark />
                     <BreakdownPanel file=id device=device file_name=file_name.clone() actions=actions categories=categories dark=dark.into() />
                     <TablePanel file=id device=device file_name=file_name.clone() actions=actions categories=categories />
+                    <AllocatorPanel file=id device=device actions=actions categories=categories dark=dark.into() />
                 });
                 match overview.get() {
                     None => view! { <p class="pending" aria-busy="true">"Preparing the overview…"</p> }.into_any(),

@@ -3,7 +3,8 @@
 // scope, sort and filter tried; scrolling a virtualised table brings its last lines; grouping
 // by model module folds the 24 layers into one group that opens to 24 equal calls; a selected
 // row is pinned on the timeline and an allocation pinned elsewhere is selected in the table; a
-// category picked in a legend filters it; the CSV download holds every row.
+// category picked in a legend filters it; the CSV download holds every row. The allocator's
+// state follows the keys and the timeline, and at the end holds the final segments.
 //
 // Run with `./x test` (which builds dist/ and the command line first) or
 // `node --test tests/e2e/table.test.mjs`.
@@ -212,6 +213,49 @@ describe('the allocations table of a 24-layer model', { skip }, () => {
       assert.equal(sum(requested), t.requested_bytes);
       assert.equal(sum(size), t.size_bytes);
       await page.waitForSelector('#table-csv-status');
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('shows the allocator\'s state at any moment, the final segments at the end', async () => {
+    const { context, page, errors } = await open();
+    try {
+      await page.waitForSelector('#allocator-state[data-ready="true"]', { timeout: WAIT });
+      const allocator = () => page.$eval('#allocator-state', (e) => ({
+        state: Number(e.dataset.state), states: Number(e.dataset.states), reserved: Number(e.dataset.reserved),
+        allocated: Number(e.dataset.allocated), requested: Number(e.dataset.requested), segments: Number(e.dataset.segments),
+        answers: Number(e.dataset.answers),
+      }));
+      const next = async (act) => {
+        const before = (await allocator()).answers;
+        await act();
+        await page.waitForFunction((b) => Number(document.querySelector('#allocator-state').dataset.answers) > b, before, { timeout: WAIT });
+        return allocator();
+      };
+      // At the peak first: its requested bytes are the peak the timeline shows.
+      const peak = await allocator();
+      assert.equal(peak.state, Number(await page.$eval('#timeline', (e) => e.dataset.peakState)));
+      assert.equal(peak.requested, Number(await page.$eval('#timeline', (e) => e.dataset.peakBytes)));
+      assert.ok(peak.allocated >= peak.requested && peak.reserved >= peak.allocated);
+      // The arrow keys move one event, Shift a hundred.
+      await page.focus('#allocator-state');
+      assert.equal((await next(() => page.keyboard.press('ArrowRight'))).state, peak.state + 1);
+      assert.equal((await next(() => page.keyboard.press('Shift+ArrowLeft'))).state, Math.max(0, peak.state + 1 - 100));
+      // At the end: the final segments, as the command line's overview counts them.
+      const end = await next(() => page.keyboard.press('End'));
+      assert.equal(end.state, end.states - 1);
+      const overview = JSON.parse(execFileSync('cargo', ['run', '-q', '-p', 'memsight-cli', '--', 'overview', FILE, '--json'], { cwd: ROOT, encoding: 'utf8' })).devices['0'];
+      assert.equal(end.segments, overview['segment-count']);
+      assert.equal(end.reserved, overview['reserved-end-bytes']);
+      const listed = await page.$$eval('#allocator-segments-table tbody tr', (rows) => rows.length);
+      assert.equal(listed, Math.min(12, end.segments));
+      // A moment picked on the timeline moves it there.
+      await page.locator('#timeline-canvas').scrollIntoViewIfNeeded();
+      const box = await page.locator('#timeline-canvas').boundingBox();
+      const picked = await next(() => page.mouse.click(box.x + box.width * 0.3, box.y + box.height * 0.9));
+      assert.notEqual(picked.state, end.state);
       assert.deepEqual(errors, []);
     } finally {
       await context.close();

@@ -8,7 +8,7 @@
 //! in `data-value`. Components: `chart` (a chart on a card), `rules` (the rule editor),
 //! `findings`.
 
-mod chart;
+pub mod chart;
 mod findings;
 mod rules;
 

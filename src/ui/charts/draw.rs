@@ -339,6 +339,64 @@ fn error_text<E: std::fmt::Display>(e: E) -> String {
     e.to_string()
 }
 
+/// Colours of the allocator's blocks: allocated, its rounding waste, waiting to be freed, and
+/// cached free (drawn in the grid colour, as empty room).
+const ALLOCATED: [u8; 3] = [99, 102, 241];
+const WASTE: [u8; 3] = [229, 72, 77];
+const PENDING: [u8; 3] = [224, 161, 0];
+
+/// The allocator's segments, one bar per segment scaled to the largest, its blocks coloured by
+/// what they hold (rounding waste at the end of each allocated block); `labels` on the left.
+pub fn segments(
+    canvas: &HtmlCanvasElement,
+    theme: &Theme,
+    title: &str,
+    sizes: &[u64],
+    largest: u64,
+    pieces: &[Vec<g::Piece>],
+    labels: &[String],
+) -> Result<(), String> {
+    let Some(c) = Chart::open(canvas, theme)? else {
+        return Ok(());
+    };
+    let l = g::segments_layout(c.w, c.h, c.s, sizes, largest);
+    c.title(&l.frame, title)?;
+    if sizes.is_empty() {
+        return c.nothing(l.frame.body);
+    }
+    let font = (g::FONT * c.s).min(l.bars[0].height() * 0.9);
+    for (row, bar) in l.bars.iter().enumerate() {
+        c.rect(*bar, theme.grid)?;
+        for piece in pieces.get(row).into_iter().flatten() {
+            let (x0, x1) = g::piece_span(*bar, sizes[row], piece);
+            // Every block at least a hairline wide, so none vanishes at this scale.
+            let x1 = x1.max(x0 + c.s.min(bar.x1 - x0));
+            let span = Rect::new(x0, bar.y0, x1, bar.y1);
+            match piece.kind {
+                g::PieceKind::CachedFree => {}
+                g::PieceKind::PendingFree => c.rect(span, PENDING)?,
+                g::PieceKind::Allocated => {
+                    c.rect(span, ALLOCATED)?;
+                    if piece.requested < piece.size && piece.requested > 0 {
+                        let used = g::Piece {
+                            size: piece.requested,
+                            ..*piece
+                        };
+                        let (_, w0) = g::piece_span(*bar, sizes[row], &used);
+                        c.rect(Rect::new(w0, bar.y0, x1, bar.y1), WASTE)?;
+                    }
+                }
+            }
+        }
+        if let Some(label) = labels.get(row) {
+            let at = (l.labels.x0, (bar.y0 + bar.y1) / 2.0);
+            let text = g::fit_text(label, l.labels.width(), font);
+            c.label(&text, at, font, HPos::Left, VPos::Center)?;
+        }
+    }
+    Ok(())
+}
+
 /// The ratio of backing-store pixels to CSS pixels: the canvas's width over the CSS width its
 /// inline style sets, else the window's `devicePixelRatio`. Read from the style, not the laid
 /// out size: asking for the layout after the previous chart resized its canvas would lay the

@@ -1042,3 +1042,178 @@ mod tests {
         assert_eq!(percent(1, 0), None);
     }
 }
+
+/// One piece of a segment's bar: where it starts in the segment, its bytes, and what it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Piece {
+    pub offset: u64,
+    pub size: u64,
+    /// Bytes asked for (less than `size` by the rounding waste); 0 for free memory.
+    pub requested: u64,
+    pub kind: PieceKind,
+}
+
+/// What a piece of a segment holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PieceKind {
+    Allocated,
+    PendingFree,
+    CachedFree,
+}
+
+/// Where the allocator drawing puts each segment: a label column, then one bar per segment as
+/// wide as its size against the largest segment's.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SegmentsLayout {
+    pub frame: Frame,
+    /// The labels' column.
+    pub labels: Rect,
+    /// The bars of the segments, in order.
+    pub bars: Vec<Rect>,
+    /// Width of the largest segment's bar.
+    pub full: f64,
+}
+
+/// Width of the segments' label column, in CSS pixels.
+const SEGMENT_LABEL_W: f64 = 190.0;
+
+/// Lays out `sizes.len()` segments scaled to `largest` bytes on a `width` × `height` canvas.
+pub fn segments_layout(
+    width: f64,
+    height: f64,
+    scale: f64,
+    sizes: &[u64],
+    largest: u64,
+) -> SegmentsLayout {
+    let s = finite_scale(scale);
+    let frame = frame(width, height, s);
+    let body = frame.body;
+    let labels = Rect::new(body.x0, body.y0, body.x0 + SEGMENT_LABEL_W * s, body.y1);
+    let x0 = labels.x1 + PAD * s;
+    let full = (body.x1 - x0).max(0.0);
+    let rows = sizes.len().max(1) as f64;
+    let row_h = (body.height() / rows).min(22.0 * s);
+    let gap = (row_h * 0.2).min(4.0 * s);
+    let bars = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &size)| {
+            let y0 = body.y0 + i as f64 * row_h;
+            let w = if largest == 0 {
+                0.0
+            } else {
+                full * size as f64 / largest as f64
+            };
+            Rect::new(x0, y0, x0 + w, y0 + row_h - gap)
+        })
+        .collect();
+    SegmentsLayout {
+        frame,
+        labels,
+        bars,
+        full,
+    }
+}
+
+/// Where `piece` of a segment of `size` bytes lies on its `bar`: `[x0, x1)`.
+pub fn piece_span(bar: Rect, size: u64, piece: &Piece) -> (f64, f64) {
+    if size == 0 {
+        return (bar.x0, bar.x0);
+    }
+    let x = |offset: u64| bar.x0 + bar.width() * offset.min(size) as f64 / size as f64;
+    (x(piece.offset), x(piece.offset.saturating_add(piece.size)))
+}
+
+/// The segment and piece under `(x, y)` (CSS pixels): `pieces[segment][piece]` for segments of
+/// `sizes`. Thin pieces are found by the nearest one, so a sliver can be pointed at.
+pub fn hit_segments(
+    width: f64,
+    height: f64,
+    sizes: &[u64],
+    largest: u64,
+    pieces: &[Vec<Piece>],
+    x: f64,
+    y: f64,
+) -> Option<(usize, usize)> {
+    let l = segments_layout(width, height, 1.0, sizes, largest);
+    let row = l
+        .bars
+        .iter()
+        .position(|b| b.y0 <= y && y < b.y1 && b.x0 <= x && x <= b.x1)?;
+    let bar = l.bars[row];
+    let list = pieces.get(row)?;
+    list.iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let (a, b) = piece_span(bar, sizes[row], p);
+            let distance = if x < a {
+                a - x
+            } else if x >= b {
+                x - b
+            } else {
+                0.0
+            };
+            (distance, i)
+        })
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, i)| (row, i))
+}
+
+#[cfg(test)]
+mod segment_tests {
+    use super::*;
+
+    #[test]
+    fn segments_scale_to_the_largest_and_pieces_are_found_under_the_pointer() {
+        let sizes = [2 << 20, 20 << 20];
+        let l = segments_layout(800.0, 300.0, 1.0, &sizes, 20 << 20);
+        assert_eq!(l.bars.len(), 2);
+        assert!(
+            (l.bars[1].width() - l.full).abs() < 1e-9,
+            "the largest fills the width"
+        );
+        assert!(
+            (l.bars[0].width() * 10.0 - l.full).abs() < 1e-6,
+            "a tenth as wide"
+        );
+        let pieces = vec![
+            vec![
+                Piece {
+                    offset: 0,
+                    size: 1 << 20,
+                    requested: 1000,
+                    kind: PieceKind::Allocated,
+                },
+                Piece {
+                    offset: 1 << 20,
+                    size: 1 << 20,
+                    requested: 0,
+                    kind: PieceKind::CachedFree,
+                },
+            ],
+            vec![Piece {
+                offset: 0,
+                size: 20 << 20,
+                requested: 0,
+                kind: PieceKind::CachedFree,
+            }],
+        ];
+        let bar = l.bars[0];
+        let y = (bar.y0 + bar.y1) / 2.0;
+        assert_eq!(
+            hit_segments(800.0, 300.0, &sizes, 20 << 20, &pieces, bar.x0 + 1.0, y),
+            Some((0, 0))
+        );
+        assert_eq!(
+            hit_segments(800.0, 300.0, &sizes, 20 << 20, &pieces, bar.x1 - 1.0, y),
+            Some((0, 1))
+        );
+        assert_eq!(
+            hit_segments(800.0, 300.0, &sizes, 20 << 20, &pieces, bar.x1 + 50.0, y),
+            None,
+            "right of a short bar"
+        );
+        let (a, b) = piece_span(bar, sizes[0], &pieces[0][1]);
+        assert!((a - (bar.x0 + bar.x1) / 2.0).abs() < 1e-9 && (b - bar.x1).abs() < 1e-9);
+    }
+}

@@ -1,5 +1,5 @@
 //! Small charts of byte breakdowns drawn on a `<canvas>`: a pie, horizontal bars, a stacked
-//! area over time, a histogram of sizes and a half-circle gauge, plus the hover helpers that
+//! area over time, a histogram of sizes, a half-circle gauge and the allocator's segments, plus the hover helpers that
 //! say which part of a chart is under the pointer.
 //!
 //! - this file: the plain data the charts take ([`Slice`], [`Theme`]); pure, so it also
@@ -24,9 +24,9 @@ mod draw;
 // yet is already reported as dead code where it is defined.
 #[cfg(target_arch = "wasm32")]
 #[allow(unused_imports)]
-pub use draw::{bars, gauge, histogram, pie, png_data_url, stacked_area};
+pub use draw::{bars, gauge, histogram, pie, png_data_url, segments, stacked_area};
 #[allow(unused_imports)]
-pub use geometry::{hit_bars, hit_histogram, hit_pie, hit_stacked_area};
+pub use geometry::{hit_bars, hit_histogram, hit_pie, hit_segments, hit_stacked_area};
 
 /// One category of bytes: a pie slice, a bar, or (with its value ignored) a stacked series.
 #[derive(Clone, Debug, PartialEq, Eq)]

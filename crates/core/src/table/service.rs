@@ -68,6 +68,8 @@ pub struct AllocatorView {
     pub first_segment: u32,
     /// The largest segment of the state (what the drawing scales to).
     pub largest_segment: u64,
+    /// The window's segments by address, each block's `allocation` given as the element
+    /// index on the allocations timeline (what the page selects and pins).
     pub segments: Vec<SegmentState>,
     /// Milliseconds spent reconstructing the allocator's history (the first time only).
     pub build_ms: f64,
@@ -337,7 +339,11 @@ impl TableService {
         let end = first
             .saturating_add(segment_count.min(MAX_SEGMENTS))
             .min(segment_count_all);
-        let segments = whole.segments[first as usize..end as usize].to_vec();
+        let elements = AllocationElements::new(facts);
+        let mut segments = whole.segments[first as usize..end as usize].to_vec();
+        for block in segments.iter_mut().flat_map(|s| s.blocks.iter_mut()) {
+            block.allocation = block.allocation.map(|a| elements.position(a as usize));
+        }
         let axis = Axis::new(&dev.trace);
         Ok(AllocatorView {
             device,
