@@ -190,6 +190,21 @@ describe('the allocations table of a 24-layer model', { skip }, () => {
       assert.equal((await totals(page)).requested_bytes, roles[role]);
       assert.ok((await rows(page)).every((r) => r.role === role));
       assert.equal(await page.$eval('#table-role', (s) => s.value), role);
+      await changed(page, () => page.click(`#legend-roles [data-category="${role}"] button`));
+
+      // A timeline search is the table's filter over every allocation: the same matches, largest first.
+      await changed(page, async () => {
+        await page.fill('#timeline-search', 'softmax');
+        await page.press('#timeline-search', 'Enter');
+      });
+      await page.waitForFunction(() => document.querySelector('#timeline').dataset.searchCount, null, { timeout: WAIT });
+      await page.waitForTimeout(300);
+      assert.equal(await page.$eval('#table-filter', (i) => i.value), 'softmax');
+      const searched = await totals(page);
+      assert.equal(String(searched.count), await page.$eval('#timeline', (e) => e.dataset.searchCount));
+      const largest = Number(await page.getAttribute('#timeline-search-totals', 'data-largest'));
+      assert.equal(Number(await page.$eval('#allocations-table', (e) => e.dataset.largest)), largest);
+      assert.equal((await rows(page))[0].requested, largest, 'the largest match first');
       assert.deepEqual(errors, []);
     } finally {
       await context.close();

@@ -529,6 +529,9 @@ async function checkSearches(page, expected) {
   const m = countText.match(/^1 of ([\d,]+) \(([\d,]+) drawn\)$/);
   assert.ok(m, `search count text: ${countText}`);
   assert.equal(Number(m[1].replaceAll(',', '')), text.count);
+  // Walked largest first, with what the matches hold at the peak.
+  assert.equal(Number(await page.getAttribute('#timeline-search-totals', 'data-bytes-at-peak')), text.bytes_at_peak);
+  assert.equal(Number(await page.getAttribute('#timeline-search-totals', 'data-largest')), text.largest);
   if (text.tall_after_first > 0) {
     // The other matches are marked at the whole-trace view.
     await focusPlot(page);

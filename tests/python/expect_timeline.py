@@ -42,7 +42,9 @@ Semantics (those of PyTorch's memory_viz, which the viewer follows), per device:
 * Search: a query ``0x...`` is an address and matches allocations with
   ``addr <= a < addr + max(size, 1)``; other text matches allocations whose
   stack has a frame whose filename or function name contains it, ignoring case.
-  Matches are listed in stack order (``first``/``last``: a few at each end);
+  Matches are walked largest first, equal sizes in stack order (``first``/``last``:
+  a few at each end of that order); ``bytes_at_peak`` sums those alive at the
+  allocated peak's first state, ``largest`` is the first one's size;
   ``tall_after_first`` counts the matches after the first that are as tall and
   long-lived as ``chosen`` must be (so they show in the search colour at the
   whole-trace view).
@@ -212,8 +214,12 @@ def frame_rows(frames):
     return [[f["name"], "%s:%s" % (f["filename"], f["line"])] for f in frames]
 
 
+def largest_first(elems, matches):
+    return sorted(matches, key=lambda i: (-elems[i].size, i))
+
+
 def address_matches(elems, a):
-    return [i for i, e in enumerate(elems) if e.addr <= a < e.addr + max(e.size, 1)]
+    return largest_first(elems, [i for i, e in enumerate(elems) if e.addr <= a < e.addr + max(e.size, 1)])
 
 
 def text_matches(elems, query):
@@ -226,11 +232,18 @@ def text_matches(elems, query):
             cache[key] = needle in f["filename"].lower() or needle in f["name"].lower()
         return cache[key]
 
-    return [i for i, e in enumerate(elems) if any(frame_hit(f) for f in e.frames)]
+    return largest_first(elems, [i for i, e in enumerate(elems) if any(frame_hit(f) for f in e.frames)])
 
 
-def ends(matches):
-    return {"count": len(matches), "first": matches[:KEEP], "last": matches[-KEEP:]}
+def ends(elems, matches, peak_state):
+    alive = [i for i in matches if elems[i].start() <= peak_state < elems[i].end(1 << 62)]
+    return {
+        "count": len(matches),
+        "first": matches[:KEEP],
+        "last": matches[-KEEP:],
+        "bytes_at_peak": sum(elems[i].size for i in alive),
+        "largest": elems[matches[0]].size if matches else 0,
+    }
 
 
 def tall_and_long(e, states, tall_bytes):
@@ -238,7 +251,7 @@ def tall_and_long(e, states, tall_bytes):
     return e.size >= tall_bytes and (e.free_row is None or e.end(states) - e.start() >= states / 100)
 
 
-def busiest_address(elems):
+def busiest_address(elems, peak_state):
     """The allocation start address with the most matches (addresses are reused), as a query."""
     best = None
     for addr in sorted({e.addr for e in elems}):
@@ -248,7 +261,7 @@ def busiest_address(elems):
     if best is None:
         return None
     query = hex(best[1])
-    return dict(ends(address_matches(elems, best[1])), query=query)
+    return dict(ends(elems, address_matches(elems, best[1]), peak_state), query=query)
 
 
 def mib_steps(values):
@@ -261,7 +274,7 @@ def mib_steps(values):
     return steps
 
 
-def choose(elems, states, tall_bytes):
+def choose(elems, states, tall_bytes, peak_state):
     any_stack = any(e.frames for e in elems)
     for i, e in enumerate(elems):
         if e.origin != "trace" or not tall_and_long(e, states, tall_bytes):
@@ -284,7 +297,7 @@ def choose(elems, states, tall_bytes):
             "frames": frame_rows(e.frames),
             "hidden_frames": [k for k, f in enumerate(e.frames) if hidden(f)],
             "address_query": hex(query),
-            "address_matches": ends(matches),
+            "address_matches": ends(elems, matches, peak_state),
         }
     return None
 
@@ -309,13 +322,13 @@ def file_facts(path, text_query):
         "peak_allocated_state": peak_state,
         "peak_reserved_bytes": reserved_peak,
         "peak_reserved_state": reserved_state,
-        "chosen": choose(elems, states, peak / 90),
+        "chosen": choose(elems, states, peak / 90, peak_state),
     }
-    out["address_search"] = busiest_address(elems)
+    out["address_search"] = busiest_address(elems, peak_state)
     if text_query:
         matches = text_matches(elems, text_query)
         out["text_query"] = text_query
-        out["text_matches"] = dict(ends(matches), tall_after_first=sum(
+        out["text_matches"] = dict(ends(elems, matches, peak_state), tall_after_first=sum(
             1 for i in matches[1:] if tall_and_long(elems[i], states, peak / 90)))
     out["allocated_mib_steps"] = mib_steps(values)
     return out

@@ -113,7 +113,7 @@ pub fn RowDetail(table: TableState) -> impl IntoView {
                                     {format!("Show all frames ({hidden} folded or hidden)")}
                                 </label>
                             </div>
-                            <Stack frames=detail.frames.clone() anchor=at show_all=show_all />
+                            <Stack frames=detail.frames.clone() anchor=at show_all=show_all list_id="table-stack" />
                         }.into_any()
                     }
                 }}

@@ -366,11 +366,15 @@ pub fn TablePanel(
         table.ask(query.clone(), None);
         query
     });
-    // The timeline's search is the table's text filter.
+    // The timeline's search is the table's text filter, over every allocation: the table then
+    // lists all its matches, largest first, with their totals.
     Effect::new(move |mounted: Option<()>| {
         let search = categories.search.get();
         if mounted.is_some() && table.text.get_untracked() != search {
             table.regex.set(false);
+            if !search.is_empty() && table.pick.get_untracked() != Pick::All {
+                table.pick.set(Pick::All);
+            }
             table.text.set(search);
         }
     });

@@ -107,12 +107,15 @@ pub fn Stack(
     frames: Vec<FrameText>,
     anchor: Option<usize>,
     show_all: RwSignal<bool>,
+    /// The list's id: one per view showing a stack.
+    #[prop(default = "stack")]
+    list_id: &'static str,
 ) -> impl IntoView {
     let opened = RwSignal::new(BTreeSet::<usize>::new());
     let classes: Vec<FrameClass> = frames.iter().map(|f| f.class).collect();
     let is_open = move |group: usize| opened.with(|o| o.contains(&group));
     view! {
-        <ol class="stack" id="stack">
+        <ol class="stack" id=list_id>
             {rows(&classes, anchor).into_iter().map(|row| match row {
                 Row::Fold { group, count } => view! {
                     <li class="fold" class:hidden=move || show_all.get() data-group=group.to_string()>

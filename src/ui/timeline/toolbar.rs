@@ -168,6 +168,13 @@ pub fn TimelineToolbar(tl: Timeline) -> impl IntoView {
                         }
                     }).unwrap_or_default())}
                 </span>
+                {move || tl.search.with(|s| s.as_ref().filter(|s| s.count > 0).map(|s| view! {
+                    <span class="search-totals hint" id="timeline-search-totals"
+                        data-bytes-at-peak=s.bytes_at_peak.to_string() data-largest=s.largest.to_string()
+                        title="The matches are walked largest first; the allocations table below lists them all">
+                        {format!("{} live at the peak · largest {}", format::bytes(s.bytes_at_peak), format::bytes(s.largest))}
+                    </span>
+                }))}
                 <button type="button" id="timeline-search-prev" class="button quiet" aria-label="Previous match"
                     disabled=move || tl.search.with(|s| s.as_ref().is_none_or(|s| s.count == 0))
                     on:click=move |_| tl.go_to_match(tl.match_nth.get_untracked() as i64 - 1)>"↑"</button>

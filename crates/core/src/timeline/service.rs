@@ -234,6 +234,12 @@ pub struct SearchInfo {
     pub count: u32,
     /// Of the matches, how many are drawn individually (the others are in the small band).
     pub drawn: u32,
+    /// Bytes of the matches alive where allocated memory peaks.
+    #[serde(default)]
+    pub bytes_at_peak: u64,
+    /// The largest match's bytes (the first one walked: matches go largest first).
+    #[serde(default)]
+    pub largest: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -611,10 +617,12 @@ impl TimelineService {
                 valid: false,
                 count: 0,
                 drawn: 0,
+                bytes_at_peak: 0,
+                largest: 0,
             })
             .into());
         };
-        let ids = inspect::search(
+        let mut ids = inspect::search(
             &analysed.snapshot,
             facts,
             entry.segments.as_ref(),
@@ -622,6 +630,15 @@ impl TimelineService {
             &parsed,
         );
         let elements = any_elements(facts, entry.segments.as_ref());
+        // Walked largest first: what holds the memory comes first (equal sizes in stack order).
+        ids.sort_by_key(|&id| (std::cmp::Reverse(elements.size(id)), id));
+        let peak = facts.peak_allocated.row.map_or(0, |r| r + 1);
+        let bytes_at_peak = ids
+            .iter()
+            .filter(|&&id| elements.start(id) <= peak && peak < elements.end(id))
+            .map(|&id| elements.size(id))
+            .sum();
+        let largest = ids.first().map_or(0, |&id| elements.size(id));
         let mut bits = vec![0u64; (elements.count() as usize).div_ceil(64)];
         let mut drawn = 0;
         for &id in &ids {
@@ -635,6 +652,8 @@ impl TimelineService {
             valid: true,
             count: ids.len() as u32,
             drawn,
+            bytes_at_peak,
+            largest,
         };
         entry.found = Some(Found { ids, bits });
         Ok(TimelineAnswer::Search(info).into())
