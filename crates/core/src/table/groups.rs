@@ -211,30 +211,28 @@ fn file_of(frame: &str) -> String {
 fn modules(rows: &Rows<'_>, sorted: &[u32]) -> Vec<Node> {
     let mut chains = Chains::default();
     let mut chain_ids: FxHashMap<Vec<FrameId>, u32> = FxHashMap::default();
+    let mut chain_of_stack: FxHashMap<crate::model::StackId, u32> = FxHashMap::default();
     let mut distinct: Vec<Vec<FrameId>> = Vec::new();
     let mut in_order: Vec<u32> = sorted.to_vec();
     in_order.sort_unstable();
-    let mut chain_of: FxHashMap<u32, u32> = FxHashMap::default();
+    // Indexed like the replay's allocations; only the chosen ones are set.
+    let mut chain_of = vec![0u32; rows.facts.allocations.len()];
     for &i in &in_order {
-        let chain = chains.of(rows.snapshot, rows.allocation(i).stack);
-        let id = match chain_ids.get(chain) {
-            Some(&id) => id,
-            None => {
-                let id = distinct.len() as u32;
-                chain_ids.insert(chain.to_vec(), id);
+        let stack = rows.allocation(i).stack;
+        chain_of[i as usize] = *chain_of_stack.entry(stack).or_insert_with(|| {
+            let chain = chains.of(rows.snapshot, stack);
+            *chain_ids.entry(chain.to_vec()).or_insert_with(|| {
                 distinct.push(chain.to_vec());
-                id
-            }
-        };
-        chain_of.insert(i, id);
+                distinct.len() as u32 - 1
+            })
+        });
     }
     // Where each allocation sits in the table's order, to list a group's members in it.
-    let rank: FxHashMap<u32, u32> = sorted
-        .iter()
-        .enumerate()
-        .map(|(r, &i)| (i, r as u32))
-        .collect();
-    let chain = |i: u32| -> &[FrameId] { &distinct[chain_of[&i] as usize] };
+    let mut rank = vec![0u32; rows.facts.allocations.len()];
+    for (r, &i) in sorted.iter().enumerate() {
+        rank[i as usize] = r as u32;
+    }
+    let chain = |i: u32| -> &[FrameId] { &distinct[chain_of[i as usize] as usize] };
     let builder = ModuleBuilder {
         rows,
         chain: &chain,
@@ -246,12 +244,12 @@ fn modules(rows: &Rows<'_>, sorted: &[u32]) -> Vec<Node> {
 struct ModuleBuilder<'r, 'a> {
     rows: &'r Rows<'a>,
     chain: &'r dyn Fn(u32) -> &'r [FrameId],
-    rank: &'r FxHashMap<u32, u32>,
+    rank: &'r [u32],
 }
 
 impl ModuleBuilder<'_, '_> {
     fn leaf(&self, key: String, label: String, mut members: Vec<u32>) -> Node {
-        members.sort_unstable_by_key(|i| self.rank[i]);
+        members.sort_unstable_by_key(|&i| self.rank[i as usize]);
         Node::leaf(key, label, false, members, self.rows)
     }
 
