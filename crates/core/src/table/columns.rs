@@ -51,10 +51,8 @@ pub struct TableRow {
     pub top_frame_is_user: bool,
 }
 
-/// What the table works out once per device and categories' generation.
+/// What the table works out once per device (none of it depends on the categories).
 pub struct DeviceColumns {
-    /// Per distinct stack, an index into `names`.
-    name_of_stack: FxHashMap<StackId, u32>,
     /// `(top frame, is the user's code)`, `names[0]` is "no frame".
     pub names: Vec<(Option<String>, bool)>,
     /// Per name, its place in alphabetical order (no frame first).
@@ -103,31 +101,12 @@ impl DeviceColumns {
             .collect();
         segments.sort_unstable();
         DeviceColumns {
-            name_of_stack,
             names,
             name_rank,
             name,
             segments,
             has_time: Axis::new(&device.trace).has_time(),
         }
-    }
-
-    /// The name index of a stack seen at construction.
-    pub fn name_of_stack(&self, stack: StackId) -> u32 {
-        self.name_of_stack.get(&stack).copied().unwrap_or(0)
-    }
-
-    /// Heap bytes held, for benchmarks.
-    pub fn heap_bytes(&self) -> usize {
-        self.name.capacity() * 4
-            + self.name_rank.capacity() * 4
-            + self.name_of_stack.capacity() * 8
-            + self
-                .names
-                .iter()
-                .map(|(n, _)| n.as_ref().map_or(0, |n| n.capacity()) + 32)
-                .sum::<usize>()
-            + self.segments.capacity() * 24
     }
 }
 

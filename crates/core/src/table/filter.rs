@@ -1,8 +1,9 @@
 //! Which allocations a table shows: its scope (alive at a moment, allocated in a window, or
 //! all) narrowed by its filter (frame text or an address, sizes, role, component, stream).
 //!
-//! One pass over the allocations; frame text is tested once per distinct stack. Not the place
-//! for sorting or grouping.
+//! One pass over the allocations; frame text is tested once per distinct stack. Also reads
+//! sizes and streams as people type them (`1.5 MiB`, `0x7f…`), for the page's filter fields.
+//! Not the place for sorting or grouping.
 
 use regex_lite::{Regex, RegexBuilder};
 use rustc_hash::FxHashMap;
