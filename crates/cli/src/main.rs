@@ -116,11 +116,11 @@ enum Command {
         /// --filter is a regular expression matched against each frame's `file:line:name`.
         #[arg(long, requires = "filter")]
         regex: bool,
-        /// Only requests of at least this many bytes.
-        #[arg(long, value_name = "BYTES")]
+        /// Only requests of at least this size (`1048576`, `512KiB`, `1.5MiB`).
+        #[arg(long, value_name = "SIZE", value_parser = table::parse_size)]
         min_bytes: Option<u64>,
-        /// Only requests of at most this many bytes.
-        #[arg(long, value_name = "BYTES")]
+        /// Only requests of at most this size.
+        #[arg(long, value_name = "SIZE", value_parser = table::parse_size)]
         max_bytes: Option<u64>,
         /// Only this role (`activations`, `parameters`…).
         #[arg(long, value_parser = table::parse_role)]

@@ -60,6 +60,11 @@ pub fn parse_sort(text: &str) -> Result<Sort, String> {
     Ok(Sort { column, descending })
 }
 
+/// Reads a size as the page's filter fields do (`1048576`, `512KiB`, `1.5MiB`).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    memsight_core::table::filter::parse_bytes(text)?.ok_or_else(|| "a size is needed".to_string())
+}
+
 /// Reads a role key (`activations`).
 pub fn parse_role(text: &str) -> Result<Role, String> {
     Role::ALL

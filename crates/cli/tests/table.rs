@@ -135,6 +135,30 @@ fn grouping_by_module_folds_the_layers_and_groups_add_up() {
 }
 
 #[test]
+fn sizes_are_read_in_binary_units() {
+    let Some(dir) = real_fixtures_dir() else {
+        return;
+    };
+    let file = vec![dir.join(MEDIUM)];
+    let count = |args: &[&str]| {
+        let output = memsight(
+            &[&["table", "--json", "--scope", "all"], args].concat(),
+            &file,
+        );
+        assert_succeeded(&output);
+        json_lines(&output)[0]["devices"]["0"]["totals"]["count"]
+            .as_u64()
+            .unwrap()
+    };
+    let in_units = count(&["--min-bytes", "16MiB", "--max-bytes", "0.25GiB"]);
+    assert_eq!(
+        in_units,
+        count(&["--min-bytes", "16777216", "--max-bytes", "268435456"])
+    );
+    assert!(in_units > 0);
+}
+
+#[test]
 fn a_filter_that_cannot_be_used_fails_saying_why() {
     let Some(dir) = real_fixtures_dir() else {
         return;
@@ -146,6 +170,11 @@ fn a_filter_that_cannot_be_used_fails_saying_why() {
         stderr.contains("regular expression does not compile"),
         "{stderr}"
     );
+    let output = memsight(&["table", "--min-bytes", "3 parsecs"], &[dir.join(MEDIUM)]);
+    assert!(!output.status.success());
+    assert!(String::from_utf8(output.stderr)
+        .unwrap()
+        .contains("not a unit"));
     let output = memsight(&["table", "--scope", "soon"], &[dir.join(MEDIUM)]);
     assert!(!output.status.success());
     assert!(String::from_utf8(output.stderr)
