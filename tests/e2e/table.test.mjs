@@ -138,6 +138,35 @@ describe('the allocations table of a 24-layer model', { skip }, () => {
     }
   });
 
+  it('lists what was made in the timeline\'s view, and follows the view once it stays still', async () => {
+    const { context, page, errors } = await open();
+    try {
+      const view = () => page.$eval('#timeline', (e) => [Number(e.dataset.viewStart), Number(e.dataset.viewEnd), Number(e.dataset.fullStart), Number(e.dataset.fullEnd)]);
+      const [x0, x1, f0, f1] = await view();
+      assert.deepEqual([x0, x1], [f0, f1], 'the whole trace at first');
+      await changed(page, () => page.click('#table-scope-window'));
+      // The whole trace: every allocation made within it (not those from before it).
+      const made = cliTable('--scope', 'all').rows.filter((r) => r.alloc_event !== null);
+      assert.equal((await totals(page)).count, made.length);
+      // Zoomed in: fewer, and exactly those allocated in the states it shows.
+      await changed(page, async () => {
+        await page.focus('#timeline-canvas');
+        for (let i = 0; i < 4; i++) await page.keyboard.press('w');
+      });
+      await page.waitForTimeout(600);
+      const [z0, z1] = await view();
+      // The states the view shows: from the one at its left edge to the one its right edge ends in.
+      const first = Math.floor(z0);
+      const last = Math.ceil(z1) - 1;
+      const expected = made.filter((r) => r.alloc_event + 1 >= first && r.alloc_event + 1 <= last).length;
+      assert.ok(expected < made.length, `${expected} of ${made.length} after zooming in`);
+      await page.waitForFunction((n) => Number(document.querySelector('#allocations-table').dataset.count) === n, expected, { timeout: WAIT });
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
+
   it('groups by model module: the 24 layers fold into one group of 24 equal calls', async () => {
     const { context, page, errors } = await open();
     try {

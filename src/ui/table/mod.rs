@@ -28,6 +28,7 @@ use crate::table::columns::TableRow;
 use crate::table::groups::Line;
 use crate::table::service::{TableAnswer, TableRequest, TableView, ViewRequest};
 use crate::table::{Filter, GroupBy, Scope, Sort, TableQuery};
+use crate::timeline::AxisMode;
 
 /// Height of one line, in CSS pixels (the grid's CSS says the same).
 pub const LINE_HEIGHT: f64 = 26.0;
@@ -35,6 +36,9 @@ pub const LINE_HEIGHT: f64 = 26.0;
 const OVERSCAN: u64 = 30;
 /// Lines the scroll box shows.
 const LINES_SHOWN: u64 = 16;
+/// How long the timeline's view must stay still before the "made in the timeline's view"
+/// table follows it: a pan or zoom is many small moves, and the table need not redo each.
+const WINDOW_SETTLE: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Which allocations the table starts from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,6 +59,8 @@ pub struct TableState {
     pub categories: CategoryView,
     scope: ScopeId,
     pub pick: RwSignal<Pick>,
+    /// The timeline's view once it has stayed still for a moment.
+    window: RwSignal<Option<(AxisMode, f64, f64)>>,
     pub text: RwSignal<String>,
     pub regex: RwSignal<bool>,
     pub min_bytes: RwSignal<Option<u64>>,
@@ -88,6 +94,7 @@ impl TableState {
             categories,
             scope,
             pick: RwSignal::new(Pick::Peak),
+            window: RwSignal::new(None),
             text: RwSignal::new(String::new()),
             regex: RwSignal::new(false),
             min_bytes: RwSignal::new(None),
@@ -117,7 +124,7 @@ impl TableState {
                 .picked
                 .get()
                 .map_or(Scope::Peak, Scope::State),
-            Pick::Window => match self.categories.window.get() {
+            Pick::Window => match self.window.get() {
                 Some((mode, x0, x1)) => Scope::Window { mode, x0, x1 },
                 None => Scope::All,
             },
@@ -365,6 +372,16 @@ pub fn TablePanel(
         }
         table.ask(query.clone(), None);
         query
+    });
+    // The timeline's view, once still, is the window scope's.
+    let pending = StoredValue::new(None::<TimeoutHandle>);
+    Effect::new(move |_| {
+        let window = categories.window.get();
+        if let Some(handle) = pending.try_update_value(Option::take).flatten() {
+            handle.clear();
+        }
+        let handle = set_timeout_with_handle(move || table.window.set(window), WINDOW_SETTLE).ok();
+        pending.set_value(handle);
     });
     // The timeline's search is the table's text filter, over every allocation: the table then
     // lists all its matches, largest first, with their totals.
