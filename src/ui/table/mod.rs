@@ -219,17 +219,26 @@ impl TableState {
         self.answers.update(|n| *n += 1);
     }
 
-    /// The scroll box moved: asks for its lines unless they are already here.
+    /// The scroll box moved: asks for the lines around it once those in view come within
+    /// half the overscan of the edge of what is here, so the next lines arrive before they
+    /// are needed.
     pub fn scrolled(&self) {
         let first = self.first_in_view();
-        let covered = self.view.with_untracked(|v| match v {
+        let margin = OVERSCAN / 2;
+        let (covered, comfortable) = self.view.with_untracked(|v| match v {
             Some(Ok(v)) => {
                 let end = v.first + v.lines.len() as u64;
-                v.first <= first && (first + LINES_SHOWN).min(v.line_count) <= end
+                let last = (first + LINES_SHOWN).min(v.line_count);
+                let covered = v.first <= first && last <= end;
+                let above = v.first == 0 || first >= v.first + margin;
+                let below = end >= v.line_count || first + LINES_SHOWN + margin <= end;
+                (covered, above && below)
             }
-            _ => false,
+            _ => (false, false),
         });
-        if !covered {
+        // Near the edge, one request in flight is enough; past it, the newest position wins.
+        let asked = self.latest.with_value(|l| l.awaited());
+        if !covered || (!comfortable && !asked) {
             self.ask(self.query_untracked(), None);
         }
     }

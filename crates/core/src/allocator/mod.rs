@@ -472,22 +472,10 @@ impl AllocatorHistory {
     }
 }
 
-/// Allocations alive at the end (index into [`DeviceFacts::allocations`]) by address: the
-/// blocks of the final segments that hold something.
-fn alive_at_end_by_address(facts: &DeviceFacts) -> FxHashMap<u64, u32> {
-    facts
-        .allocations
-        .iter()
-        .enumerate()
-        .filter(|(_, a)| a.is_alive_at_end())
-        .map(|(i, a)| (a.addr, i as u32))
-        .collect()
-}
-
 /// Allocations alive at the end whose final block says pending free (or allocated) against
 /// what their `free_requested` row says: the final segments win.
 fn pending_overrides(device: &Device, facts: &DeviceFacts) -> FxHashMap<u32, u32> {
-    let alive = alive_at_end_by_address(facts);
+    let alive = facts.alive_at_end_by_address();
     let mut overrides = FxHashMap::default();
     for block in device.blocks.iter().filter(|b| b.state.is_allocated()) {
         let Some(&id) = alive.get(&block.address) else {

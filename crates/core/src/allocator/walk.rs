@@ -12,7 +12,7 @@
 
 use super::heap::{BlockSize, Heap, Log, SegmentInfo};
 use super::rules::{SizeRules, SMALL_SEGMENT};
-use super::{alive_at_end_by_address, Misfit, SegmentPool, SizeCheck, Unreconciled};
+use super::{Misfit, SegmentPool, SizeCheck, Unreconciled};
 use crate::analysis::{DeviceFacts, Origin, NO_ROW};
 use crate::model::{Action, Device, SegmentType, Snapshot};
 
@@ -70,7 +70,7 @@ impl<'a> Walk<'a> {
     ) -> Heap {
         let mut heap = Heap::new(self.rules.clone(), log);
         heap.boundary = self.rows() + 1;
-        let alive = alive_at_end_by_address(self.facts);
+        let alive = self.facts.alive_at_end_by_address();
         for segment in &self.device.segments {
             let info = SegmentInfo {
                 stream: segment.stream,

@@ -124,6 +124,17 @@ impl DeviceFacts {
         }
     }
 
+    /// Allocations alive at the end by address (index into `allocations`): what the final
+    /// segments' allocated blocks hold.
+    pub fn alive_at_end_by_address(&self) -> FxHashMap<u64, u32> {
+        self.allocations
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| a.is_alive_at_end())
+            .map(|(i, a)| (a.addr, i as u32))
+            .collect()
+    }
+
     /// Reserved bytes after `row` (`None` = before the first row).
     pub fn reserved_after(&self, row: Option<u32>) -> u64 {
         let Some(row) = row else {

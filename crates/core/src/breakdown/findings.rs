@@ -497,17 +497,6 @@ fn sudden_spike(facts: &DeviceFacts, categories: &DeviceCategories) -> Option<Fi
     })
 }
 
-/// The index of the allocation alive at the end at each address.
-fn alive_at_end_by_address(facts: &DeviceFacts) -> FxHashMap<u64, u32> {
-    facts
-        .allocations
-        .iter()
-        .enumerate()
-        .filter(|(_, a)| a.is_alive_at_end())
-        .map(|(i, a)| (a.addr, i as u32))
-        .collect()
-}
-
 fn fragmentation(device: &Device, facts: &DeviceFacts) -> Option<Finding> {
     let mut reserved = 0u64;
     let mut free = 0u64;
@@ -690,7 +679,7 @@ fn rounding_waste(device: &Device, facts: &DeviceFacts) -> Option<Finding> {
     {
         return None;
     }
-    let by_address = alive_at_end_by_address(facts);
+    let by_address = facts.alive_at_end_by_address();
     let behind = wasteful
         .into_iter()
         .filter_map(|(padding, addr)| by_address.get(&addr).map(|&i| (padding, i)))
