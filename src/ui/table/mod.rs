@@ -389,8 +389,17 @@ pub fn TablePanel(
         if let Some(handle) = pending.try_update_value(Option::take).flatten() {
             handle.clear();
         }
-        let handle = set_timeout_with_handle(move || table.window.set(window), WINDOW_SETTLE).ok();
+        // The panel may be gone when the time comes (another file shown).
+        let settle = move || {
+            let _ = table.window.try_set(window);
+        };
+        let handle = set_timeout_with_handle(settle, WINDOW_SETTLE).ok();
         pending.set_value(handle);
+    });
+    on_cleanup(move || {
+        if let Some(handle) = pending.try_update_value(Option::take).flatten() {
+            handle.clear();
+        }
     });
     // The timeline's search is the table's text filter, over every allocation: the table then
     // lists all its matches, largest first, with their totals.
