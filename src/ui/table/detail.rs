@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 
-use super::TableState;
+use super::{event_text, lifetime_text, TableState};
 use crate::format;
 use crate::format::breakdown::{component_label, phase_label, role_label};
 use crate::protocol::{Answer, Request};
@@ -61,10 +61,7 @@ pub fn RowDetail(table: TableState) -> impl IntoView {
                 .and_then(|v| v.time_origin_us)
                 .map(|t| t as f64)
         });
-        let when = move |event: Option<u32>, time: Option<i64>, none: &str| match event {
-            Some(e) => crate::ui::timeline::tooltip::when(Some(e + 1), time, origin),
-            None => none.to_string(),
-        };
+        let when = move |event, time, none| event_text(event, time, origin, none);
         let element = row.index;
         let device = table.device;
         view! {
@@ -89,10 +86,7 @@ pub fn RowDetail(table: TableState) -> impl IntoView {
                     <dt>"Phase"</dt><dd>{row.phase.map_or("before the trace", phase_label)}</dd>
                     <dt>"Allocated"</dt><dd>{when(row.alloc_event, row.alloc_time_us, "before the trace")}</dd>
                     <dt>"Freed"</dt><dd>{when(row.free_event, row.free_time_us, "not freed by the end of the trace")}</dd>
-                    <dt>"Lifetime"</dt><dd>{match row.lifetime_us {
-                        Some(us) => format!("{} events, {}", format::count(row.lifetime_events as u64), format::duration_us(us.max(0) as u64)),
-                        None => format!("{} events", format::count(row.lifetime_events as u64)),
-                    }}</dd>
+                    <dt>"Lifetime"</dt><dd>{lifetime_text(&row)}</dd>
                     <dt>"Made by"</dt><dd><code>{row.top_frame.clone().unwrap_or_else(|| "(no frame recorded)".into())}</code></dd>
                 </dl>
                 {move || match stack.get() {

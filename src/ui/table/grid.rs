@@ -5,13 +5,12 @@
 use leptos::prelude::*;
 use web_sys::KeyboardEvent;
 
-use super::{TableState, LINE_HEIGHT};
+use super::{event_text, lifetime_text, TableState, LINE_HEIGHT};
 use crate::format;
 use crate::format::breakdown::{component_label, phase_label, role_label};
 use crate::table::columns::TableRow;
 use crate::table::groups::{GroupLine, Line};
 use crate::table::{Column, Sort};
-use crate::ui::timeline::tooltip::when;
 
 /// Columns as the header shows them.
 const COLUMNS: [(Column, &str); 11] = [
@@ -167,18 +166,8 @@ fn row_line(
             .selected
             .with(|s| s.as_ref().is_some_and(|r| r.index == element))
     };
-    let event = |e: Option<u32>, time: Option<i64>, none: &str| match e {
-        Some(e) => when(Some(e + 1), time, origin),
-        None => none.to_string(),
-    };
-    let lifetime = match row.lifetime_us {
-        Some(us) => format!(
-            "{} events, {}",
-            format::count(row.lifetime_events as u64),
-            format::duration_us(us.max(0) as u64)
-        ),
-        None => format!("{} events", format::count(row.lifetime_events as u64)),
-    };
+    let event = |e, time, none| event_text(e, time, origin, none);
+    let lifetime = lifetime_text(&row);
     let frame = row.top_frame.clone().unwrap_or_else(|| "(no frame)".into());
     let chosen = row.clone();
     view! {

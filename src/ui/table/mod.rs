@@ -21,6 +21,7 @@ use super::breakdown::download;
 use super::categories::CategoryView;
 use super::requests::{Latest, ScopeId};
 use super::state::FileId;
+use super::timeline::tooltip::when;
 use crate::analysis::categories::{Component, Dimension, Role};
 use crate::format;
 use crate::protocol::{Answer, Request};
@@ -39,6 +40,29 @@ const LINES_SHOWN: u64 = 16;
 /// How long the timeline's view must stay still before the "made in the timeline's view"
 /// table follows it: a pan or zoom is many small moves, and the table need not redo each.
 const WINDOW_SETTLE: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// An allocation's event as the table says it ("event 1,234 (+1.2 s)"), or `none` without one;
+/// `origin` is the trace's first time.
+pub fn event_text(
+    event: Option<u32>,
+    time: Option<i64>,
+    origin: Option<f64>,
+    none: &str,
+) -> String {
+    match event {
+        Some(e) => when(Some(e + 1), time, origin),
+        None => none.to_string(),
+    }
+}
+
+/// A row's lifetime in events and, when both ends have times, in time.
+pub fn lifetime_text(row: &TableRow) -> String {
+    let events = format::count(row.lifetime_events as u64);
+    match row.lifetime_us {
+        Some(us) => format!("{events} events, {}", format::duration_us(us.max(0) as u64)),
+        None => format!("{events} events"),
+    }
+}
 
 /// Which allocations the table starts from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
