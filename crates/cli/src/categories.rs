@@ -40,7 +40,7 @@ impl std::str::FromStr for Moment {
 }
 
 impl Moment {
-    fn name(self) -> String {
+    pub fn name(self) -> String {
         match self {
             Moment::Peak => "peak".into(),
             Moment::End => "end".into(),
@@ -50,7 +50,7 @@ impl Moment {
 
     /// The state (0 = before the first event) this moment is on `facts`' trace, or why there
     /// is none.
-    fn state(self, facts: &DeviceFacts) -> Result<u32, String> {
+    pub fn state(self, facts: &DeviceFacts) -> Result<u32, String> {
         let rows = facts.allocated.len() as u32;
         match self {
             Moment::Peak => Ok(facts.peak_allocated.row.map_or(0, |r| r + 1)),

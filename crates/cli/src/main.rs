@@ -1,7 +1,7 @@
 //! `memsight`, the command line: the numbers the viewer shows, from the same core, for
 //! scripts, CI and files too large for a browser tab.
 //!
-//! One module per command (`overview`, `categories`, `report`, `table`); `open` streams a file into the core and reports a
+//! One module per command (`overview`, `categories`, `report`, `table`, `segments`); `open` streams a file into the core and reports a
 //! file that cannot be read exactly as the page does. Not the place for any computation: every
 //! number comes from `memsight-core`.
 
@@ -9,6 +9,7 @@ mod categories;
 mod open;
 mod overview;
 mod report;
+mod segments;
 mod table;
 
 use std::path::PathBuf;
@@ -85,6 +86,23 @@ enum Command {
         only: Option<Category>,
         /// Print one JSON object per file with the report's numbers, exact:
         /// {"file": …, "devices": {"<device>": {"summary": {…}, "peak": {…}, "efficiency": …}}}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Per device, the caching allocator's segments at one moment, as the page's allocator
+    /// state shows them: totals, fragmentation and every segment with its blocks.
+    Segments {
+        /// Snapshot files (`-` for standard input).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// This device only (default: every device of each file).
+        #[arg(long, value_name = "N")]
+        device: Option<u32>,
+        /// When: `peak` (the allocated peak), `end`, or an event number.
+        #[arg(long, default_value = "peak", value_name = "peak|end|EVENT")]
+        at: categories::Moment,
+        /// Print one JSON object per file: {"file", "devices": {"<device>": {"state", "totals":
+        /// {…}, "segment_count", "segments": [{"address", "size", "blocks": […], "totals"}]}}}.
         #[arg(long)]
         json: bool,
     },
@@ -182,6 +200,12 @@ fn main() -> ExitCode {
             };
             report::run(&files, device, &rules, output.as_deref(), format)
         }
+        Command::Segments {
+            files,
+            device,
+            at,
+            json,
+        } => segments::run(&files, device, at, json),
         Command::Table {
             files,
             device,

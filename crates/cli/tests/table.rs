@@ -181,3 +181,41 @@ fn a_filter_that_cannot_be_used_fails_saying_why() {
         .unwrap()
         .contains("not a scope"));
 }
+
+#[test]
+fn segments_at_the_end_are_the_final_segments_cpython_counted() {
+    let Some(dir) = real_fixtures_dir() else {
+        return;
+    };
+    let expectations = read_json(&repo().join("tests/expectations/real.json"));
+    let expectations = expectations.get("files").unwrap_or(&expectations);
+    let (names, files) = named_files(&dir, expectations);
+    let output = memsight(&["segments", "--json", "--at", "end"], &files);
+    assert_succeeded(&output);
+    for (name, got) in names.iter().zip(json_lines(&output)) {
+        for (device, want) in expectations[name.as_str()]["devices"].as_object().unwrap() {
+            let state = &got["devices"][device];
+            assert_eq!(state["segment_count"], want["segments"], "{name} {device}");
+            assert_eq!(
+                state["totals"]["reserved"], want["reserved_bytes"],
+                "{name} {device}"
+            );
+            let listed = state["segments"].as_array().unwrap();
+            assert_eq!(
+                Some(listed.len() as u64),
+                want["segments"].as_u64(),
+                "{name} {device}: every segment listed"
+            );
+            let blocks: u64 = listed
+                .iter()
+                .map(|s| s["blocks"].as_array().unwrap().len() as u64)
+                .sum();
+            assert_eq!(Some(blocks), want["blocks"].as_u64(), "{name} {device}");
+        }
+    }
+    let text = memsight(&["segments", "--at", "peak"], &files[..1]);
+    assert_succeeded(&text);
+    assert!(String::from_utf8(text.stdout)
+        .unwrap()
+        .contains("fragmentation"));
+}

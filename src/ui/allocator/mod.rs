@@ -273,18 +273,7 @@ pub fn AllocatorPanel(
                             <button type="button" class="button quiet" id="allocator-end" on:click=move |_| go(i64::MAX)>"End"</button>
                         </div>
                         <p class="allocator-totals" id="allocator-totals">
-                            {format!(
-                                "{} segments, {} reserved: {} allocated ({} requested, {} rounding waste), {} waiting to be freed, {} cached free (largest free block {}, fragmentation {})",
-                                format::count(v.segment_count as u64),
-                                format::bytes(t.reserved),
-                                format::bytes(t.allocated),
-                                format::bytes(t.requested),
-                                format::bytes(t.rounding_waste),
-                                format::bytes(t.pending_free),
-                                format::bytes(t.cached_free),
-                                format::bytes(t.largest_free_block),
-                                percent(t.fragmentation),
-                            )}
+                            {format::table::allocator_totals(v.segment_count, t)}
                         </p>
                         {(v.unreconciled > 0).then(|| view! {
                             <p class="hint" id="allocator-unreconciled">{format!(

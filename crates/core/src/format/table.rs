@@ -1,4 +1,4 @@
-//! The tables as CSV: a header row, then one line per allocation (its exact values:
+//! The tables as CSV, and the allocator's totals in words: a header row, then one line per allocation (its exact values:
 //! `requested_bytes` is what the allocated curve counts, `size_bytes` the allocator's block),
 //! or one line per group of a grouped table, parents before their children.
 //!
@@ -8,8 +8,27 @@
 
 use std::fmt::Write;
 
+use crate::allocator::Totals;
+
 use crate::table::columns::Rows;
 use crate::table::groups::{every_group, share, Tree};
+
+/// The allocator's memory at a moment in one sentence, as the page and `memsight segments`
+/// say it.
+pub fn allocator_totals(segments: u32, t: &Totals) -> String {
+    format!(
+        "{} segments, {} reserved: {} allocated ({} requested, {} rounding waste), {} waiting to be freed, {} cached free (largest free block {}, fragmentation {})",
+        super::count(segments as u64),
+        super::bytes(t.reserved),
+        super::bytes(t.allocated),
+        super::bytes(t.requested),
+        super::bytes(t.rounding_waste),
+        super::bytes(t.pending_free),
+        super::bytes(t.cached_free),
+        super::bytes(t.largest_free_block),
+        super::percent_ppm((t.fragmentation * 1e6).round().max(0.0) as u64),
+    )
+}
 
 /// The header of an allocations CSV.
 pub const ROWS_HEADER: &str = "allocation,element,address,size_bytes,requested_bytes,stream,role,component,phase,alloc_event,alloc_time_us,free_event,free_time_us,lifetime_events,lifetime_us,top_frame";
