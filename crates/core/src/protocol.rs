@@ -19,6 +19,8 @@ use serde::{Deserialize, Serialize};
 pub use crate::analysis::categories::rules::{RuleError, Rules};
 pub use crate::analysis::DeviceChoice;
 use crate::breakdown::service::{BreakdownAnswer, BreakdownRequest};
+use crate::compare::service::DigestRequest;
+use crate::compare::Digest;
 pub use crate::decode::ErrorReport;
 use crate::overview::service::OverviewRequest;
 use crate::overview::Overview;
@@ -47,6 +49,8 @@ pub enum Request {
     Timeline(TimelineRequest),
     Breakdown(BreakdownRequest),
     Table(TableRequest),
+    /// One device at its peak, to set beside other files (the files table, a comparison).
+    Digest(DigestRequest),
     /// Categorise every allocation again under the user's rules (every view's categories
     /// change with them).
     SetRules(Rules),
@@ -62,6 +66,7 @@ pub enum Answer {
     Timeline(TimelineAnswer),
     Breakdown(BreakdownAnswer),
     Table(TableAnswer),
+    Digest(Digest),
     Rules(RulesApplied),
 }
 
@@ -84,6 +89,7 @@ impl Answer {
             Answer::Timeline(answer) => answer.name(),
             Answer::Breakdown(answer) => answer.name(),
             Answer::Table(answer) => answer.name(),
+            Answer::Digest(_) => "digest",
             Answer::Rules(_) => "rules applied",
         }
     }

@@ -12,6 +12,7 @@ use std::io::Read;
 use crate::analysis::{Analysed, DeviceChoice};
 use crate::breakdown::categorised::Categorised;
 use crate::breakdown::service::BreakdownService;
+use crate::compare::service::DigestService;
 use crate::decode::{decode_reader, ErrorReport};
 use crate::overview::service::OverviewService;
 use crate::protocol::{Answer, FileEvent, LoadedSummary, Request, RulesApplied};
@@ -30,6 +31,7 @@ struct Services {
     timeline: TimelineService,
     breakdown: BreakdownService,
     table: TableService,
+    digest: DigestService,
 }
 
 /// The decoded snapshot of one file, with the facts derived once at load, and the services
@@ -163,6 +165,10 @@ impl Session {
                 .answer(&cx, r)
                 .map(|r| r.map(Answer::Breakdown)),
             Request::Table(r) => services.table.answer(&cx, r).map(|r| r.map(Answer::Table)),
+            Request::Digest(r) => services
+                .digest
+                .answer(&cx, r)
+                .map(|r| r.map(Answer::Digest)),
             Request::SetRules(rules) => {
                 // The one request that changes what every service is lent.
                 let error = self.categorised.set_rules(analysed, rules, now).err();

@@ -9,6 +9,7 @@
 //! formatted one (`data-value`, `title`), and the command line's JSON prints it.
 
 pub mod breakdown;
+pub mod compare;
 pub mod findings;
 pub mod overview;
 pub mod problems;

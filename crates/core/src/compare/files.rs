@@ -1,0 +1,270 @@
+//! The files table: one row per open file and device — its peak allocated and reserved
+//! memory, allocated and reserved at the end, efficiency at the peak, trace entries, time
+//! span, and the bytes of each role at its peak — sortable by any column.
+//!
+//! Rows are made from digests, so every number is the one that file's overview and
+//! breakdown show. Not the place for words ([`crate::format::compare`]) or for choosing
+//! which files are open.
+
+use serde::{Deserialize, Serialize};
+
+use super::digest::Digest;
+use super::ranks::{job_position, outliers, JobPosition};
+use crate::analysis::categories::Role;
+use crate::overview::MetricKey;
+
+/// One file's device in the files table.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileRow {
+    /// The file's name (or its path inside an opened folder).
+    pub name: String,
+    /// What the user calls it (`ctx 512 / bf16`); the name when not set.
+    pub label: String,
+    pub device: u32,
+    pub rank: Option<u32>,
+    pub iteration: Option<u32>,
+    pub peak_allocated_bytes: u64,
+    pub reserved_at_peak_bytes: u64,
+    pub peak_reserved_bytes: u64,
+    pub allocated_end_bytes: u64,
+    pub reserved_end_bytes: u64,
+    /// Allocated / reserved at the allocated peak, in parts per million.
+    pub efficiency_at_peak_ppm: Option<u64>,
+    pub trace_entries: u64,
+    pub time_span_us: Option<u64>,
+    /// Bytes alive at the peak by role, in [`Role::ALL`]'s order.
+    pub roles_at_peak: Vec<u64>,
+    /// Its peak is far from the other ranks' of its iteration (see [`super::ranks`]).
+    pub outlier: bool,
+}
+
+impl FileRow {
+    pub fn new(name: &str, label: Option<&str>, digest: &Digest) -> Self {
+        let metric = |key| digest.metric(key).unwrap_or(0);
+        let JobPosition { rank, iteration } = job_position(name);
+        FileRow {
+            name: name.to_string(),
+            label: label
+                .filter(|l| !l.trim().is_empty())
+                .unwrap_or(name)
+                .to_string(),
+            device: digest.device,
+            rank,
+            iteration,
+            peak_allocated_bytes: metric(MetricKey::PeakAllocatedBytes),
+            reserved_at_peak_bytes: metric(MetricKey::ReservedAtPeakBytes),
+            peak_reserved_bytes: metric(MetricKey::PeakReservedBytes),
+            allocated_end_bytes: metric(MetricKey::AllocatedEndBytes),
+            reserved_end_bytes: metric(MetricKey::ReservedEndBytes),
+            efficiency_at_peak_ppm: digest.metric(MetricKey::EfficiencyAtPeakPpm),
+            trace_entries: metric(MetricKey::TraceEntries),
+            time_span_us: digest.metric(MetricKey::TimeSpanUs),
+            roles_at_peak: Role::ALL.iter().map(|&r| digest.role(r)).collect(),
+            outlier: false,
+        }
+    }
+
+    /// The bytes of `role` at the peak.
+    pub fn role(&self, role: Role) -> u64 {
+        self.roles_at_peak.get(role as usize).copied().unwrap_or(0)
+    }
+}
+
+/// Flags the rows whose peak is an outlier among the rows of the same iteration and device
+/// that carry a rank (files not named after ranks are never flagged).
+pub fn flag_outliers(rows: &mut [FileRow]) {
+    let mut groups: Vec<((Option<u32>, u32), Vec<usize>)> = Vec::new();
+    for (i, row) in rows.iter().enumerate() {
+        if row.rank.is_none() {
+            continue;
+        }
+        let key = (row.iteration, row.device);
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, members)) => members.push(i),
+            None => groups.push((key, vec![i])),
+        }
+    }
+    for row in rows.iter_mut() {
+        row.outlier = false;
+    }
+    for (_, members) in groups {
+        let peaks: Vec<u64> = members
+            .iter()
+            .map(|&i| rows[i].peak_allocated_bytes)
+            .collect();
+        for (&i, flagged) in members.iter().zip(outliers(&peaks)) {
+            rows[i].outlier = flagged;
+        }
+    }
+}
+
+/// A column of the files table (also what it sorts by).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FilesColumn {
+    Label,
+    Device,
+    Rank,
+    Iteration,
+    PeakAllocated,
+    ReservedAtPeak,
+    PeakReserved,
+    AllocatedEnd,
+    ReservedEnd,
+    EfficiencyAtPeak,
+    TraceEntries,
+    TimeSpan,
+    Role(Role),
+}
+
+impl FilesColumn {
+    /// The columns before the roles, in the table's order.
+    pub const FIXED: [FilesColumn; 12] = [
+        FilesColumn::Label,
+        FilesColumn::Device,
+        FilesColumn::Rank,
+        FilesColumn::Iteration,
+        FilesColumn::PeakAllocated,
+        FilesColumn::ReservedAtPeak,
+        FilesColumn::PeakReserved,
+        FilesColumn::AllocatedEnd,
+        FilesColumn::ReservedEnd,
+        FilesColumn::EfficiencyAtPeak,
+        FilesColumn::TraceEntries,
+        FilesColumn::TimeSpan,
+    ];
+
+    /// Every column: the fixed ones, then one per role.
+    pub fn all() -> impl Iterator<Item = FilesColumn> {
+        Self::FIXED
+            .into_iter()
+            .chain(Role::ALL.into_iter().map(FilesColumn::Role))
+    }
+
+    /// The key in CSV headers, JSON and `data-column` attributes.
+    pub fn key(self) -> String {
+        match self {
+            FilesColumn::Label => "file".into(),
+            FilesColumn::Device => "device".into(),
+            FilesColumn::Rank => "rank".into(),
+            FilesColumn::Iteration => "iteration".into(),
+            FilesColumn::PeakAllocated => "peak_allocated_bytes".into(),
+            FilesColumn::ReservedAtPeak => "reserved_at_peak_bytes".into(),
+            FilesColumn::PeakReserved => "peak_reserved_bytes".into(),
+            FilesColumn::AllocatedEnd => "allocated_end_bytes".into(),
+            FilesColumn::ReservedEnd => "reserved_end_bytes".into(),
+            FilesColumn::EfficiencyAtPeak => "efficiency_at_peak_ppm".into(),
+            FilesColumn::TraceEntries => "trace_entries".into(),
+            FilesColumn::TimeSpan => "time_span_us".into(),
+            FilesColumn::Role(role) => format!("{}_at_peak_bytes", role.key()),
+        }
+    }
+
+    /// The column whose key is `key`.
+    pub fn parse(key: &str) -> Option<FilesColumn> {
+        FilesColumn::all().find(|c| c.key() == key)
+    }
+
+    /// A row's value in this column, as a number to sort by (`None` sorts first).
+    fn number(self, row: &FileRow) -> Option<u64> {
+        match self {
+            FilesColumn::Label => None,
+            FilesColumn::Device => Some(row.device as u64),
+            FilesColumn::Rank => row.rank.map(u64::from),
+            FilesColumn::Iteration => row.iteration.map(u64::from),
+            FilesColumn::PeakAllocated => Some(row.peak_allocated_bytes),
+            FilesColumn::ReservedAtPeak => Some(row.reserved_at_peak_bytes),
+            FilesColumn::PeakReserved => Some(row.peak_reserved_bytes),
+            FilesColumn::AllocatedEnd => Some(row.allocated_end_bytes),
+            FilesColumn::ReservedEnd => Some(row.reserved_end_bytes),
+            FilesColumn::EfficiencyAtPeak => row.efficiency_at_peak_ppm,
+            FilesColumn::TraceEntries => Some(row.trace_entries),
+            FilesColumn::TimeSpan => row.time_span_us,
+            FilesColumn::Role(role) => Some(row.role(role)),
+        }
+    }
+}
+
+/// Sorts rows by `column`; ties keep their order (the order files were opened in).
+pub fn sort_rows(rows: &mut [FileRow], column: FilesColumn, descending: bool) {
+    rows.sort_by(|x, y| {
+        let order = match column {
+            FilesColumn::Label => x.label.to_lowercase().cmp(&y.label.to_lowercase()),
+            _ => column.number(x).cmp(&column.number(y)),
+        };
+        if descending {
+            order.reverse()
+        } else {
+            order
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(name: &str, peak: u64) -> FileRow {
+        FileRow {
+            name: name.into(),
+            label: name.into(),
+            device: 0,
+            rank: job_position(name).rank,
+            iteration: job_position(name).iteration,
+            peak_allocated_bytes: peak,
+            reserved_at_peak_bytes: 0,
+            peak_reserved_bytes: 0,
+            allocated_end_bytes: 0,
+            reserved_end_bytes: 0,
+            efficiency_at_peak_ppm: None,
+            trace_entries: 0,
+            time_span_us: None,
+            roles_at_peak: vec![0; Role::ALL.len()],
+            outlier: false,
+        }
+    }
+
+    #[test]
+    fn sorting_is_stable_and_labels_ignore_case() {
+        let mut rows = vec![row("b", 2), row("A", 2), row("c", 1)];
+        sort_rows(&mut rows, FilesColumn::PeakAllocated, true);
+        let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["b", "A", "c"]);
+        sort_rows(&mut rows, FilesColumn::Label, false);
+        let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["A", "b", "c"]);
+    }
+
+    #[test]
+    fn outliers_are_judged_within_an_iteration() {
+        let mut rows: Vec<FileRow> = (0..8)
+            .map(|r| {
+                row(
+                    &format!("iteration_1/rank{r}_memory_snapshot.pickle"),
+                    100 << 30,
+                )
+            })
+            .chain((0..8).map(|r| {
+                row(
+                    &format!("iteration_2/rank{r}_memory_snapshot.pickle"),
+                    if r == 5 { 130 << 30 } else { 120 << 30 },
+                )
+            }))
+            .chain([row("other.pickle", 1)])
+            .collect();
+        flag_outliers(&mut rows);
+        let flagged: Vec<(Option<u32>, Option<u32>)> = rows
+            .iter()
+            .filter(|r| r.outlier)
+            .map(|r| (r.iteration, r.rank))
+            .collect();
+        assert_eq!(flagged, [(Some(2), Some(5))]);
+    }
+
+    #[test]
+    fn every_column_has_a_key_that_reads_back() {
+        for column in FilesColumn::all() {
+            assert_eq!(FilesColumn::parse(&column.key()), Some(column));
+        }
+    }
+}

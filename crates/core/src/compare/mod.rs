@@ -1,0 +1,18 @@
+//! Beyond one file: what a device of a file comes to at its peak, in a form small enough to
+//! set beside other files' — a [`digest::Digest`] — and what sets them side by side: the
+//! comparison of two digests ([`diff`]), the rows of the files table ([`files`]) and the
+//! ranks and iterations a job's files are named after ([`ranks`]).
+//!
+//! A digest is made where the file is (its worker, or the command line's process) and is
+//! compared anywhere: the page compares two files held by two workers without moving either
+//! file's model. Keys are frame text, not ids, so that they mean the same in two files.
+//! Not the place for words or units ([`crate::format::compare`]) or for drawing.
+
+pub mod diff;
+pub mod digest;
+pub mod files;
+pub mod ranks;
+pub mod service;
+
+pub use diff::{compare, Change, Comparison, KeyedDelta, MetricDelta};
+pub use digest::{Curve, Digest, Keyed};

@@ -1,0 +1,300 @@
+//! Files side by side in words: the files table's column titles, cells, Markdown and CSV, and
+//! a comparison's labels and deltas. The page and `memsight files` / `memsight compare` print
+//! these, so they read the same.
+//!
+//! File names and frames come from the user's files: Markdown escapes them
+//! ([`super::report::escape`]) and CSV keeps them from running as formulas
+//! ([`super::table::cell`]). Not the place for computing rows or deltas.
+
+use std::fmt::Write;
+
+use super::breakdown::{component_label, role_label};
+use super::overview::metric_label;
+use super::report::escape;
+use super::table::cell;
+use super::{bytes, bytes_delta, count, duration_us, percent_ppm};
+use crate::analysis::categories::{Component, Role};
+use crate::compare::diff::{Change, MetricDelta};
+use crate::compare::files::{FileRow, FilesColumn};
+use crate::overview::{Metric, Unit};
+
+/// A files-table column's title.
+pub fn column_title(column: FilesColumn) -> String {
+    match column {
+        FilesColumn::Label => "File".into(),
+        FilesColumn::Device => "Device".into(),
+        FilesColumn::Rank => "Rank".into(),
+        FilesColumn::Iteration => "Iteration".into(),
+        FilesColumn::PeakAllocated => "Peak allocated".into(),
+        FilesColumn::ReservedAtPeak => "Reserved at the peak".into(),
+        FilesColumn::PeakReserved => "Peak reserved".into(),
+        FilesColumn::AllocatedEnd => "Allocated at end".into(),
+        FilesColumn::ReservedEnd => "Reserved at end".into(),
+        FilesColumn::EfficiencyAtPeak => "Efficiency at the peak".into(),
+        FilesColumn::TraceEntries => "Trace entries".into(),
+        FilesColumn::TimeSpan => "Time span".into(),
+        FilesColumn::Role(role) => format!("{} at the peak", role_label(role)),
+    }
+}
+
+/// A row's cell in human units (`—` where the file has no such number).
+pub fn cell_text(row: &FileRow, column: FilesColumn) -> String {
+    let dash = || "—".to_string();
+    match column {
+        FilesColumn::Label => row.label.clone(),
+        FilesColumn::Device => format!("cuda:{}", row.device),
+        FilesColumn::Rank => row.rank.map_or_else(dash, |r| r.to_string()),
+        FilesColumn::Iteration => row.iteration.map_or_else(dash, |i| i.to_string()),
+        FilesColumn::PeakAllocated => bytes(row.peak_allocated_bytes),
+        FilesColumn::ReservedAtPeak => bytes(row.reserved_at_peak_bytes),
+        FilesColumn::PeakReserved => bytes(row.peak_reserved_bytes),
+        FilesColumn::AllocatedEnd => bytes(row.allocated_end_bytes),
+        FilesColumn::ReservedEnd => bytes(row.reserved_end_bytes),
+        FilesColumn::EfficiencyAtPeak => row.efficiency_at_peak_ppm.map_or_else(dash, percent_ppm),
+        FilesColumn::TraceEntries => count(row.trace_entries),
+        FilesColumn::TimeSpan => row.time_span_us.map_or_else(dash, duration_us),
+        FilesColumn::Role(role) => bytes(row.role(role)),
+    }
+}
+
+/// A row's cell exact (bytes, counts, µs, ppm), as CSV and `data-*` attributes carry it;
+/// empty where the file has no such number.
+pub fn cell_exact(row: &FileRow, column: FilesColumn) -> String {
+    let opt = |v: Option<u64>| v.map_or(String::new(), |v| v.to_string());
+    match column {
+        FilesColumn::Label => row.label.clone(),
+        FilesColumn::Device => row.device.to_string(),
+        FilesColumn::Rank => opt(row.rank.map(u64::from)),
+        FilesColumn::Iteration => opt(row.iteration.map(u64::from)),
+        FilesColumn::PeakAllocated => row.peak_allocated_bytes.to_string(),
+        FilesColumn::ReservedAtPeak => row.reserved_at_peak_bytes.to_string(),
+        FilesColumn::PeakReserved => row.peak_reserved_bytes.to_string(),
+        FilesColumn::AllocatedEnd => row.allocated_end_bytes.to_string(),
+        FilesColumn::ReservedEnd => row.reserved_end_bytes.to_string(),
+        FilesColumn::EfficiencyAtPeak => opt(row.efficiency_at_peak_ppm),
+        FilesColumn::TraceEntries => row.trace_entries.to_string(),
+        FilesColumn::TimeSpan => opt(row.time_span_us),
+        FilesColumn::Role(role) => row.role(role).to_string(),
+    }
+}
+
+/// The columns a files table shows: rank and iteration only when some file has one, roles
+/// only when some file holds memory in them.
+pub fn shown_columns(rows: &[FileRow]) -> Vec<FilesColumn> {
+    FilesColumn::all()
+        .filter(|&c| match c {
+            FilesColumn::Rank => rows.iter().any(|r| r.rank.is_some()),
+            FilesColumn::Iteration => rows.iter().any(|r| r.iteration.is_some()),
+            FilesColumn::Role(role) => rows.iter().any(|r| r.role(role) > 0),
+            _ => true,
+        })
+        .collect()
+}
+
+/// The files table as Markdown, in human units, outliers marked.
+pub fn files_markdown(rows: &[FileRow]) -> String {
+    let columns = shown_columns(rows);
+    let mut out = String::new();
+    let titles: Vec<String> = columns.iter().map(|&c| column_title(c)).collect();
+    let _ = writeln!(out, "| {} |", titles.join(" | "));
+    let rule: Vec<&str> = columns
+        .iter()
+        .map(|&c| match c {
+            FilesColumn::Label => "---",
+            _ => "---:",
+        })
+        .collect();
+    let _ = writeln!(out, "| {} |", rule.join(" | "));
+    for row in rows {
+        let cells: Vec<String> = columns
+            .iter()
+            .map(|&c| {
+                let text = escape(&cell_text(row, c));
+                if c == FilesColumn::Label && row.outlier {
+                    format!("{text} (outlier)")
+                } else {
+                    text
+                }
+            })
+            .collect();
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
+    }
+    out
+}
+
+/// The files table as CSV with exact values: every column, an `outlier` column last.
+pub fn files_csv(rows: &[FileRow]) -> String {
+    let columns: Vec<FilesColumn> = FilesColumn::all().collect();
+    let mut out = String::new();
+    let header: Vec<String> = columns.iter().map(|c| c.key()).collect();
+    let _ = writeln!(out, "name,{},outlier", header.join(","));
+    for row in rows {
+        let cells: Vec<String> = columns.iter().map(|&c| cell(&cell_exact(row, c))).collect();
+        let _ = writeln!(
+            out,
+            "{},{},{}",
+            cell(&row.name),
+            cells.join(","),
+            row.outlier
+        );
+    }
+    out
+}
+
+/// A compared number in human units (`—` when the file has none).
+pub fn metric_text(delta: &MetricDelta, value: Option<u64>) -> String {
+    value.map_or("—".to_string(), |value| {
+        super::overview::metric_value(&Metric {
+            key: delta.key,
+            value,
+        })
+    })
+}
+
+/// A compared number's delta in human units: `+1.50 GiB`, `−3`, `+2.0 pp`, `0 B`.
+pub fn metric_delta_text(delta: &MetricDelta) -> String {
+    let Some(d) = delta.delta else {
+        return "—".to_string();
+    };
+    let sign = |d: i64| match d {
+        0 => String::new(),
+        d if d > 0 => "+".to_string(),
+        _ => "\u{2212}".to_string(),
+    };
+    match delta.key.unit() {
+        Unit::Bytes => bytes_delta(d),
+        Unit::Count => format!("{}{}", sign(d), count(d.unsigned_abs())),
+        Unit::Micros => format!("{}{}", sign(d), duration_us(d.unsigned_abs())),
+        // Efficiencies are percentages: their difference is in percentage points.
+        Unit::Ppm => format!("{}{:.1} pp", sign(d), d.unsigned_abs() as f64 / 1e4),
+    }
+}
+
+/// A compared number's label.
+pub fn metric_title(delta: &MetricDelta) -> String {
+    metric_label(delta.key)
+}
+
+/// A role's or component's label from its key.
+pub fn category_title(key: &str) -> String {
+    Role::ALL
+        .iter()
+        .find(|r| r.key() == key)
+        .map(|&r| role_label(r).to_string())
+        .or_else(|| {
+            Component::ALL
+                .iter()
+                .find(|c| c.key() == key)
+                .map(|&c| component_label(c).to_string())
+        })
+        .unwrap_or_else(|| key.to_string())
+}
+
+/// What became of a call site or module, in a word.
+pub fn change_label(change: Change) -> &'static str {
+    match change {
+        Change::New => "new",
+        Change::Vanished => "vanished",
+        Change::Grew => "grew",
+        Change::Shrank => "shrank",
+        Change::Same => "same",
+    }
+}
+
+/// A count of calls on each side, for modules run more than once: `×24 → ×12`.
+pub fn occurrences_text(a: u32, b: u32) -> String {
+    match (a, b) {
+        (0 | 1, 0 | 1) => String::new(),
+        (a, b) if a == b => format!("×{a}"),
+        (a, b) => format!("×{a} → ×{b}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row() -> FileRow {
+        let mut roles = vec![0; Role::ALL.len()];
+        roles[Role::Activations as usize] = 3 << 30;
+        FileRow {
+            name: "=cmd|x.pickle".into(),
+            label: "ctx 512 | bf16".into(),
+            device: 0,
+            rank: None,
+            iteration: None,
+            peak_allocated_bytes: 3 << 30,
+            reserved_at_peak_bytes: 4 << 30,
+            peak_reserved_bytes: 4 << 30,
+            allocated_end_bytes: 1 << 20,
+            reserved_end_bytes: 4 << 30,
+            efficiency_at_peak_ppm: Some(750_000),
+            trace_entries: 1234,
+            time_span_us: None,
+            roles_at_peak: roles,
+            outlier: true,
+        }
+    }
+
+    #[test]
+    fn markdown_escapes_labels_and_shows_only_used_columns() {
+        let md = files_markdown(&[row()]);
+        let lines: Vec<&str> = md.lines().collect();
+        assert!(
+            lines[0].starts_with("| File | Device | Peak allocated |"),
+            "{md}"
+        );
+        assert!(lines[0].contains("Activations at the peak"), "{md}");
+        assert!(!lines[0].contains("Rank"), "{md}");
+        assert!(!lines[0].contains("Parameters"), "{md}");
+        assert!(
+            lines[2].starts_with("| ctx 512 \\| bf16 (outlier) | cuda:0 | 3.00 GiB |"),
+            "{md}"
+        );
+        assert!(lines[2].contains("| 75.0% |"), "{md}");
+    }
+
+    #[test]
+    fn csv_is_exact_and_safe() {
+        let csv = files_csv(&[row()]);
+        let mut lines = csv.lines();
+        let header = lines.next().unwrap();
+        assert!(header.starts_with("name,file,device,rank,iteration,peak_allocated_bytes,"));
+        assert!(header.ends_with(",outlier"));
+        let line = lines.next().unwrap();
+        assert!(
+            line.starts_with("'=cmd|x.pickle,ctx 512 | bf16,0,,,3221225472,"),
+            "{line}"
+        );
+        assert!(line.ends_with(",true"), "{line}");
+    }
+
+    #[test]
+    fn deltas_are_signed_in_their_unit() {
+        use crate::overview::MetricKey;
+        let d = |key, delta| MetricDelta {
+            key,
+            a: Some(0),
+            b: Some(0),
+            delta: Some(delta),
+        };
+        assert_eq!(
+            metric_delta_text(&d(MetricKey::PeakAllocatedBytes, 3 << 29)),
+            "+1.50 GiB"
+        );
+        assert_eq!(
+            metric_delta_text(&d(MetricKey::TraceEntries, -1234)),
+            "\u{2212}1,234"
+        );
+        assert_eq!(
+            metric_delta_text(&d(MetricKey::EfficiencyAtPeakPpm, 25_000)),
+            "+2.5 pp"
+        );
+        assert_eq!(
+            metric_delta_text(&d(MetricKey::PeakAllocatedBytes, 0)),
+            "0 B"
+        );
+        assert_eq!(occurrences_text(24, 12), "×24 → ×12");
+        assert_eq!(occurrences_text(1, 1), "");
+    }
+}
