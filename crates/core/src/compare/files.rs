@@ -73,7 +73,9 @@ impl FileRow {
 /// Flags the rows whose peak is an outlier among the rows of the same iteration and device
 /// that carry a rank (files not named after ranks are never flagged).
 pub fn flag_outliers(rows: &mut [FileRow]) {
-    let mut groups: Vec<((Option<u32>, u32), Vec<usize>)> = Vec::new();
+    // (iteration, device) → the rows of its ranks.
+    type Group = ((Option<u32>, u32), Vec<usize>);
+    let mut groups: Vec<Group> = Vec::new();
     for (i, row) in rows.iter().enumerate() {
         if row.rank.is_none() {
             continue;
