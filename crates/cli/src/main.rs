@@ -1,11 +1,14 @@
 //! `memsight`, the command line: the numbers the viewer shows, from the same core, for
 //! scripts, CI and files too large for a browser tab.
 //!
-//! One module per command (`overview`, `categories`, `report`, `table`, `segments`); `open` streams a file into the core and reports a
+//! One module per command (`overview`, `categories`, `report`, `table`, `segments`, `files`,
+//! `compare`); `open` streams a file into the core and reports a
 //! file that cannot be read exactly as the page does. Not the place for any computation: every
 //! number comes from `memsight-core`.
 
 mod categories;
+mod compare;
+mod files;
 mod open;
 mod overview;
 mod report;
@@ -164,6 +167,57 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// One row per file and device: peak allocated and reserved, allocated and reserved at
+    /// the end, efficiency at the peak, trace entries, time span, the bytes of each role at the
+    /// peak; ranks and iterations read from the names (`iteration_3/rank5_…`), outlier ranks
+    /// flagged. Markdown by default.
+    Files {
+        /// Snapshot files (`-` for standard input).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Sort by a column (`peak_allocated_bytes`, `rank`, `file`, `activations_at_peak_bytes`…),
+        /// descending unless `:asc`; default: the order given.
+        #[arg(long, value_name = "COLUMN[:asc|desc]", value_parser = files::parse_sort)]
+        sort: Option<(memsight_core::compare::files::FilesColumn, bool)>,
+        /// A rules file as the page exports it; its rules come before the inference.
+        #[arg(long, value_name = "RULES.json")]
+        rules: Option<PathBuf>,
+        /// Print the table as Markdown, in binary units (the default).
+        #[arg(long, conflicts_with_all = ["csv", "json"])]
+        markdown: bool,
+        /// Print CSV with exact values (bytes, µs, parts per million).
+        #[arg(long, conflicts_with = "json")]
+        csv: bool,
+        /// Print {"files": [{"name", "label", "device", "rank", "iteration",
+        /// "peak_allocated_bytes", …, "roles_at_peak": […], "outlier"}]}, exact.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Two files (or two devices of one) side by side: the overview's numbers with deltas
+    /// (B − A), bytes by role and component at both peaks, and the call sites and model
+    /// modules whose bytes at the peak changed, new or vanished.
+    Compare {
+        /// The first file (A).
+        #[arg(value_name = "A")]
+        a: PathBuf,
+        /// The second file (B); the same file again to compare two of its devices.
+        #[arg(value_name = "B")]
+        b: PathBuf,
+        /// A's device (default: the one the page shows first).
+        #[arg(long, value_name = "N")]
+        device_a: Option<u32>,
+        /// B's device (default: the one the page shows first).
+        #[arg(long, value_name = "N")]
+        device_b: Option<u32>,
+        /// A rules file as the page exports it; its rules come before the inference.
+        #[arg(long, value_name = "RULES.json")]
+        rules: Option<PathBuf>,
+        /// Print one JSON object: {"a", "b", "comparison": {"metrics": [{"key", "a", "b",
+        /// "delta"}], "roles", "components": [{"key", "a_bytes", "b_bytes", "delta_bytes"}],
+        /// "call_sites", "modules": [{"key", "label", …, "delta_bytes", "change"}]}}, exact.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -247,6 +301,37 @@ fn main() -> ExitCode {
                 _ => table::Output::Text { limit },
             };
             table::run(&files, device, &rules, &query, output)
+        }
+        Command::Files {
+            files,
+            sort,
+            rules,
+            markdown: _,
+            csv,
+            json,
+        } => {
+            let Some(rules) = rules_or_exit(rules) else {
+                return ExitCode::from(2);
+            };
+            let output = match (csv, json) {
+                (true, _) => files::Output::Csv,
+                (_, true) => files::Output::Json,
+                _ => files::Output::Markdown,
+            };
+            files::run(&files, &rules, sort, output)
+        }
+        Command::Compare {
+            a,
+            b,
+            device_a,
+            device_b,
+            rules,
+            json,
+        } => {
+            let Some(rules) = rules_or_exit(rules) else {
+                return ExitCode::from(2);
+            };
+            compare::run(&a, &b, (device_a, device_b), &rules, json)
         }
     }
 }

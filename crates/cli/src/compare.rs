@@ -1,0 +1,157 @@
+//! `memsight compare A B [--device-a N] [--device-b N] [--json]`: two files (or two devices)
+//! side by side as the page's comparison shows them — the overview's numbers with deltas, the
+//! bytes of each role and component at both peaks, and the call sites and model modules that
+//! changed — from the core's digests.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use memsight_core::analysis::categories::rules::Rules;
+use memsight_core::compare::digest::digest;
+use memsight_core::compare::{compare, Comparison, Digest};
+use memsight_core::format::{self, compare as words};
+use serde_json::json;
+
+use crate::open::{describe_error, open, with_context};
+
+/// Lines of call sites and modules printed as text.
+const TEXT_LINES: usize = 20;
+
+/// Prints the comparison of `a` with `b` (deltas are B − A); fails (exit code 1) when a file
+/// cannot be read or has no such device.
+pub fn run(
+    a: &Path,
+    b: &Path,
+    devices: (Option<u32>, Option<u32>),
+    rules: &Rules,
+    as_json: bool,
+) -> ExitCode {
+    let (Some(da), Some(db)) = (side(a, devices.0, rules), side(b, devices.1, rules)) else {
+        return ExitCode::FAILURE;
+    };
+    let comparison = compare(&da, &db);
+    if as_json {
+        let out = json!({
+            "a": {"file": a.display().to_string(), "device": da.device},
+            "b": {"file": b.display().to_string(), "device": db.device},
+            "comparison": comparison,
+        });
+        println!("{out}");
+    } else {
+        print!("{}", text(a, &da, b, &db, &comparison));
+    }
+    ExitCode::SUCCESS
+}
+
+/// The digest of one side: the device asked for, else the file's default device.
+fn side(path: &Path, device: Option<u32>, rules: &Rules) -> Option<Digest> {
+    let opened = match open(path) {
+        Ok(opened) => opened,
+        Err(report) => {
+            eprintln!("{}", describe_error(path, &report));
+            return None;
+        }
+    };
+    let device = device.or_else(|| opened.analysed.default_device().map(|(d, _)| d));
+    let Some(device) = device else {
+        eprintln!("memsight: {}: the file holds no device", path.display());
+        return None;
+    };
+    with_context(&opened, rules, Some(device), |cx, _| {
+        digest(cx, device, true)
+            .map_err(|e| {
+                eprintln!(
+                    "memsight: {}: {}",
+                    path.display(),
+                    format::problems::view_error(&e)
+                )
+            })
+            .ok()
+    })
+}
+
+fn text(a: &Path, da: &Digest, b: &Path, db: &Digest, c: &Comparison) -> String {
+    let mut out = format!(
+        "A: {} (cuda:{})\nB: {} (cuda:{})\n\n",
+        a.display(),
+        da.device,
+        b.display(),
+        db.device
+    );
+    let mut table = |title: &str, rows: Vec<[String; 4]>| {
+        if rows.is_empty() {
+            return;
+        }
+        out.push_str(&format!("{title}\n"));
+        let width = rows.iter().map(|r| r[0].chars().count()).max().unwrap_or(0);
+        for [label, x, y, d] in rows {
+            out.push_str(&format!("  {label:<width$}  {x:>12}  {y:>12}  {d:>12}\n"));
+        }
+        out.push('\n');
+    };
+    table(
+        "Overview (A, B, B − A)",
+        c.metrics
+            .iter()
+            .filter(|m| m.a.is_some() || m.b.is_some())
+            .map(|m| {
+                [
+                    words::metric_title(m),
+                    words::metric_text(m, m.a),
+                    words::metric_text(m, m.b),
+                    words::metric_delta_text(m),
+                ]
+            })
+            .collect(),
+    );
+    let categories = |list: &[memsight_core::compare::diff::CategoryDelta]| -> Vec<[String; 4]> {
+        list.iter()
+            .filter(|r| r.a_bytes > 0 || r.b_bytes > 0)
+            .map(|r| {
+                [
+                    words::category_title(&r.key),
+                    format::bytes(r.a_bytes),
+                    format::bytes(r.b_bytes),
+                    format::bytes_delta(r.delta_bytes),
+                ]
+            })
+            .collect()
+    };
+    table("Roles at the peak", categories(&c.roles));
+    table("Components at the peak", categories(&c.components));
+    let keyed = |list: &[memsight_core::compare::KeyedDelta], indent: bool| -> Vec<[String; 4]> {
+        list.iter()
+            .filter(|k| k.delta_bytes != 0)
+            .take(TEXT_LINES)
+            .map(|k| {
+                let pad = if indent {
+                    "  ".repeat(k.depth as usize)
+                } else {
+                    String::new()
+                };
+                let calls = words::occurrences_text(k.a_occurrences, k.b_occurrences);
+                [
+                    format!(
+                        "{pad}{} ({}{}{})",
+                        k.label,
+                        words::change_label(k.change),
+                        if calls.is_empty() { "" } else { ", " },
+                        calls
+                    ),
+                    format::bytes(k.a_bytes),
+                    format::bytes(k.b_bytes),
+                    format::bytes_delta(k.delta_bytes),
+                ]
+            })
+            .collect()
+    };
+    table(
+        "Call sites that changed, largest change first",
+        keyed(&c.call_sites, false),
+    );
+    table("Model modules that changed", keyed(&c.modules, true));
+    if c.is_unchanged() {
+        out.push_str("No difference.\n");
+    }
+    out
+}

@@ -1,0 +1,103 @@
+//! `memsight files FILE… [--markdown|--csv|--json] [--sort COLUMN[:asc|desc]]`: the page's
+//! files table — one row per file and device with its peaks, its end, efficiency, trace
+//! entries, time span and the bytes of each role at its peak, ranks and iterations read from
+//! the names and outlier ranks flagged — from the core's digests.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use memsight_core::analysis::categories::rules::Rules;
+use memsight_core::compare::digest::digest;
+use memsight_core::compare::files::{flag_outliers, sort_rows, FileRow, FilesColumn};
+use memsight_core::format::{self, compare as words};
+
+use crate::open::{describe_error, open, with_context};
+
+/// How the table is printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    Markdown,
+    Csv,
+    Json,
+}
+
+/// A sort order as typed: `peak_allocated_bytes`, `rank:asc`.
+pub fn parse_sort(text: &str) -> Result<(FilesColumn, bool), String> {
+    let (key, direction) = text.split_once(':').unwrap_or((text, "desc"));
+    let column = FilesColumn::parse(key).ok_or_else(|| {
+        let keys: Vec<String> = FilesColumn::all().map(|c| c.key()).collect();
+        format!("'{key}' is not a column: say one of {}", keys.join(", "))
+    })?;
+    match direction {
+        "asc" => Ok((column, false)),
+        "desc" => Ok((column, true)),
+        other => Err(format!("'{other}' is not an order: say asc or desc")),
+    }
+}
+
+/// Prints one row per file and device that used memory (a file none of whose devices did
+/// gets one row for its first device). Files are read one at a time; one that cannot be read
+/// is reported and the others are still listed, with exit code 1.
+pub fn run(
+    files: &[impl AsRef<Path>],
+    rules: &Rules,
+    sort: Option<(FilesColumn, bool)>,
+    output: Output,
+) -> ExitCode {
+    let mut failed = false;
+    let mut rows = Vec::new();
+    for path in files {
+        let path = path.as_ref();
+        let opened = match open(path) {
+            Ok(opened) => opened,
+            Err(report) => {
+                failed = true;
+                eprintln!("{}", describe_error(path, &report));
+                continue;
+            }
+        };
+        let name = path.display().to_string();
+        with_context(&opened, rules, None, |cx, devices| {
+            let digests: Vec<_> = devices
+                .iter()
+                .filter_map(|&d| digest(cx, d, false).ok())
+                .collect();
+            let used: Vec<_> = digests.iter().filter(|d| !d.unused).collect();
+            let shown = if used.is_empty() {
+                digests.iter().take(1).collect()
+            } else {
+                used
+            };
+            rows.extend(shown.into_iter().map(|d| FileRow::new(&name, None, d)));
+        });
+    }
+    flag_outliers(&mut rows);
+    if let Some((column, descending)) = sort {
+        sort_rows(&mut rows, column, descending);
+    }
+    let printed = match output {
+        Output::Markdown => words::files_markdown(&rows),
+        Output::Csv => words::files_csv(&rows),
+        Output::Json => {
+            let mut out = serde_json::to_string(&serde_json::json!({ "files": rows }))
+                .expect("rows serialize");
+            out.push('\n');
+            out
+        }
+    };
+    print!("{printed}");
+    if output == Output::Markdown {
+        let outliers: Vec<&FileRow> = rows.iter().filter(|r| r.outlier).collect();
+        if !outliers.is_empty() {
+            println!(
+                "\n{} outlier rank(s): a peak far from the other ranks' of the same iteration.",
+                format::count(outliers.len() as u64)
+            );
+        }
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
