@@ -13,7 +13,7 @@ use web_sys::{Blob, FileList};
 
 use super::perf;
 use super::requests::ScopeId;
-use super::state::{AppState, Command, FileId};
+use super::state::{AppState, Command, FileId, Showing};
 use super::workers::{js_text, Answered, WorkerPool};
 use crate::protocol::{ErrorReport, FileEvent, Request, RequestId, ToWorker};
 
@@ -33,6 +33,8 @@ pub struct Actions {
     workers: StoredValue<WorkerPool, LocalStorage>,
     /// The last scope handed to a view.
     last_scope: StoredValue<ScopeId, LocalStorage>,
+    /// The bytes of files opened and not yet handed to a worker (those waiting their turn).
+    blobs: StoredValue<std::collections::HashMap<FileId, Blob>, LocalStorage>,
 }
 
 impl Actions {
@@ -41,6 +43,7 @@ impl Actions {
             state,
             workers: StoredValue::new_local(WorkerPool::warm()),
             last_scope: StoredValue::new_local(STATE_SCOPE),
+            blobs: StoredValue::new_local(Default::default()),
         }
     }
 
@@ -79,41 +82,43 @@ impl Actions {
             .try_with_value(|pool| pool.forget_scope(id, scope));
     }
 
-    /// Opens every file of a file input or a drop.
+    /// Opens every file of a file input, a folder or a drop; several at once are shown side
+    /// by side (a folder's files by their path in it, so ranks and iterations read from it).
     pub fn open_files(self, files: &FileList) {
+        let mut opened = 0;
         for i in 0..files.length() {
             if let Some(file) = files.item(i) {
-                self.open_blob(file.name(), file.unchecked_into());
+                let path = file.webkit_relative_path();
+                let name = if path.is_empty() { file.name() } else { path };
+                self.open_blob(name, file.unchecked_into());
+                opened += 1;
             }
+        }
+        if opened >= 2 {
+            self.show(Showing::Files);
         }
     }
 
-    /// Opens one file (or any blob) in a new worker.
+    /// Opens one file (or any blob) in a new worker, now or when its turn comes.
     pub fn open_blob(self, name: String, blob: Blob) {
         let size = blob.size() as u64;
-        let Some((_, commands)) = self.state.try_update(|s| s.open(&name, size)) else {
+        let Some((id, commands)) = self.state.try_update(|s| s.open(&name, size)) else {
             return;
         };
-        for command in commands {
-            match command {
-                Command::Load { file, name, size } => {
-                    let load = ToWorker::Load { name, size };
-                    let spawned = self.workers.try_update_value(|pool| {
-                        pool.spawn(
-                            file,
-                            &load,
-                            &blob,
-                            move |event| self.on_event(file, event),
-                            move |message| self.on_worker_error(file, message),
-                        )
-                    });
-                    if let Some(Err(error)) = spawned {
-                        self.on_worker_error(file, error);
-                    }
-                }
-                other => self.run(other),
-            }
-        }
+        self.blobs.update_value(|blobs| {
+            blobs.insert(id, blob);
+        });
+        self.run_all(commands);
+    }
+
+    /// Shows the files side by side, two compared, or the selected file.
+    pub fn show(self, showing: Showing) {
+        self.state.update(|s| s.show(showing));
+    }
+
+    /// Names what the user calls a file.
+    pub fn set_label(self, id: FileId, label: &str) {
+        self.state.update(|s| s.set_label(id, label));
     }
 
     /// Fetches the example snapshot shipped with the page and opens it.
@@ -144,6 +149,9 @@ impl Actions {
 
     /// Closes a file, or cancels its load: its worker is ended at once.
     pub fn close(self, id: FileId) {
+        self.blobs.update_value(|blobs| {
+            blobs.remove(&id);
+        });
         let commands = self.state.try_update(|s| s.close(id)).unwrap_or_default();
         self.run_all(commands);
         self.prepare_spare_when_idle();
@@ -226,9 +234,31 @@ impl Actions {
             }
             Command::Mark(name) => perf::mark(name),
             Command::MarkAfterRender(name) => perf::mark_after_render(name),
-            // Files are loaded by `open_blob`, which has the file's bytes.
-            Command::Load { file, .. } => {
-                self.on_worker_error(file, "a load was asked for without the file's bytes".into())
+            Command::Load { file, name, size } => {
+                let Some(blob) = self
+                    .blobs
+                    .try_update_value(|blobs| blobs.remove(&file))
+                    .flatten()
+                else {
+                    self.on_worker_error(
+                        file,
+                        "a load was asked for without the file's bytes".into(),
+                    );
+                    return;
+                };
+                let load = ToWorker::Load { name, size };
+                let spawned = self.workers.try_update_value(|pool| {
+                    pool.spawn(
+                        file,
+                        &load,
+                        &blob,
+                        move |event| self.on_event(file, event),
+                        move |message| self.on_worker_error(file, message),
+                    )
+                });
+                if let Some(Err(error)) = spawned {
+                    self.on_worker_error(file, error);
+                }
             }
         }
     }

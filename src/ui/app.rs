@@ -14,7 +14,11 @@ use super::toolbar::Toolbar;
 
 #[component]
 pub fn App() -> impl IntoView {
-    let state = RwSignal::new(AppState::new());
+    // As many loads at once as the machine has cores (workers decode in parallel).
+    let cores = web_sys::window()
+        .map(|w| w.navigator().hardware_concurrency() as usize)
+        .unwrap_or(2);
+    let state = RwSignal::new(AppState::with_parallel_loads(cores.clamp(2, 8)));
     let actions = Actions::new(state);
     let has_files = Memo::new(move |_| state.with(|s| !s.files().is_empty()));
 

@@ -1,5 +1,7 @@
-//! The page's state: which snapshot files are open, how far each one has loaded, which one
-//! and which device are shown, and the overviews received so far.
+//! The page's state: which snapshot files are open, how far each one has loaded (and which
+//! wait for their turn: loads run side by side up to the machine's cores and a memory
+//! budget), which one and which device are shown — or the files side by side —, the labels
+//! the user gave files, and the overviews received so far.
 //!
 //! Pure logic with no browser dependency, unit-tested natively (see the `cfg(test)` block in
 //! `src/main.rs`). Every change goes through a method that returns the [`Command`]s the page
@@ -29,6 +31,9 @@ pub const MARK_FIRST_PAINT: &str = "memsight:first-paint";
 /// Where a file is in its life.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Status {
+    /// Waiting for other loads to end: loads run side by side only up to
+    /// [`AppState::parallel_loads`] and [`LOAD_BUDGET_BYTES`].
+    Queued,
     /// The worker is reading and decoding the file.
     Loading { bytes_read: u64, total: u64 },
     /// Decoded: the worker holds the model and answers view requests.
@@ -49,6 +54,9 @@ pub struct OpenFile {
     pub device: Option<u32>,
     /// Overviews received (or why they could not be computed), by device.
     pub overviews: BTreeMap<u32, Result<Overview, ViewError>>,
+    /// What the user calls the file (`ctx 512 / bf16`), shown instead of its name beside
+    /// other files.
+    pub label: Option<String>,
     /// The first overview after loading has not been shown yet (for `memsight:first-paint`).
     awaiting_first_paint: bool,
 }
@@ -71,9 +79,27 @@ impl OpenFile {
         matches!(self.status, Status::Loading { .. })
     }
 
+    /// Waiting for its turn, or loading.
+    pub fn is_pending(&self) -> bool {
+        matches!(self.status, Status::Loading { .. } | Status::Queued)
+    }
+
+    pub fn is_ready(&self) -> bool {
+        matches!(self.status, Status::Ready(_))
+    }
+
+    /// The label the user gave it, else its name.
+    pub fn title(&self) -> &str {
+        self.label
+            .as_deref()
+            .filter(|l| !l.trim().is_empty())
+            .unwrap_or(&self.name)
+    }
+
     /// A short status line for the file list.
     pub fn status_text(&self) -> String {
         match &self.status {
+            Status::Queued => "Waiting".to_string(),
             Status::Loading { bytes_read, total } => {
                 format!(
                     "Loading {}%",
@@ -89,9 +115,10 @@ impl OpenFile {
         }
     }
 
-    /// A stable keyword for styling and tests: `loading`, `ready` or `failed`.
+    /// A stable keyword for styling and tests: `queued`, `loading`, `ready` or `failed`.
     pub fn status_kind(&self) -> &'static str {
         match self.status {
+            Status::Queued => "queued",
             Status::Loading { .. } => "loading",
             Status::Ready(_) => "ready",
             Status::Failed(_) => "failed",
@@ -121,17 +148,106 @@ pub enum Command {
     MarkAfterRender(&'static str),
 }
 
+/// The bytes of files loading at once, beyond the first: a model takes a few times its
+/// file's size, and each worker has its own wasm memory.
+pub const LOAD_BUDGET_BYTES: u64 = 1 << 30;
+
+/// What the main area shows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Showing {
+    /// The selected file's views.
+    #[default]
+    File,
+    /// Every open file side by side (the files table, ranks).
+    Files,
+    /// Two files (or two devices) compared.
+    Compare,
+}
+
 /// All open files and the selection.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct AppState {
     files: Vec<OpenFile>,
     selected: Option<FileId>,
+    showing: Showing,
     next_id: FileId,
+    /// How many files load at once (the machine's cores).
+    parallel_loads: usize,
+}
+
+impl Default for AppState {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl AppState {
     pub fn new() -> Self {
-        Self::default()
+        Self::with_parallel_loads(4)
+    }
+
+    /// A state that loads up to `n` files at once (at least one).
+    pub fn with_parallel_loads(n: usize) -> Self {
+        AppState {
+            files: Vec::new(),
+            selected: None,
+            showing: Showing::File,
+            next_id: 0,
+            parallel_loads: n.max(1),
+        }
+    }
+
+    pub fn parallel_loads(&self) -> usize {
+        self.parallel_loads
+    }
+
+    pub fn showing(&self) -> Showing {
+        self.showing
+    }
+
+    /// Shows the files side by side, or two of them compared (or the selected file again).
+    pub fn show(&mut self, showing: Showing) {
+        self.showing = showing;
+    }
+
+    /// Names what the user calls a file (an empty label gives it back its name).
+    pub fn set_label(&mut self, id: FileId, label: &str) {
+        if let Some(file) = self.file_mut(id) {
+            let label = label.trim();
+            file.label = (!label.is_empty()).then(|| label.to_string());
+        }
+    }
+
+    /// Whether a file of `size` bytes may start loading now.
+    fn may_start(&self, size: u64) -> bool {
+        let loading: Vec<&OpenFile> = self.files.iter().filter(|f| f.is_loading()).collect();
+        let bytes: u64 = loading.iter().map(|f| f.size).sum();
+        loading.is_empty()
+            || (loading.len() < self.parallel_loads
+                && bytes.saturating_add(size) <= LOAD_BUDGET_BYTES)
+    }
+
+    /// Starts the loads that waited for their turn, in the order they were opened.
+    fn start_queued(&mut self) -> Vec<Command> {
+        let mut commands = Vec::new();
+        while let Some(next) = self.files.iter().position(|f| f.status == Status::Queued) {
+            let size = self.files[next].size;
+            if !self.may_start(size) {
+                break;
+            }
+            let file = &mut self.files[next];
+            file.status = Status::Loading {
+                bytes_read: 0,
+                total: size,
+            };
+            commands.push(Command::Mark(MARK_FILE_START));
+            commands.push(Command::Load {
+                file: file.id,
+                name: file.name.clone(),
+                size,
+            });
+        }
+        commands
     }
 
     /// Open files, in the order they were opened.
@@ -155,23 +271,13 @@ impl AppState {
         self.selected.and_then(|id| self.file(id))
     }
 
-    /// Starts loading a file: adds it, selects it, and asks for its worker to be started with
-    /// the returned `Load` command (the page spawns the worker; see `workers.rs`).
+    /// Opens a file: adds it, selects it, and asks for its worker to be started with the
+    /// returned `Load` command (the page spawns the worker; see `workers.rs`) — or queues it
+    /// when enough files load already; its `Load` comes when another load ends.
     pub fn open(&mut self, name: &str, size: u64) -> (FileId, Vec<Command>) {
-        let id = self.add(
-            name,
-            size,
-            Status::Loading {
-                bytes_read: 0,
-                total: size,
-            },
-        );
-        let load = Command::Load {
-            file: id,
-            name: name.to_string(),
-            size,
-        };
-        (id, vec![Command::Mark(MARK_FILE_START), load])
+        let id = self.add(name, size, Status::Queued);
+        self.showing = Showing::File;
+        (id, self.start_queued())
     }
 
     /// Adds a file that failed before any worker was started (e.g. the example could not be
@@ -190,6 +296,7 @@ impl AppState {
             status,
             device: None,
             overviews: BTreeMap::new(),
+            label: None,
             awaiting_first_paint: true,
         });
         self.selected = Some(id);
@@ -200,6 +307,7 @@ impl AppState {
     pub fn select(&mut self, id: FileId) {
         if self.file(id).is_some() {
             self.selected = Some(id);
+            self.showing = Showing::File;
         }
     }
 
@@ -217,11 +325,13 @@ impl AppState {
                 .or_else(|| index.checked_sub(1).and_then(|i| self.files.get(i)))
                 .map(|f| f.id);
         }
-        match file.status {
-            // A failed file's worker has already been ended.
-            Status::Failed(_) => Vec::new(),
+        let mut commands = match file.status {
+            // A failed file's worker has already been ended; a queued one had none.
+            Status::Failed(_) | Status::Queued => Vec::new(),
             _ => vec![Command::Terminate(id)],
-        }
+        };
+        commands.extend(self.start_queued());
+        commands
     }
 
     /// Shows another device of a decoded file, asking its worker for the overview if it has
@@ -291,6 +401,8 @@ impl AppState {
                         commands.push(Command::MarkAfterRender(MARK_FIRST_PAINT));
                     }
                 }
+                // The next file's load starts once this one's first questions are asked.
+                commands.extend(self.start_queued());
                 commands
             }
             FileEvent::Failed(error) => {
@@ -302,8 +414,13 @@ impl AppState {
                     file.overviews.clear();
                     file.device = None;
                 }
+                let was_loading = file.is_loading();
                 file.status = Status::Failed(error);
-                vec![Command::Terminate(id)]
+                let mut commands = vec![Command::Terminate(id)];
+                if was_loading {
+                    commands.extend(self.start_queued());
+                }
+                commands
             }
         }
     }
@@ -665,5 +782,68 @@ mod tests {
             .answered(id, &layout, Err(ViewError::NotLoaded))
             .is_empty());
         assert!(state.file(id).unwrap().overviews.is_empty());
+    }
+
+    fn loads(commands: &[Command]) -> Vec<FileId> {
+        commands
+            .iter()
+            .filter_map(|c| match c {
+                Command::Load { file, .. } => Some(*file),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn loads_wait_for_their_turn_beyond_the_cores_and_the_memory_budget() {
+        let mut state = AppState::with_parallel_loads(2);
+        let (a, c) = state.open("a", 100);
+        assert_eq!(loads(&c), [a]);
+        let (b, c) = state.open("b", 100);
+        assert_eq!(loads(&c), [b]);
+        let (q, c) = state.open("c", 100);
+        assert!(loads(&c).is_empty());
+        assert_eq!(state.file(q).unwrap().status_kind(), "queued");
+        assert_eq!(state.file(q).unwrap().status_text(), "Waiting");
+        let (r, _) = state.open("d", 100);
+        // A load that ends starts the next in the order they were opened.
+        let c = state.on_event(a, FileEvent::Loaded(summary(vec![0], 0)));
+        assert_eq!(loads(&c), [q]);
+        // Closing a queued file ends no worker; a failed load lets the next start.
+        assert_eq!(state.close(r), Vec::new());
+        let (s, _) = state.open("e", 100);
+        let c = state.on_event(b, FileEvent::Failed(error("bad")));
+        assert_eq!(loads(&c), [s]);
+        // Cancelling a load starts the next too.
+        let (t, _) = state.open("f", 100);
+        let c = state.close(q);
+        assert_eq!(loads(&c), [t]);
+
+        // Memory: a second large file waits even with a core free; the first never waits.
+        let mut state = AppState::with_parallel_loads(8);
+        let (big, c) = state.open("big", LOAD_BUDGET_BYTES + 1);
+        assert_eq!(loads(&c), [big]);
+        let (small, c) = state.open("small", 1);
+        assert!(loads(&c).is_empty());
+        let c = state.on_event(big, FileEvent::Loaded(summary(vec![0], 0)));
+        assert_eq!(loads(&c), [small]);
+    }
+
+    #[test]
+    fn labels_and_what_the_main_area_shows() {
+        let mut state = AppState::new();
+        let (a, _) = state.open("a.pickle", 1);
+        assert_eq!(state.file(a).unwrap().title(), "a.pickle");
+        state.set_label(a, "  ctx 512 / bf16 ");
+        assert_eq!(state.file(a).unwrap().title(), "ctx 512 / bf16");
+        state.set_label(a, " ");
+        assert_eq!(state.file(a).unwrap().label, None);
+        state.show(Showing::Files);
+        assert_eq!(state.showing(), Showing::Files);
+        state.select(a);
+        assert_eq!(state.showing(), Showing::File);
+        state.show(Showing::Compare);
+        state.open("b.pickle", 1);
+        assert_eq!(state.showing(), Showing::File);
     }
 }

@@ -8,8 +8,10 @@ use std::process::ExitCode;
 
 use memsight_core::analysis::categories::rules::Rules;
 use memsight_core::compare::digest::digest;
-use memsight_core::compare::files::{flag_outliers, sort_rows, FileRow, FilesColumn};
-use memsight_core::format::{self, compare as words};
+use memsight_core::compare::files::{
+    flag_outliers, iteration_summaries, rows_of, sort_rows, FilesColumn,
+};
+use memsight_core::format::compare as words;
 
 use crate::open::{describe_error, open, with_context};
 
@@ -62,20 +64,14 @@ pub fn run(
                 .iter()
                 .filter_map(|&d| digest(cx, d, false).ok())
                 .collect();
-            let used: Vec<_> = digests.iter().filter(|d| !d.unused).collect();
-            let shown = if used.is_empty() {
-                digests.iter().take(1).collect()
-            } else {
-                used
-            };
-            rows.extend(shown.into_iter().map(|d| FileRow::new(&name, None, d)));
+            rows.extend(rows_of(&name, None, &digests));
         });
     }
     flag_outliers(&mut rows);
     if let Some((column, descending)) = sort {
         sort_rows(&mut rows, column, descending);
     }
-    let printed = match output {
+    let printed: String = match output {
         Output::Markdown => words::files_markdown(&rows),
         Output::Csv => words::files_csv(&rows),
         Output::Json => {
@@ -87,11 +83,17 @@ pub fn run(
     };
     print!("{printed}");
     if output == Output::Markdown {
-        let outliers: Vec<&FileRow> = rows.iter().filter(|r| r.outlier).collect();
-        if !outliers.is_empty() {
+        let summaries = iteration_summaries(&rows);
+        if !summaries.is_empty() {
+            println!();
+        }
+        for summary in &summaries {
+            println!("{}", words::iteration_sentence(summary));
+        }
+        if rows.iter().any(|r| r.outlier) {
             println!(
-                "\n{} outlier rank(s): a peak far from the other ranks' of the same iteration.",
-                format::count(outliers.len() as u64)
+                "\nAn outlier's peak is further from its iteration's median than 5% and than \
+                 three robust deviations of the other ranks'."
             );
         }
     }

@@ -70,6 +70,77 @@ impl FileRow {
     }
 }
 
+/// The rows of one file: one per device that used memory, or its first device when none did.
+pub fn rows_of(name: &str, label: Option<&str>, digests: &[Digest]) -> Vec<FileRow> {
+    let used: Vec<&Digest> = digests.iter().filter(|d| !d.unused).collect();
+    let shown = if used.is_empty() {
+        digests.iter().take(1).collect()
+    } else {
+        used
+    };
+    shown
+        .into_iter()
+        .map(|d| FileRow::new(name, label, d))
+        .collect()
+}
+
+/// The ranks of one iteration (and device) at a glance.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IterationSummary {
+    /// `None` for ranks whose names carry no iteration.
+    pub iteration: Option<u32>,
+    pub device: u32,
+    pub ranks: u32,
+    pub min_peak_allocated_bytes: u64,
+    pub median_peak_allocated_bytes: u64,
+    pub max_peak_allocated_bytes: u64,
+    pub max_peak_reserved_bytes: u64,
+    /// The ranks flagged as outliers, ascending.
+    pub outlier_ranks: Vec<u32>,
+}
+
+/// One summary per iteration and device of the rows that carry a rank, in ascending order
+/// (flag outliers first).
+pub fn iteration_summaries(rows: &[FileRow]) -> Vec<IterationSummary> {
+    let mut keys: Vec<(Option<u32>, u32)> = rows
+        .iter()
+        .filter(|r| r.rank.is_some())
+        .map(|r| (r.iteration, r.device))
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys.into_iter()
+        .map(|(iteration, device)| {
+            let members: Vec<&FileRow> = rows
+                .iter()
+                .filter(|r| r.rank.is_some() && r.iteration == iteration && r.device == device)
+                .collect();
+            let mut peaks: Vec<u64> = members.iter().map(|r| r.peak_allocated_bytes).collect();
+            peaks.sort_unstable();
+            let mut outlier_ranks: Vec<u32> = members
+                .iter()
+                .filter(|r| r.outlier)
+                .filter_map(|r| r.rank)
+                .collect();
+            outlier_ranks.sort_unstable();
+            IterationSummary {
+                iteration,
+                device,
+                ranks: members.len() as u32,
+                min_peak_allocated_bytes: peaks[0],
+                median_peak_allocated_bytes: peaks[(peaks.len() - 1) / 2],
+                max_peak_allocated_bytes: peaks[peaks.len() - 1],
+                max_peak_reserved_bytes: members
+                    .iter()
+                    .map(|r| r.peak_reserved_bytes)
+                    .max()
+                    .unwrap_or(0),
+                outlier_ranks,
+            }
+        })
+        .collect()
+}
+
 /// Flags the rows whose peak is an outlier among the rows of the same iteration and device
 /// that carry a rank (files not named after ranks are never flagged).
 pub fn flag_outliers(rows: &mut [FileRow]) {
@@ -255,6 +326,18 @@ mod tests {
             .chain([row("other.pickle", 1)])
             .collect();
         flag_outliers(&mut rows);
+        let summaries = iteration_summaries(&rows);
+        assert_eq!(summaries.len(), 2);
+        assert_eq!(summaries[1].iteration, Some(2));
+        assert_eq!(summaries[1].ranks, 8);
+        assert_eq!(summaries[1].outlier_ranks, [5]);
+        assert_eq!(
+            (
+                summaries[1].min_peak_allocated_bytes,
+                summaries[1].max_peak_allocated_bytes
+            ),
+            (120 << 30, 130 << 30)
+        );
         let flagged: Vec<(Option<u32>, Option<u32>)> = rows
             .iter()
             .filter(|r| r.outlier)

@@ -15,7 +15,7 @@ use super::table::cell;
 use super::{bytes, bytes_delta, count, duration_us, percent_ppm};
 use crate::analysis::categories::{Component, Role};
 use crate::compare::diff::{Change, MetricDelta};
-use crate::compare::files::{FileRow, FilesColumn};
+use crate::compare::files::{FileRow, FilesColumn, IterationSummary};
 use crate::overview::{Metric, Unit};
 
 /// A files-table column's title.
@@ -139,6 +139,33 @@ pub fn files_csv(rows: &[FileRow]) -> String {
         );
     }
     out
+}
+
+/// One iteration's ranks in a sentence: `Iteration 3 (cuda:0): 8 ranks, peak allocated
+/// 40.0–52.0 GiB (median 40.0 GiB), peak reserved up to 54.0 GiB; outlier: rank 5.`
+pub fn iteration_sentence(s: &IterationSummary) -> String {
+    let which = match s.iteration {
+        Some(i) => format!("Iteration {i}"),
+        None => "Ranks".to_string(),
+    };
+    let mut text = format!(
+        "{which} (cuda:{}): {} ranks, peak allocated {}–{} (median {}), peak reserved up to {}",
+        s.device,
+        count(u64::from(s.ranks)),
+        bytes(s.min_peak_allocated_bytes),
+        bytes(s.max_peak_allocated_bytes),
+        bytes(s.median_peak_allocated_bytes),
+        bytes(s.max_peak_reserved_bytes),
+    );
+    match s.outlier_ranks.as_slice() {
+        [] => text.push('.'),
+        [r] => text.push_str(&format!("; outlier: rank {r}.")),
+        ranks => {
+            let list: Vec<String> = ranks.iter().map(|r| r.to_string()).collect();
+            text.push_str(&format!("; outliers: ranks {}.", list.join(", ")));
+        }
+    }
+    text
 }
 
 /// A compared number in human units (`—` when the file has none).
