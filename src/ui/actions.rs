@@ -88,7 +88,11 @@ impl Actions {
         let mut opened = 0;
         for i in 0..files.length() {
             if let Some(file) = files.item(i) {
-                let path = file.webkit_relative_path();
+                // A folder's files are named by their path in it (`iteration_3/rank5_…`).
+                let path = js_sys::Reflect::get(&file, &"webkitRelativePath".into())
+                    .ok()
+                    .and_then(|p| p.as_string())
+                    .unwrap_or_default();
                 let name = if path.is_empty() { file.name() } else { path };
                 self.open_blob(name, file.unchecked_into());
                 opened += 1;

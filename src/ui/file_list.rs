@@ -6,7 +6,7 @@
 use leptos::prelude::*;
 
 use super::actions::Actions;
-use super::state::{AppState, FileId};
+use super::state::{AppState, FileId, Showing};
 use crate::format;
 
 #[component]
@@ -14,8 +14,26 @@ pub fn FileList(state: RwSignal<AppState>, actions: Actions) -> impl IntoView {
     let ids =
         Memo::new(move |_| state.with(|s| s.files().iter().map(|f| f.id).collect::<Vec<_>>()));
 
+    let ready = Memo::new(move |_| state.with(|s| s.files().iter().filter(|f| f.is_ready()).count()));
+    let showing = Memo::new(move |_| state.with(|s| s.showing()));
+    let devices = Memo::new(move |_| {
+        state.with(|s| s.files().iter().filter(|f| f.is_ready()).map(|f| f.devices().len()).sum::<usize>())
+    });
+
     view! {
         <h2 class="sidebar-title">"Open files"</h2>
+        <Show when=move || { ready.get() >= 2 || devices.get() >= 2 }>
+            <nav class="side-by-side" aria-label="Files side by side">
+                <button type="button" class="button side-button" id="show-files"
+                    aria-pressed=move || (showing.get() == Showing::Files).to_string()
+                    on:click=move |_| actions.show(Showing::Files)
+                >"Files side by side"</button>
+                <button type="button" class="button side-button" id="show-compare"
+                    aria-pressed=move || (showing.get() == Showing::Compare).to_string()
+                    on:click=move |_| actions.show(Showing::Compare)
+                >"Compare two"</button>
+            </nav>
+        </Show>
         <Show
             when=move || !ids.with(Vec::is_empty)
             fallback=|| view! { <p class="empty-list">"No file open yet."</p> }
@@ -41,7 +59,10 @@ fn FileItem(id: FileId, state: RwSignal<AppState>, actions: Actions) -> impl Int
     let size = Memo::new(move |_| file(|f| format::bytes(f.size)));
     let status = Memo::new(move |_| file(|f| f.status_text()));
     let kind = Memo::new(move |_| file(|f| f.status_kind().to_string()));
-    let selected = Memo::new(move |_| state.with(|s| s.selected_id() == Some(id)));
+    let selected = Memo::new(move |_| {
+        state.with(|s| s.selected_id() == Some(id) && s.showing() == Showing::File)
+    });
+    let label = Memo::new(move |_| state.with(|s| s.file(id).and_then(|f| f.label.clone())));
 
     view! {
         <li
@@ -58,7 +79,7 @@ fn FileItem(id: FileId, state: RwSignal<AppState>, actions: Actions) -> impl Int
                 on:click=move |_| actions.select(id)
             >
                 // The middle is cut: files of one run often differ only at the end.
-                <span class="file-name" data-name=name>{move || format::shorten_middle(&name.get(), FILE_NAME_CHARS)}</span>
+                <span class="file-name" data-name=name>{move || format::shorten_middle(&label.get().unwrap_or_else(|| name.get()), FILE_NAME_CHARS)}</span>
                 <span class="file-meta">
                     <span class="file-size">{size}</span>
                     <span class="file-status">{status}</span>

@@ -1,5 +1,5 @@
 //! The main area: the selected file's load progress, its error, or its snapshot view; the
-//! welcome screen when nothing is open.
+//! files side by side or two of them compared; the welcome screen when nothing is open.
 //!
 //! Only chooses which view to show; re-renders when the selection or the file's stage changes,
 //! not on every progress message.
@@ -10,7 +10,9 @@ use super::actions::Actions;
 use super::error_report::ErrorReportView;
 use super::load_progress::LoadProgress;
 use super::snapshot_view::SnapshotView;
-use super::state::{AppState, FileId, Status};
+use super::compare::CompareView;
+use super::files::FilesView;
+use super::state::{AppState, FileId, Showing, Status};
 use super::welcome::Welcome;
 
 #[derive(Clone, Copy, PartialEq)]
@@ -26,7 +28,7 @@ pub fn FileView(state: RwSignal<AppState>, actions: Actions) -> impl IntoView {
         state.with(|s| {
             s.selected().map(|f| {
                 let stage = match f.status {
-                    Status::Loading { .. } => Stage::Loading,
+                    Status::Queued | Status::Loading { .. } => Stage::Loading,
                     Status::Ready(_) => Stage::Ready,
                     Status::Failed(_) => Stage::Failed,
                 };
@@ -35,7 +37,19 @@ pub fn FileView(state: RwSignal<AppState>, actions: Actions) -> impl IntoView {
         })
     });
 
-    move || match shown.get() {
+    let showing = Memo::new(move |_| state.with(|s| s.showing()));
+    let dark = super::theme::follow_system();
+
+    move || match (showing.get(), shown.get()) {
+        (Showing::Files, Some(_)) => view! { <FilesView state=state actions=actions dark=dark.into() /> }.into_any(),
+        (Showing::Compare, Some(_)) => view! { <CompareView state=state actions=actions dark=dark.into() /> }.into_any(),
+        (_, shown) => file_view(state, actions, shown),
+    }
+}
+
+/// The selected file's stage.
+fn file_view(state: RwSignal<AppState>, actions: Actions, shown: Option<(FileId, Stage)>) -> AnyView {
+    match shown {
         None => view! { <Welcome actions=actions /> }.into_any(),
         Some((id, Stage::Loading)) => {
             view! { <LoadProgress id=id state=state actions=actions /> }.into_any()

@@ -15,9 +15,14 @@ pub fn LoadProgress(id: FileId, state: RwSignal<AppState>, actions: Actions) -> 
     let progress = Memo::new(move |_| {
         state.with(|s| match s.file(id).map(|f| &f.status) {
             Some(Status::Loading { bytes_read, total }) => (*bytes_read, *total),
+            Some(Status::Queued) => (0, s.file(id).map_or(0, |f| f.size)),
             _ => (0, 0),
         })
     });
+    let queued = Memo::new(move |_| {
+        state.with(|s| matches!(s.file(id).map(|f| &f.status), Some(Status::Queued)))
+    });
+    let parallel = state.with_untracked(|s| s.parallel_loads());
     let percent = move || progress.with(|(read, total)| format::percent_of(*read, *total));
 
     view! {
@@ -49,6 +54,12 @@ pub fn LoadProgress(id: FileId, state: RwSignal<AppState>, actions: Actions) -> 
                     "Cancel"
                 </button>
             </div>
+            {move || queued.get().then(|| view! {
+                <p class="hint" id="load-queued">{format!(
+                    "Waiting for its turn: {parallel} files load at once (this machine's cores), within {} of files at a time.",
+                    format::bytes(super::state::LOAD_BUDGET_BYTES)
+                )}</p>
+            })}
             <p class="hint">"Decoding runs in a background worker: the page stays usable, and other files can be opened meanwhile."</p>
         </section>
     }

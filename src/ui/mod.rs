@@ -11,7 +11,8 @@
 //!   `load_progress`, `error_report`, `snapshot_view`, `device_picker`, `welcome`,
 //!   `drop_overlay`);
 //! - one folder per view: `overview`, `timeline`, `breakdown` (where the memory went: charts,
-//!   the estimate, findings, rules, the report); `categories`: what they share about
+//!   the estimate, findings, rules, the report), `table`, `allocator`; `files` (the files side
+//!   by side, and the digests asked of many workers) and `compare` (two files compared); `categories`: what they share about
 //!   categories (the rules, the picked moment, the highlighted category); `charts`: drawing
 //!   charts on a canvas (plotters);
 //! - `segmented`: one button of a segmented group, bound to a signal;
@@ -30,11 +31,13 @@ mod app;
 mod breakdown;
 mod categories;
 mod charts;
+mod compare;
 mod device_picker;
 mod drop_overlay;
 mod error_report;
 mod file_list;
 mod file_view;
+mod files;
 mod load_progress;
 mod overview;
 mod panic_banner;

@@ -1,5 +1,6 @@
-//! The "Open snapshot…" button (backed by a hidden multi-file `<input type=file>`) and the
-//! "Open example" button.
+//! The "Open snapshot…" button (backed by a hidden multi-file `<input type=file>`), "Open
+//! folder…" (a folder input: every file in it, e.g. a job's `iteration_N/rankR_…` snapshots)
+//! and the "Open example" button.
 //!
 //! Only starts loads; progress and results are shown elsewhere.
 
@@ -11,8 +12,9 @@ use super::actions::Actions;
 #[component]
 pub fn Toolbar(actions: Actions) -> impl IntoView {
     let input: NodeRef<Input> = NodeRef::new();
+    let folder: NodeRef<Input> = NodeRef::new();
 
-    let on_change = move |_| {
+    let open_from = move |input: NodeRef<Input>| {
         if let Some(input) = input.get() {
             if let Some(files) = input.files() {
                 actions.open_files(&files);
@@ -33,7 +35,18 @@ pub fn Toolbar(actions: Actions) -> impl IntoView {
                 accept=".pickle,.pkl,.gz,.json,application/octet-stream"
                 tabindex="-1"
                 aria-hidden="true"
-                on:change=on_change
+                on:change=move |_| open_from(input)
+            />
+            <input
+                node_ref=folder
+                id="folder-input"
+                class="visually-hidden"
+                type="file"
+                multiple
+                prop:webkitdirectory=true
+                tabindex="-1"
+                aria-hidden="true"
+                on:change=move |_| open_from(folder)
             />
             <button
                 id="open-file"
@@ -46,6 +59,19 @@ pub fn Toolbar(actions: Actions) -> impl IntoView {
                 }
             >
                 "Open snapshot…"
+            </button>
+            <button
+                id="open-folder"
+                class="button"
+                type="button"
+                title="Every snapshot in a folder, e.g. one per rank and iteration"
+                on:click=move |_| {
+                    if let Some(input) = folder.get() {
+                        input.click();
+                    }
+                }
+            >
+                "Open folder…"
             </button>
             <button
                 id="open-example"

@@ -215,6 +215,73 @@ pub fn stacked_area(
     Ok(())
 }
 
+/// Curves drawn over one another on a shared axis from 0 to 100 % of each series' length
+/// (each series spread over the whole width, whatever its number of points), with a byte axis,
+/// an x axis titled `x_label` and a legend.
+pub fn overlaid_lines(
+    canvas: &HtmlCanvasElement,
+    theme: &Theme,
+    series: &[(Slice, Vec<u64>)],
+    x_label: &str,
+    title: &str,
+    fmt: &dyn Fn(u64) -> String,
+) -> Result<(), String> {
+    let Some(c) = Chart::open(canvas, theme)? else {
+        return Ok(());
+    };
+    let top = series
+        .iter()
+        .flat_map(|(_, values)| values.iter().copied())
+        .max()
+        .unwrap_or(0);
+    let xs = [0.0, 100.0];
+    let stacked = vec![vec![0u128, u128::from(top)]; 2];
+    let l = g::area_layout(c.w, c.h, c.s, &xs, &stacked, series.len());
+    c.title(&l.frame, title)?;
+    if series.iter().all(|(_, v)| v.is_empty()) {
+        return c.nothing(l.frame.body);
+    }
+    let font = g::FONT * c.s;
+    for &t in &l.y_ticks {
+        let y = l.y_of(u128::from(t));
+        c.line((l.plot.x0, y), (l.plot.x1, y), theme.grid, 1.0)?;
+        let at = (l.y_axis.x1 - 4.0 * c.s, y);
+        c.label(&fmt(t), at, font, HPos::Right, VPos::Center)?;
+    }
+    let tick_y = l.x_axis.y0 + g::AXIS_H * c.s / 2.0;
+    for &t in &l.x_ticks {
+        let x = l.x_of(t);
+        c.line((x, l.plot.y1), (x, l.plot.y1 + 3.0 * c.s), theme.text, 1.0)?;
+        let label = format!("{}%", g::number_label(t, l.x_step));
+        c.label(&label, (x, tick_y), font, HPos::Center, VPos::Center)?;
+    }
+    let at = ((l.plot.x0 + l.plot.x1) / 2.0, tick_y + g::AXIS_H * c.s);
+    let label = g::fit_text(x_label, l.plot.width(), font);
+    c.label(&label, at, font, HPos::Center, VPos::Center)?;
+    c.line((l.plot.x0, l.plot.y1), (l.plot.x1, l.plot.y1), theme.text, 1.0)?;
+    for (slice, values) in series {
+        let n = values.len();
+        let x_at = |k: usize| if n <= 1 { 0.0 } else { 100.0 * k as f64 / (n - 1) as f64 };
+        let points: Vec<(f64, f64)> = values
+            .iter()
+            .enumerate()
+            .map(|(k, &v)| (l.x_of(x_at(k)), l.y_of(u128::from(v))))
+            .collect();
+        if points.len() >= 2 {
+            c.path(&points, slice.colour, 2.0)?;
+        }
+        if let [only] = points[..] {
+            c.line(only, (l.plot.x1, only.1), slice.colour, 2.0)?;
+        }
+    }
+    for row in 0..l.legend_rows {
+        let (slice, _) = &series[row];
+        let rect = g::legend_row(l.legend, l.legend_top, l.row_h, row);
+        c.legend_entry(rect, slice.colour, &slice.label, "")?;
+    }
+    Ok(())
+}
+
 /// A histogram: one column per bin in the order given (callers pass ascending power-of-two
 /// lower bounds), height = count, labelled under it by its lower bound in binary units (as
 /// many labels as fit). The bins' bytes are not drawn; they are for the caller's tooltip.
@@ -478,6 +545,13 @@ impl Chart {
     }
 
     /// A line `width` CSS pixels wide.
+    /// A polyline through `points`, in one path.
+    fn path(&self, points: &[(f64, f64)], colour: [u8; 3], width: f64) -> Result<(), String> {
+        let style = rgb(colour).stroke_width(self.stroke(width));
+        let shape = PathElement::new(points.iter().map(|&p| px(p)).collect::<Vec<_>>(), style);
+        self.area.draw(&shape).map_err(error_text)
+    }
+
     fn line(
         &self,
         from: (f64, f64),

@@ -1,0 +1,135 @@
+//! Digests asked of many files' workers and kept by file and device, for the views that set
+//! files side by side (the files table, a comparison). Before a file's first digest its
+//! worker gets the user's stored rules, so roles are the ones its own views show.
+//!
+//! Transport and bookkeeping only: what a digest holds is the core's.
+
+use std::collections::{BTreeMap, HashSet};
+
+use leptos::prelude::*;
+
+use crate::compare::service::DigestRequest;
+use crate::compare::Digest;
+use crate::format;
+use crate::protocol::{Answer, Request};
+use crate::ui::actions::Actions;
+use crate::ui::categories::stored_rules;
+use crate::ui::requests::ScopeId;
+use crate::ui::state::{AppState, FileId};
+
+type Key = (FileId, u32);
+
+#[derive(Clone, Copy)]
+pub struct Digests {
+    answers: RwSignal<BTreeMap<Key, Result<Digest, String>>>,
+    asked: StoredValue<HashSet<Key>, LocalStorage>,
+    /// Files whose worker was sent the stored rules.
+    ruled: StoredValue<HashSet<FileId>, LocalStorage>,
+    scope: ScopeId,
+    actions: Actions,
+    detail: bool,
+}
+
+impl Digests {
+    /// Digests with call sites and modules when `detail` is set; each is asked for with
+    /// [`Self::want`].
+    pub fn new(state: RwSignal<AppState>, actions: Actions, detail: bool) -> Self {
+        let digests = Digests {
+            answers: RwSignal::new(BTreeMap::new()),
+            asked: StoredValue::new_local(HashSet::new()),
+            ruled: StoredValue::new_local(HashSet::new()),
+            scope: actions.new_scope(),
+            actions,
+            detail,
+        };
+        on_cleanup(move || {
+            let files: HashSet<FileId> = digests
+                .ruled
+                .try_with_value(|r| r.clone())
+                .unwrap_or_default();
+            for file in files {
+                actions.forget_scope(file, digests.scope);
+            }
+        });
+        // A file closed and its answers go with it.
+        Effect::new(move |_| {
+            let open: HashSet<FileId> = state.with(|s| s.files().iter().map(|f| f.id).collect());
+            if digests
+                .answers
+                .with_untracked(|a| a.keys().any(|(f, _)| !open.contains(f)))
+            {
+                digests.answers.update(|a| a.retain(|(f, _), _| open.contains(f)));
+                digests.asked.update_value(|a| a.retain(|(f, _)| open.contains(f)));
+            }
+        });
+        digests
+    }
+
+    /// Asks for the digest of `device` of `file` unless it was asked already.
+    pub fn want(self, file: FileId, device: u32) {
+        let fresh = self
+            .asked
+            .try_update_value(|asked| asked.insert((file, device)))
+            .unwrap_or(false);
+        if !fresh {
+            return;
+        }
+        let first = self
+            .ruled
+            .try_update_value(|r| r.insert(file))
+            .unwrap_or(false);
+        if first {
+            let rules = stored_rules();
+            if !rules.rules.is_empty() {
+                self.actions.tell(file, Request::SetRules(rules));
+            }
+        }
+        let request = Request::Digest(DigestRequest {
+            device,
+            detail: self.detail,
+        });
+        let answers = self.answers;
+        self.actions.ask(file, self.scope, request, move |answered| {
+            let result = match answered.result {
+                Ok(Answer::Digest(d)) => Ok(d),
+                Ok(other) => Err(format!("the worker answered with a {}", other.feature())),
+                Err(e) => Err(format::problems::view_error(&e)),
+            };
+            answers.update(|a| {
+                a.insert((file, device), result);
+            });
+        });
+    }
+
+    /// The digest of `device` of `file`, once answered.
+    pub fn get(self, file: FileId, device: u32) -> Option<Result<Digest, String>> {
+        self.answers.with(|a| a.get(&(file, device)).cloned())
+    }
+
+    /// The digests of `file` answered so far, by device.
+    pub fn of_file(self, file: FileId) -> Vec<Digest> {
+        self.answers.with(|a| {
+            a.range((file, 0)..=(file, u32::MAX))
+                .filter_map(|(_, r)| r.as_ref().ok().cloned())
+                .collect()
+        })
+    }
+
+    /// Digests asked for and not answered yet.
+    pub fn pending(self) -> usize {
+        let answered = self.answers.with(|a| a.len());
+        self.asked
+            .try_with_value(|a| a.len())
+            .unwrap_or(0)
+            .saturating_sub(answered)
+    }
+
+    /// Why digests could not be made.
+    pub fn errors(self) -> Vec<String> {
+        self.answers.with(|a| {
+            a.values()
+                .filter_map(|r| r.as_ref().err().cloned())
+                .collect()
+        })
+    }
+}

@@ -1,0 +1,299 @@
+//! The files side by side: one row per open file and device — its peaks, its end,
+//! efficiency, trace entries, time span and the bytes of each role at its peak — sortable by
+//! any column, with labels the user edits (`ctx 512 / bf16`), ranks and iterations read from
+//! the names with outlier ranks flagged, a bar chart of the sorted column, and the table as
+//! Markdown or CSV (copied or downloaded).
+//!
+//! Each file's worker is asked for its devices' digests (`Request::Digest`, numbers only);
+//! rows come from the core (`compare::files`), words from `format::compare`, so the table is
+//! `memsight files`'. A file still loading joins the table when it is ready. Not the place
+//! for computing numbers.
+
+pub mod digests;
+
+use leptos::prelude::*;
+
+use super::actions::Actions;
+use super::breakdown::chart::{ChartCard, Draw};
+use super::breakdown::download_text;
+use super::charts::{self, Slice};
+use super::state::{AppState, FileId};
+use crate::compare::files::{
+    flag_outliers, iteration_summaries, rows_of, sort_rows, FileRow, FilesColumn,
+};
+use crate::format::{self, compare as words};
+use crate::timeline::raster::Style;
+use digests::Digests;
+
+/// A file's row as the page keeps it: the core's row and the file it belongs to.
+#[derive(Clone, Debug, PartialEq)]
+struct Line {
+    file: FileId,
+    row: FileRow,
+}
+
+#[component]
+pub fn FilesView(state: RwSignal<AppState>, actions: Actions, dark: Signal<bool>) -> impl IntoView {
+    let digests = Digests::new(state, actions, false);
+    Effect::new(move |_| {
+        let ready: Vec<(FileId, Vec<u32>)> = state.with(|s| {
+            s.files()
+                .iter()
+                .filter(|f| f.is_ready())
+                .map(|f| (f.id, f.devices().to_vec()))
+                .collect()
+        });
+        for (file, devices) in ready {
+            for device in devices {
+                digests.want(file, device);
+            }
+        }
+    });
+    let sort = RwSignal::new(None::<(FilesColumn, bool)>);
+    let copied = RwSignal::new(None::<String>);
+    let lines = Memo::new(move |_| {
+        let mut lines: Vec<Line> = state.with(|s| {
+            s.files()
+                .iter()
+                .filter(|f| f.is_ready())
+                .flat_map(|f| {
+                    let found = digests.of_file(f.id);
+                    rows_of(&f.name, f.label.as_deref(), &found)
+                        .into_iter()
+                        .map(move |row| Line { file: f.id, row })
+                })
+                .collect()
+        });
+        let mut rows: Vec<FileRow> = lines.iter().map(|l| l.row.clone()).collect();
+        flag_outliers(&mut rows);
+        for (line, row) in lines.iter_mut().zip(rows) {
+            line.row = row;
+        }
+        if let Some((column, descending)) = sort.get() {
+            let mut rows: Vec<(usize, FileRow)> =
+                lines.iter().map(|l| l.row.clone()).enumerate().collect();
+            let mut only: Vec<FileRow> = rows.iter().map(|(_, r)| r.clone()).collect();
+            sort_rows(&mut only, column, descending);
+            // Map the sorted rows back to their files (rows are unique by name and device).
+            let mut sorted = Vec::with_capacity(lines.len());
+            for row in only {
+                let at = rows
+                    .iter()
+                    .position(|(_, r)| r.name == row.name && r.device == row.device)
+                    .expect("a row of the table");
+                let (i, _) = rows.remove(at);
+                sorted.push(lines[i].clone());
+            }
+            lines = sorted;
+        }
+        lines
+    });
+    let rows = Memo::new(move |_| lines.with(|l| l.iter().map(|l| l.row.clone()).collect::<Vec<_>>()));
+    let columns = Memo::new(move |_| rows.with(|r| words::shown_columns(r)));
+    let summaries = Memo::new(move |_| rows.with(|r| iteration_summaries(r)));
+    let waiting = Memo::new(move |_| {
+        state.with(|s| s.files().iter().filter(|f| f.is_pending()).count())
+            + digests.pending()
+    });
+    let failed = Memo::new(move |_| digests.errors());
+    // The chart shows the sorted column when it holds bytes, else the peak.
+    let charted = Memo::new(move |_| match sort.get() {
+        Some((column, _)) if bytes_column(column) => column,
+        _ => FilesColumn::PeakAllocated,
+    });
+
+    let header = move |column: FilesColumn| {
+        let title = words::column_title(column);
+        let key = column.key();
+        let order = move || match sort.get() {
+            Some((c, true)) if c == column => "descending",
+            Some((c, false)) if c == column => "ascending",
+            _ => "none",
+        };
+        view! {
+            <th scope="col" aria-sort=order data-column=key.clone()>
+                <button type="button" class="sort-button" on:click=move |_| {
+                    sort.update(|s| {
+                        *s = match *s {
+                            // Text sorts A→Z first, numbers largest first.
+                            Some((c, d)) if c == column => Some((column, !d)),
+                            _ => Some((column, column != FilesColumn::Label)),
+                        }
+                    })
+                }>{title}</button>
+            </th>
+        }
+    };
+    let copy = move |text: String, what: &'static str| {
+        let done = copied;
+        let Some(window) = web_sys::window() else { return };
+        let promise = window.navigator().clipboard().write_text(&text);
+        wasm_bindgen_futures::spawn_local(async move {
+            let result = wasm_bindgen_futures::JsFuture::from(promise).await;
+            done.set(Some(match result {
+                Ok(_) => format!("Copied the table as {what}."),
+                Err(_) => format!("The browser refused the clipboard: use Download {what} instead."),
+            }));
+        });
+    };
+    let draw: Draw = std::rc::Rc::new(move |canvas, theme| {
+        let column = charted.get();
+        let slices: Vec<Slice> = lines.with(|lines| {
+            lines
+                .iter()
+                .enumerate()
+                .map(|(i, l)| Slice {
+                    key: format!("{}:{}", l.file, l.row.device),
+                    label: short_label(&l.row),
+                    value: words::cell_exact(&l.row, column).parse().unwrap_or(0),
+                    colour: palette(i),
+                })
+                .collect()
+        });
+        let title = format!("{} by file", words::column_title(column));
+        charts::bars(canvas, theme, &slices, &title, &format::bytes)
+    });
+
+    view! {
+        <section class="panel files-view" id="files-view"
+            data-rows=move || rows.with(Vec::len).to_string()
+            data-waiting=move || waiting.get().to_string()
+        >
+            <header class="snapshot-header">
+                <div>
+                    <h1 class="panel-title">"Files side by side"</h1>
+                    <p class="hint">
+                        "One row per file and device, every number at that file's own peak or end. Click a column to sort, a name to rename it, "
+                        <q>"Open"</q> " to see its views."
+                    </p>
+                </div>
+                <div class="files-actions">
+                    <button type="button" class="button" id="files-copy-markdown"
+                        on:click=move |_| copy(words::files_markdown(&rows.get_untracked()), "Markdown")>"Copy Markdown"</button>
+                    <button type="button" class="button" id="files-copy-csv"
+                        on:click=move |_| copy(words::files_csv(&rows.get_untracked()), "CSV")>"Copy CSV"</button>
+                    <button type="button" class="button quiet" id="files-markdown"
+                        on:click=move |_| download_text("memsight-files.md", &words::files_markdown(&rows.get_untracked()), "text/markdown")>"Download Markdown"</button>
+                    <button type="button" class="button quiet" id="files-csv"
+                        on:click=move |_| download_text("memsight-files.csv", &words::files_csv(&rows.get_untracked()), "text/csv")>"Download CSV"</button>
+                </div>
+            </header>
+            {move || copied.get().map(|text| view! { <p class="hint" id="files-copied" role="status">{text}</p> })}
+            {move || (waiting.get() > 0).then(|| view! {
+                <p class="pending" id="files-waiting" aria-busy="true">
+                    {format!("{} still loading: their rows come when they are ready.", format::count(waiting.get() as u64))}
+                </p>
+            })}
+            {move || failed.get().into_iter().map(|text| view! { <p class="view-error" role="alert">{text}</p> }).collect_view()}
+            <ul class="iteration-summaries" id="iteration-summaries">
+                {move || summaries.get().into_iter().map(|s| {
+                    let outliers = s.outlier_ranks.len();
+                    view! {
+                        <li data-iteration=s.iteration.map_or(String::new(), |i| i.to_string())
+                            data-outliers=outliers.to_string()
+                            class:has-outliers={outliers > 0}
+                        >{words::iteration_sentence(&s)}</li>
+                    }
+                }).collect_view()}
+            </ul>
+            <div class="files-table-wrap">
+                <table class="files-table" id="files-table">
+                    <thead>
+                        <tr>
+                            {move || columns.get().into_iter().map(header).collect_view()}
+                            <th scope="col"><span class="visually-hidden">"Open"</span></th>
+                        </tr>
+                    </thead>
+                    <tbody>
+                        {move || {
+                            let shown = columns.get();
+                            lines.get().into_iter().map(|line| {
+                                let shown = shown.clone();
+                                let file = line.file;
+                                let row = line.row;
+                                view! {
+                                    <tr class="files-row" class:outlier=row.outlier
+                                        data-file-id=file.to_string()
+                                        data-device=row.device.to_string()
+                                        data-name=row.name.clone()
+                                        data-outlier=row.outlier.to_string()
+                                    >
+                                        {shown.into_iter().map(|column| cell(state, actions, file, &row, column)).collect_view()}
+                                        <td>
+                                            <button type="button" class="button quiet open-file"
+                                                on:click=move |_| actions.select(file)>"Open"</button>
+                                        </td>
+                                    </tr>
+                                }
+                            }).collect_view()
+                        }}
+                    </tbody>
+                </table>
+            </div>
+            <div class="chart-grid">
+                <ChartCard id="files-chart" title="By file" dark=dark draw=draw wide=true>
+                    <p class="hint">"The column the table is sorted by (bytes), or the peak allocated."</p>
+                </ChartCard>
+            </div>
+        </section>
+    }
+}
+
+/// One cell: exact value in `data-value`, the label an editable field.
+fn cell(
+    state: RwSignal<AppState>,
+    actions: Actions,
+    file: FileId,
+    row: &FileRow,
+    column: FilesColumn,
+) -> impl IntoView {
+    let exact = words::cell_exact(row, column);
+    let key = column.key();
+    if column == FilesColumn::Label {
+        let name = row.name.clone();
+        let shown = state.with_untracked(|s| s.file(file).and_then(|f| f.label.clone()));
+        return view! {
+            <td class="files-label" data-column=key data-value=exact>
+                <input type="text" class="label-input" aria-label=format!("Label of {name}")
+                    placeholder=name.clone() title=name
+                    prop:value=shown.unwrap_or_default()
+                    on:change=move |event| actions.set_label(file, &event_target_value(&event))
+                />
+                {row.outlier.then(|| view! { <span class="badge outlier-badge" title="Its peak is far from the other ranks' of its iteration">"outlier"</span> })}
+            </td>
+        }
+        .into_any();
+    }
+    let text = words::cell_text(row, column);
+    view! { <td class="num" data-column=key data-value=exact>{text}</td> }.into_any()
+}
+
+fn bytes_column(column: FilesColumn) -> bool {
+    !matches!(
+        column,
+        FilesColumn::Label
+            | FilesColumn::Device
+            | FilesColumn::Rank
+            | FilesColumn::Iteration
+            | FilesColumn::EfficiencyAtPeak
+            | FilesColumn::TraceEntries
+            | FilesColumn::TimeSpan
+    )
+}
+
+/// A bar's label: the user's label, else the end of the name (where files of a run differ).
+fn short_label(row: &FileRow) -> String {
+    let text = if row.label != row.name {
+        row.label.clone()
+    } else {
+        row.name.rsplit(['/', '\\']).next().unwrap_or(&row.name).to_string()
+    };
+    format::shorten_middle(&format!("{text} · cuda:{}", row.device), 40)
+}
+
+/// A stable colour per row: the timeline's palette, so the page's colours stay few.
+fn palette(i: usize) -> [u8; 3] {
+    let palette = Style::light().palette;
+    let [r, g, b, _] = palette[i % palette.len()];
+    [r, g, b]
+}
