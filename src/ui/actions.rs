@@ -85,18 +85,23 @@ impl Actions {
     /// Opens every file of a file input, a folder or a drop; several at once are shown side
     /// by side (a folder's files by their path in it, so ranks and iterations read from it).
     pub fn open_files(self, files: &FileList) {
-        let mut opened = 0;
-        for i in 0..files.length() {
-            if let Some(file) = files.item(i) {
+        let mut named: Vec<(String, Blob)> = (0..files.length())
+            .filter_map(|i| files.item(i))
+            .map(|file| {
                 // A folder's files are named by their path in it (`iteration_3/rank5_…`).
                 let path = js_sys::Reflect::get(&file, &"webkitRelativePath".into())
                     .ok()
                     .and_then(|p| p.as_string())
                     .unwrap_or_default();
                 let name = if path.is_empty() { file.name() } else { path };
-                self.open_blob(name, file.unchecked_into());
-                opened += 1;
-            }
+                (name, file.unchecked_into())
+            })
+            .collect();
+        // In the order people read them: rank2 before rank10, whatever the browser's order.
+        named.sort_by(|(a, _), (b, _)| crate::compare::ranks::natural_cmp(a, b));
+        let opened = named.len();
+        for (name, blob) in named {
+            self.open_blob(name, blob);
         }
         if opened >= 2 {
             self.show(Showing::Files);

@@ -14,10 +14,17 @@ pub fn FileList(state: RwSignal<AppState>, actions: Actions) -> impl IntoView {
     let ids =
         Memo::new(move |_| state.with(|s| s.files().iter().map(|f| f.id).collect::<Vec<_>>()));
 
-    let ready = Memo::new(move |_| state.with(|s| s.files().iter().filter(|f| f.is_ready()).count()));
+    let ready =
+        Memo::new(move |_| state.with(|s| s.files().iter().filter(|f| f.is_ready()).count()));
     let showing = Memo::new(move |_| state.with(|s| s.showing()));
     let devices = Memo::new(move |_| {
-        state.with(|s| s.files().iter().filter(|f| f.is_ready()).map(|f| f.devices().len()).sum::<usize>())
+        state.with(|s| {
+            s.files()
+                .iter()
+                .filter(|f| f.is_ready())
+                .map(|f| f.devices().len())
+                .sum::<usize>()
+        })
     });
 
     view! {

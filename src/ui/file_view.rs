@@ -7,11 +7,11 @@
 use leptos::prelude::*;
 
 use super::actions::Actions;
+use super::compare::CompareView;
 use super::error_report::ErrorReportView;
+use super::files::FilesView;
 use super::load_progress::LoadProgress;
 use super::snapshot_view::SnapshotView;
-use super::compare::CompareView;
-use super::files::FilesView;
 use super::state::{AppState, FileId, Showing, Status};
 use super::welcome::Welcome;
 
@@ -41,14 +41,22 @@ pub fn FileView(state: RwSignal<AppState>, actions: Actions) -> impl IntoView {
     let dark = super::theme::follow_system();
 
     move || match (showing.get(), shown.get()) {
-        (Showing::Files, Some(_)) => view! { <FilesView state=state actions=actions dark=dark.into() /> }.into_any(),
-        (Showing::Compare, Some(_)) => view! { <CompareView state=state actions=actions dark=dark.into() /> }.into_any(),
+        (Showing::Files, Some(_)) => {
+            view! { <FilesView state=state actions=actions dark=dark.into() /> }.into_any()
+        }
+        (Showing::Compare, Some(_)) => {
+            view! { <CompareView state=state actions=actions dark=dark.into() /> }.into_any()
+        }
         (_, shown) => file_view(state, actions, shown),
     }
 }
 
 /// The selected file's stage.
-fn file_view(state: RwSignal<AppState>, actions: Actions, shown: Option<(FileId, Stage)>) -> AnyView {
+fn file_view(
+    state: RwSignal<AppState>,
+    actions: Actions,
+    shown: Option<(FileId, Stage)>,
+) -> AnyView {
     match shown {
         None => view! { <Welcome actions=actions /> }.into_any(),
         Some((id, Stage::Loading)) => {

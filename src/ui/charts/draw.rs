@@ -258,10 +258,21 @@ pub fn overlaid_lines(
     let at = ((l.plot.x0 + l.plot.x1) / 2.0, tick_y + g::AXIS_H * c.s);
     let label = g::fit_text(x_label, l.plot.width(), font);
     c.label(&label, at, font, HPos::Center, VPos::Center)?;
-    c.line((l.plot.x0, l.plot.y1), (l.plot.x1, l.plot.y1), theme.text, 1.0)?;
+    c.line(
+        (l.plot.x0, l.plot.y1),
+        (l.plot.x1, l.plot.y1),
+        theme.text,
+        1.0,
+    )?;
     for (slice, values) in series {
         let n = values.len();
-        let x_at = |k: usize| if n <= 1 { 0.0 } else { 100.0 * k as f64 / (n - 1) as f64 };
+        let x_at = |k: usize| {
+            if n <= 1 {
+                0.0
+            } else {
+                100.0 * k as f64 / (n - 1) as f64
+            }
+        };
         let points: Vec<(f64, f64)> = values
             .iter()
             .enumerate()

@@ -24,9 +24,7 @@ mod draw;
 // yet is already reported as dead code where it is defined.
 #[cfg(target_arch = "wasm32")]
 #[allow(unused_imports)]
-pub use draw::{
-    bars, gauge, histogram, overlaid_lines, pie, png_data_url, segments, stacked_area,
-};
+pub use draw::{bars, gauge, histogram, overlaid_lines, pie, png_data_url, segments, stacked_area};
 #[allow(unused_imports)]
 pub use geometry::{hit_bars, hit_histogram, hit_pie, hit_segments, hit_stacked_area};
 

@@ -36,7 +36,11 @@ enum Axis {
 }
 
 #[component]
-pub fn CompareView(state: RwSignal<AppState>, actions: Actions, dark: Signal<bool>) -> impl IntoView {
+pub fn CompareView(
+    state: RwSignal<AppState>,
+    actions: Actions,
+    dark: Signal<bool>,
+) -> impl IntoView {
     let digests = Digests::new(state, actions, true);
     // Every file's devices, with what the pickers call them.
     let choices = Memo::new(move |_| {
@@ -79,7 +83,12 @@ pub fn CompareView(state: RwSignal<AppState>, actions: Actions, dark: Signal<boo
                 .map(|(c, _)| *c)
                 .filter(|c| Some(*c) != a.get_untracked())
                 .find(|(f, _)| Some(*f) == selected)
-                .or_else(|| choices.iter().map(|(c, _)| *c).find(|c| Some(*c) != a.get_untracked()));
+                .or_else(|| {
+                    choices
+                        .iter()
+                        .map(|(c, _)| *c)
+                        .find(|c| Some(*c) != a.get_untracked())
+                });
             b.set(other);
         }
     });
@@ -92,13 +101,15 @@ pub fn CompareView(state: RwSignal<AppState>, actions: Actions, dark: Signal<boo
         let (file, device) = s.get()?;
         digests.get(file, device)
     };
-    let comparison = Memo::new(move |_| -> Option<Result<(Comparison, Digest, Digest), String>> {
-        match (side(a), side(b)) {
-            (Some(Ok(x)), Some(Ok(y))) => Some(Ok((compare(&x, &y), x, y))),
-            (Some(Err(e)), _) | (_, Some(Err(e))) => Some(Err(e)),
-            _ => None,
-        }
-    });
+    let comparison = Memo::new(
+        move |_| -> Option<Result<(Comparison, Digest, Digest), String>> {
+            match (side(a), side(b)) {
+                (Some(Ok(x)), Some(Ok(y))) => Some(Ok((compare(&x, &y), x, y))),
+                (Some(Err(e)), _) | (_, Some(Err(e))) => Some(Err(e)),
+                _ => None,
+            }
+        },
+    );
     let timed = Memo::new(move |_| {
         comparison.with(|c| match c {
             Some(Ok((_, x, y))) => !x.curve.by_time.is_empty() && !y.curve.by_time.is_empty(),
@@ -119,15 +130,41 @@ pub fn CompareView(state: RwSignal<AppState>, actions: Actions, dark: Signal<boo
             Some(Ok((_, x, y))) => [(x, "A", COLOUR_A, a), (y, "B", COLOUR_B, b)]
                 .into_iter()
                 .map(|(d, letter, colour, s)| {
-                    let curve = if by_time { &d.curve.by_time } else { &d.curve.by_event };
-                    let label = format!("{letter}: {}", format::shorten_middle(&name_of(s.get()), 28));
-                    (Slice { key: letter.into(), label, value: 0, colour }, curve.clone())
+                    let curve = if by_time {
+                        &d.curve.by_time
+                    } else {
+                        &d.curve.by_event
+                    };
+                    let label = format!(
+                        "{letter}: {}",
+                        format::shorten_middle(&name_of(s.get()), 28)
+                    );
+                    (
+                        Slice {
+                            key: letter.into(),
+                            label,
+                            value: 0,
+                            colour,
+                        },
+                        curve.clone(),
+                    )
                 })
                 .collect(),
             _ => Vec::new(),
         });
-        let x_label = if by_time { "share of the run's time" } else { "share of the run's events" };
-        charts::overlaid_lines(canvas, theme, &series, x_label, "Allocated memory over the run", &format::bytes)
+        let x_label = if by_time {
+            "share of the run's time"
+        } else {
+            "share of the run's events"
+        };
+        charts::overlaid_lines(
+            canvas,
+            theme,
+            &series,
+            x_label,
+            "Allocated memory over the run",
+            &format::bytes,
+        )
     });
     let picker = move |id: &'static str, letter: &'static str, s: RwSignal<Option<Side>>| {
         view! {

@@ -48,7 +48,11 @@ pub fn MetricTable(metrics: Vec<MetricDelta>) -> impl IntoView {
 }
 
 #[component]
-pub fn CategoryTable(id: &'static str, title: &'static str, rows: Vec<CategoryDelta>) -> impl IntoView {
+pub fn CategoryTable(
+    id: &'static str,
+    title: &'static str,
+    rows: Vec<CategoryDelta>,
+) -> impl IntoView {
     let rows = rows
         .into_iter()
         .filter(|r| r.a_bytes > 0 || r.b_bytes > 0)
@@ -72,7 +76,12 @@ pub fn CategoryTable(id: &'static str, title: &'static str, rows: Vec<CategoryDe
 }
 
 #[component]
-pub fn KeyedTable(id: &'static str, title: &'static str, rows: Vec<KeyedDelta>, tree: bool) -> impl IntoView {
+pub fn KeyedTable(
+    id: &'static str,
+    title: &'static str,
+    rows: Vec<KeyedDelta>,
+    tree: bool,
+) -> impl IntoView {
     let changed_only = RwSignal::new(true);
     let all = RwSignal::new(false);
     let total = rows.len();
@@ -86,7 +95,10 @@ pub fn KeyedTable(id: &'static str, title: &'static str, rows: Vec<KeyedDelta>, 
                 .cloned()
                 .collect();
             let limit = if all.get() { chosen.len() } else { FIRST_LINES };
-            (chosen.len(), chosen.into_iter().take(limit).collect::<Vec<_>>())
+            (
+                chosen.len(),
+                chosen.into_iter().take(limit).collect::<Vec<_>>(),
+            )
         })
     };
     view! {

@@ -58,8 +58,12 @@ impl Digests {
                 .answers
                 .with_untracked(|a| a.keys().any(|(f, _)| !open.contains(f)))
             {
-                digests.answers.update(|a| a.retain(|(f, _), _| open.contains(f)));
-                digests.asked.update_value(|a| a.retain(|(f, _)| open.contains(f)));
+                digests
+                    .answers
+                    .update(|a| a.retain(|(f, _), _| open.contains(f)));
+                digests
+                    .asked
+                    .update_value(|a| a.retain(|(f, _)| open.contains(f)));
             }
         });
         digests
@@ -89,16 +93,17 @@ impl Digests {
             detail: self.detail,
         });
         let answers = self.answers;
-        self.actions.ask(file, self.scope, request, move |answered| {
-            let result = match answered.result {
-                Ok(Answer::Digest(d)) => Ok(d),
-                Ok(other) => Err(format!("the worker answered with a {}", other.feature())),
-                Err(e) => Err(format::problems::view_error(&e)),
-            };
-            answers.update(|a| {
-                a.insert((file, device), result);
+        self.actions
+            .ask(file, self.scope, request, move |answered| {
+                let result = match answered.result {
+                    Ok(Answer::Digest(d)) => Ok(d),
+                    Ok(other) => Err(format!("the worker answered with a {}", other.feature())),
+                    Err(e) => Err(format::problems::view_error(&e)),
+                };
+                answers.update(|a| {
+                    a.insert((file, device), result);
+                });
             });
-        });
     }
 
     /// The digest of `device` of `file`, once answered.

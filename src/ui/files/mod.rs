@@ -88,12 +88,12 @@ pub fn FilesView(state: RwSignal<AppState>, actions: Actions, dark: Signal<bool>
         }
         lines
     });
-    let rows = Memo::new(move |_| lines.with(|l| l.iter().map(|l| l.row.clone()).collect::<Vec<_>>()));
+    let rows =
+        Memo::new(move |_| lines.with(|l| l.iter().map(|l| l.row.clone()).collect::<Vec<_>>()));
     let columns = Memo::new(move |_| rows.with(|r| words::shown_columns(r)));
     let summaries = Memo::new(move |_| rows.with(|r| iteration_summaries(r)));
     let waiting = Memo::new(move |_| {
-        state.with(|s| s.files().iter().filter(|f| f.is_pending()).count())
-            + digests.pending()
+        state.with(|s| s.files().iter().filter(|f| f.is_pending()).count()) + digests.pending()
     });
     let failed = Memo::new(move |_| digests.errors());
     // The chart shows the sorted column when it holds bytes, else the peak.
@@ -126,13 +126,17 @@ pub fn FilesView(state: RwSignal<AppState>, actions: Actions, dark: Signal<bool>
     };
     let copy = move |text: String, what: &'static str| {
         let done = copied;
-        let Some(window) = web_sys::window() else { return };
+        let Some(window) = web_sys::window() else {
+            return;
+        };
         let promise = window.navigator().clipboard().write_text(&text);
         wasm_bindgen_futures::spawn_local(async move {
             let result = wasm_bindgen_futures::JsFuture::from(promise).await;
             done.set(Some(match result {
                 Ok(_) => format!("Copied the table as {what}."),
-                Err(_) => format!("The browser refused the clipboard: use Download {what} instead."),
+                Err(_) => {
+                    format!("The browser refused the clipboard: use Download {what} instead.")
+                }
             }));
         });
     };
@@ -286,7 +290,11 @@ fn short_label(row: &FileRow) -> String {
     let text = if row.label != row.name {
         row.label.clone()
     } else {
-        row.name.rsplit(['/', '\\']).next().unwrap_or(&row.name).to_string()
+        row.name
+            .rsplit(['/', '\\'])
+            .next()
+            .unwrap_or(&row.name)
+            .to_string()
     };
     format::shorten_middle(&format!("{text} · cuda:{}", row.device), 40)
 }

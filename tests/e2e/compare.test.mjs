@@ -1,0 +1,198 @@
+// End-to-end tests of files side by side in Debian's headless Chromium: several real
+// snapshots opened at once show as the files table, whose numbers are each file's own
+// overview and CPython's; labels, sorting and the Markdown and CSV downloads; two files
+// compared give the command line's deltas (and a file against itself, zero everywhere); a
+// folder of rank files reads ranks and iterations and flags the outlier rank, which opens its
+// views on a click.
+//
+// Run with `./x test` (which builds dist/ and the command line first) or
+// `node --test tests/e2e/compare.test.mjs`.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+
+import { EXPECTATIONS, metrics, REAL_FIXTURES, ROOT, sharedBrowser, waitSettled } from './helpers.mjs';
+
+const FORWARD = 'kkaitlyn111__cs336-a2-systems__memory_files__memory_ctx128_forward_mixed.pickle';
+const FULL_STEP = 'kkaitlyn111__cs336-a2-systems__memory_files__memory_ctx128_fullstep_.pickle';
+const SMALL = 'silmont2000__assignment2-systems__mem_snapshot.pickle';
+const BIGGER = 'silmont2000__assignment2-systems__memory_forward_bf16_128.pickle';
+const NAMES = [FORWARD, FULL_STEP, SMALL, BIGGER];
+const WAIT = 60_000;
+
+const missing = NAMES.filter((n) => !fs.existsSync(path.join(REAL_FIXTURES, n)));
+const skip = missing.length ? `${missing.join(', ')} not found in ${REAL_FIXTURES}` : false;
+const shared = sharedBrowser();
+const expected = skip ? {} : JSON.parse(fs.readFileSync(EXPECTATIONS, 'utf8'));
+const expectedFiles = expected.files ?? expected;
+const real = (name) => path.join(REAL_FIXTURES, name);
+
+/** What `memsight <args…> --json` prints. */
+function cli(...args) {
+  const json = execFileSync('cargo', ['run', '-q', '-p', 'memsight-cli', '--', ...args, '--json'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    maxBuffer: 64 << 20,
+  });
+  return JSON.parse(json);
+}
+
+/** The files table's rows: their data attributes and each cell's exact value by column. */
+const tableRows = (page) => page.$$eval('#files-table .files-row', (rows) => rows.map((r) => ({
+  file: r.dataset.fileId,
+  name: r.dataset.name,
+  device: Number(r.dataset.device),
+  outlier: r.dataset.outlier === 'true',
+  cells: Object.fromEntries([...r.querySelectorAll('td[data-column]')].map((c) => [c.dataset.column, c.dataset.value])),
+})));
+
+async function waitRows(page, n) {
+  await page.waitForSelector(`#files-view[data-rows="${n}"][data-waiting="0"]`, { timeout: WAIT });
+}
+
+describe('files side by side', { skip }, () => {
+  it('several files opened at once show as a table of each file\'s own overview numbers', async () => {
+    const { page, errors } = await shared.open({ viewport: { width: 1500, height: 1000 } });
+    try {
+      await page.setInputFiles('#file-input', [real(FORWARD), real(FULL_STEP), real(SMALL)]);
+      await waitRows(page, 3);
+      const rows = await tableRows(page);
+      assert.deepEqual(rows.map((r) => r.name), [FORWARD, FULL_STEP, SMALL]);
+      for (const row of rows) {
+        const exp = expectedFiles[row.name].devices[String(row.device)];
+        assert.equal(row.cells.peak_allocated_bytes, String(exp.peak_allocated_bytes), row.name);
+        assert.equal(row.cells.reserved_at_peak_bytes, String(exp.reserved_at_peak_bytes), row.name);
+        assert.equal(row.cells.peak_reserved_bytes, String(exp.peak_reserved_bytes), row.name);
+        assert.equal(row.cells.allocated_end_bytes, String(exp.allocated_bytes), row.name);
+        assert.equal(row.cells.reserved_end_bytes, String(exp.reserved_bytes), row.name);
+        assert.equal(row.cells.trace_entries, String(exp.trace_entries), row.name);
+      }
+      // Each row is the file's own overview: open it and read the overview's numbers.
+      for (const row of rows) {
+        await page.click(`#files-table .files-row[data-file-id="${row.file}"] .open-file`);
+        assert.equal(await waitSettled(page), 'ready');
+        const m = await metrics(page);
+        assert.equal(String(m['peak-allocated-bytes']), row.cells.peak_allocated_bytes);
+        assert.equal(String(m['efficiency-at-peak-ppm']), row.cells.efficiency_at_peak_ppm);
+        assert.equal(String(m['time-span-us']), row.cells.time_span_us);
+        await page.click('#show-files');
+        await waitRows(page, 3);
+      }
+      // The command line prints the same rows, role totals included.
+      const printed = cli('files', real(FORWARD), real(FULL_STEP), real(SMALL)).files;
+      for (const [i, row] of rows.entries()) {
+        for (const [k, role] of ['parameters', 'gradients', 'optimizer_state', 'activations'].entries()) {
+          const cell = row.cells[`${role}_at_peak_bytes`];
+          if (cell !== undefined) assert.equal(cell, String(printed[i].roles_at_peak[k]), `${row.name} ${role}`);
+        }
+      }
+
+      // Sorting by peak allocated, largest first.
+      await page.click('#files-table th[data-column="peak_allocated_bytes"] .sort-button');
+      const sorted = (await tableRows(page)).map((r) => Number(r.cells.peak_allocated_bytes));
+      assert.deepEqual(sorted, [...sorted].sort((a, b) => b - a));
+      assert.equal(await page.$eval('#files-table th[data-column="peak_allocated_bytes"]', (e) => e.getAttribute('aria-sort')), 'descending');
+
+      // A label replaces the name in the list, the table and its exports.
+      const first = page.locator('#files-table .files-row').first();
+      const id = await first.getAttribute('data-file-id');
+      await first.locator('.label-input').fill('ctx 128 / full step');
+      await first.locator('.label-input').press('Enter');
+      await page.waitForFunction((id) => document.querySelector(`.file-item[data-file-id="${id}"] .file-name`)?.textContent === 'ctx 128 / full step', id);
+      const [md] = await Promise.all([page.waitForEvent('download'), page.click('#files-markdown')]);
+      const markdown = fs.readFileSync(await md.path(), 'utf8');
+      assert.match(markdown, /^\| File \| Device \| Peak allocated \|/);
+      assert.match(markdown, /\| ctx 128 \/ full step \| cuda:0 \| 51\.0 GiB \|/);
+      const [csv] = await Promise.all([page.waitForEvent('download'), page.click('#files-csv')]);
+      const lines = fs.readFileSync(await csv.path(), 'utf8').trim().split('\n');
+      assert.equal(lines.length, 4);
+      const header = lines[0].split(',');
+      const at = header.indexOf('peak_allocated_bytes');
+      assert.equal(lines[1].split(',')[at], String(expectedFiles[FULL_STEP].devices['0'].peak_allocated_bytes));
+      assert.equal(lines[1].split(',')[header.indexOf('file')], 'ctx 128 / full step');
+      // The chart follows the sorted column.
+      await page.waitForSelector('#files-chart[data-draws]');
+      assert.deepEqual(errors, []);
+    } finally {
+      await page.context().close();
+    }
+  });
+
+  it('compares two files with the command line\'s deltas, and a file with itself as zero', async () => {
+    const { page, errors } = await shared.open({ viewport: { width: 1500, height: 1000 } });
+    try {
+      await page.setInputFiles('#file-input', [real(FORWARD), real(FULL_STEP)]);
+      await waitRows(page, 2);
+      await page.click('#show-compare');
+      await page.selectOption('#compare-a', { index: 0 });
+      await page.selectOption('#compare-b', { index: 1 });
+      await page.waitForSelector('#compare-view[data-ready="true"]', { timeout: WAIT });
+      const printed = cli('compare', real(FORWARD), real(FULL_STEP)).comparison;
+      const row = (table, attr, key) => page.$eval(`#${table} tr[${attr}="${key}"]`, (r) => ({ a: r.dataset.a, b: r.dataset.b, delta: r.dataset.delta }));
+      const peak = await row('compare-metrics', 'data-key', 'peak-allocated-bytes');
+      const a = expectedFiles[FORWARD].devices['0'].peak_allocated_bytes;
+      const b = expectedFiles[FULL_STEP].devices['0'].peak_allocated_bytes;
+      assert.deepEqual(peak, { a: String(a), b: String(b), delta: String(b - a) });
+      const optimizer = await row('compare-roles', 'data-category', 'optimizer_state');
+      const cliOptimizer = printed.roles.find((r) => r.key === 'optimizer_state');
+      assert.deepEqual(optimizer, { a: '0', b: String(cliOptimizer.b_bytes), delta: String(cliOptimizer.delta_bytes) });
+      // The call sites that changed most, in the command line's order.
+      const sites = await page.$$eval('#compare-call-sites .keyed-row', (rows) => rows.slice(0, 5).map((r) => [r.dataset.key, r.dataset.change, Number(r.dataset.delta)]));
+      const cliSites = printed.call_sites.filter((s) => s.change !== 'same').slice(0, 5).map((s) => [s.key, s.change, s.delta_bytes]);
+      assert.deepEqual(sites, cliSites);
+      const modules = await page.$eval('#compare-modules', (e) => Number(e.dataset.rows));
+      assert.equal(modules, printed.modules.length);
+      await page.waitForSelector('#compare-curves[data-draws]');
+      await page.click('#compare-axis-time');
+      // Swapped, every delta changes sign.
+      await page.click('#compare-swap');
+      await page.waitForFunction(() => document.querySelector('#compare-metrics tr[data-key="peak-allocated-bytes"]')?.dataset.delta?.startsWith('-'));
+      // A file compared with itself: zero everywhere, nothing changed.
+      await page.selectOption('#compare-b', { index: 1 });
+      await page.selectOption('#compare-a', { index: 1 });
+      await page.waitForSelector('#compare-same');
+      const deltas = await page.$$eval('#compare-view [data-delta]', (rows) => rows.map((r) => r.dataset.delta).filter((d) => d !== ''));
+      assert.ok(deltas.length > 10);
+      assert.ok(deltas.every((d) => d === '0'), deltas.join(' '));
+      assert.equal(await page.$eval('#compare-call-sites', (e) => e.dataset.changed), '0');
+      assert.deepEqual(errors, []);
+    } finally {
+      await page.context().close();
+    }
+  });
+
+  it('opens a folder of rank files, flags the outlier rank and opens it on a click', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'memsight-ranks-'));
+    const iteration = path.join(dir, 'iteration_3');
+    fs.mkdirSync(iteration);
+    for (const rank of [0, 1, 2, 3, 4, 5]) {
+      fs.copyFileSync(real(SMALL), path.join(iteration, `rank${rank}_memory_snapshot.pickle`));
+    }
+    fs.copyFileSync(real(BIGGER), path.join(iteration, 'rank6_memory_snapshot.pickle'));
+    const { page, errors } = await shared.open({ viewport: { width: 1500, height: 1000 } });
+    try {
+      await page.setInputFiles('#folder-input', dir);
+      await waitRows(page, 7);
+      const rows = await tableRows(page);
+      assert.deepEqual(rows.map((r) => r.cells.rank), ['0', '1', '2', '3', '4', '5', '6']);
+      assert.ok(rows.every((r) => r.cells.iteration === '3'));
+      assert.deepEqual(rows.filter((r) => r.outlier).map((r) => r.cells.rank), ['6']);
+      const summary = await page.$eval('#iteration-summaries li', (e) => ({ iteration: e.dataset.iteration, outliers: e.dataset.outliers, text: e.textContent }));
+      assert.deepEqual([summary.iteration, summary.outliers], ['3', '1']);
+      assert.match(summary.text, /7 ranks.*outlier: rank 6\./);
+      await page.click('#files-table .files-row[data-outlier="true"] .open-file');
+      assert.equal(await waitSettled(page), 'ready');
+      const title = await page.$eval('#snapshot .file-title', (e) => e.textContent);
+      assert.match(title, /iteration_3\/rank6_memory_snapshot\.pickle$/);
+      const m = await metrics(page);
+      assert.equal(Number(m['peak-allocated-bytes']), expectedFiles[BIGGER].devices['0'].peak_allocated_bytes);
+      assert.deepEqual(errors, []);
+    } finally {
+      await page.context().close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
