@@ -85,7 +85,7 @@ impl Actions {
     /// Opens every file of a file input, a folder or a drop; several at once are shown side
     /// by side (a folder's files by their path in it, so ranks and iterations read from it).
     pub fn open_files(self, files: &FileList) {
-        let mut named: Vec<(String, Blob)> = (0..files.length())
+        let named: Vec<(String, Blob)> = (0..files.length())
             .filter_map(|i| files.item(i))
             .map(|file| {
                 // A folder's files are named by their path in it (`iteration_3/rank5_…`).
@@ -97,7 +97,12 @@ impl Actions {
                 (name, file.unchecked_into())
             })
             .collect();
-        // In the order people read them: rank2 before rank10, whatever the browser's order.
+        self.open_named(named);
+    }
+
+    /// Opens files named by their path, in the order people read them (rank2 before rank10,
+    /// whatever the browser's order); several at once are shown side by side.
+    pub fn open_named(self, mut named: Vec<(String, Blob)>) {
         named.sort_by(|(a, _), (b, _)| crate::compare::ranks::natural_cmp(a, b));
         let opened = named.len();
         for (name, blob) in named {
