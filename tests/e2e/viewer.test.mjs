@@ -137,7 +137,7 @@ describe('opening files', () => {
     }
   });
 
-  it('opens several files at once, lists them, switches between them and closes them', async () => {
+  it('opens several files at once side by side, lists them, switches between them and closes them', async () => {
     const { context, page } = await app.open();
     try {
       const example = path.join(DIST, 'example.pickle');
@@ -145,9 +145,13 @@ describe('opening files', () => {
       const b = tempFile('second.pickle', fs.readFileSync(example));
       await openFiles(page, [a, b]);
       assert.deepEqual(await page.$$eval('.file-name', (e) => e.map((n) => n.textContent)), ['first.pickle', 'second.pickle']);
+      // Files opened together are shown side by side; a click on one shows its views.
+      await page.waitForSelector('#files-view[data-rows="2"][data-waiting="0"]');
+      assert.equal(await page.$$eval('.file-item.selected', (e) => e.length), 0);
+      assert.match(await page.textContent('.file-item:nth-child(2) .file-size'), /KiB|MiB/);
+      await page.click('.file-item:nth-child(2) .file-select');
       assert.equal(await waitSettled(page), 'ready');
       assert.equal(await page.textContent('.file-item.selected .file-name'), 'second.pickle');
-      assert.match(await page.textContent('.file-item.selected .file-size'), /KiB|MiB/);
 
       await page.click('.file-item:nth-child(1) .file-select');
       assert.equal(await waitSettled(page), 'ready');
