@@ -73,7 +73,7 @@ async fn walk(entries: Vec<JsValue>) -> Vec<(String, Blob)> {
             }
         } else if flag(&entry, "isDirectory") {
             let Ok(reader) = Reflect::get(&entry, &"createReader".into())
-                .and_then(|f| f.dyn_into::<Function>().map_err(JsValue::from))
+                .and_then(|f| f.dyn_into::<Function>())
                 .and_then(|f| f.call0(&entry))
             else {
                 continue;

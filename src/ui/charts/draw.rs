@@ -285,8 +285,7 @@ pub fn overlaid_lines(
             c.line(only, (l.plot.x1, only.1), slice.colour, 2.0)?;
         }
     }
-    for row in 0..l.legend_rows {
-        let (slice, _) = &series[row];
+    for (row, (slice, _)) in series.iter().enumerate().take(l.legend_rows) {
         let rect = g::legend_row(l.legend, l.legend_top, l.row_h, row);
         c.legend_entry(rect, slice.colour, &slice.label, "")?;
     }
