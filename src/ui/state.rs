@@ -492,6 +492,7 @@ mod tests {
                 value: 42,
             }],
             format: FormatFacts {
+                source: Default::default(),
                 era: Era::Since2_5,
                 segment_list_only: false,
             },

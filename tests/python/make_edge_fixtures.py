@@ -718,9 +718,9 @@ def _trailing():
     return dump({"segments": [], "device_traces": [[]]}) + b"GARBAGE\x00\x01\x02\xff\xfe\x80\x04\x95."
 
 
-@fixture("kineto_trace.json", "reject",
-         "A tiny Kineto chrome trace ({\"traceEvents\": [...]} with `[memory]` instant events): another profiler "
-         "output, not a snapshot.")
+@fixture("kineto_trace.json", "profiler",
+         "A tiny Kineto chrome trace ({\"traceEvents\": [...]} with `[memory]` instant events, new argument set): "
+         "one 4 KiB allocation under aten::empty, its free, and an 80 GiB `[OutOfMemory]`.")
 def _kineto():
     ev = [
         {"ph": "X", "cat": "cpu_op", "name": "aten::empty", "pid": 1, "tid": 1, "ts": 1000, "dur": 5, "args": {}},
@@ -735,6 +735,93 @@ def _kineto():
                   "Total Reserved": 2097152}},
     ]
     return json.dumps({"schemaVersion": 1, "deviceProperties": [], "traceEvents": ev}, indent=1).encode()
+
+
+def _mem(ts, dev, addr, size, alloc, reserved, tid=1, kind=1, name="[memory]"):
+    args = {"Device Type": kind, "Device Id": dev, "Bytes": size, "Total Allocated": alloc, "Total Reserved": reserved}
+    if addr is not None:
+        args["Addr"] = addr
+    return {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": name, "pid": 7, "tid": tid, "ts": ts, "args": args}
+
+
+@fixture("kineto_memory.json", "profiler",
+         "Kineto trace, new argument set, two CUDA devices and the CPU: on cuda:0, 1 MiB held from before the trace "
+         "(256 KiB of it freed during it), allocations under nested operators (a record_function scope, aten::linear "
+         "with a Python call stack, aten::empty) on two threads, Total Reserved growing 2 → 6 MiB and released to "
+         "4 MiB, an `[OutOfMemory]`; on cuda:1 one allocation; two CPU events.")
+def _kineto_memory():
+    MiB = 1 << 20
+    a = 0x7f0000000000
+    ops = [
+        {"ph": "X", "cat": "user_annotation", "name": "## forward ##", "pid": 7, "tid": 1, "ts": 1000, "dur": 200, "args": {}},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 7, "tid": 1, "ts": 1010, "dur": 40,
+         "args": {"Call stack": "model.py(10): forward;torch/nn/modules/module.py(1501): _call_impl;train.py(5): <module>"}},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "pid": 7, "tid": 1, "ts": 1015, "dur": 10, "args": {}},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::empty", "pid": 7, "tid": 1, "ts": 1100, "dur": 5, "args": {}},
+        {"ph": "X", "cat": "cpu_op", "name": "autograd::engine::evaluate_function: AddmmBackward0", "pid": 7, "tid": "2",
+         "ts": 1300, "dur": 50, "args": {}},
+    ]
+    held = 1 * MiB
+    mem = [
+        _mem(1012, 0, a + 0x100000, 512 * 1024, held + 512 * 1024, 2 * MiB),        # under aten::linear
+        _mem(1018, 0, a + 0x200000, 1 * MiB, held + 1536 * 1024, 4 * MiB),           # under aten::addmm, reserves
+        _mem(1102, 0, a + 0x300000, 2 * MiB, held + 3584 * 1024, 6 * MiB),           # under aten::empty, reserves
+        _mem(1150, 0, a + 0x900000, -256 * 1024, held + 3328 * 1024, 6 * MiB),       # frees memory from before
+        _mem(1160, 0, a + 0x100000, -512 * 1024, held + 2816 * 1024, 6 * MiB),       # in the scope only
+        _mem(1310, 0, a + 0x400000, 3 * MiB, held + 5888 * 1024, 6 * MiB, tid="2"),  # backward thread
+        _mem(1320, 0, a + 0x300000, -2 * MiB, held + 3840 * 1024, 6 * MiB, tid="2"),
+        _mem(1330, 0, None, 64 * MiB, held + 3840 * 1024, 6 * MiB, tid="2", name="[OutOfMemory]"),
+        _mem(1400, 0, a + 0x400000, -3 * MiB, held + 768 * 1024, 4 * MiB),           # empty_cache releases 2 MiB
+        _mem(1050, 1, a + 0x100000, 4096, 4096, 2 * MiB),
+        _mem(1005, -1, 0x55550000, 64, 64, 0, kind=0),
+        _mem(1006, -1, 0x55550000, -64, 0, 0, kind=0),
+    ]
+    return json.dumps({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "GPU"}],
+                       "traceEvents": ops + mem, "displayTimeUnit": "ms"}, indent=1).encode()
+
+
+@fixture("kineto_odd_values.json", "profiler",
+         "Kineto trace whose memory events carry odd values a reader must survive: Bytes as text, a float, 1e30, "
+         "null, a missing Device Id, an event with no args, a string thread id; two good events (1 KiB allocated "
+         "and freed).")
+def _kineto_odd():
+    ev = [
+        _mem(10, 0, 0x1000, 1024, 1024, 2 << 20),
+        {"ph": "i", "name": "[memory]", "pid": 7, "tid": "main", "ts": 11, "args": {"Device Type": 1, "Device Id": 0, "Bytes": "abc"}},
+        {"ph": "i", "name": "[memory]", "pid": 7, "tid": 1, "ts": 12, "args": {"Device Type": 1, "Device Id": 0, "Bytes": 1e30}},
+        {"ph": "i", "name": "[memory]", "pid": 7, "tid": 1, "ts": 13, "args": {"Device Type": 1, "Device Id": 0, "Bytes": None}},
+        {"ph": "i", "name": "[memory]", "pid": 7, "tid": 1, "ts": 14, "args": {"Device Type": 1, "Bytes": 5}},
+        {"ph": "i", "name": "[memory]", "pid": 7, "tid": 1, "ts": 15},
+        {"ph": "X", "name": "aten::weird", "pid": 7, "tid": 1, "ts": "x", "dur": [1]},
+        _mem(16.5, 0, 0x1000, -1024.0, 0, 2 << 20),
+    ]
+    return json.dumps({"traceEvents": ev}).encode()
+
+
+@fixture("kineto_no_memory.json", "reject",
+         "A Kineto trace recorded without profile_memory=True: operators only, no `[memory]` events.")
+def _kineto_none():
+    ev = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 2, "args": {}}]
+    return json.dumps({"traceEvents": ev}).encode()
+
+
+@fixture("memory_timeline.json", "profiler",
+         "torch.profiler export_memory_timeline(...json) output: [times_us, sizes], each sizes[i] = [0, PARAMETER, "
+         "OPTIMIZER_STATE, INPUT, TEMPORARY, ACTIVATION, GRADIENT, AUTOGRAD_DETAIL, Unknown] bytes: parameters "
+         "loaded, a forward's activations grow and a temporary comes and goes, a backward turns activations into "
+         "gradients, the optimizer step adds its state.")
+def _memory_timeline():
+    MiB = 1 << 20
+    rows = [
+        (0,   [0, 40 * MiB, 0, 2 * MiB, 0, 0, 0, 0, 0]),
+        (100, [0, 40 * MiB, 0, 2 * MiB, 3 * MiB, 10 * MiB, 0, 0, 0]),
+        (200, [0, 40 * MiB, 0, 2 * MiB, 0, 25 * MiB, 0, 0, 1 * MiB]),
+        (300, [0, 40 * MiB, 0, 2 * MiB, 0, 12 * MiB, 20 * MiB, 4 * MiB, 1 * MiB]),
+        (400, [0, 40 * MiB, 0, 2 * MiB, 0, 0, 40 * MiB, 0, 0]),
+        (500, [0, 40 * MiB, 80 * MiB, 0, 512 * 1024, 0, 40 * MiB, 0, 0]),
+        (600, [0, 40 * MiB, 80 * MiB, 0, 0, 0, 0, 0, 0]),
+    ]
+    return json.dumps([[t for t, _ in rows], [s for _, s in rows]]).encode()
 
 
 @fixture("not_a_snapshot.txt", "reject", "Plain text.")
@@ -800,7 +887,9 @@ README_HEAD = """# Edge-case fixtures
 
 Small hand-made snapshots, written by `tests/python/make_edge_fixtures.py`
 (deterministic; rerun it rather than editing these files). `manifest.json`
-lists every file with `expect`: `ok` (a reader must load it) or `reject` (a
+lists every file with `expect`: `ok` (a reader must load it), `profiler` (a
+reader must load it as another profiler output than a snapshot; its numbers are
+computed from its JSON by `crates/core/tests/importers.rs`) or `reject` (a
 reader must refuse it with an error, never crash, hang, allocate without bound
 or execute anything). The facts of the good ones are in
 `tests/expectations/edge.json` (written by `tests/python/expect_real.py

@@ -138,7 +138,10 @@ fn to_text(path: &Path, opened: &Opened, overviews: &[Overview]) -> String {
     let first = &overviews[0];
     out.push_str(&format!("\nFormat: {}\n", words::era(&first.format)));
     if first.allocator_settings.is_empty() {
-        out.push_str("Allocator settings: not recorded (PyTorch before 2.3)\n");
+        out.push_str(&format!(
+            "Allocator settings: {}\n",
+            words::no_allocator_settings(&first.format)
+        ));
     } else {
         out.push_str("Allocator settings:\n");
         for (name, value) in &first.allocator_settings {

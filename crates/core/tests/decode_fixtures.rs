@@ -85,7 +85,10 @@ fn bad_fixtures_are_rejected_with_an_offset_and_reason() {
             "trailing_garbage.pickle" => {
                 assert!(text.contains("after the pickle's STOP"), "{text}")
             }
-            "kineto_trace.json" => assert!(text.contains("Kineto"), "{text}"),
+            "kineto_no_memory.json" => {
+                assert!(text.contains("no memory events"), "{text}");
+                assert!(err.hint.as_deref().unwrap().contains("profile_memory=True"));
+            }
             "not_a_snapshot.txt" => assert!(text.contains("unrecognised"), "{text}"),
             other => panic!("add a check for {other}: {text}"),
         }

@@ -6,13 +6,17 @@
 use leptos::prelude::*;
 
 #[component]
-pub fn AllocatorSettings(settings: Vec<(String, String)>) -> impl IntoView {
+pub fn AllocatorSettings(
+    settings: Vec<(String, String)>,
+    /// Why there are none.
+    missing: &'static str,
+) -> impl IntoView {
     let empty = settings.is_empty();
     view! {
         <section class="fact-card settings">
             <h2>"Allocator settings"</h2>
             {if empty {
-                view! { <p class="hint">"Not recorded (PyTorch before 2.3)."</p> }.into_any()
+                view! { <p class="hint">{missing}</p> }.into_any()
             } else {
                 view! {
                     <table class="settings-table" id="allocator-settings">

@@ -31,7 +31,7 @@ pub fn OverviewPanel(overview: Overview) -> impl IntoView {
                     <p class="era" id="era">{era}</p>
                     <p class="hint">"PyTorch release range inferred from the keys present in the file."</p>
                 </section>
-                <AllocatorSettings settings=overview.allocator_settings.clone() />
+                <AllocatorSettings settings=overview.allocator_settings.clone() missing=format::overview::no_allocator_settings(&overview.format) />
             </div>
         </div>
     }

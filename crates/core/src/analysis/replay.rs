@@ -254,6 +254,19 @@ pub fn replay(device: &Device) -> DeviceFacts {
             }
         }
     }
+    if let Some(reported) = device.reported.filter(|r| r.held_from_before > 0) {
+        // Memory a profiler says was held from before its trace and never freed in it: one
+        // allocation, so the curve and the categories count it.
+        live_blocks.push(Allocation {
+            addr: u64::MAX,
+            size: reported.held_from_before,
+            alloc_row: NO_ROW,
+            free_requested_row: NO_ROW,
+            free_row: NO_ROW,
+            stack: NO_STACK,
+            origin: Origin::LiveBlock,
+        });
+    }
     let has_segments = !device.segments.is_empty();
     for (&addr, &i) in &open {
         if has_segments && !block_at.contains_key(&addr) {
@@ -278,7 +291,10 @@ pub fn replay(device: &Device) -> DeviceFacts {
         .collect();
     facts.peak_allocated = peak(facts.baseline_allocated, &facts.allocated);
 
-    let reserved_end: u64 = device.segments.iter().map(|s| s.total_size).sum();
+    let reserved_end: u64 = match device.reported {
+        Some(r) if device.segments.is_empty() => r.reserved_end,
+        _ => device.segments.iter().map(|s| s.total_size).sum(),
+    };
     let mut baseline_reserved = reserved_end as i128 - reserved_net;
     if baseline_reserved + reserved_min < 0 {
         facts.warnings.push(Warning::ReservedInconsistent);
@@ -414,6 +430,7 @@ mod tests {
                     ..Block::default()
                 })
                 .collect(),
+            reported: None,
         }
     }
 

@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::ImportNote;
+
 /// Something about a device's snapshot that limits or explains what the views show.
 /// Serialized with its kind as the tag: `"no-stacks"`, `{"oom": {"event": 4, …}}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,6 +37,8 @@ pub enum Warning {
         requested: u64,
         device_free: u64,
     },
+    /// What the file's importer noted (profiler outputs other than snapshots).
+    Import(ImportNote),
 }
 
 impl Warning {
@@ -47,6 +51,7 @@ impl Warning {
             Warning::TraceSegmentsMismatch { .. } => "trace-segments-mismatch",
             Warning::NoStacks => "no-stacks",
             Warning::Oom { .. } => "oom",
+            Warning::Import(note) => note.kind(),
         }
     }
 }

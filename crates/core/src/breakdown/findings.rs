@@ -861,6 +861,7 @@ mod tests {
             trace,
             segments,
             blocks,
+            reported: None,
         }
     }
 

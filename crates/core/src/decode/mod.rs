@@ -1,7 +1,9 @@
 //! Decoding: bytes in, [`Snapshot`] out.
 //!
 //! Detects the container (gzip, by magic bytes) and the encoding (pickle protocols 2–5 or
-//! JSON), and hands the stream to the matching importer. Importers feed one
+//! JSON), and hands the stream to the matching importer: the pickle reader, or for JSON the
+//! snapshot tree, a Kineto trace ([`kineto`]) or a memory timeline ([`memory_timeline`]),
+//! told apart by their content. Importers feed one
 //! [`build::Builder`], which owns the snapshot schema; there is never a generic value tree of a
 //! whole pickle file. Not here: anything derived from the model (see [`crate::analysis`]).
 
@@ -13,7 +15,10 @@ pub mod build;
 mod error;
 mod input;
 mod json;
+mod kineto;
+mod memory_timeline;
 mod pickle;
+mod profiled;
 
 pub use error::{DecodeError, ErrorReport};
 use input::{Counting, Input};

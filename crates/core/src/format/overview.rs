@@ -4,6 +4,7 @@
 
 use super::{bytes, count, duration_us, percent_ppm, timestamp_us};
 use crate::analysis::{DeviceChoice, Warning};
+use crate::model::{ImportNote, Source};
 use crate::overview::{Era, FormatFacts, Group, Metric, MetricKey, Unit};
 
 /// What a metric is called: `Peak allocated`, `free_requested events`.
@@ -79,6 +80,18 @@ pub fn group_title(group: Group) -> &'static str {
 
 /// The PyTorch release range, with the key that tells it: `2.10 or later (user_metadata)`.
 pub fn era(format: &FormatFacts) -> String {
+    match format.source {
+        Source::AllocatorSnapshot => {}
+        Source::KinetoTrace => {
+            return "a torch.profiler (Kineto) trace: memory events, no allocator segments".into()
+        }
+        Source::MemoryTimeline => {
+            return "torch.profiler export_memory_timeline: bytes by category".into()
+        }
+        Source::MemoryTimelineRaw => {
+            return "torch.profiler export_memory_timeline (raw): category changes".into()
+        }
+    }
     let era = match format.era {
         Era::NewerThan2_10 => "newer than 2.10 (pool_id / forward_frames)",
         Era::Since2_10 => "2.10 or later (user_metadata)",
@@ -94,6 +107,36 @@ pub fn era(format: &FormatFacts) -> String {
         format!("{era}; segment list only")
     } else {
         era.to_string()
+    }
+}
+
+/// Why a file shows no allocator settings.
+pub fn no_allocator_settings(format: &FormatFacts) -> &'static str {
+    if format.source.has_segments() {
+        "Not recorded (PyTorch before 2.3)."
+    } else {
+        "Not in this file: only allocator snapshots record them."
+    }
+}
+
+/// What an importer noted, in a sentence.
+pub fn import_note(note: &ImportNote) -> String {
+    match *note {
+        ImportNote::CpuMemoryNotShown { events } => format!(
+            "{} memory events of the CPU (or of other non-CUDA devices) are not shown: only CUDA devices are.",
+            count(events)
+        ),
+        ImportNote::FreesPairedBySize { frees, unmatched } => format!(
+            "The trace records no addresses (an older profiler): {} frees were matched to the latest earlier allocation of the same size, so lifetimes are estimates; {} matched none and count as memory from before the trace.",
+            count(frees),
+            count(unmatched)
+        ),
+        ImportNote::NoReservedRecorded => "No reserved memory was recorded (no Total Reserved in the trace): only allocated memory is shown.".into(),
+        ImportNote::CategoriesOnly => "Only bytes per category were recorded: each allocation shown stands for a change of a category's bytes, not for one tensor.".into(),
+        ImportNote::Skipped { rows, first } => format!(
+            "{} rows could not be read and were skipped (the first is row {first}).",
+            count(rows)
+        ),
     }
 }
 
@@ -135,6 +178,7 @@ pub fn warning(warning: &Warning) -> String {
         Warning::TraceSegmentsMismatch { allocations, bytes } => format!(
             "{allocations} allocations alive at the end of the trace ({bytes} bytes) have no allocated block in the final segments: the trace and the segments disagree."
         ),
+        Warning::Import(ref note) => import_note(note),
         Warning::NoStacks => "No stacks were recorded: pass stacks='python' or 'all' to _record_memory_history() to see who allocated what.".into(),
         Warning::Oom {
             event,
@@ -239,6 +283,7 @@ mod tests {
     #[test]
     fn eras_name_the_key_that_tells_them() {
         let facts = |era, segment_list_only| FormatFacts {
+            source: Source::AllocatorSnapshot,
             era,
             segment_list_only,
         };

@@ -14,9 +14,84 @@ pub use intern::{Frame, FrameId, FrameInterner, StackId, Stacks, StrId, Strings,
 pub use trace::{Action, Trace, TraceRow, NO_TIME};
 pub use value::Value;
 
+/// What produced the model: an allocator snapshot, or another of the profiler's memory
+/// outputs brought into the same model by its importer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// `torch.cuda.memory._dump_snapshot()` (pickle, gzip or JSON).
+    #[default]
+    AllocatorSnapshot,
+    /// A `torch.profiler` / Kineto Chrome trace with `[memory]` events (`profile_memory=True`).
+    KinetoTrace,
+    /// `export_memory_timeline(…json)`: bytes per profiler category over time.
+    MemoryTimeline,
+    /// `export_memory_timeline(…raw.json.gz)`: the profiler's category changes, row by row.
+    MemoryTimelineRaw,
+}
+
+impl Source {
+    /// Whether the allocator's segments and blocks were recorded (only snapshots have them).
+    pub fn has_segments(self) -> bool {
+        self == Source::AllocatorSnapshot
+    }
+}
+
+/// Something an importer could not bring into the model as it was, or had to work out: the
+/// overview shows each as a warning.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ImportNote {
+    /// Memory events of the CPU (or of a device type other than CUDA) are not devices here.
+    CpuMemoryNotShown { events: u64 },
+    /// The trace has no addresses (`Addr`, older profilers): `frees` frees were matched to
+    /// the latest earlier allocation of the same size; `unmatched` matched none (memory from
+    /// before the trace).
+    FreesPairedBySize { frees: u64, unmatched: u64 },
+    /// No reserved memory was recorded (no `Total Reserved`): only allocated memory is known.
+    NoReservedRecorded,
+    /// Only bytes per category were recorded: each allocation stands for a change of a
+    /// category's bytes, not one tensor.
+    CategoriesOnly,
+    /// `rows` rows or events could not be read and were skipped (the first at `first`).
+    Skipped { rows: u64, first: u64 },
+}
+
+impl ImportNote {
+    /// The stable kind, as in `data-warning` and the command line's JSON.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ImportNote::CpuMemoryNotShown { .. } => "cpu-memory-not-shown",
+            ImportNote::FreesPairedBySize { .. } => "frees-paired-by-size",
+            ImportNote::NoReservedRecorded => "no-reserved-recorded",
+            ImportNote::CategoriesOnly => "categories-only",
+            ImportNote::Skipped { .. } => "skipped",
+        }
+    }
+}
+
+/// The file name of the frame an importer gives an allocation whose only known fact is its
+/// profiler category (`export_memory_timeline`); the frame's name is the category
+/// (`ACTIVATION`, `PARAMETER`…), which the categories read as its role.
+pub const PROFILER_CATEGORY_FILE: &str = "<torch.profiler memory category>";
+
+/// What a profiler reported for a device whose allocator segments were not recorded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reported {
+    /// Reserved bytes after the last event (`Total Reserved`).
+    pub reserved_end: u64,
+    /// Bytes allocated before the first event and never freed in the trace (`Total
+    /// Allocated` before it, less what the trace frees of it).
+    pub held_from_before: u64,
+}
+
 /// A decoded snapshot: everything `torch.cuda.memory._snapshot()` recorded.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Snapshot {
+    /// What produced it.
+    pub source: Source,
+    /// What its importer could not bring in as it was, or worked out.
+    pub notes: Vec<ImportNote>,
     pub strings: Strings,
     pub frames: Vec<Frame>,
     pub stacks: Stacks,
@@ -80,6 +155,8 @@ pub struct Device {
     pub segments: Vec<Segment>,
     /// Blocks of all segments, in segment order; each segment refers to a range of them.
     pub blocks: Vec<Block>,
+    /// What a profiler reported in place of segments (profiler traces only).
+    pub reported: Option<Reported>,
 }
 
 /// One cudaMalloc'd region (or one expandable segment) at the time of the snapshot.

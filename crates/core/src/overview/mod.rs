@@ -336,6 +336,9 @@ pub enum Era {
 /// Where the file's contents came from and which PyTorch wrote it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FormatFacts {
+    /// What produced the file (a snapshot, or another profiler output).
+    #[serde(default)]
+    pub source: crate::model::Source,
     pub era: Era,
     /// A bare list of segments (`pickle.dump(torch.cuda.memory_snapshot())`).
     pub segment_list_only: bool,
@@ -369,23 +372,41 @@ pub fn build(analysed: &Analysed, id: u32) -> Option<Overview> {
     let mut add = |key: MetricKey, value: u64| m.push(Metric { key, value });
 
     let allocated = || device.blocks.iter().filter(|b| b.state.is_allocated());
-    let reserved_end: u64 = device.segments.iter().map(|s| s.total_size).sum();
-    let allocated_end: u64 = allocated().map(|b| b.size).sum();
-    let requested_end: u64 = allocated()
-        .map(|b| b.requested_size.unwrap_or(b.size))
-        .sum();
+    // A profiler trace has no segments: its end is its curves' end.
+    let from_segments = snapshot.source.has_segments();
+    let reserved_end: u64 = if from_segments {
+        device.segments.iter().map(|s| s.total_size).sum()
+    } else {
+        facts.reserved_after(trace.len().checked_sub(1).map(|r| r as u32))
+    };
+    let allocated_end: u64 = if from_segments {
+        allocated().map(|b| b.size).sum()
+    } else {
+        facts.allocated_at_end()
+    };
+    let requested_end: u64 = if from_segments {
+        allocated()
+            .map(|b| b.requested_size.unwrap_or(b.size))
+            .sum()
+    } else {
+        allocated_end
+    };
     let pending_free: u64 = device
         .blocks
         .iter()
         .filter(|b| b.state == BlockState::ActivePendingFree)
         .map(|b| b.size)
         .sum();
-    let cached_free: u64 = device
-        .blocks
-        .iter()
-        .filter(|b| !b.state.is_allocated())
-        .map(|b| b.size)
-        .sum();
+    let cached_free: u64 = if from_segments {
+        device
+            .blocks
+            .iter()
+            .filter(|b| !b.state.is_allocated())
+            .map(|b| b.size)
+            .sum()
+    } else {
+        reserved_end.saturating_sub(allocated_end)
+    };
     let first_time = trace.time_us.iter().copied().find(|&t| t != NO_TIME);
     let last_time = trace.time_us.iter().rev().copied().find(|&t| t != NO_TIME);
     let since_start = |row: Option<u32>| -> Option<u64> {
@@ -492,10 +513,12 @@ pub fn build(analysed: &Analysed, id: u32) -> Option<Overview> {
             device_free: trace.addr[row],
         });
     }
+    warnings.extend(snapshot.notes.iter().cloned().map(Warning::Import));
     Some(Overview {
         device: id,
         metrics: m,
         format: FormatFacts {
+            source: snapshot.source,
             era: era(snapshot),
             segment_list_only: snapshot.top_level == TopLevel::SegmentList,
         },

@@ -126,6 +126,7 @@ pub(crate) mod test_traces {
             trace,
             segments: Vec::new(),
             blocks: Vec::new(),
+            reported: None,
         }
     }
 }

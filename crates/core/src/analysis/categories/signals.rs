@@ -58,6 +58,9 @@ pub struct FrameSignal {
 
 /// Reads one frame (`filename`, function `name`).
 pub fn frame_signal(filename: &str, name: &str) -> FrameSignal {
+    if filename == crate::model::PROFILER_CATEGORY_FILE {
+        return profiler_category(name);
+    }
     let file = filename.to_ascii_lowercase().replace('\\', "/");
     let func = name.to_ascii_lowercase();
     // Keywords are looked for in the function and the file's own name, never in the folders
@@ -69,6 +72,25 @@ pub fn frame_signal(filename: &str, name: &str) -> FrameSignal {
         role: role_of(&file, &text),
         component: component_of(&file, &text),
         accumulates_gradient: func.contains("accumulategrad"),
+    }
+}
+
+/// What a profiler's own category (`export_memory_timeline`) says: its role. A temporary
+/// has no phase to tell which; the forward's is the most common.
+fn profiler_category(name: &str) -> FrameSignal {
+    let role = match name {
+        "PARAMETER" => Role::Parameters,
+        "OPTIMIZER_STATE" => Role::OptimizerState,
+        "INPUT" => Role::Inputs,
+        "TEMPORARY" => Role::ForwardTemporaries,
+        "ACTIVATION" => Role::Activations,
+        "GRADIENT" => Role::Gradients,
+        "AUTOGRAD_DETAIL" => Role::BackwardTemporaries,
+        _ => Role::Unknown,
+    };
+    FrameSignal {
+        role: Some(role),
+        ..FrameSignal::default()
     }
 }
 
