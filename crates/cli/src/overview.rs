@@ -67,6 +67,7 @@ fn to_json(path: &Path, opened: &Opened, overviews: &[Overview]) -> Value {
         "devices": devices,
         "warnings": warnings,
         "era": era,
+        "source": opened.analysed.snapshot.source,
         "allocator_settings": settings,
     })
 }

@@ -234,3 +234,51 @@ fn standard_input_is_streamed() {
     );
     assert_eq!(got["file_bytes"], expected["small.pickle.gz"]["file_bytes"]);
 }
+
+/// Every profiler output the page reads, the command line reads: the real Kineto trace's
+/// source and its peak, the sum of its CUDA events' bytes from their lowest point.
+#[test]
+fn the_overview_reads_a_kineto_trace() {
+    let Some(dir) = real_fixtures_dir() else {
+        return;
+    };
+    let file = dir.join("other/pytorch__kineto__tb_plugin__samples__resnet50_num_workers_0__worker0.1623143089861.pt.trace.json.gz");
+    if !file.is_file() {
+        eprintln!("skipping: {} is absent", file.display());
+        return;
+    }
+    let output = memsight(&["overview", "--json"], std::slice::from_ref(&file));
+    assert_succeeded(&output);
+    let printed = &json_lines(&output)[0];
+    assert_eq!(printed["source"], "kineto_trace");
+    // Independently: CPython-free, the trace's own numbers.
+    let mut text = String::new();
+    use std::io::Read;
+    flate2::read::GzDecoder::new(std::fs::File::open(&file).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
+    let trace: Value = serde_json::from_str(&text).unwrap();
+    let mut events: Vec<(f64, usize, i64)> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e["name"] == "[memory]" && e["args"]["Device Type"] == 1)
+        .map(|(i, e)| (e["ts"].as_f64().unwrap(), i, e["args"]["Bytes"].as_i64().unwrap()))
+        .collect();
+    events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let (mut sum, mut low, mut high) = (0i64, 0i64, 0i64);
+    for (_, _, bytes) in events {
+        sum += bytes;
+        low = low.min(sum);
+        high = high.max(sum);
+    }
+    assert_eq!(printed["devices"]["0"]["peak-allocated-bytes"], high - low);
+    let kinds: Vec<&str> = printed["warnings"]["0"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"cpu-memory-not-shown"), "{kinds:?}");
+}
