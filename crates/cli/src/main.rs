@@ -2,7 +2,7 @@
 //! scripts, CI and files too large for a browser tab.
 //!
 //! One module per command (`overview`, `categories`, `report`, `table`, `segments`, `files`,
-//! `compare`); `open` streams a file into the core and reports a
+//! `compare`, `phases`); `open` streams a file into the core and reports a
 //! file that cannot be read exactly as the page does. Not the place for any computation: every
 //! number comes from `memsight-core`.
 
@@ -11,6 +11,7 @@ mod compare;
 mod files;
 mod open;
 mod overview;
+mod phases;
 mod report;
 mod segments;
 mod table;
@@ -193,6 +194,31 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Per device, the phase report: each `record_function` scope (or, when the file has
+    /// none, each phase of each iteration inferred from the frames: setup, forward, backward,
+    /// optimizer step) with the allocated bytes before and after it, its delta, what it
+    /// allocated and freed, its peak and the role holding most there. Markdown by default.
+    Phases {
+        /// Snapshot files (`-` for standard input).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// This device only (default: every device of each file).
+        #[arg(long, value_name = "N")]
+        device: Option<u32>,
+        /// A rules file as the page exports it; the top roles follow its rules.
+        #[arg(long, value_name = "RULES.json")]
+        rules: Option<PathBuf>,
+        /// Print Markdown (the default).
+        #[arg(long, conflicts_with = "json")]
+        markdown: bool,
+        /// Print one JSON object per file: {"file", "devices": {"<device>": {"source",
+        /// "rows": [{"label", "phase", "iteration", "depth", "first_event", "last_event",
+        /// "before_bytes", "after_bytes", "delta_bytes", "allocated_bytes", "freed_bytes",
+        /// "peak_bytes", "peak_event", "reserved_at_peak_bytes", "top_role", "top_role_bytes"}],
+        /// "generation"}}}, exact.
+        #[arg(long)]
+        json: bool,
+    },
     /// Two files (or two devices of one) side by side: the overview's numbers with deltas
     /// (B − A), bytes by role and component at both peaks, and the call sites and model
     /// modules whose bytes at the peak changed, new or vanished.
@@ -319,6 +345,18 @@ fn main() -> ExitCode {
                 _ => files::Output::Markdown,
             };
             files::run(&files, &rules, sort, output)
+        }
+        Command::Phases {
+            files,
+            device,
+            rules,
+            markdown: _,
+            json,
+        } => {
+            let Some(rules) = rules_or_exit(rules) else {
+                return ExitCode::from(2);
+            };
+            phases::run(&files, device, &rules, json)
         }
         Command::Compare {
             a,

@@ -181,3 +181,46 @@ fn visit(value: &Value, f: &mut dyn FnMut(&str, &Value)) {
         _ => {}
     }
 }
+
+#[test]
+fn the_phase_report_says_the_same_in_json_and_markdown() {
+    let Some(dir) = real_fixtures_dir() else {
+        return;
+    };
+    let file = dir.join("LINYUNLinYun__CS336-assignment2-systems__cs336_systems__results__memory_profiles__xl_ctx512_full_step_bf16.pickle");
+    if !file.is_file() {
+        eprintln!("skipping: {} is absent", file.display());
+        return;
+    }
+    let output = memsight(&["phases", "--json"], std::slice::from_ref(&file));
+    assert_succeeded(&output);
+    let report = &json_lines(&output)[0]["devices"]["0"];
+    let rows = report["rows"].as_array().unwrap();
+    let labels: Vec<&str> = rows.iter().map(|r| r["phase"].as_str().unwrap()).collect();
+    assert_eq!(
+        labels[..4],
+        ["zero_grad", "forward", "backward", "optimizer_step"]
+    );
+    assert_eq!(report["source"], "annotations");
+    assert_eq!(report["scopes"].as_array().unwrap().len(), 2);
+    // The first phase starts from the curve's start: the peak of the file before its trace.
+    let overview = memsight(&["overview", "--json"], std::slice::from_ref(&file));
+    let start = json_lines(&overview)[0]["devices"]["0"]["peak-allocated-bytes"].clone();
+    assert!(rows[0]["before_bytes"].as_u64().unwrap() <= start.as_u64().unwrap());
+    let markdown = memsight(&["phases"], std::slice::from_ref(&file));
+    assert_succeeded(&markdown);
+    let text = String::from_utf8(markdown.stdout).unwrap();
+    let forward = text
+        .lines()
+        .find(|l| l.starts_with("| Forward | 1 |"))
+        .unwrap();
+    let delta = rows[1]["delta_bytes"].as_i64().unwrap();
+    assert!(
+        forward.contains(&memsight_core::format::bytes_delta(delta)),
+        "{forward}"
+    );
+    assert!(
+        text.contains("record\\_function scopes") || text.contains("record_function scopes"),
+        "{text}"
+    );
+}

@@ -264,7 +264,13 @@ fn the_overview_reads_a_kineto_trace() {
         .iter()
         .enumerate()
         .filter(|(_, e)| e["name"] == "[memory]" && e["args"]["Device Type"] == 1)
-        .map(|(i, e)| (e["ts"].as_f64().unwrap(), i, e["args"]["Bytes"].as_i64().unwrap()))
+        .map(|(i, e)| {
+            (
+                e["ts"].as_f64().unwrap(),
+                i,
+                e["args"]["Bytes"].as_i64().unwrap(),
+            )
+        })
         .collect();
     events.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     let (mut sum, mut low, mut high) = (0i64, 0i64, 0i64);

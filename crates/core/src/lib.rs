@@ -8,7 +8,7 @@
 //! - [`analysis`] derives the facts many views share: the replay of each trace (pairing,
 //!   curves, peaks), stack analysis, typed warnings;
 //! - one module per feature, each with its computation and its [`service`]:
-//!   [`overview`], [`timeline`], [`breakdown`], [`table`], [`compare`] (files side by side);
+//!   [`overview`], [`timeline`], [`breakdown`], [`table`], [`compare`] (files side by side), [`phases`] (the phase report);
 //! - [`session`] holds one loaded file and routes the [`protocol`]'s requests to the services;
 //! - [`format`] turns numbers and typed facts into words and human units for the page and the
 //!   command line alike.
@@ -21,6 +21,7 @@ pub mod decode;
 pub mod format;
 pub mod model;
 pub mod overview;
+pub mod phases;
 pub mod protocol;
 pub mod service;
 pub mod session;

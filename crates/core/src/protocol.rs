@@ -24,6 +24,8 @@ use crate::compare::Digest;
 pub use crate::decode::ErrorReport;
 use crate::overview::service::OverviewRequest;
 use crate::overview::Overview;
+use crate::phases::service::PhasesRequest;
+use crate::phases::PhaseReport;
 pub use crate::service::ViewError;
 use crate::table::service::{TableAnswer, TableRequest};
 use crate::timeline::service::{TimelineAnswer, TimelineRequest};
@@ -51,6 +53,8 @@ pub enum Request {
     Table(TableRequest),
     /// One device at its peak, to set beside other files (the files table, a comparison).
     Digest(DigestRequest),
+    /// One device's phases (or `record_function` scopes) with the memory in each.
+    Phases(PhasesRequest),
     /// Categorise every allocation again under the user's rules (every view's categories
     /// change with them).
     SetRules(Rules),
@@ -67,6 +71,7 @@ pub enum Answer {
     Breakdown(BreakdownAnswer),
     Table(TableAnswer),
     Digest(Digest),
+    Phases(PhaseReport),
     Rules(RulesApplied),
 }
 
@@ -90,6 +95,7 @@ impl Answer {
             Answer::Breakdown(answer) => answer.name(),
             Answer::Table(answer) => answer.name(),
             Answer::Digest(_) => "digest",
+            Answer::Phases(_) => "phases",
             Answer::Rules(_) => "rules applied",
         }
     }

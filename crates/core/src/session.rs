@@ -15,6 +15,7 @@ use crate::breakdown::service::BreakdownService;
 use crate::compare::service::DigestService;
 use crate::decode::{decode_reader, ErrorReport};
 use crate::overview::service::OverviewService;
+use crate::phases::service::PhasesService;
 use crate::protocol::{Answer, FileEvent, LoadedSummary, Request, RulesApplied};
 use crate::service::{Context, Reply, Service, ViewError};
 use crate::table::service::TableService;
@@ -32,6 +33,7 @@ struct Services {
     breakdown: BreakdownService,
     table: TableService,
     digest: DigestService,
+    phases: PhasesService,
 }
 
 /// The decoded snapshot of one file, with the facts derived once at load, and the services
@@ -169,6 +171,10 @@ impl Session {
                 .digest
                 .answer(&cx, r)
                 .map(|r| r.map(Answer::Digest)),
+            Request::Phases(r) => services
+                .phases
+                .answer(&cx, r)
+                .map(|r| r.map(Answer::Phases)),
             Request::SetRules(rules) => {
                 // The one request that changes what every service is lent.
                 let error = self.categorised.set_rules(analysed, rules, now).err();

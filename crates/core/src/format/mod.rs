@@ -12,6 +12,7 @@ pub mod breakdown;
 pub mod compare;
 pub mod findings;
 pub mod overview;
+pub mod phases;
 pub mod problems;
 pub mod report;
 pub mod table;
