@@ -8,8 +8,8 @@
 // The UI names the core's modules as `crate::…`.
 #[allow(unused_imports)]
 use memsight_core::{
-    allocator, analysis, breakdown, compare, format, model, overview, protocol, service, table,
-    timeline,
+    allocator, analysis, breakdown, compare, format, model, overview, phases, protocol, service,
+    table, timeline,
 };
 
 #[cfg(target_arch = "wasm32")]

@@ -12,7 +12,7 @@
 //!   `drop_overlay`);
 //! - one folder per view: `overview`, `timeline`, `breakdown` (where the memory went: charts,
 //!   the estimate, findings, rules, the report), `table`, `allocator`; `files` (the files side
-//!   by side, and the digests asked of many workers) and `compare` (two files compared); `categories`: what they share about
+//!   by side, and the digests asked of many workers) and `compare` (two files compared); `phases` (the phase report); `categories`: what they share about
 //!   categories (the rules, the picked moment, the highlighted category); `charts`: drawing
 //!   charts on a canvas (plotters);
 //! - `segmented`: one button of a segmented group, bound to a signal;
@@ -42,6 +42,7 @@ mod load_progress;
 mod overview;
 mod panic_banner;
 mod perf;
+mod phases;
 mod segmented;
 mod snapshot_view;
 mod table;

@@ -12,6 +12,7 @@ use super::breakdown::BreakdownPanel;
 use super::categories::CategoryView;
 use super::device_picker::DevicePicker;
 use super::overview::{OverviewPanel, Warnings};
+use super::phases::PhasesPanel;
 use super::state::{AppState, FileId, Status};
 use super::table::TablePanel;
 use super::timeline::TimelinePanel;
@@ -104,6 +105,7 @@ pub fn SnapshotView(id: FileId, state: RwSignal<AppState>, actions: Actions) -> 
                 let timeline = move || timeline_shown.get().then(|| view! {
                     <TimelinePanel file=id device=device actions=actions categories=categories dark=dark />
                     <BreakdownPanel file=id device=device file_name=file_name.clone() actions=actions categories=categories dark=dark.into() />
+                    <PhasesPanel file=id device=device file_name=file_name.clone() actions=actions categories=categories dark=dark.into() />
                     <TablePanel file=id device=device file_name=file_name.clone() actions=actions categories=categories />
                     <AllocatorPanel file=id device=device actions=actions categories=categories dark=dark.into() />
                 });

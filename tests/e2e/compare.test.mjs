@@ -196,3 +196,43 @@ describe('files side by side', { skip }, () => {
     }
   });
 });
+
+const FULL_STEP_SCOPES = 'LINYUNLinYun__CS336-assignment2-systems__cs336_systems__results__memory_profiles__xl_ctx512_full_step_bf16.pickle';
+
+describe('phase report', { skip: !fs.existsSync(real(FULL_STEP_SCOPES)) && `${FULL_STEP_SCOPES} not found` }, () => {
+  it('lists the command line\'s phases and scopes, and a click shows a phase\'s peak', async () => {
+    const { page, errors } = await shared.open({ viewport: { width: 1500, height: 1000 } });
+    try {
+      await page.setInputFiles('#file-input', real(FULL_STEP_SCOPES));
+      assert.equal(await waitSettled(page), 'ready');
+      await page.waitForSelector('#phases[data-ready="true"]', { timeout: WAIT });
+      const printed = cli('phases', real(FULL_STEP_SCOPES)).devices['0'];
+      const rows = (table) => page.$$eval(`#${table} .phase-row`, (trs) => trs.map((r) => ({ ...r.dataset })));
+      const shown = await rows('phases-table');
+      assert.equal(shown.length, printed.rows.length);
+      for (const [i, row] of printed.rows.entries()) {
+        const got = shown[i];
+        assert.equal(got.phase, row.phase ?? '');
+        assert.equal(got.iteration, row.iteration === null ? '' : String(row.iteration));
+        for (const [attr, key] of [['before', 'before_bytes'], ['after', 'after_bytes'], ['delta', 'delta_bytes'], ['peak', 'peak_bytes'], ['allocated', 'allocated_bytes'], ['freed', 'freed_bytes']]) {
+          assert.equal(got[attr], String(row[key]), `${row.label} ${key}`);
+        }
+      }
+      assert.deepEqual((await rows('scopes-table')).map((r) => r.label), printed.scopes.map((s) => s.label));
+      assert.equal(await page.$eval('#phases-source', (e) => e.dataset.source), 'annotations');
+      // The forward's peak, picked on the timeline, is what the breakdown shows.
+      const forward = printed.rows.findIndex((r) => r.phase === 'forward');
+      await page.click(`#phases-table .phase-row:nth-child(${forward + 1})`);
+      const state = String(printed.rows[forward].peak_event + 1);
+      await page.waitForFunction((s) => document.querySelector('#breakdown-moment')?.dataset.state === s, state, { timeout: WAIT });
+      assert.equal(await page.$eval('#breakdown-moment', (e) => e.dataset.liveBytes), String(printed.rows[forward].peak_bytes));
+      const [md] = await Promise.all([page.waitForEvent('download'), page.click('#phases-markdown')]);
+      const markdown = fs.readFileSync(await md.path(), 'utf8');
+      assert.match(markdown, /\| Forward \| 1 \|/);
+      assert.match(markdown, /record_function scopes/);
+      assert.deepEqual(errors, []);
+    } finally {
+      await page.context().close();
+    }
+  });
+});
