@@ -207,6 +207,10 @@ pub fn CompareView(
                 </div>
             </header>
             {move || match comparison.get() {
+                None if choices.with(Vec::len) < 2 => view! {
+                    <p class="hint" id="compare-nothing">"Open a second file, or a file with two devices, to compare."</p>
+                }
+                .into_any(),
                 None => view! { <p class="pending" aria-busy="true" id="compare-pending">"Preparing both peaks…"</p> }.into_any(),
                 Some(Err(e)) => view! { <p class="view-error" role="alert" id="compare-error">{e}</p> }.into_any(),
                 Some(Ok((c, _, _))) => {
