@@ -127,32 +127,37 @@ pub fn report(
     index: &CategoryIndex,
     generation: u32,
 ) -> PhaseReport {
-    let rows = device.trace.len();
-    let sums = Sums::new(rows, facts);
-    let row = |label: String, phase, iteration, depth, first: usize, last: usize| {
-        measure(
-            device, facts, index, &sums, label, phase, iteration, depth, first, last,
-        )
+    let measure = Measure {
+        device,
+        facts,
+        index,
+        sums: Sums::new(device.trace.len(), facts),
     };
     let scopes: Vec<PhaseRow> = scopes(snapshot, device)
         .into_iter()
         .map(|s| {
             let name = snapshot.str(s.name).to_string();
-            let phase = crate::analysis::categories::phases::scope_phase(&name);
-            row(name, phase, None, s.depth, s.first, s.last)
+            measure.row(Span {
+                phase: crate::analysis::categories::phases::scope_phase(&name),
+                label: name,
+                iteration: None,
+                depth: s.depth,
+                first: s.first,
+                last: s.last,
+            })
         })
         .collect();
     let rows = runs(device, phases)
         .into_iter()
         .map(|r| {
-            row(
-                r.phase.key().to_string(),
-                Some(r.phase),
-                r.iteration,
-                0,
-                r.first,
-                r.last,
-            )
+            measure.row(Span {
+                label: r.phase.key().to_string(),
+                phase: Some(r.phase),
+                iteration: r.iteration,
+                depth: 0,
+                first: r.first,
+                last: r.last,
+            })
         })
         .collect();
     let source = if scopes.iter().any(|s| s.phase.is_some()) {
@@ -169,60 +174,78 @@ pub fn report(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn measure(
-    device: &Device,
-    facts: &DeviceFacts,
-    index: &CategoryIndex,
-    sums: &Sums,
+/// A stretch of events to measure, and what to call it.
+struct Span {
     label: String,
     phase: Option<Phase>,
     iteration: Option<u32>,
     depth: u32,
     first: usize,
     last: usize,
-) -> PhaseRow {
-    let before = facts.allocated_at(first as u32);
-    let after = facts.allocated_at(last as u32 + 1);
-    let (mut peak_bytes, mut peak_row) = (0u64, first);
-    for r in first..=last {
-        let v = facts.allocated[r];
-        if v > peak_bytes || r == first {
-            peak_bytes = v;
-            peak_row = r;
+}
+
+/// What measuring a span reads.
+struct Measure<'a> {
+    device: &'a Device,
+    facts: &'a DeviceFacts,
+    index: &'a CategoryIndex,
+    sums: Sums,
+}
+
+impl Measure<'_> {
+    fn row(&self, span: Span) -> PhaseRow {
+        let Span {
+            label,
+            phase,
+            iteration,
+            depth,
+            first,
+            last,
+        } = span;
+        let facts = self.facts;
+        let before = facts.allocated_at(first as u32);
+        let after = facts.allocated_at(last as u32 + 1);
+        let (mut peak_bytes, mut peak_row) = (0u64, first);
+        for r in first..=last {
+            let v = facts.allocated[r];
+            if v > peak_bytes || r == first {
+                peak_bytes = v;
+                peak_row = r;
+            }
         }
-    }
-    let roles = index.roles_at(peak_row as u32 + 1);
-    let top = Role::ALL
-        .iter()
-        .copied()
-        .max_by_key(|&r| (roles[r as usize], std::cmp::Reverse(r as usize)))
-        .filter(|&r| roles[r as usize] > 0);
-    let times = &device.trace.time_us;
-    let t0 = times.iter().copied().find(|&t| t != NO_TIME);
-    let since = |r: usize| -> Option<u64> {
-        let t = times.get(r).copied().filter(|&t| t != NO_TIME)?;
-        Some(t.saturating_sub(t0?).max(0) as u64)
-    };
-    PhaseRow {
-        label,
-        phase,
-        iteration,
-        depth,
-        first_event: first as u32,
-        last_event: last as u32,
-        start_us: since(first),
-        end_us: since(last),
-        before_bytes: before,
-        after_bytes: after,
-        delta_bytes: after as i64 - before as i64,
-        allocated_bytes: sums.allocated[last + 1] - sums.allocated[first],
-        freed_bytes: sums.freed[last + 1] - sums.freed[first],
-        peak_bytes,
-        peak_event: peak_row as u32,
-        reserved_at_peak_bytes: facts.reserved_after(Some(peak_row as u32)),
-        top_role: top,
-        top_role_bytes: top.map_or(0, |r| roles[r as usize]),
+        let roles = self.index.roles_at(peak_row as u32 + 1);
+        let top = Role::ALL
+            .iter()
+            .copied()
+            .max_by_key(|&r| (roles[r as usize], std::cmp::Reverse(r as usize)))
+            .filter(|&r| roles[r as usize] > 0);
+        let times = &self.device.trace.time_us;
+        let t0 = times.iter().copied().find(|&t| t != NO_TIME);
+        let since = |r: usize| -> Option<u64> {
+            let t = times.get(r).copied().filter(|&t| t != NO_TIME)?;
+            Some(t.saturating_sub(t0?).max(0) as u64)
+        };
+        let sums = &self.sums;
+        PhaseRow {
+            label,
+            phase,
+            iteration,
+            depth,
+            first_event: first as u32,
+            last_event: last as u32,
+            start_us: since(first),
+            end_us: since(last),
+            before_bytes: before,
+            after_bytes: after,
+            delta_bytes: after as i64 - before as i64,
+            allocated_bytes: sums.allocated[last + 1] - sums.allocated[first],
+            freed_bytes: sums.freed[last + 1] - sums.freed[first],
+            peak_bytes,
+            peak_event: peak_row as u32,
+            reserved_at_peak_bytes: facts.reserved_after(Some(peak_row as u32)),
+            top_role: top,
+            top_role_bytes: top.map_or(0, |r| roles[r as usize]),
+        }
     }
 }
 
