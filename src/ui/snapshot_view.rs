@@ -102,12 +102,19 @@ pub fn SnapshotView(id: FileId, state: RwSignal<AppState>, actions: Actions) -> 
                     return ().into_any();
                 };
                 let file_name = file_name.clone();
+                // Only an allocator snapshot records the allocator's segments.
+                let has_segments = overview.with(|o| match o {
+                    Some(Ok(o)) => o.format.source.has_segments(),
+                    _ => true,
+                });
                 let timeline = move || timeline_shown.get().then(|| view! {
                     <TimelinePanel file=id device=device actions=actions categories=categories dark=dark />
                     <BreakdownPanel file=id device=device file_name=file_name.clone() actions=actions categories=categories dark=dark.into() />
                     <PhasesPanel file=id device=device file_name=file_name.clone() actions=actions categories=categories dark=dark.into() />
                     <TablePanel file=id device=device file_name=file_name.clone() actions=actions categories=categories />
-                    <AllocatorPanel file=id device=device actions=actions categories=categories dark=dark.into() />
+                    {has_segments.then(|| view! {
+                        <AllocatorPanel file=id device=device actions=actions categories=categories dark=dark.into() />
+                    })}
                 });
                 match overview.get() {
                     None => view! { <p class="pending" aria-busy="true">"Preparing the overview…"</p> }.into_any(),

@@ -49,6 +49,9 @@ describe('other profiler outputs', () => {
       const peak = await page.$eval('#timeline', (e) => Number(e.dataset.peakBytes));
       assert.equal(peak, high - low);
       assert.ok(Number(await page.$eval('#timeline', (e) => e.dataset.elements)) > 4000);
+      // A profiler trace records no allocator segments: no allocator state to show.
+      await page.waitForSelector('#phases[data-ready="true"]', { timeout: WAIT });
+      assert.equal(await page.$('#allocator-state'), null);
       assert.deepEqual(errors, []);
     } finally {
       await page.context().close();
