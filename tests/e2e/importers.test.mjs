@@ -16,6 +16,7 @@ import { metrics, openFiles, REAL_FIXTURES, ROOT, sharedBrowser, waitSettled } f
 const KINETO = path.join(REAL_FIXTURES, 'other/pytorch__kineto__tb_plugin__samples__resnet50_num_workers_0__worker0.1623143089861.pt.trace.json.gz');
 const RAW = path.join(REAL_FIXTURES, 'other/facebookresearch__HolisticTraceAnalysis__tests__data__memory_analysis__memory_timeline.raw.gz');
 const NO_MEMORY = path.join(ROOT, 'tests/fixtures/kineto_no_memory.json');
+const PEAK_TENSORS = path.join(ROOT, 'tests/fixtures/peak_tensors.json');
 const WAIT = 60_000;
 const shared = sharedBrowser();
 
@@ -67,6 +68,30 @@ describe('other profiler outputs', () => {
       const m = await metrics(page);
       assert.equal(Number(m['peak-allocated-bytes']), 3082832104);
       await page.waitForSelector('#timeline[data-ready="true"]', { timeout: WAIT });
+      assert.deepEqual(errors, []);
+    } finally {
+      await page.context().close();
+    }
+  });
+
+  it('opens a memory profiler\'s peak tensors as a table with shapes and layers folded', async () => {
+    const json = JSON.parse(fs.readFileSync(PEAK_TENSORS, 'utf8'));
+    const sized = json['cuda:0'].tensors.filter((t) => Number.isInteger(t.size_bytes));
+    const { page, errors } = await shared.open({ viewport: { width: 1500, height: 1000 } });
+    try {
+      await openFiles(page, PEAK_TENSORS);
+      assert.equal(await waitSettled(page), 'ready');
+      const m = await metrics(page);
+      assert.equal(Number(m['peak-allocated-bytes']), sized.reduce((a, t) => a + t.size_bytes, 0));
+      assert.match(await page.textContent('#era'), /peak tensors/);
+      await page.waitForSelector('#allocations-table[data-ready="true"]', { timeout: WAIT });
+      await page.waitForSelector('.table-grid.with-shapes');
+      const shapes = await page.$$eval('.shape-cell', (cells) => cells.map((c) => c.textContent).sort());
+      assert.deepEqual(shapes, sized.map((t) => JSON.stringify(t.shape).replaceAll(',', ', ')).sort());
+      // Phases from the profiler: setup, forward, optimizer step.
+      await page.waitForSelector('#phases[data-ready="true"]', { timeout: WAIT });
+      const phases = await page.$$eval('#phases-table .phase-row', (rows) => rows.map((r) => r.dataset.phase));
+      assert.deepEqual(phases, ['setup', 'forward', 'optimizer_step']);
       assert.deepEqual(errors, []);
     } finally {
       await page.context().close();

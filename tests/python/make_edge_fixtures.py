@@ -824,6 +824,29 @@ def _memory_timeline():
     return json.dumps([[t for t, _ in rows], [s for _, s in rows]]).encode()
 
 
+@fixture("peak_tensors.json", "profiler",
+         "The peak-memory JSON of a single-GPU memory profiler: the tensors alive at the peak of cuda:0, listed "
+         "largest first, with shape, module path, phase and creation stack: an embedding made in setup, two layers' "
+         "attention and MLP activations, one layer's optimizer state, and a tensor with no size (skipped).")
+def _peak_tensors():
+    MiB = 1 << 20
+    stack = ["File \"/x/train.py\", line 90, in <module>", "File \"/x/train.py\", line 40, in step",
+             "File \"/x/model.py\", line %d, in forward"]
+    def tensor(size, shape, module, phase, line):
+        return {"size_bytes": size, "size_mb": size / MiB, "shape": shape, "module": module, "phase": phase,
+                "create_stack_trace": stack[:2] + [stack[2] % line], "release_stack_trace": []}
+    tensors = [
+        tensor(4 * MiB, [1000, 1024], "model.embed", "setup_model_and_optimizer", 12),
+        tensor(2 * MiB, [8, 128, 512], "model.layers.1.attn", "forward_backward_iter_1", 30),
+        tensor(2 * MiB, [8, 128, 512], "model.layers.0.attn", "forward_backward_iter_1", 30),
+        tensor(1 * MiB, [8, 128, 256], "model.layers.0.mlp", "forward_backward_iter_1", 44),
+        tensor(1 * MiB, [8, 128, 256], "model.layers.1.mlp", "forward_backward_iter_1", 44),
+        tensor(512 * 1024, [256, 512], "model.layers.0.mlp", "optimizer_step_iter_1", 44),
+        {"shape": [3], "module": "model.head", "phase": "forward_backward_iter_1"},
+    ]
+    return json.dumps({"cuda:0": {"peak_memory_mb": 10.5, "tensors": tensors}}, indent=1).encode()
+
+
 @fixture("not_a_snapshot.txt", "reject", "Plain text.")
 def _txt():
     return b"This is not a memory snapshot.\nIt is a text file.\n"

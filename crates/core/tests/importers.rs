@@ -435,3 +435,133 @@ fn every_view_answers_on_every_profiler_output() {
         }
     }
 }
+
+#[test]
+fn peak_tensors_give_a_table_with_shapes_modules_with_layers_folded_and_roles_by_phase() {
+    use memsight_core::table::service::TableAnswer;
+    use memsight_core::table::GroupBy;
+    let path = common::edge("peak_tensors.json");
+    let json: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let tensors = json["cuda:0"]["tensors"].as_array().unwrap();
+    let sized: Vec<&Value> = tensors
+        .iter()
+        .filter(|t| t["size_bytes"].is_u64())
+        .collect();
+    let total: u64 = sized
+        .iter()
+        .map(|t| t["size_bytes"].as_u64().unwrap())
+        .sum();
+
+    let a = analysed(&path);
+    assert_eq!(a.snapshot.source, Source::PeakTensors);
+    assert!(a
+        .snapshot
+        .notes
+        .contains(&ImportNote::Skipped { rows: 1, first: 6 }));
+    let o = overview::build(&a, 0).unwrap();
+    assert_eq!(o.get(MetricKey::PeakAllocatedBytes), Some(total));
+    assert_eq!(o.get(MetricKey::AllocatedEndBytes), Some(total));
+    assert_eq!(o.get(MetricKey::AllocationCount), Some(sized.len() as u64));
+    // Roles by the profiler's phase, adding up to the total.
+    let categorised = Categorised::new(&a, Default::default(), &|| 0.0).unwrap();
+    let (_, facts) = a.device_facts(0).unwrap();
+    let totals = totals_at(facts, categorised.device(0), facts.allocated.len() as u32);
+    let by_phase = |prefix: &str| -> u64 {
+        sized
+            .iter()
+            .filter(|t| t["phase"].as_str().unwrap().starts_with(prefix))
+            .map(|t| t["size_bytes"].as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!(totals.role(Role::Parameters), by_phase("setup"));
+    assert_eq!(totals.role(Role::Activations), by_phase("forward"));
+    assert_eq!(totals.role(Role::OptimizerState), by_phase("optimizer"));
+
+    // The table: every tensor with its shape; grouped by module, the layers fold into one
+    // group of two calls.
+    let bytes = std::fs::read(&path).unwrap();
+    let mut s = Session::new();
+    s.load(&bytes[..], bytes.len() as u64, &|| 0.0, &mut |_| {})
+        .unwrap();
+    let mut view = |group_by: Option<GroupBy>, open: Vec<Vec<String>>| {
+        let request = Request::Table(TableRequest::View(ViewRequest {
+            device: 0,
+            query: TableQuery {
+                scope: Scope::All,
+                group_by,
+                ..TableQuery::default()
+            },
+            open,
+            first: 0,
+            count: 100,
+            reveal: None,
+        }));
+        match s.answer(request, &|| 0.0).unwrap().answer {
+            Answer::Table(TableAnswer::View(v)) => *v,
+            _ => unreachable!(),
+        }
+    };
+    let rows = view(None, Vec::new());
+    assert!(rows.has_shapes);
+    let mut shapes: Vec<String> = rows
+        .lines
+        .iter()
+        .filter_map(|l| match l {
+            memsight_core::table::groups::Line::Row { row, .. } => row.shape.clone(),
+            _ => None,
+        })
+        .collect();
+    let mut expected: Vec<String> = sized
+        .iter()
+        .map(|t| {
+            let dims: Vec<String> = t["shape"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d.to_string())
+                .collect();
+            format!("[{}]", dims.join(", "))
+        })
+        .collect();
+    shapes.sort();
+    expected.sort();
+    assert_eq!(shapes, expected);
+    let grouped = view(Some(GroupBy::Module), Vec::new());
+    let top: Vec<String> = grouped
+        .lines
+        .iter()
+        .filter_map(|l| match l {
+            memsight_core::table::groups::Line::Group(g) => Some(g.label.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(top, ["model"]);
+    let opened = view(Some(GroupBy::Module), vec![vec![grouped_key(&grouped)]]);
+    let labels: Vec<(String, u32, u64)> = opened
+        .lines
+        .iter()
+        .filter_map(|l| match l {
+            memsight_core::table::groups::Line::Group(g) if g.depth == 1 => {
+                Some((g.label.clone(), g.occurrences, g.requested_bytes))
+            }
+            _ => None,
+        })
+        .collect();
+    let layers: u64 = sized
+        .iter()
+        .filter(|t| t["module"].as_str().unwrap().starts_with("model.layers."))
+        .map(|t| t["size_bytes"].as_u64().unwrap())
+        .sum();
+    assert!(
+        labels.contains(&("layers.* ×2".to_string(), 2, layers)),
+        "{labels:?}"
+    );
+}
+
+/// The path of the first group of a table window.
+fn grouped_key(view: &memsight_core::table::service::TableView) -> String {
+    match &view.lines[0] {
+        memsight_core::table::groups::Line::Group(g) => g.path.last().unwrap().clone(),
+        _ => panic!("not grouped"),
+    }
+}

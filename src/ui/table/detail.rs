@@ -88,6 +88,7 @@ pub fn RowDetail(table: TableState) -> impl IntoView {
                     <dt>"Freed"</dt><dd>{when(row.free_event, row.free_time_us, "not freed by the end of the trace")}</dd>
                     <dt>"Lifetime"</dt><dd>{lifetime_text(&row)}</dd>
                     <dt>"Made by"</dt><dd><code>{row.top_frame.clone().unwrap_or_else(|| "(no frame recorded)".into())}</code></dd>
+                    {row.shape.clone().map(|shape| view! { <dt>"Shape"</dt><dd><code id="detail-shape">{shape}</code></dd> })}
                 </dl>
                 {move || match stack.get() {
                     None => view! { <p class="pending" aria-busy="true">"Reading its stack…"</p> }.into_any(),

@@ -13,7 +13,7 @@ use crate::table::groups::{GroupLine, Line};
 use crate::table::{Column, Sort};
 
 /// Columns as the header shows them.
-const COLUMNS: [(Column, &str); 11] = [
+const COLUMNS: [(Column, &str); 12] = [
     (Column::Size, "Size"),
     (Column::Requested, "Requested"),
     (Column::Address, "Address"),
@@ -25,12 +25,21 @@ const COLUMNS: [(Column, &str); 11] = [
     (Column::Freed, "Freed"),
     (Column::Lifetime, "Lifetime"),
     (Column::TopFrame, "Made by"),
+    // Only for files that record tensors' shapes.
+    (Column::Shape, "Shape"),
 ];
 
 #[component]
 pub fn Grid(table: TableState) -> impl IntoView {
-    let header = COLUMNS
+    let has_shapes = Memo::new(move |_| {
+        table
+            .view
+            .with(|v| matches!(v, Some(Ok(v)) if v.has_shapes))
+    });
+    let header = move || {
+        COLUMNS
         .into_iter()
+        .filter(|&(column, _)| column != Column::Shape || has_shapes.get())
         .map(|(column, label)| {
             let sorted = move || table.sort.with(|s| (s.column == column).then_some(s.descending));
             view! {
@@ -53,7 +62,8 @@ pub fn Grid(table: TableState) -> impl IntoView {
                 </div>
             }
         })
-        .collect_view();
+        .collect_view()
+    };
     let line_count = move || {
         table.view.with(|v| {
             v.as_ref()
@@ -75,7 +85,8 @@ pub fn Grid(table: TableState) -> impl IntoView {
                     match line {
                         Line::Group(group) => group_line(table, group.clone(), at).into_any(),
                         Line::Row { depth, row } => {
-                            row_line(table, row.clone(), *depth, at, origin).into_any()
+                            row_line(table, row.clone(), *depth, at, origin, v.has_shapes)
+                                .into_any()
                         }
                     }
                 })
@@ -96,7 +107,7 @@ pub fn Grid(table: TableState) -> impl IntoView {
         table.move_selection(step);
     };
     view! {
-        <div class="table-grid" role="table" aria-label="Allocations" aria-rowcount=move || line_count().to_string()>
+        <div class="table-grid" class:with-shapes=has_shapes role="table" aria-label="Allocations" aria-rowcount=move || line_count().to_string()>
             <div class="tr header" role="row">{header}</div>
             <div class="table-scroll" node_ref=table.scroller tabindex="0" id="table-scroll"
                 style:height=format!("{}px", LINE_HEIGHT * super::LINES_SHOWN as f64)
@@ -159,6 +170,7 @@ fn row_line(
     depth: u32,
     at: u64,
     origin: Option<f64>,
+    shapes: bool,
 ) -> impl IntoView {
     let element = row.index;
     let selected = move || {
@@ -194,6 +206,11 @@ fn row_line(
             <div class="td" role="cell">{event(row.free_event, row.free_time_us, "alive at the end")}</div>
             <div class="td" role="cell">{lifetime}</div>
             <div class="td frame-cell" role="cell" class:user=row.top_frame_is_user title=frame.clone()>{format::shorten_middle(&frame, 90)}</div>
+            {shapes.then(|| {
+                let shape = row.shape.clone().unwrap_or_default();
+                let title = shape.clone();
+                view! { <div class="td mono shape-cell" role="cell" title=title>{shape}</div> }
+            })}
         </div>
     }
 }

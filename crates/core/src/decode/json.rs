@@ -1,6 +1,7 @@
 //! The JSON importers' front door: reads the document once and hands it to the importer its
 //! shape names — a Kineto trace (`{"traceEvents": …}`, [`super::kineto`]), a memory timeline
-//! (`[times, sizes]` or raw rows, [`super::memory_timeline`]), or the snapshot tree written as
+//! (`[times, sizes]` or raw rows, [`super::memory_timeline`]), a memory profiler's peak tensors
+//! (`{"cuda:0": {"tensors": …}}`, [`super::peak_tensors`]), or the snapshot tree written as
 //! JSON (tuples become lists), converted to [`Node`]s for the shared [`Builder`].
 //!
 //! The top level is read by one visitor that deserializes `traceEvents` straight into the
@@ -16,7 +17,7 @@ use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
 use super::build::{At, Builder, Node, MAX_DEPTH};
-use super::{kineto, memory_timeline, DecodeError};
+use super::{kineto, memory_timeline, peak_tensors, DecodeError};
 use crate::model::Snapshot;
 
 /// A JSON document's top level, as far as choosing its importer needs.
@@ -102,6 +103,9 @@ pub fn decode<R: Read>(mut reader: R) -> Result<Snapshot, DecodeError> {
             events: Some(events),
             ..
         } => kineto::import(events),
+        Top::Object { others, .. } if peak_tensors::is_peak_tensors(&others) => {
+            peak_tensors::import(&others)
+        }
         Top::Object { others, .. } => snapshot(serde_json::Value::Object(others)),
         Top::Other(value) if memory_timeline::is_timeline(&value) => {
             memory_timeline::import_timeline(&value)

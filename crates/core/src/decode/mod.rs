@@ -2,7 +2,8 @@
 //!
 //! Detects the container (gzip, by magic bytes) and the encoding (pickle protocols 2–5 or
 //! JSON), and hands the stream to the matching importer: the pickle reader, or for JSON the
-//! snapshot tree, a Kineto trace ([`kineto`]) or a memory timeline ([`memory_timeline`]),
+//! snapshot tree, a Kineto trace ([`kineto`]), a memory timeline ([`memory_timeline`]) or a memory
+//! profiler's peak tensors ([`peak_tensors`]),
 //! told apart by their content. Importers feed one
 //! [`build::Builder`], which owns the snapshot schema; there is never a generic value tree of a
 //! whole pickle file. Not here: anything derived from the model (see [`crate::analysis`]).
@@ -17,6 +18,7 @@ mod input;
 mod json;
 mod kineto;
 mod memory_timeline;
+mod peak_tensors;
 mod pickle;
 mod profiled;
 

@@ -60,6 +60,12 @@ impl Profiled {
         self.device(device).trace.push(row);
     }
 
+    /// Sets the shape of the tensor the last row pushed on `device` was made for.
+    pub fn set_last_shape(&mut self, device: u32, shape: &str) {
+        let shape = self.snapshot.strings.intern(shape);
+        self.device(device).trace.set_last_shape(shape);
+    }
+
     pub fn note(&mut self, note: ImportNote) {
         self.snapshot.notes.push(note);
     }

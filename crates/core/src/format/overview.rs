@@ -91,6 +91,9 @@ pub fn era(format: &FormatFacts) -> String {
         Source::MemoryTimelineRaw => {
             return "torch.profiler export_memory_timeline (raw): category changes".into()
         }
+        Source::PeakTensors => {
+            return "a memory profiler's peak tensors (JSON): what was alive at the peak".into()
+        }
     }
     let era = match format.era {
         Era::NewerThan2_10 => "newer than 2.10 (pool_id / forward_frames)",

@@ -31,7 +31,7 @@ pub fn allocator_totals(segments: u32, t: &Totals) -> String {
 }
 
 /// The header of an allocations CSV.
-pub const ROWS_HEADER: &str = "allocation,element,address,size_bytes,requested_bytes,stream,role,component,phase,alloc_event,alloc_time_us,free_event,free_time_us,lifetime_events,lifetime_us,top_frame";
+pub const ROWS_HEADER: &str = "allocation,element,address,size_bytes,requested_bytes,stream,role,component,phase,alloc_event,alloc_time_us,free_event,free_time_us,lifetime_events,lifetime_us,top_frame,shape";
 
 /// The header of a groups CSV.
 pub const GROUPS_HEADER: &str =
@@ -64,7 +64,7 @@ pub fn rows_csv(rows: &Rows<'_>, sorted: &[u32]) -> String {
         let r = rows.row(i);
         let _ = writeln!(
             out,
-            "{},{},0x{:x},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},0x{:x},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             r.allocation,
             r.index,
             r.address,
@@ -81,6 +81,7 @@ pub fn rows_csv(rows: &Rows<'_>, sorted: &[u32]) -> String {
             r.lifetime_events,
             opt(r.lifetime_us),
             cell(r.top_frame.as_deref().unwrap_or("")),
+            cell(r.shape.as_deref().unwrap_or("")),
         );
     }
     out

@@ -28,6 +28,9 @@ pub enum Source {
     MemoryTimeline,
     /// `export_memory_timeline(…raw.json.gz)`: the profiler's category changes, row by row.
     MemoryTimelineRaw,
+    /// The peak-memory JSON of single-GPU memory profilers: the tensors alive at the peak,
+    /// with shape, module and phase.
+    PeakTensors,
 }
 
 impl Source {
@@ -74,6 +77,16 @@ impl ImportNote {
 /// profiler category (`export_memory_timeline`); the frame's name is the category
 /// (`ACTIVATION`, `PARAMETER`…), which the categories read as its role.
 pub const PROFILER_CATEGORY_FILE: &str = "<torch.profiler memory category>";
+
+/// The file name of the frames an importer gives the modules a tensor was made in (the
+/// peak-memory JSON's `module` path, outermost first): the frame's name is the module's part
+/// of the path, numbered siblings folded (`layers.*`). The tables' model modules read them.
+pub const MODULE_FILE: &str = "<nn.Module>";
+
+/// The file name of the frame naming the phase a profiler says a tensor was made in
+/// (`setup_model_and_optimizer`, `forward_backward_iter_3`, `optimizer_step_iter_3`), which
+/// the categories read as its phase and role.
+pub const PROFILER_PHASE_FILE: &str = "<memory profiler phase>";
 
 /// What a profiler reported for a device whose allocator segments were not recorded.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

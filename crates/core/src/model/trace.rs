@@ -162,6 +162,9 @@ pub struct Trace {
     user_metadata: LazyColumn,
     pool: LazyColumn,
     forward_stack: LazyColumn,
+    /// A tensor's shape as a profiler wrote it (`[8, 1024]`), for rows of files that record
+    /// tensors (the peak-memory JSON); empty for snapshots.
+    shape: LazyColumn,
     /// `(row, name)` of rows whose action is [`Action::Other`].
     pub unknown_actions: Vec<(u32, StrId)>,
     /// `(row, key, value)` for keys this model does not know.
@@ -210,6 +213,24 @@ impl Trace {
         self.user_metadata.finish(len, NONE_U32);
         self.pool.finish(len, NONE_U32);
         self.forward_stack.finish(len, NO_STACK);
+        self.shape.finish(len, NONE_U32);
+    }
+
+    /// Sets the shape of the tensor the last row pushed was made for.
+    pub fn set_last_shape(&mut self, shape: StrId) {
+        if let Some(row) = self.len().checked_sub(1) {
+            self.shape.set(row, shape, NONE_U32);
+        }
+    }
+
+    /// The shape of the tensor row `row` was made for, when the file records one.
+    pub fn shape(&self, row: usize) -> Option<StrId> {
+        Some(self.shape.get(row, NONE_U32)).filter(|&v| v != NONE_U32)
+    }
+
+    /// Whether any row has a shape.
+    pub fn has_shapes(&self) -> bool {
+        self.shape.is_used()
     }
 
     pub fn compile_context(&self, row: usize) -> Option<StrId> {
@@ -286,6 +307,7 @@ impl Trace {
             + self.user_metadata.heap_bytes()
             + self.pool.heap_bytes()
             + self.forward_stack.heap_bytes()
+            + self.shape.heap_bytes()
             + self.unknown_actions.capacity() * 8
     }
 }

@@ -49,6 +49,19 @@ pub struct TableRow {
     /// frame.
     pub top_frame: Option<String>,
     pub top_frame_is_user: bool,
+    /// The tensor's shape, when the file records tensors (`[8, 1024]`).
+    #[serde(default)]
+    pub shape: Option<String>,
+}
+
+/// The number of elements of a shape written as `[8, 1024]` or `(8, 1024)`: the product of its
+/// numbers (1 for a scalar's `[]`).
+pub fn elements(shape: &str) -> u64 {
+    shape
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|p| !p.is_empty())
+        .filter_map(|p| p.parse::<u64>().ok())
+        .fold(1u64, |n, d| n.saturating_mul(d))
 }
 
 /// What the table works out once per device (none of it depends on the categories).
@@ -235,7 +248,18 @@ impl<'a> Rows<'a> {
             lifetime_us: alloc_time_us.zip(free_time_us).map(|(a, f)| f - a),
             top_frame,
             top_frame_is_user,
+            shape: self.shape(i).map(str::to_string),
         }
+    }
+
+    /// The shape of the tensor allocation `i` was made for, when the file records one.
+    pub fn shape(&self, i: u32) -> Option<&'a str> {
+        let a = self.allocation(i);
+        if a.origin != Origin::Trace {
+            return None;
+        }
+        let id = self.device.trace.shape(a.alloc_row as usize)?;
+        Some(self.snapshot.str(id))
     }
 
     /// The value allocation `i` sorts by in `column` (ascending).
@@ -258,6 +282,7 @@ impl<'a> Rows<'a> {
             Column::TopFrame => {
                 self.columns.name_rank[self.columns.name[i as usize] as usize] as u64
             }
+            Column::Shape => self.shape(i).map_or(0, elements),
         }
     }
 

@@ -85,10 +85,12 @@ pub enum Column {
     Lifetime,
     /// The frame that made it.
     TopFrame,
+    /// The tensor's shape, for files that record tensors (sorted by its number of elements).
+    Shape,
 }
 
 impl Column {
-    pub const ALL: [Column; 11] = [
+    pub const ALL: [Column; 12] = [
         Column::Size,
         Column::Requested,
         Column::Address,
@@ -100,6 +102,7 @@ impl Column {
         Column::Freed,
         Column::Lifetime,
         Column::TopFrame,
+        Column::Shape,
     ];
 
     /// The key in JSON, `data-column` attributes and on the command line.
@@ -116,6 +119,7 @@ impl Column {
             Column::Freed => "freed",
             Column::Lifetime => "lifetime",
             Column::TopFrame => "top_frame",
+            Column::Shape => "shape",
         }
     }
 }

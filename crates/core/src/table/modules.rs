@@ -5,8 +5,10 @@
 //! Snapshot frames carry a file, a line and a function name, no class, so a module is known
 //! by the line of the `forward` that called into it: `model.py:253 forward` is where
 //! `TransformerLM.forward` runs its layers. Every layer shares that chain; telling the
-//! occurrences apart needs their order in the trace ([`occurrences`]). Not the place for
-//! grouping or totals.
+//! occurrences apart needs their order in the trace ([`occurrences`]). Files that name the
+//! modules themselves (a memory profiler's peak tensors) give each module a frame of
+//! [`crate::model::MODULE_FILE`], which counts as one of the chain, shown by its name. Not the
+//! place for grouping or totals.
 
 use rustc_hash::FxHashMap;
 
@@ -27,7 +29,11 @@ impl Chains {
                 .frames(stack)
                 .iter()
                 .copied()
-                .filter(|&f| snapshot.str(snapshot.frames[f as usize].name) == "forward")
+                .filter(|&f| {
+                    let frame = &snapshot.frames[f as usize];
+                    snapshot.str(frame.name) == "forward"
+                        || snapshot.str(frame.filename) == crate::model::MODULE_FILE
+                })
                 .collect();
             // Stacks list the innermost frame first.
             chain.reverse();
@@ -40,6 +46,10 @@ impl Chains {
 pub fn frame_label(snapshot: &Snapshot, frame: FrameId) -> String {
     let f = &snapshot.frames[frame as usize];
     let file = snapshot.str(f.filename);
+    if file == crate::model::MODULE_FILE {
+        // A module a profiler named: its part of the path (`layers.*`, `mlp`).
+        return snapshot.str(f.name).to_string();
+    }
     let base = file.rsplit(['/', '\\']).next().unwrap_or(file);
     format!("{base}:{} {}", f.line, snapshot.str(f.name))
 }

@@ -148,6 +148,9 @@ pub struct TableView {
     pub state: Option<u32>,
     /// The time of the trace's first event, which times are shown from.
     pub time_origin_us: Option<i64>,
+    /// The file records tensors' shapes (a shape column is worth showing).
+    #[serde(default)]
+    pub has_shapes: bool,
     pub compute_ms: f64,
 }
 
@@ -437,6 +440,7 @@ impl TableService {
             problem: last.problem.clone(),
             state,
             time_origin_us: Axis::known(&rows.device.trace, rows.columns.has_time).time_of_state(0),
+            has_shapes: rows.device.trace.has_shapes(),
             compute_ms: (cx.now)() - start,
         })
     }
@@ -889,7 +893,11 @@ mod tests {
             "{}",
             lines[1]
         );
-        assert!(lines[1].ends_with("/x/model.py:52:forward"), "{}", lines[1]);
+        assert!(
+            lines[1].ends_with("/x/model.py:52:forward,"),
+            "{}",
+            lines[1]
+        );
         let grouped = TableQuery {
             group_by: Some(GroupBy::Module),
             ..query(Scope::All)

@@ -61,6 +61,9 @@ pub fn frame_signal(filename: &str, name: &str) -> FrameSignal {
     if filename == crate::model::PROFILER_CATEGORY_FILE {
         return profiler_category(name);
     }
+    if filename == crate::model::PROFILER_PHASE_FILE {
+        return profiler_phase(name);
+    }
     let file = filename.to_ascii_lowercase().replace('\\', "/");
     let func = name.to_ascii_lowercase();
     // Keywords are looked for in the function and the file's own name, never in the folders
@@ -89,6 +92,30 @@ fn profiler_category(name: &str) -> FrameSignal {
         _ => Role::Unknown,
     };
     FrameSignal {
+        role: Some(role),
+        ..FrameSignal::default()
+    }
+}
+
+/// What a memory profiler's phase (`setup_model_and_optimizer`, `forward_backward_iter_N`,
+/// `optimizer_step_iter_N`) says of a tensor alive at the peak: made in setup, it is a
+/// parameter; in the forward and backward, an activation kept for the backward; in the step,
+/// optimizer state.
+fn profiler_phase(name: &str) -> FrameSignal {
+    let name = name.to_ascii_lowercase();
+    let (phase, role) = if name.starts_with("setup") {
+        (Phase::Setup, Role::Parameters)
+    } else if name.starts_with("optimizer") {
+        (Phase::OptimizerStep, Role::OptimizerState)
+    } else if name.starts_with("forward") {
+        (Phase::Forward, Role::Activations)
+    } else if name.starts_with("backward") {
+        (Phase::Backward, Role::Gradients)
+    } else {
+        return FrameSignal::default();
+    };
+    FrameSignal {
+        phase: Some(phase),
         role: Some(role),
         ..FrameSignal::default()
     }
