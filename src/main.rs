@@ -27,6 +27,8 @@ fn main() {}
 #[allow(dead_code)]
 mod ui {
     pub mod charts;
+    pub mod link;
+    pub mod page_query;
     pub mod requests;
     pub mod state;
     pub mod timeline {

@@ -1,7 +1,8 @@
 //! The page's state: which snapshot files are open, how far each one has loaded (and which
 //! wait for their turn: loads run side by side up to the machine's cores and a memory
 //! budget), which one and which device are shown — or the files side by side —, the labels
-//! the user gave files, and the overviews received so far.
+//! the user gave files, and the overviews received so far. Files fetched from the page's own
+//! site (`?url=`) are listed while they download, then load like any other.
 //!
 //! Pure logic with no browser dependency, unit-tested natively (see the `cfg(test)` block in
 //! `src/main.rs`). Every change goes through a method that returns the [`Command`]s the page
@@ -31,6 +32,8 @@ pub const MARK_FIRST_PAINT: &str = "memsight:first-paint";
 /// Where a file is in its life.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Status {
+    /// Being fetched from the page's site (`?url=`); `total` when the server said it.
+    Downloading { received: u64, total: Option<u64> },
     /// Waiting for other loads to end: loads run side by side only up to
     /// [`AppState::parallel_loads`] and [`LOAD_BUDGET_BYTES`].
     Queued,
@@ -57,6 +60,8 @@ pub struct OpenFile {
     /// What the user calls the file (`ctx 512 / bf16`), shown instead of its name beside
     /// other files.
     pub label: Option<String>,
+    /// The device a link asked for, shown once decoded if the file has it.
+    pub wanted_device: Option<u32>,
     /// The first overview after loading has not been shown yet (for `memsight:first-paint`).
     awaiting_first_paint: bool,
 }
@@ -79,9 +84,12 @@ impl OpenFile {
         matches!(self.status, Status::Loading { .. })
     }
 
-    /// Waiting for its turn, or loading.
+    /// Downloading, waiting for its turn, or loading.
     pub fn is_pending(&self) -> bool {
-        matches!(self.status, Status::Loading { .. } | Status::Queued)
+        matches!(
+            self.status,
+            Status::Downloading { .. } | Status::Loading { .. } | Status::Queued
+        )
     }
 
     pub fn is_ready(&self) -> bool {
@@ -99,6 +107,13 @@ impl OpenFile {
     /// A short status line for the file list.
     pub fn status_text(&self) -> String {
         match &self.status {
+            Status::Downloading { received, total } => match total {
+                Some(total) => format!(
+                    "Downloading {}%",
+                    crate::format::percent_of(*received, *total)
+                ),
+                None => format!("Downloading {}", crate::format::bytes(*received)),
+            },
             Status::Queued => "Waiting".to_string(),
             Status::Loading { bytes_read, total } => {
                 format!(
@@ -115,9 +130,11 @@ impl OpenFile {
         }
     }
 
-    /// A stable keyword for styling and tests: `queued`, `loading`, `ready` or `failed`.
+    /// A stable keyword for styling and tests: `downloading`, `queued`, `loading`, `ready` or
+    /// `failed`.
     pub fn status_kind(&self) -> &'static str {
         match self.status {
+            Status::Downloading { .. } => "downloading",
             Status::Queued => "queued",
             Status::Loading { .. } => "loading",
             Status::Ready(_) => "ready",
@@ -286,6 +303,65 @@ impl AppState {
         self.add(name, size, Status::Failed(error))
     }
 
+    /// Lists a file that is being fetched (`?url=`) and selects it; it loads once
+    /// [`Self::downloaded`] says its bytes are all here.
+    pub fn open_download(&mut self, name: &str) -> FileId {
+        let id = self.add(
+            name,
+            0,
+            Status::Downloading {
+                received: 0,
+                total: None,
+            },
+        );
+        self.showing = Showing::File;
+        id
+    }
+
+    /// Bytes of a download received so far, of `total` when the server said it.
+    pub fn download_progress(&mut self, id: FileId, received: u64, total: Option<u64>) {
+        if let Some(file) = self.file_mut(id) {
+            if matches!(file.status, Status::Downloading { .. }) {
+                file.status = Status::Downloading { received, total };
+                file.size = total.unwrap_or(received);
+            }
+        }
+    }
+
+    /// A download ended with `size` bytes: the file waits for its turn to load like any other.
+    pub fn downloaded(&mut self, id: FileId, size: u64) -> Vec<Command> {
+        match self.file_mut(id) {
+            Some(file) if matches!(file.status, Status::Downloading { .. }) => {
+                file.size = size;
+                file.status = Status::Queued;
+                self.start_queued()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// A download could not be completed; no worker was started for it.
+    pub fn download_failed(&mut self, id: FileId, error: ErrorReport) {
+        if let Some(file) = self.file_mut(id) {
+            if matches!(file.status, Status::Downloading { .. }) {
+                file.status = Status::Failed(error);
+            }
+        }
+    }
+
+    /// Shows `device` of file `id` once it is decoded, if it has one (a link names it).
+    pub fn want_device(&mut self, id: FileId, device: u32) -> Vec<Command> {
+        let Some(file) = self.file_mut(id) else {
+            return Vec::new();
+        };
+        file.wanted_device = Some(device);
+        if file.is_ready() && file.device != Some(device) {
+            self.select_device(id, device)
+        } else {
+            Vec::new()
+        }
+    }
+
     fn add(&mut self, name: &str, size: u64, status: Status) -> FileId {
         let id = self.next_id;
         self.next_id += 1;
@@ -297,6 +373,7 @@ impl AppState {
             device: None,
             overviews: BTreeMap::new(),
             label: None,
+            wanted_device: None,
             awaiting_first_paint: true,
         });
         self.selected = Some(id);
@@ -326,8 +403,9 @@ impl AppState {
                 .map(|f| f.id);
         }
         let mut commands = match file.status {
-            // A failed file's worker has already been ended; a queued one had none.
-            Status::Failed(_) | Status::Queued => Vec::new(),
+            // A failed file's worker has already been ended; a queued or downloading one had
+            // none (the page stops the download).
+            Status::Failed(_) | Status::Queued | Status::Downloading { .. } => Vec::new(),
             _ => vec![Command::Terminate(id)],
         };
         commands.extend(self.start_queued());
@@ -373,10 +451,12 @@ impl AppState {
                 if !file.is_loading() {
                     return Vec::new();
                 }
-                let device = if summary.devices.contains(&summary.default_device) {
-                    Some(summary.default_device)
-                } else {
-                    summary.devices.first().copied()
+                let device = match file.wanted_device {
+                    Some(wanted) if summary.devices.contains(&wanted) => Some(wanted),
+                    _ if summary.devices.contains(&summary.default_device) => {
+                        Some(summary.default_device)
+                    }
+                    _ => summary.devices.first().copied(),
                 };
                 file.device = device;
                 file.status = Status::Ready(summary);
@@ -846,5 +926,61 @@ mod tests {
         state.show(Showing::Compare);
         state.open("b.pickle", 1);
         assert_eq!(state.showing(), Showing::File);
+    }
+
+    #[test]
+    fn a_download_is_listed_then_loads_in_its_turn() {
+        let mut state = AppState::with_parallel_loads(1);
+        let (busy, _) = state.open("busy.pickle", 10);
+        let id = state.open_download("runs/rank0.pickle");
+        assert_eq!(state.selected_id(), Some(id));
+        let file = state.file(id).unwrap();
+        assert_eq!(file.status_kind(), "downloading");
+        assert!(file.is_pending() && !file.is_loading());
+        assert_eq!(file.status_text(), "Downloading 0 B");
+        state.download_progress(id, 256, Some(1024));
+        assert_eq!(state.file(id).unwrap().status_text(), "Downloading 25%");
+        assert_eq!(state.file(id).unwrap().size, 1024);
+        // A download never takes a load's turn; once complete it waits for one.
+        assert!(state.downloaded(id, 1024).is_empty());
+        assert_eq!(state.file(id).unwrap().status, Status::Queued);
+        let commands = state.on_event(busy, FileEvent::Loaded(summary(vec![0], 0)));
+        assert_eq!(loads(&commands), [id]);
+        // Late progress and a second end change nothing.
+        state.download_progress(id, 1, None);
+        assert!(state.downloaded(id, 5).is_empty());
+        assert_eq!(state.file(id).unwrap().size, 1024);
+    }
+
+    #[test]
+    fn a_failed_or_cancelled_download_has_no_worker_to_end() {
+        let mut state = AppState::new();
+        let id = state.open_download("a.pickle");
+        state.download_failed(id, error("HTTP 404 Not Found"));
+        assert_eq!(state.file(id).unwrap().status_kind(), "failed");
+        let other = state.open_download("b.pickle");
+        assert!(state.close(other).is_empty());
+        assert!(state.file(other).is_none());
+    }
+
+    #[test]
+    fn a_wanted_device_is_shown_when_the_file_has_it() {
+        let mut state = AppState::new();
+        let (id, _) = state.open("a.pickle", 1);
+        assert!(state.want_device(id, 1).is_empty());
+        let commands = state.on_event(id, FileEvent::Loaded(summary(vec![0, 1, 2], 2)));
+        assert_eq!(state.file(id).unwrap().device, Some(1));
+        assert!(commands.contains(&Command::Ask(id, overview_request(1))));
+        // A device the file lacks leaves the page's own choice.
+        let (other, _) = state.open("b.pickle", 1);
+        state.want_device(other, 7);
+        state.on_event(other, FileEvent::Loaded(summary(vec![0, 2], 2)));
+        assert_eq!(state.file(other).unwrap().device, Some(2));
+        // Asked once decoded, it moves there at once.
+        assert_eq!(
+            state.want_device(other, 0),
+            vec![Command::Ask(other, overview_request(0))]
+        );
+        assert_eq!(state.file(other).unwrap().device, Some(0));
     }
 }
