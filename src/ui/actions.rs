@@ -9,9 +9,11 @@
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{Blob, FileList};
+use web_sys::{AbortController, Blob, FileList};
 
+use super::page_query::FetchProblem;
 use super::perf;
+use super::remote;
 use super::requests::ScopeId;
 use super::state::{AppState, Command, FileId, Showing};
 use super::workers::{js_text, Answered, WorkerPool};
@@ -35,6 +37,8 @@ pub struct Actions {
     last_scope: StoredValue<ScopeId, LocalStorage>,
     /// The bytes of files opened and not yet handed to a worker (those waiting their turn).
     blobs: StoredValue<std::collections::HashMap<FileId, Blob>, LocalStorage>,
+    /// Downloads in progress (`?url=`), to stop when their file is closed.
+    downloads: StoredValue<std::collections::HashMap<FileId, AbortController>, LocalStorage>,
 }
 
 impl Actions {
@@ -44,6 +48,7 @@ impl Actions {
             workers: StoredValue::new_local(WorkerPool::warm()),
             last_scope: StoredValue::new_local(STATE_SCOPE),
             blobs: StoredValue::new_local(Default::default()),
+            downloads: StoredValue::new_local(Default::default()),
         }
     }
 
@@ -114,15 +119,89 @@ impl Actions {
     }
 
     /// Opens one file (or any blob) in a new worker, now or when its turn comes.
-    pub fn open_blob(self, name: String, blob: Blob) {
+    pub fn open_blob(self, name: String, blob: Blob) -> Option<FileId> {
         let size = blob.size() as u64;
-        let Some((id, commands)) = self.state.try_update(|s| s.open(&name, size)) else {
-            return;
-        };
+        let (id, commands) = self.state.try_update(|s| s.open(&name, size))?;
         self.blobs.update_value(|blobs| {
             blobs.insert(id, blob);
         });
         self.run_all(commands);
+        Some(id)
+    }
+
+    /// Opens snapshots hosted beside the page (the page's `?url=`), each listed while it
+    /// downloads, in the order people read their names; several are shown side by side.
+    /// Returns the files in that order.
+    pub fn open_urls(self, urls: &[String]) -> Vec<FileId> {
+        let mut resolved: Vec<_> = urls.iter().map(|url| remote::resolve(url)).collect();
+        let name = |r: &Result<remote::Resolved, (String, FetchProblem)>| match r {
+            Ok(r) => r.name.clone(),
+            Err((name, _)) => name.clone(),
+        };
+        resolved.sort_by(|a, b| crate::compare::ranks::natural_cmp(&name(a), &name(b)));
+        let ids: Vec<FileId> = resolved
+            .into_iter()
+            .filter_map(|r| match r {
+                Ok(resolved) => self.download(resolved),
+                Err((name, problem)) => self
+                    .state
+                    .try_update(|s| s.open_failed(&name, 0, problem.report())),
+            })
+            .collect();
+        if ids.len() >= 2 {
+            self.show(Showing::Files);
+        }
+        ids
+    }
+
+    /// Lists a file and fetches it; once all its bytes are here it loads like a dropped file.
+    fn download(self, resolved: remote::Resolved) -> Option<FileId> {
+        let id = self.state.try_update(|s| s.open_download(&resolved.name))?;
+        let controller = AbortController::new().ok()?;
+        let signal = controller.signal();
+        self.downloads.update_value(|d| {
+            d.insert(id, controller);
+        });
+        wasm_bindgen_futures::spawn_local(async move {
+            // Progress at most every 1/200th of the file (or MiB): a state change re-renders
+            // the list, and a large file comes in thousands of chunks.
+            let mut shown = 0u64;
+            let progress = |received: u64, total: Option<u64>| {
+                let step = total.map_or(1 << 20, |t| (t / 200).max(1 << 20));
+                if received == 0 || received - shown >= step || Some(received) == total {
+                    shown = received;
+                    self.state
+                        .try_update(|s| s.download_progress(id, received, total));
+                }
+            };
+            let fetched = remote::fetch(&resolved, &signal, progress).await;
+            let still_open = self
+                .downloads
+                .try_update_value(|d| d.remove(&id).is_some())
+                .unwrap_or(false);
+            if !still_open {
+                return;
+            }
+            match fetched {
+                Ok(blob) => {
+                    let size = blob.size() as u64;
+                    self.blobs.update_value(|blobs| {
+                        blobs.insert(id, blob);
+                    });
+                    let commands = self
+                        .state
+                        .try_update(|s| s.downloaded(id, size))
+                        .unwrap_or_default();
+                    self.run_all(commands);
+                }
+                Err(Some(problem)) => {
+                    self.state
+                        .try_update(|s| s.download_failed(id, problem.report()));
+                }
+                Err(None) => {}
+            }
+        });
+        Some(id)
     }
 
     /// Shows the files side by side, two compared, or the selected file.
@@ -139,7 +218,9 @@ impl Actions {
     pub fn open_example(self) {
         wasm_bindgen_futures::spawn_local(async move {
             match fetch_blob(EXAMPLE_URL).await {
-                Ok(blob) => self.open_blob(EXAMPLE_NAME.to_string(), blob),
+                Ok(blob) => {
+                    self.open_blob(EXAMPLE_NAME.to_string(), blob);
+                }
                 Err(message) => {
                     self.state.update(|s| {
                         s.open_failed(
@@ -161,14 +242,26 @@ impl Actions {
         self.state.update(|s| s.select(id));
     }
 
-    /// Closes a file, or cancels its load: its worker is ended at once.
+    /// Closes a file, or cancels its download or load: its worker is ended at once.
     pub fn close(self, id: FileId) {
         self.blobs.update_value(|blobs| {
             blobs.remove(&id);
         });
+        if let Some(Some(download)) = self.downloads.try_update_value(|d| d.remove(&id)) {
+            download.abort();
+        }
         let commands = self.state.try_update(|s| s.close(id)).unwrap_or_default();
         self.run_all(commands);
         self.prepare_spare_when_idle();
+    }
+
+    /// Shows `device` of file `id` once it is decoded (a link names it).
+    pub fn want_device(self, id: FileId, device: u32) {
+        let commands = self
+            .state
+            .try_update(|s| s.want_device(id, device))
+            .unwrap_or_default();
+        self.run_all(commands);
     }
 
     pub fn select_device(self, id: FileId, device: u32) {

@@ -1,14 +1,19 @@
-//! The root component: creates the page state and the actions handle, and lays out the
-//! toolbar, the list of open files, the selected file's view and the drop overlay.
+//! The root component: creates the page state, the actions handle and the page's address (the
+//! link of the view shown), opens the snapshots the address names (`?url=`), and lays out the
+//! toolbar, the list of open files, the selected file's view and the drop overlay — or, in a
+//! frame (`?embed=1`), the compact embedded layout.
 //!
 //! Owns no logic of its own beyond wiring; each area is its own component.
 
 use leptos::prelude::*;
 
 use super::actions::Actions;
+use super::deep_link::DeepLink;
 use super::drop_overlay::DropOverlay;
+use super::embed::EmbedApp;
 use super::file_list::FileList;
 use super::file_view::FileView;
+use super::page_query::PageQuery;
 use super::state::AppState;
 use super::toolbar::Toolbar;
 
@@ -20,6 +25,17 @@ pub fn App() -> impl IntoView {
         .unwrap_or(2);
     let state = RwSignal::new(AppState::with_parallel_loads(cores.clamp(2, 8)));
     let actions = Actions::new(state);
+    let link = DeepLink::new(state, actions);
+    let search = web_sys::window()
+        .and_then(|w| w.location().search().ok())
+        .unwrap_or_default();
+    let query = PageQuery::parse(&search);
+    if !query.urls.is_empty() {
+        actions.open_urls(&query.urls);
+    }
+    if query.embed {
+        return view! { <EmbedApp state=state actions=actions link=link query=query /> }.into_any();
+    }
     let has_files = Memo::new(move |_| state.with(|s| !s.files().is_empty()));
 
     view! {
@@ -30,7 +46,7 @@ pub fn App() -> impl IntoView {
                     <span class="brand-name">"memsight"</span>
                     <span class="brand-tagline">"PyTorch CUDA memory snapshots, in your browser"</span>
                 </div>
-                <Toolbar actions=actions />
+                <Toolbar actions=actions state=state link=link />
             </header>
             <div class="workspace">
                 <aside class="sidebar" aria-label="Open files">
@@ -40,10 +56,11 @@ pub fn App() -> impl IntoView {
                     </p>
                 </aside>
                 <main class="main" id="main">
-                    <FileView state=state actions=actions />
+                    <FileView state=state actions=actions link=link />
                 </main>
             </div>
             <DropOverlay actions=actions />
         </div>
     }
+    .into_any()
 }

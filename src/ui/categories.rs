@@ -4,7 +4,9 @@
 //! selected in any view (pinned on the timeline, the table's selected row), the allocation a
 //! view asks the timeline to show, what the timeline shows (the table's window scope) and
 //! searches for, and the user's rules —
-//! kept in `localStorage` (gloo's storage) for every file, sent to each file's worker.
+//! kept in `localStorage` (gloo's storage) for every file, sent to each file's worker —, and
+//! the file's part of the page's address ([`DeepLink`]): a link restores the highlighted
+//! category, the picked moment and the rules it carries (used for this file, not stored).
 //!
 //! Names and colours of categories come from the core (`format::breakdown`, the painter's
 //! `Style`), so the legend, the charts and the timeline agree. Not the place for drawing.
@@ -13,6 +15,7 @@ use gloo_storage::Storage;
 use leptos::prelude::*;
 
 use super::actions::Actions;
+use super::deep_link::DeepLink;
 use super::requests::ScopeId;
 use super::state::FileId;
 use crate::analysis::categories::rules::{RuleError, Rules};
@@ -53,12 +56,15 @@ pub struct CategoryView {
     pub rules_error: RwSignal<Option<RuleError>>,
     /// Milliseconds the worker took to categorise under the last rules.
     pub categorise_ms: RwSignal<Option<f64>>,
+    /// The page's address: every view of the file writes its part, and restores it from a link.
+    pub link: DeepLink,
 }
 
 impl CategoryView {
-    /// The categories of `file`'s views; sends the stored rules to its worker when there
-    /// are any. Forgets its requests when the view goes away.
-    pub fn new(file: FileId, actions: Actions) -> Self {
+    /// The categories of `file`'s views; sends the rules of the link being restored, else the
+    /// stored rules, to its worker when there are any. Forgets its requests when the view goes
+    /// away.
+    pub fn new(file: FileId, actions: Actions, link: DeepLink) -> Self {
         let scope = actions.new_scope();
         on_cleanup(move || actions.forget_scope(file, scope));
         let view = CategoryView {
@@ -75,12 +81,51 @@ impl CategoryView {
             rules: RwSignal::new(Rules::default()),
             rules_error: RwSignal::new(None),
             categorise_ms: RwSignal::new(None),
+            link,
         };
-        let stored = stored_rules();
-        if !stored.rules.is_empty() {
-            view.apply(stored);
+        if !view.restore() {
+            let stored = stored_rules();
+            if !stored.rules.is_empty() {
+                view.apply(stored);
+            }
         }
+        // A link restored over the views shown (a fragment pasted, a host's view).
+        Effect::new(move |mounted: Option<()>| {
+            link.epoch.track();
+            if mounted.is_some() {
+                view.restore();
+            }
+        });
+        Effect::new(move |_| {
+            let highlight = view.highlight.get();
+            let moment = view.picked.get();
+            let rules = view
+                .rules
+                .with(|r| (!r.rules.is_empty()).then(|| r.clone()));
+            link.set(|l| {
+                l.highlight = highlight;
+                l.moment = moment;
+                l.rules = rules;
+            });
+        });
         view
+    }
+
+    /// Takes this file's part of a link being restored: the highlighted category, the picked
+    /// moment, and the rules (sent to the worker, not stored). Whether the link had rules.
+    fn restore(self) -> bool {
+        let Some(link) = self.link.restoring(self.file, None) else {
+            return false;
+        };
+        self.highlight.set(link.highlight);
+        self.picked.set(link.moment);
+        match link.rules {
+            Some(rules) => {
+                self.send(rules, false);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Highlights `category`, or nothing when it already is (a second click undoes the first).
@@ -109,6 +154,12 @@ impl CategoryView {
     /// Sends `rules` to the worker; once it has categorised again, stores them and moves
     /// every view to the new generation. Refused rules change nothing but the error shown.
     pub fn apply(self, rules: Rules) {
+        self.send(rules, true);
+    }
+
+    /// [`Self::apply`], storing the rules for every file only when `store` (a link's rules
+    /// are for the file it opens).
+    fn send(self, rules: Rules, store: bool) {
         let sent = rules.clone();
         self.actions.ask(
             self.file,
@@ -118,7 +169,9 @@ impl CategoryView {
                 Ok(Answer::Rules(applied)) => match applied.error {
                     Some(error) => self.rules_error.set(Some(error)),
                     None => {
-                        store_rules(&sent);
+                        if store {
+                            store_rules(&sent);
+                        }
                         self.rules_error.set(None);
                         self.rules.set(sent);
                         self.categorise_ms.set(Some(applied.categorise_ms));

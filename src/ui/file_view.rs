@@ -8,8 +8,10 @@ use leptos::prelude::*;
 
 use super::actions::Actions;
 use super::compare::CompareView;
+use super::deep_link::DeepLink;
 use super::error_report::ErrorReportView;
 use super::files::FilesView;
+use super::link::Section;
 use super::load_progress::LoadProgress;
 use super::snapshot_view::SnapshotView;
 use super::state::{AppState, FileId, Showing, Status};
@@ -23,12 +25,21 @@ enum Stage {
 }
 
 #[component]
-pub fn FileView(state: RwSignal<AppState>, actions: Actions) -> impl IntoView {
+pub fn FileView(
+    state: RwSignal<AppState>,
+    actions: Actions,
+    link: DeepLink,
+    /// Show this view of a file alone (an embedded viewer); `None`: every view.
+    #[prop(optional)]
+    only: Option<Section>,
+) -> impl IntoView {
     let shown: Memo<Option<(FileId, Stage)>> = Memo::new(move |_| {
         state.with(|s| {
             s.selected().map(|f| {
                 let stage = match f.status {
-                    Status::Queued | Status::Loading { .. } => Stage::Loading,
+                    Status::Downloading { .. } | Status::Queued | Status::Loading { .. } => {
+                        Stage::Loading
+                    }
                     Status::Ready(_) => Stage::Ready,
                     Status::Failed(_) => Stage::Failed,
                 };
@@ -42,12 +53,14 @@ pub fn FileView(state: RwSignal<AppState>, actions: Actions) -> impl IntoView {
 
     move || match (showing.get(), shown.get()) {
         (Showing::Files, Some(_)) => {
-            view! { <FilesView state=state actions=actions dark=dark.into() /> }.into_any()
+            view! { <FilesView state=state actions=actions link=link dark=dark.into() /> }
+                .into_any()
         }
         (Showing::Compare, Some(_)) => {
-            view! { <CompareView state=state actions=actions dark=dark.into() /> }.into_any()
+            view! { <CompareView state=state actions=actions link=link dark=dark.into() /> }
+                .into_any()
         }
-        (_, shown) => file_view(state, actions, shown),
+        (_, shown) => file_view(state, actions, link, only, shown),
     }
 }
 
@@ -55,6 +68,8 @@ pub fn FileView(state: RwSignal<AppState>, actions: Actions) -> impl IntoView {
 fn file_view(
     state: RwSignal<AppState>,
     actions: Actions,
+    link: DeepLink,
+    only: Option<Section>,
     shown: Option<(FileId, Stage)>,
 ) -> AnyView {
     match shown {
@@ -74,7 +89,8 @@ fn file_view(
             view! { <ErrorReportView name=name report=report /> }.into_any()
         }
         Some((id, Stage::Ready)) => {
-            view! { <SnapshotView id=id state=state actions=actions /> }.into_any()
+            view! { <SnapshotView id=id state=state actions=actions link=link only=only /> }
+                .into_any()
         }
     }
 }

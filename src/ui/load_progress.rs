@@ -1,5 +1,7 @@
 //! Progress of a load in progress: a progress bar, bytes read of the total and the percentage,
-//! and a Cancel button that ends the file's worker at once.
+//! and a Cancel button that ends the file's worker at once. A file fetched from the page's site
+//! (`?url=`) shows its download the same way first (bytes received, of the total when the
+//! server says it), and Cancel stops the download.
 //!
 //! Shows only the load; the result replaces it when the worker answers.
 
@@ -12,39 +14,59 @@ use crate::format;
 #[component]
 pub fn LoadProgress(id: FileId, state: RwSignal<AppState>, actions: Actions) -> impl IntoView {
     let name = state.with_untracked(|s| s.file(id).map(|f| f.name.clone()).unwrap_or_default());
+    // Bytes so far, the total (0: not known yet), and whether they are being downloaded.
     let progress = Memo::new(move |_| {
         state.with(|s| match s.file(id).map(|f| &f.status) {
-            Some(Status::Loading { bytes_read, total }) => (*bytes_read, *total),
-            Some(Status::Queued) => (0, s.file(id).map_or(0, |f| f.size)),
-            _ => (0, 0),
+            Some(Status::Downloading { received, total }) => (*received, total.unwrap_or(0), true),
+            Some(Status::Loading { bytes_read, total }) => (*bytes_read, *total, false),
+            Some(Status::Queued) => (0, s.file(id).map_or(0, |f| f.size), false),
+            _ => (0, 0, false),
         })
     });
+    let downloading = move || progress.get().2;
     let queued = Memo::new(move |_| {
         state.with(|s| matches!(s.file(id).map(|f| &f.status), Some(Status::Queued)))
     });
     let parallel = state.with_untracked(|s| s.parallel_loads());
-    let percent = move || progress.with(|(read, total)| format::percent_of(*read, *total));
+    let percent = move || progress.with(|(read, total, _)| format::percent_of(*read, *total));
 
     view! {
         <section class="panel load-panel" id="load-progress"
             data-bytes-read=move || progress.get().0.to_string()
             data-total=move || progress.get().1.to_string()
+            data-downloading=move || downloading().to_string()
         >
-            <h1 class="panel-title">"Opening " <span class="file-title">{name}</span></h1>
-            <progress
-                class="load-bar"
-                max=move || progress.get().1.max(1).to_string()
-                value=move || progress.get().0.to_string()
-                aria-label="Bytes read"
-            ></progress>
+            <h1 class="panel-title">
+                {move || if downloading() { "Downloading " } else { "Opening " }}
+                <span class="file-title">{name}</span>
+            </h1>
+            // Without a total the bar has no value: the browser shows it as indeterminate.
+            {move || {
+                let (read, total, _) = progress.get();
+                let value = (total > 0).then(|| read.to_string());
+                view! {
+                    <progress
+                        class="load-bar"
+                        max=total.max(1).to_string()
+                        value=value
+                        aria-label=if downloading() { "Bytes received" } else { "Bytes read" }
+                    ></progress>
+                }
+            }}
             <div class="load-line">
                 <span class="load-bytes">
                     {move || {
-                        let (read, total) = progress.get();
-                        format!("{} of {}", format::bytes(read), format::bytes(total))
+                        let (read, total, _) = progress.get();
+                        if total > 0 {
+                            format!("{} of {}", format::bytes(read), format::bytes(total))
+                        } else {
+                            format!("{} received", format::bytes(read))
+                        }
                     }}
                 </span>
-                <span class="load-percent">{move || format!("{}%", percent())}</span>
+                <span class="load-percent">
+                    {move || (progress.get().1 > 0).then(|| format!("{}%", percent()))}
+                </span>
                 <button
                     id="cancel-load"
                     class="button"

@@ -22,6 +22,7 @@
 //! State lives in signals created by `App` and passed down; nothing here is global. File data
 //! is only ever rendered as text nodes, never as HTML.
 
+pub mod link;
 pub mod requests;
 pub mod state;
 
@@ -32,17 +33,21 @@ mod breakdown;
 mod categories;
 mod charts;
 mod compare;
+mod deep_link;
 mod device_picker;
 mod drop_overlay;
+mod embed;
 mod error_report;
 mod file_list;
 mod file_view;
 mod files;
 mod load_progress;
 mod overview;
+mod page_query;
 mod panic_banner;
 mod perf;
 mod phases;
+mod remote;
 mod segmented;
 mod snapshot_view;
 mod table;

@@ -1,8 +1,11 @@
 //! A decoded snapshot: the file's header (name, size, decode time), the device picker, and
-//! the views of the selected device: its warnings, its timeline and its overview.
+//! the views of the selected device: its warnings, its timeline and its overview — or, embedded
+//! in another page, only the view the embedding asks for.
 //!
 //! Asks for nothing itself: overviews are requested by the state machine and arrive through
-//! the state; each view asks for its own data.
+//! the state; each view asks for its own data. Once its views have mounted (and taken their
+//! part of a link being restored), tells the link so; the view last worked in (clicked or
+//! focused) is the section the page's address points at.
 
 use leptos::prelude::*;
 
@@ -10,7 +13,9 @@ use super::actions::Actions;
 use super::allocator::AllocatorPanel;
 use super::breakdown::BreakdownPanel;
 use super::categories::CategoryView;
+use super::deep_link::DeepLink;
 use super::device_picker::DevicePicker;
+use super::link::Section;
 use super::overview::{OverviewPanel, Warnings};
 use super::phases::PhasesPanel;
 use super::state::{AppState, FileId, Status};
@@ -19,7 +24,14 @@ use super::timeline::TimelinePanel;
 use crate::format;
 
 #[component]
-pub fn SnapshotView(id: FileId, state: RwSignal<AppState>, actions: Actions) -> impl IntoView {
+pub fn SnapshotView(
+    id: FileId,
+    state: RwSignal<AppState>,
+    actions: Actions,
+    link: DeepLink,
+    /// Show this view alone (an embedded viewer); `None`: every view.
+    only: Option<Section>,
+) -> impl IntoView {
     let (name, size, (decode_ms, read_ms, analyse_ms, categorise_ms), choice) = state
         .with_untracked(|s| match s.file(id) {
             Some(f) => {
@@ -43,7 +55,7 @@ pub fn SnapshotView(id: FileId, state: RwSignal<AppState>, actions: Actions) -> 
             None => (String::new(), 0, (0.0, 0.0, 0.0, 0.0), None),
         });
     let ms = |t: f64| format::duration_us((t * 1000.0).max(0.0) as u64);
-    let categories = CategoryView::new(id, actions);
+    let categories = CategoryView::new(id, actions, link);
     let dark = super::theme::follow_system();
     let file_name = name.clone();
     let devices = Memo::new(move |_| {
@@ -62,11 +74,34 @@ pub fn SnapshotView(id: FileId, state: RwSignal<AppState>, actions: Actions) -> 
             });
         }
     });
+    // Once the views have mounted (again, for a link restored over them), they have taken
+    // their part of the link.
+    Effect::new(move |_| {
+        link.epoch.track();
+        if timeline_shown.get() {
+            request_animation_frame(move || request_animation_frame(move || link.restored()));
+        }
+    });
+    // The section last clicked or focused is the one the address points at.
+    let note_section = move |event: web_sys::Event| {
+        let section = event
+            .target()
+            .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::Element>(t).ok())
+            .and_then(|e| e.closest("section.panel, div.overview").ok().flatten())
+            .and_then(|e| Section::of_element_id(&e.id()));
+        if let Some(section) = section {
+            link.set(|l| l.view = Some(section));
+        }
+    };
+    let shows = move |section: Section| only.is_none_or(|o| o == section);
 
     view! {
         <section
             class="panel snapshot"
+            class:embedded=only.is_some()
             id="snapshot"
+            on:pointerdown=move |e: web_sys::PointerEvent| note_section(e.into())
+            on:focusin=move |e: web_sys::FocusEvent| note_section(e.into())
             data-file-id=id.to_string()
             data-decode-ms=decode_ms.to_string()
             data-read-ms=read_ms.to_string()
@@ -107,15 +142,28 @@ pub fn SnapshotView(id: FileId, state: RwSignal<AppState>, actions: Actions) -> 
                     Some(Ok(o)) => o.format.source.has_segments(),
                     _ => true,
                 });
-                let timeline = move || timeline_shown.get().then(|| view! {
-                    <TimelinePanel file=id device=device actions=actions categories=categories dark=dark />
-                    <BreakdownPanel file=id device=device file_name=file_name.clone() actions=actions categories=categories dark=dark.into() />
-                    <PhasesPanel file=id device=device file_name=file_name.clone() actions=actions categories=categories dark=dark.into() />
-                    <TablePanel file=id device=device file_name=file_name.clone() actions=actions categories=categories />
-                    {has_segments.then(|| view! {
-                        <AllocatorPanel file=id device=device actions=actions categories=categories dark=dark.into() />
-                    })}
-                });
+                let timeline = move || {
+                    // A link restored over the views shown mounts them again.
+                    link.epoch.track();
+                    timeline_shown.get().then(|| view! {
+                        {shows(Section::Timeline).then(|| view! {
+                            <TimelinePanel file=id device=device actions=actions categories=categories dark=dark />
+                        })}
+                        {shows(Section::Breakdown).then(|| view! {
+                            <BreakdownPanel file=id device=device file_name=file_name.clone() actions=actions categories=categories dark=dark.into() />
+                        })}
+                        {shows(Section::Phases).then(|| view! {
+                            <PhasesPanel file=id device=device file_name=file_name.clone() actions=actions categories=categories dark=dark.into() />
+                        })}
+                        {shows(Section::Table).then(|| view! {
+                            <TablePanel file=id device=device file_name=file_name.clone() actions=actions categories=categories />
+                        })}
+                        {(has_segments && shows(Section::Allocator)).then(|| view! {
+                            <AllocatorPanel file=id device=device actions=actions categories=categories dark=dark.into() />
+                        })}
+                    })
+                };
+                let overview_shown = shows(Section::Overview);
                 match overview.get() {
                     None => view! { <p class="pending" aria-busy="true">"Preparing the overview…"</p> }.into_any(),
                     Some(Err(error)) => view! {
@@ -131,7 +179,7 @@ pub fn SnapshotView(id: FileId, state: RwSignal<AppState>, actions: Actions) -> 
                     Some(Ok(overview)) => view! {
                         <Warnings warnings=overview.warnings.clone() />
                         {timeline}
-                        <OverviewPanel overview=overview />
+                        {overview_shown.then(|| view! { <OverviewPanel overview=overview /> })}
                     }
                     .into_any(),
                 }

@@ -1,6 +1,7 @@
 //! The "Open snapshot…" button (backed by a hidden multi-file `<input type=file>`), "Open
-//! folder…" (a folder input: every file in it, e.g. a job's `iteration_N/rankR_…` snapshots)
-//! and the "Open example" button.
+//! folder…" (a folder input: every file in it, e.g. a job's `iteration_N/rankR_…` snapshots),
+//! the "Open example" button, and "Copy link" (the address of the view shown, which restores
+//! it when the same file is opened with it).
 //!
 //! Only starts loads; progress and results are shown elsewhere.
 
@@ -8,9 +9,11 @@ use leptos::html::Input;
 use leptos::prelude::*;
 
 use super::actions::Actions;
+use super::deep_link::DeepLink;
+use super::state::AppState;
 
 #[component]
-pub fn Toolbar(actions: Actions) -> impl IntoView {
+pub fn Toolbar(actions: Actions, state: RwSignal<AppState>, link: DeepLink) -> impl IntoView {
     let input: NodeRef<Input> = NodeRef::new();
     let folder: NodeRef<Input> = NodeRef::new();
 
@@ -81,6 +84,55 @@ pub fn Toolbar(actions: Actions) -> impl IntoView {
             >
                 "Open example"
             </button>
+            <CopyLink state=state link=link />
         </div>
+    }
+}
+
+/// "Copy link": the page's address with the view shown in its fragment, to the clipboard. The
+/// link holds no data from the file: whoever opens the same file with it sees the same view.
+#[component]
+fn CopyLink(state: RwSignal<AppState>, link: DeepLink) -> impl IntoView {
+    let has_view = Memo::new(move |_| state.with(|s| s.selected().is_some_and(|f| f.is_ready())));
+    // What the last click did: copied, or the link to copy by hand when the clipboard refused.
+    let outcome = RwSignal::new(None::<Result<(), String>>);
+    let copy = move |_| {
+        let Some(href) = link.href_now() else { return };
+        let Some(clipboard) = web_sys::window().map(|w| w.navigator().clipboard()) else {
+            outcome.set(Some(Err(href)));
+            return;
+        };
+        let written = clipboard.write_text(&href);
+        leptos::task::spawn_local(async move {
+            let copied = wasm_bindgen_futures::JsFuture::from(written).await;
+            outcome.set(Some(copied.map(|_| ()).map_err(|_| href)));
+            let clear = move || outcome.set(None);
+            set_timeout(clear, std::time::Duration::from_secs(4));
+        });
+    };
+    view! {
+        <button
+            id="copy-link"
+            class="button"
+            type="button"
+            title="Copy the address of this view: opening the same file with it shows the same view. It holds no data from the file."
+            disabled=move || !has_view.get()
+            data-fragment=move || link.fragment.get()
+            on:click=copy
+        >
+            "Copy link"
+        </button>
+        {move || outcome.get().map(|o| match o {
+            Ok(()) => view! { <span class="copy-status hint" id="copy-link-status" role="status">"Link copied"</span> }.into_any(),
+            Err(href) => view! {
+                <input class="copy-by-hand" id="copy-link-text" type="text" readonly value=href
+                    aria-label="The link to this view: copy it by hand"
+                    on:focus=move |e| {
+                        if let Some(input) = e.target().and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlInputElement>(t).ok()) {
+                            input.select();
+                        }
+                    } />
+            }.into_any(),
+        })}
     }
 }

@@ -19,32 +19,47 @@ const TYPES = {
 
 /**
  * Serves `root` at http://127.0.0.1:<free port><prefix>. Returns { origin, url, requests, close }.
+ * Options: `headers` added to every answer (e.g. CORS headers), `slow` a path suffix whose
+ * answers are sent in 64 KiB chunks `chunkDelayMs` apart (to catch a download in progress).
  */
-export async function serveStatic(root, prefix = '/') {
+export async function serveStatic(root, prefix = '/', options = {}) {
   const requests = [];
+  const { headers = {}, slow = null, chunkDelayMs = 50 } = options;
   const server = http.createServer(async (req, res) => {
     requests.push(req.url);
     const url = new URL(req.url, 'http://localhost');
     if (!url.pathname.startsWith(prefix)) {
-      res.writeHead(404).end('not found');
+      res.writeHead(404, headers).end('not found');
       return;
     }
     let rel = decodeURIComponent(url.pathname.slice(prefix.length));
     if (rel === '' || rel.endsWith('/')) rel += 'index.html';
     const file = path.join(root, rel);
     if (!file.startsWith(root + path.sep)) {
-      res.writeHead(403).end('forbidden');
+      res.writeHead(403, headers).end('forbidden');
       return;
     }
+    let body;
     try {
-      const body = await fs.readFile(file);
-      res.writeHead(200, {
-        'content-type': TYPES[path.extname(file)] ?? 'application/octet-stream',
-        'cache-control': 'no-store',
-      });
-      res.end(body);
+      body = await fs.readFile(file);
     } catch {
-      res.writeHead(404).end('not found');
+      res.writeHead(404, headers).end('not found');
+      return;
+    }
+    res.writeHead(200, {
+      'content-type': TYPES[path.extname(file)] ?? 'application/octet-stream',
+      'content-length': String(body.length),
+      'cache-control': 'no-store',
+      ...headers,
+    });
+    if (slow && url.pathname.endsWith(slow)) {
+      for (let at = 0; at < body.length && !res.destroyed; at += 65536) {
+        res.write(body.subarray(at, at + 65536));
+        await new Promise((resolve) => setTimeout(resolve, chunkDelayMs));
+      }
+      res.end();
+    } else {
+      res.end(body);
     }
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -70,8 +70,16 @@ pub fn AllocatorPanel(
 ) -> impl IntoView {
     let scope = actions.new_scope();
     on_cleanup(move || actions.forget_scope(file, scope));
-    // `None`: the peak.
-    let state = RwSignal::new(None::<u32>);
+    // `None`: the peak (or the moment a link restores).
+    let restored = categories
+        .link
+        .restoring(file, Some(device))
+        .and_then(|l| l.allocator);
+    let state = RwSignal::new(restored);
+    Effect::new(move |_| {
+        let shown = state.get();
+        categories.link.set(|l| l.allocator = shown);
+    });
     let first = RwSignal::new(0u32);
     let view = RwSignal::new(None::<Result<AllocatorView, String>>);
     let answers = RwSignal::new(0u32);

@@ -15,9 +15,11 @@ use leptos::prelude::*;
 use super::actions::Actions;
 use super::breakdown::chart::{ChartCard, Draw};
 use super::charts::{self, Slice};
+use super::deep_link::DeepLink;
 use super::files::digests::Digests;
+use super::link::CompareLink;
 use super::segmented::segmented_button;
-use super::state::{AppState, FileId};
+use super::state::{AppState, FileId, Showing};
 use crate::compare::{compare, Comparison, Digest};
 use crate::format;
 use tables::{CategoryTable, KeyedTable, MetricTable};
@@ -39,6 +41,7 @@ enum Axis {
 pub fn CompareView(
     state: RwSignal<AppState>,
     actions: Actions,
+    link: DeepLink,
     dark: Signal<bool>,
 ) -> impl IntoView {
     let digests = Digests::new(state, actions, true);
@@ -62,8 +65,34 @@ pub fn CompareView(
                 .collect::<Vec<(Side, String)>>()
         })
     });
-    let a = RwSignal::new(None::<Side>);
-    let b = RwSignal::new(None::<Side>);
+    // The sides a link restores (files by their position in the list), else none yet.
+    let file_at = move |i: usize| state.with_untracked(|s| s.files().get(i).map(|f| f.id));
+    let restored = link
+        .restoring_any()
+        .filter(|l| l.show == Showing::Compare)
+        .and_then(|l| l.compare);
+    let side_at = move |(file, device): (usize, u32)| file_at(file).map(|f| (f, device));
+    let a = RwSignal::new(restored.and_then(|c| side_at(c.a)));
+    let b = RwSignal::new(restored.and_then(|c| side_at(c.b)));
+    if restored.is_some() {
+        request_animation_frame(move || link.restored());
+    }
+    // The sides, by the files' positions, are the page address's.
+    Effect::new(move |_| {
+        let position = |side: Option<Side>| {
+            let (file, device) = side?;
+            state.with(|s| {
+                s.files()
+                    .iter()
+                    .position(|f| f.id == file)
+                    .map(|i| (i, device))
+            })
+        };
+        let compare = position(a.get())
+            .zip(position(b.get()))
+            .map(|(a, b)| CompareLink { a, b });
+        link.set(|l| l.compare = compare);
+    });
     // Defaults: the selected file against the one opened before it (or its next device).
     Effect::new(move |_| {
         let choices = choices.get();

@@ -17,7 +17,8 @@ use super::actions::Actions;
 use super::breakdown::chart::{ChartCard, Draw};
 use super::breakdown::download_text;
 use super::charts::{self, Slice};
-use super::state::{AppState, FileId};
+use super::deep_link::DeepLink;
+use super::state::{AppState, FileId, Showing};
 use crate::compare::files::{
     flag_outliers, iteration_summaries, rows_of, sort_rows, FileRow, FilesColumn,
 };
@@ -33,8 +34,20 @@ struct Line {
 }
 
 #[component]
-pub fn FilesView(state: RwSignal<AppState>, actions: Actions, dark: Signal<bool>) -> impl IntoView {
+pub fn FilesView(
+    state: RwSignal<AppState>,
+    actions: Actions,
+    link: DeepLink,
+    dark: Signal<bool>,
+) -> impl IntoView {
     let digests = Digests::new(state, actions, false);
+    // A link to the files side by side has nothing more to restore.
+    if link
+        .restoring_any()
+        .is_some_and(|l| l.show == Showing::Files)
+    {
+        request_animation_frame(move || link.restored());
+    }
     Effect::new(move |_| {
         let ready: Vec<(FileId, Vec<u32>)> = state.with(|s| {
             s.files()

@@ -19,6 +19,8 @@ use leptos::prelude::*;
 use super::actions::Actions;
 use super::breakdown::download;
 use super::categories::CategoryView;
+use super::link::TableLink;
+pub use super::link::TablePick;
 use super::requests::{Latest, ScopeId};
 use super::state::FileId;
 use super::timeline::tooltip::when;
@@ -64,16 +66,6 @@ pub fn lifetime_text(row: &TableRow) -> String {
     }
 }
 
-/// Which allocations the table starts from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Pick {
-    Peak,
-    Picked,
-    End,
-    Window,
-    All,
-}
-
 /// The table's state, shared by its components.
 #[derive(Clone, Copy)]
 pub struct TableState {
@@ -82,7 +74,7 @@ pub struct TableState {
     pub actions: Actions,
     pub categories: CategoryView,
     scope: ScopeId,
-    pub pick: RwSignal<Pick>,
+    pub pick: RwSignal<TablePick>,
     /// The timeline's view once it has stayed still for a moment.
     window: RwSignal<Option<(AxisMode, f64, f64)>>,
     pub text: RwSignal<String>,
@@ -117,7 +109,7 @@ impl TableState {
             actions,
             categories,
             scope,
-            pick: RwSignal::new(Pick::Peak),
+            pick: RwSignal::new(TablePick::Peak),
             window: RwSignal::new(None),
             text: RwSignal::new(String::new()),
             regex: RwSignal::new(false),
@@ -137,18 +129,44 @@ impl TableState {
         }
     }
 
+    /// Takes the table's part of a link being restored.
+    fn restore_from(&self, link: &TableLink) {
+        self.pick.set(link.pick);
+        self.text.set(link.text.clone());
+        self.regex.set(link.regex);
+        self.min_bytes.set(link.min_bytes);
+        self.max_bytes.set(link.max_bytes);
+        self.stream.set(link.stream);
+        self.sort.set(link.sort);
+        self.group_by.set(link.group_by);
+    }
+
+    /// The table's part of the view's link (tracked).
+    fn link_part(&self) -> TableLink {
+        TableLink {
+            pick: self.pick.get(),
+            text: self.text.get(),
+            regex: self.regex.get(),
+            min_bytes: self.min_bytes.get(),
+            max_bytes: self.max_bytes.get(),
+            stream: self.stream.get(),
+            sort: self.sort.get(),
+            group_by: self.group_by.get(),
+        }
+    }
+
     /// The scope the pick stands for (tracked).
     fn scope_of(&self) -> Scope {
         match self.pick.get() {
-            Pick::Peak => Scope::Peak,
-            Pick::End => Scope::End,
-            Pick::All => Scope::All,
-            Pick::Picked => self
+            TablePick::Peak => Scope::Peak,
+            TablePick::End => Scope::End,
+            TablePick::All => Scope::All,
+            TablePick::Picked => self
                 .categories
                 .picked
                 .get()
                 .map_or(Scope::Peak, Scope::State),
-            Pick::Window => match self.window.get() {
+            TablePick::Window => match self.window.get() {
                 Some((mode, x0, x1)) => Scope::Window { mode, x0, x1 },
                 None => Scope::All,
             },
@@ -394,6 +412,14 @@ pub fn TablePanel(
     categories: CategoryView,
 ) -> impl IntoView {
     let table = TableState::new(file, device, actions, categories);
+    if let Some(link) = categories.link.restoring(file, Some(device)) {
+        table.restore_from(&link.table);
+    }
+    // The table's part of the page's address.
+    Effect::new(move |_| {
+        let part = table.link_part();
+        categories.link.set(|l| l.table = part);
+    });
     // The query changed: back to the top, and ask.
     Effect::new(move |previous: Option<TableQuery>| {
         categories.generation.track();
@@ -431,8 +457,8 @@ pub fn TablePanel(
         let search = categories.search.get();
         if mounted.is_some() && table.text.get_untracked() != search {
             table.regex.set(false);
-            if !search.is_empty() && table.pick.get_untracked() != Pick::All {
-                table.pick.set(Pick::All);
+            if !search.is_empty() && table.pick.get_untracked() != TablePick::All {
+                table.pick.set(TablePick::All);
             }
             table.text.set(search);
         }
@@ -454,8 +480,9 @@ pub fn TablePanel(
     // A moment picked on the timeline is what the user wants to see.
     Effect::new(move |previous: Option<Option<u32>>| {
         let picked = categories.picked.get();
-        if previous.is_some() && picked.is_some() && table.pick.get_untracked() != Pick::Picked {
-            table.pick.set(Pick::Picked);
+        if previous.is_some() && picked.is_some() && table.pick.get_untracked() != TablePick::Picked
+        {
+            table.pick.set(TablePick::Picked);
         }
         picked
     });

@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 
-use super::{Pick, TableState};
+use super::{TablePick, TableState};
 use crate::analysis::categories::{Category, Component, Dimension, Role};
 use crate::format;
 use crate::format::breakdown::{component_label, role_label};
@@ -34,6 +34,8 @@ pub fn TableToolbar(table: TableState, file_name: String) -> impl IntoView {
             .then_some("Click the timeline to pick a moment first.")
     };
     let size_error = RwSignal::new(None::<String>);
+    // What a field holds when the toolbar appears (a link may have set it), exact.
+    let initial = |signal: RwSignal<Option<u64>>| signal.get_untracked().map(|n| n.to_string());
     let bytes_input = move |signal: RwSignal<Option<u64>>| {
         move |ev| match parse_bytes(&event_target_value(&ev)) {
             Ok(value) => {
@@ -77,11 +79,11 @@ pub fn TableToolbar(table: TableState, file_name: String) -> impl IntoView {
     view! {
         <div class="table-toolbar" role="toolbar" aria-label="Allocations table">
             <div class="segmented-group" role="group" aria-label="Which allocations">
-                {segmented_button(table.pick, Pick::Peak, "At the peak", "table-scope-peak", || None)}
-                {segmented_button(table.pick, Pick::Picked, "At the picked moment", "table-scope-picked", no_pick)}
-                {segmented_button(table.pick, Pick::End, "At the end", "table-scope-end", || None)}
-                {segmented_button(table.pick, Pick::Window, "Made in the timeline's view", "table-scope-window", || None)}
-                {segmented_button(table.pick, Pick::All, "All", "table-scope-all", || None)}
+                {segmented_button(table.pick, TablePick::Peak, "At the peak", "table-scope-peak", || None)}
+                {segmented_button(table.pick, TablePick::Picked, "At the picked moment", "table-scope-picked", no_pick)}
+                {segmented_button(table.pick, TablePick::End, "At the end", "table-scope-end", || None)}
+                {segmented_button(table.pick, TablePick::Window, "Made in the timeline's view", "table-scope-window", || None)}
+                {segmented_button(table.pick, TablePick::All, "All", "table-scope-all", || None)}
             </div>
             <label class="field">
                 "Group by "
@@ -112,11 +114,11 @@ pub fn TableToolbar(table: TableState, file_name: String) -> impl IntoView {
             </label>
             <label class="field">
                 "Size from "
-                <input type="text" id="table-min-size" size="8" placeholder="0" on:change=bytes_input(table.min_bytes) />
+                <input type="text" id="table-min-size" size="8" placeholder="0" value=initial(table.min_bytes) on:change=bytes_input(table.min_bytes) />
             </label>
             <label class="field">
                 "to "
-                <input type="text" id="table-max-size" size="8" placeholder="any" on:change=bytes_input(table.max_bytes) />
+                <input type="text" id="table-max-size" size="8" placeholder="any" value=initial(table.max_bytes) on:change=bytes_input(table.max_bytes) />
             </label>
             <label class="field">
                 "Role "
@@ -134,7 +136,7 @@ pub fn TableToolbar(table: TableState, file_name: String) -> impl IntoView {
             </label>
             <label class="field">
                 "Stream "
-                <input type="text" id="table-stream" size="10" placeholder="any" on:change=move |ev| {
+                <input type="text" id="table-stream" size="10" placeholder="any" value=initial(table.stream) on:change=move |ev| {
                     match parse_stream(&event_target_value(&ev)) {
                         Ok(stream) => { size_error.set(None); table.stream.set(stream) }
                         Err(why) => size_error.set(Some(why)),

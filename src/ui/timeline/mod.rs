@@ -36,6 +36,7 @@ use wasm_bindgen::JsValue;
 
 use super::actions::Actions;
 use super::categories::CategoryView;
+use super::link::{TimelineLink, ViewLink};
 use super::perf;
 use super::requests::{Latest, ScopeId};
 use super::state::FileId;
@@ -93,6 +94,8 @@ struct Pacing {
     awaiting_first_frame: bool,
     /// Where the pointer is in the plot, in CSS pixels.
     pointer: (f64, f64),
+    /// A search restored from a link: highlight its matches without moving to the first.
+    quiet_search: bool,
 }
 
 /// What an `Element` answer is for.
@@ -153,6 +156,8 @@ pub struct Timeline {
     overlay: StoredValue<Option<labels::Layout>, LocalStorage>,
     canvas: StoredValue<Option<web_sys::HtmlCanvasElement>, LocalStorage>,
     pacing: StoredValue<Pacing, LocalStorage>,
+    /// What a link restores once the first layout has arrived (ranges, pin, search).
+    restore: StoredValue<Option<ViewLink>, LocalStorage>,
 }
 
 impl Timeline {
@@ -195,7 +200,49 @@ impl Timeline {
             overlay: StoredValue::new_local(None),
             canvas: StoredValue::new_local(None),
             pacing: StoredValue::new_local(Pacing::default()),
+            restore: StoredValue::new_local(None),
         }
+    }
+
+    /// Takes the timeline's part of a link being restored: its tab, axis and colouring now,
+    /// its detail with the first layout, and its ranges, pin and search once that has arrived.
+    fn restore_from(&self, link: ViewLink) {
+        self.kind.set(link.timeline.kind);
+        self.mode.set(link.timeline.axis);
+        self.colour_by.set(link.timeline.colour);
+        self.restore.set_value(Some(link));
+    }
+
+    /// The link's part that waits for the layout, once.
+    fn take_restore(&self) -> Option<ViewLink> {
+        self.restore.try_update_value(Option::take).flatten()
+    }
+
+    /// The timeline's part of the view's link (tracked); `None` until its layout has arrived
+    /// (and while a link's part waits for it), so a link's ranges are not written over.
+    fn link_part(&self) -> Option<(TimelineLink, Option<u32>)> {
+        let info = self.info.get()?;
+        if self.restore.with_value(Option::is_some) {
+            return None;
+        }
+        let range = self.range.get();
+        let full = self.full()?;
+        let whole = (range.x0 - full.x0).abs() < 1e-9 && (range.x1 - full.x1).abs() < 1e-9;
+        let pin = self.pinned.with(|p| {
+            p.as_ref()
+                .filter(|d| d.kind == TimelineKind::Allocations)
+                .map(|d| d.index)
+        });
+        let part = TimelineLink {
+            kind: self.kind.get(),
+            axis: self.mode.get(),
+            x: (!whole).then_some((range.x0, range.x1)),
+            y: self.y_range.get().map(|y| (y.min, y.max)),
+            detail: (info.detail != info.default_detail).then_some(info.detail),
+            colour: self.colour_by.get(),
+            search: self.categories.search.get(),
+        };
+        Some((part, pin))
     }
 
     /// Asks the worker; `on_answer` gets this view, the request's id and the timeline's
@@ -434,10 +481,37 @@ impl Timeline {
         self.error.set(None);
         self.info.set(Some(info));
         if !same_layout {
-            self.reset();
+            match self.take_restore() {
+                Some(link) => self.restore_view(&link),
+                None => self.reset(),
+            }
             self.request_minimap();
         }
         self.request_frame();
+    }
+
+    /// A link's ranges, pin and search, over the layout that has just arrived.
+    fn restore_view(&self, link: &ViewLink) {
+        match link.timeline.x {
+            Some((x0, x1)) => self.move_range(XRange::new(x0, x1)),
+            None => {
+                if let Some(full) = self.full() {
+                    self.range.set(full);
+                }
+            }
+        }
+        self.y_range.set(
+            link.timeline
+                .y
+                .map(|(min, max)| YRange::new(min.max(0.0), max)),
+        );
+        if let Some(element) = link.pin {
+            self.request_element(TimelineKind::Allocations, element, ElementPurpose::Pin);
+        }
+        if !link.timeline.search.is_empty() {
+            self.pacing.update_value(|p| p.quiet_search = true);
+            self.run_search(link.timeline.search.clone());
+        }
     }
 
     /// Asks for a frame of the current view, or marks one as wanted if a frame is in flight.
@@ -754,7 +828,11 @@ impl Timeline {
         };
         let any = found.count > 0;
         self.search.set(Some(found));
-        if any {
+        let quiet = self
+            .pacing
+            .try_update_value(|p| std::mem::take(&mut p.quiet_search))
+            .unwrap_or(false);
+        if any && !quiet {
             self.go_to_match(0);
         }
     }
@@ -883,12 +961,28 @@ pub fn TimelinePanel(
     // Answers still to come for this view reach nobody once it is gone.
     let scope = tl.scope;
     on_cleanup(move || actions.forget_scope(file, scope));
+    if let Some(link) = categories.link.restoring(file, Some(device)) {
+        tl.restore_from(link);
+    }
 
-    // Lay out again when the kind changes; frames follow every change of the view.
+    // Lay out again when the kind changes (at the detail a link asks for, the first time);
+    // frames follow every change of the view.
     Effect::new(move |_| {
         let _ = tl.kind.get();
+        let detail = tl
+            .restore
+            .with_value(|r| r.as_ref().and_then(|l| l.timeline.detail));
         tl.forget_view();
-        tl.lay_out(None);
+        tl.lay_out(detail);
+    });
+    // The timeline's part of the page's address.
+    Effect::new(move |_| {
+        if let Some((part, pin)) = tl.link_part() {
+            categories.link.set(|l| {
+                l.timeline = part;
+                l.pin = pin;
+            });
+        }
     });
     // Another view asked to see an allocation: pin it on the allocations timeline, centred,
     // and bring the timeline into view (not on mounting: the request was for an earlier view).
