@@ -5,7 +5,10 @@
 //! (so the breakdown shows it); the report downloads as Markdown.
 //!
 //! Asks the worker (`Request::Phases`) again when the categories' generation changes; words
-//! are `format::phases`', the same as `memsight phases`. Exact values in `data-*`.
+//! are `format::phases`', the same as `memsight phases`. Exact values in `data-*`. A trace
+//! with thousands of phases or scopes (a `record_function` per step or per layer) shows the
+//! first rows of each table until asked for all, and the chart the highest peaks: thousands of
+//! table rows or bars would stall the page and be read by nobody.
 
 use leptos::prelude::*;
 
@@ -21,6 +24,11 @@ use crate::phases::service::PhasesRequest;
 use crate::phases::{PhaseReport, PhaseRow};
 use crate::protocol::{Answer, Request};
 use crate::timeline::raster::Style;
+
+/// Rows a table shows until "Show all" is clicked.
+const ROWS_SHOWN: usize = 200;
+/// Phases the chart draws at most (those with the highest peaks).
+const BARS_SHOWN: usize = 40;
 
 #[component]
 pub fn PhasesPanel(
@@ -57,27 +65,36 @@ pub fn PhasesPanel(
         }
     });
     let draw: Draw = std::rc::Rc::new(move |canvas, theme| {
-        let slices: Vec<Slice> = report.with(|r| match r {
-            Some(Ok(r)) => r
-                .rows
-                .iter()
-                .enumerate()
-                .map(|(i, row)| Slice {
-                    key: i.to_string(),
-                    label: phase_name(row),
-                    value: row.peak_bytes,
-                    colour: colour(row),
-                })
-                .collect(),
-            _ => Vec::new(),
+        let (slices, phases): (Vec<Slice>, usize) = report.with(|r| match r {
+            Some(Ok(r)) => {
+                // The highest peaks, in the order of the run.
+                let mut highest: Vec<usize> = (0..r.rows.len()).collect();
+                highest.sort_by_key(|&i| std::cmp::Reverse(r.rows[i].peak_bytes));
+                highest.truncate(BARS_SHOWN);
+                highest.sort_unstable();
+                let slices: Vec<Slice> = highest
+                    .into_iter()
+                    .map(|i| Slice {
+                        key: i.to_string(),
+                        label: phase_name(&r.rows[i]),
+                        value: r.rows[i].peak_bytes,
+                        colour: colour(&r.rows[i]),
+                    })
+                    .collect();
+                (slices, r.rows.len())
+            }
+            _ => (Vec::new(), 0),
         });
-        charts::bars(
-            canvas,
-            theme,
-            &slices,
-            "Peak within each phase",
-            &format::bytes,
-        )
+        let title = if phases > slices.len() {
+            format!(
+                "Peak within each phase: the {} highest of {}",
+                slices.len(),
+                format::count(phases as u64)
+            )
+        } else {
+            "Peak within each phase".to_string()
+        };
+        charts::bars(canvas, theme, &slices, &title, &format::bytes)
     });
     let markdown_name = format!("{}-phases.md", file_name.trim_end_matches(".pickle"));
     let download = move |_| {
@@ -140,9 +157,18 @@ fn PhaseTable(
     scopes: bool,
     categories: CategoryView,
 ) -> impl IntoView {
-    let lines = rows
-        .into_iter()
-        .map(|row| {
+    let total = rows.len();
+    let all = RwSignal::new(false);
+    let rows = StoredValue::new(rows);
+    let lines = move || {
+        let shown = if all.get() {
+            total
+        } else {
+            total.min(ROWS_SHOWN)
+        };
+        rows.with_value(|rows| rows[..shown].to_vec())
+            .into_iter()
+            .map(|row| {
             let name = if scopes {
                 row.label.clone()
             } else {
@@ -181,9 +207,11 @@ fn PhaseTable(
                 </tr>
             }
         })
-        .collect_view();
+        .collect_view()
+    };
+    let noun = if scopes { "scopes" } else { "phases" };
     view! {
-        <table class="top-table phases-table" id=id>
+        <table class="top-table phases-table" id=id data-total=total.to_string()>
             <thead><tr>
                 <th scope="col">{if scopes { "Scope" } else { "Phase" }}</th>
                 <th scope="col" class="num">"Iteration"</th>
@@ -198,5 +226,19 @@ fn PhaseTable(
             </tr></thead>
             <tbody>{lines}</tbody>
         </table>
+        {(total > ROWS_SHOWN).then(|| view! {
+            <p class="hint">
+                {move || if all.get() {
+                    format!("All {} {noun}.", format::count(total as u64))
+                } else {
+                    format!("The first {ROWS_SHOWN} of {} {noun}.", format::count(total as u64))
+                }}
+                " "
+                <button type="button" class="button quiet" id=format!("{id}-all")
+                    on:click=move |_| all.update(|a| *a = !*a)>
+                    {move || if all.get() { "Show the first ones" } else { "Show all" }}
+                </button>
+            </p>
+        })}
     }
 }

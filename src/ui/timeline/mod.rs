@@ -505,7 +505,9 @@ impl Timeline {
                 .y
                 .map(|(min, max)| YRange::new(min.max(0.0), max)),
         );
-        if let Some(element) = link.pin {
+        // Only allocations are pinned (a segment is not a selection other views share).
+        let allocations = self.kind.get_untracked() == TimelineKind::Allocations;
+        if let Some(element) = link.pin.filter(|_| allocations) {
             self.request_element(TimelineKind::Allocations, element, ElementPurpose::Pin);
         }
         if !link.timeline.search.is_empty() {
