@@ -26,7 +26,6 @@ fn main() {}
 #[cfg(all(test, not(target_arch = "wasm32")))]
 #[allow(dead_code)]
 mod ui {
-    pub mod charts;
     pub mod link;
     pub mod page_query;
     pub mod requests;

@@ -91,10 +91,7 @@ pub fn run(
             println!("{}", words::iteration_sentence(summary));
         }
         if rows.iter().any(|r| r.outlier) {
-            println!(
-                "\nAn outlier's peak is further from its iteration's median than 5% and than \
-                 three robust deviations of the other ranks'."
-            );
+            println!("\n{}", words::OUTLIER_MEANING);
         }
     }
     if failed {

@@ -69,7 +69,10 @@ enum Command {
         json: bool,
     },
     /// Per device, a Markdown report: the peak, bytes by role and by component at the peak,
-    /// the peak estimate, the 50 largest allocations, fragmentation and findings.
+    /// the peak estimate, the 50 largest allocations, fragmentation and findings. With
+    /// `--output DIR`, a folder of reports for docs and CI: per file, a self-contained HTML
+    /// page (with the overview and the charts) and its Markdown, and with several files a
+    /// summary across them (index.html, summary.md).
     Report {
         /// Snapshot files (`-` for standard input).
         #[arg(required = true, value_name = "FILE")]
@@ -80,9 +83,18 @@ enum Command {
         /// A rules file as the page exports it; its rules come before the inference.
         #[arg(long, value_name = "RULES.json")]
         rules: Option<PathBuf>,
-        /// Write the report to this file instead of standard output.
-        #[arg(long, short, value_name = "PATH")]
+        /// Where the reports go. A path ending in `.md` (or any path with --json): that one
+        /// file, as standard output would show it. Any other path: a folder (made if missing)
+        /// of reports, one NAME.html and NAME.md per file, named after each file's path below
+        /// the folders all files share (`iteration_3/rank5.pickle` → `iteration_3__rank5`),
+        /// plus, for several files, index.html and summary.md: the files table across them
+        /// (ranks and iterations read from the names, outliers flagged) linking to each report.
+        #[arg(long, short, value_name = "FILE.md|DIR")]
         output: Option<PathBuf>,
+        /// With a report folder: how many files are read at once (each file is decoded,
+        /// reported and dropped before the next; default: the machine's cores).
+        #[arg(long, short, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        jobs: Option<u32>,
         /// With --json: the peak's largest allocations, call sites and sizes of this category
         /// only, as the page lists them when a category is picked (`role:activations`,
         /// `component:attention`…); the bytes by category still count everything.
@@ -267,18 +279,30 @@ fn main() -> ExitCode {
             device,
             rules,
             output,
+            jobs,
             only,
             json,
         } => {
             let Some(rules) = rules_or_exit(rules) else {
                 return ExitCode::from(2);
             };
-            let output = report::output_path(output);
             let format = match json {
                 true => report::Format::Json { only },
                 false => report::Format::Markdown,
             };
-            report::run(&files, device, &rules, output.as_deref(), format)
+            match report::Output::of(output, json) {
+                report::Output::Print => report::run(&files, device, &rules, None, format),
+                report::Output::File(path) => {
+                    report::run(&files, device, &rules, Some(&path), format)
+                }
+                report::Output::Folder(folder) => {
+                    let jobs = jobs.map_or_else(
+                        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+                        |n| n as usize,
+                    );
+                    report::folder::run(&files, device, &rules, &folder, jobs)
+                }
+            }
         }
         Command::Segments {
             files,

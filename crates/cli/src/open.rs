@@ -23,8 +23,15 @@ pub struct Opened {
     pub decode_ms: f64,
 }
 
-/// Decodes and analyses the snapshot at `path` (`-` reads standard input).
+/// Decodes and analyses the snapshot at `path` (`-` reads standard input), showing progress
+/// on a terminal for a large file.
 pub fn open(path: &Path) -> Result<Opened, ErrorReport> {
+    open_with(path, true)
+}
+
+/// [`open`], with the progress line only when `progress` is set (files opened side by side
+/// would overwrite each other's).
+pub fn open_with(path: &Path, progress: bool) -> Result<Opened, ErrorReport> {
     let start = Instant::now();
     let (source, size): (Box<dyn Read>, u64) = if path.as_os_str() == "-" {
         (Box::new(std::io::stdin().lock()), 0)
@@ -39,7 +46,7 @@ pub fn open(path: &Path) -> Result<Opened, ErrorReport> {
         inner: source,
         bytes: 0,
     };
-    let mut progress = Progress::new(path, size);
+    let mut progress = Progress::new(path, if progress { size } else { 0 });
     let snapshot = decode_reader(&mut counted, &mut |read| progress.show(read));
     progress.clear();
     let snapshot = snapshot.map_err(|error| error.into_report())?;

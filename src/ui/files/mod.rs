@@ -161,7 +161,7 @@ pub fn FilesView(
                 .enumerate()
                 .map(|(i, l)| Slice {
                     key: format!("{}:{}", l.file, l.row.device),
-                    label: short_label(&l.row),
+                    label: words::short_label(&l.row),
                     value: words::cell_exact(&l.row, column).parse().unwrap_or(0),
                     colour: palette(i),
                 })
@@ -296,20 +296,6 @@ fn bytes_column(column: FilesColumn) -> bool {
             | FilesColumn::TraceEntries
             | FilesColumn::TimeSpan
     )
-}
-
-/// A bar's label: the user's label, else the end of the name (where files of a run differ).
-fn short_label(row: &FileRow) -> String {
-    let text = if row.label != row.name {
-        row.label.clone()
-    } else {
-        row.name
-            .rsplit(['/', '\\'])
-            .next()
-            .unwrap_or(&row.name)
-            .to_string()
-    };
-    format::shorten_middle(&format!("{text} · cuda:{}", row.device), 40)
 }
 
 /// A stable colour per row: the timeline's palette, so the page's colours stay few.

@@ -1,6 +1,7 @@
-//! Files side by side in words: the files table's column titles, cells, Markdown and CSV, and
-//! a comparison's labels and deltas. The page and `memsight files` / `memsight compare` print
-//! these, so they read the same.
+//! Files side by side in words: the files table's column titles, cells, Markdown and CSV (and
+//! as a document, for a summary across files that links to each file's report), and a
+//! comparison's labels and deltas. The page and `memsight files` / `memsight compare` /
+//! `memsight report` print these, so they read the same.
 //!
 //! File names and frames come from the user's files: Markdown escapes them
 //! ([`super::report::escape`]) and CSV keeps them from running as formulas
@@ -9,14 +10,16 @@
 use std::fmt::Write;
 
 use super::breakdown::{component_label, role_label};
+use super::document::{Align, Block, Cell, Chart, ChartKind, ChartSlice, Column, Inline, Table};
 use super::overview::metric_label;
 use super::report::escape;
 use super::table::cell;
 use super::{bytes, bytes_delta, count, duration_us, percent_ppm};
 use crate::analysis::categories::{Component, Role};
 use crate::compare::diff::{Change, MetricDelta};
-use crate::compare::files::{FileRow, FilesColumn, IterationSummary};
+use crate::compare::files::{iteration_summaries, FileRow, FilesColumn, IterationSummary};
 use crate::overview::{Metric, Unit};
+use crate::timeline::raster::Style;
 
 /// A files-table column's title.
 pub fn column_title(column: FilesColumn) -> String {
@@ -122,6 +125,121 @@ pub fn files_markdown(rows: &[FileRow]) -> String {
     out
 }
 
+/// A row's short name for a bar: the user's label, else the end of the name (where files of a
+/// run differ), and its device, cut in the middle to 40 characters.
+pub fn short_label(row: &FileRow) -> String {
+    let text = if row.label != row.name {
+        row.label.clone()
+    } else {
+        row.name
+            .rsplit(['/', '\\'])
+            .next()
+            .unwrap_or(&row.name)
+            .to_string()
+    };
+    super::shorten_middle(&format!("{text} · cuda:{}", row.device), 40)
+}
+
+/// Where a row's file is reported: the relative paths the Markdown and the HTML rendering
+/// link to.
+pub struct ReportLink {
+    pub markdown: String,
+    pub html: String,
+}
+
+/// The files table as a document: the table in human units (each number's column key and
+/// exact value in `data-column` and `data-value`, each row's file and device in `data-file`
+/// and `data-device`, an outlier's row `data-outlier`), each file's
+/// name linked to its report when `link` gives one; a chart of each row's peak allocated
+/// bytes; each iteration's ranks in a sentence, and what an outlier is when there is one.
+pub fn files_blocks(rows: &[FileRow], link: &dyn Fn(&FileRow) -> Option<ReportLink>) -> Vec<Block> {
+    let columns = shown_columns(rows);
+    let table_rows = rows
+        .iter()
+        .map(|row| {
+            let cells = columns
+                .iter()
+                .map(|&c| {
+                    if c != FilesColumn::Label {
+                        return Cell::text(cell_text(row, c))
+                            .with("column", c.key())
+                            .with("value", cell_exact(row, c));
+                    }
+                    let name = Inline::text(cell_text(row, c));
+                    let mut content = vec![match link(row) {
+                        Some(to) => Inline::Link {
+                            content: vec![name],
+                            markdown: to.markdown,
+                            html: to.html,
+                        },
+                        None => name,
+                    }];
+                    if row.outlier {
+                        content.push(Inline::text(" (outlier)"));
+                    }
+                    Cell::of(content)
+                })
+                .collect();
+            let mut data = vec![
+                ("file", row.name.clone()),
+                ("device", row.device.to_string()),
+            ];
+            if row.outlier {
+                data.push(("outlier", "true".to_string()));
+            }
+            super::document::Row { cells, data }
+        })
+        .collect();
+    let table = Table {
+        columns: columns
+            .iter()
+            .map(|&c| {
+                let align = match c {
+                    FilesColumn::Label => Align::Left,
+                    _ => Align::Right,
+                };
+                Column::new(&column_title(c), align)
+            })
+            .collect(),
+        rows: table_rows,
+    };
+    let palette = Style::light().palette;
+    let chart = Chart {
+        key: "peaks",
+        title: format!("{} by file", column_title(FilesColumn::PeakAllocated)),
+        kind: ChartKind::Bars,
+        slices: rows
+            .iter()
+            .enumerate()
+            .map(|(i, row)| {
+                let [r, g, b, _] = palette[i % palette.len()];
+                ChartSlice {
+                    key: format!("{}:{}", row.name, row.device),
+                    label: short_label(row),
+                    bytes: row.peak_allocated_bytes,
+                    colour: [r, g, b],
+                }
+            })
+            .collect(),
+    };
+    let mut blocks = vec![Block::Table(table), Block::Chart(chart)];
+    let sentences: Vec<Vec<Inline>> = iteration_summaries(rows)
+        .iter()
+        .map(|s| vec![Inline::text(iteration_sentence(s))])
+        .collect();
+    if !sentences.is_empty() {
+        blocks.push(Block::List(sentences));
+    }
+    if rows.iter().any(|r| r.outlier) {
+        blocks.push(Block::Paragraph(vec![Inline::text(OUTLIER_MEANING)]));
+    }
+    blocks
+}
+
+/// What an outlier rank is, in a sentence.
+pub const OUTLIER_MEANING: &str = "An outlier's peak is further from its iteration's median \
+     than 5% and than three robust deviations of the other ranks'.";
+
 /// The files table as CSV with exact values: every column, an `outlier` column last.
 pub fn files_csv(rows: &[FileRow]) -> String {
     let columns: Vec<FilesColumn> = FilesColumn::all().collect();
@@ -148,10 +266,13 @@ pub fn iteration_sentence(s: &IterationSummary) -> String {
         Some(i) => format!("Iteration {i}"),
         None => "Ranks".to_string(),
     };
+    let ranks = match s.ranks {
+        1 => "1 rank".to_string(),
+        n => format!("{} ranks", count(u64::from(n))),
+    };
     let mut text = format!(
-        "{which} (cuda:{}): {} ranks, peak allocated {}–{} (median {}), peak reserved up to {}",
+        "{which} (cuda:{}): {ranks}, peak allocated {}–{} (median {}), peak reserved up to {}",
         s.device,
-        count(u64::from(s.ranks)),
         bytes(s.min_peak_allocated_bytes),
         bytes(s.max_peak_allocated_bytes),
         bytes(s.median_peak_allocated_bytes),

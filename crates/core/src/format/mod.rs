@@ -10,6 +10,7 @@
 
 pub mod breakdown;
 pub mod compare;
+pub mod document;
 pub mod findings;
 pub mod overview;
 pub mod phases;

@@ -1,20 +1,29 @@
-//! One device's memory as a Markdown report, to paste into an issue, a pull request or a
-//! notebook: the summary, bytes by role and by component at the allocated peak (tables that add
-//! up to the live bytes), the peak estimate and its terms, the largest allocations at the peak,
-//! fragmentation of the final segments, the findings with their advice, and how many user
-//! rules were in use.
+//! One device's memory as a report, to paste into an issue, a pull request, a CI summary or
+//! a notebook, or to open as a page: the summary, bytes by role and by component at the
+//! allocated peak (charts, and tables that add up to the live bytes), the peak estimate and
+//! its terms, the largest allocations at the peak, fragmentation of the final segments, the
+//! findings with their advice, the overview's metrics when asked ([`DeviceReport::overview`]),
+//! and how many user rules were in use.
 //!
 //! Words only, from numbers the breakdown computed ([`DeviceSummary`], [`MomentBreakdown`]),
-//! in the same labels and units as the page. Text that comes from the file (its name, call
-//! sites) is escaped, so it is read as text: it never opens a link, emphasis or raw HTML, and
-//! never breaks a table.
+//! in the same labels and units as the page, built once as a [`Document`] and rendered as
+//! Markdown ([`markdown`], the page's **Download report**) or HTML (the command line's report
+//! pages). Text that comes from the file (its name, call sites) is escaped by the renderers,
+//! so it is read as text: it never opens a link, emphasis or raw HTML, and never breaks a
+//! table.
 
 use super::breakdown::{component_label, role_label, side_label};
+use super::document::{Align, Block, Cell, Chart, ChartKind, ChartSlice, Column, Document};
+use super::document::{Inline, Row, Table};
+use super::overview::{era, group_title, metric_exact, metric_label, metric_value};
+use super::overview::{no_allocator_settings, warning};
 use super::{bytes, bytes_delta, count, findings, percent_ppm, timestamp_us};
 use crate::analysis::categories::{Component, Role};
 use crate::analysis::Analysed;
 use crate::breakdown::service::{DeviceSummary, MomentBreakdown};
 use crate::model::BlockState;
+use crate::overview::{Group, Overview};
+use crate::timeline::raster::Style;
 
 /// How many of the largest allocations at the peak the report lists.
 pub const TOP_ALLOCATIONS: usize = 50;
@@ -29,54 +38,112 @@ pub fn markdown(
     analysed: &Analysed,
     rules_in_use: usize,
 ) -> String {
-    let mut out = String::new();
-    let device = summary.device;
-    out.push_str(&format!(
-        "# Memory report: {}, cuda:{device}\n\n",
-        escape(file_name)
-    ));
-    summary_section(&mut out, summary, peak);
-    category_table(
-        &mut out,
-        "By role at the peak",
-        "Role",
-        Role::ALL
-            .iter()
-            .zip(&peak.roles)
-            .map(|(&r, &b)| (role_label(r), b)),
-        peak.live_bytes,
-    );
-    category_table(
-        &mut out,
-        "By component at the peak",
-        "Component",
-        Component::ALL
-            .iter()
-            .zip(&peak.components)
-            .map(|(&c, &b)| (component_label(c), b)),
-        peak.live_bytes,
-    );
-    estimate_section(&mut out, summary);
-    largest_section(&mut out, peak);
-    fragmentation_section(&mut out, analysed, device);
-    findings_section(&mut out, summary);
-    out.push_str("## Rules\n\n");
-    out.push_str(&match rules_in_use {
-        0 => "No user rules were in use: every role and component was inferred from the \
-              allocation's stack, the phase it was made in and its lifetime.\n"
-            .to_string(),
-        1 => "1 user rule was in use, applied before the inference.\n".to_string(),
-        n => format!(
-            "{} user rules were in use, applied before the inference.\n",
-            count(n as u64)
-        ),
-    });
-    out
+    DeviceReport {
+        file_name,
+        summary,
+        peak,
+        analysed,
+        rules_in_use,
+        overview: None,
+    }
+    .document()
+    .markdown()
 }
 
-/// `bytes` in binary units with the exact count: `1.50 KiB (1,536 bytes)`.
-fn bytes_exact(n: u64) -> String {
-    format!("{} ({} bytes)", bytes(n), count(n))
+/// What one device's report is made of.
+pub struct DeviceReport<'a> {
+    /// The file's name as the report titles it.
+    pub file_name: &'a str,
+    /// The device's run as a whole.
+    pub summary: &'a DeviceSummary,
+    /// The breakdown at the allocated peak, with its largest allocations.
+    pub peak: &'a MomentBreakdown,
+    /// The file, for the final segments.
+    pub analysed: &'a Analysed,
+    /// How many user rules categorised it.
+    pub rules_in_use: usize,
+    /// The device's overview, listed after the findings when given (the page's **Download
+    /// report** has none: the page shows it beside).
+    pub overview: Option<&'a Overview>,
+}
+
+impl DeviceReport<'_> {
+    /// The report as a document.
+    pub fn document(&self) -> Document {
+        let (summary, peak) = (self.summary, self.peak);
+        let mut doc = Document::default();
+        let device = summary.device;
+        doc.push(Block::Heading(
+            1,
+            vec![
+                Inline::text("Memory report: "),
+                Inline::text(self.file_name),
+                Inline::text(format!(", cuda:{device}")),
+            ],
+        ));
+        summary_section(&mut doc, summary, peak);
+        let light = Style::light();
+        category_section(
+            &mut doc,
+            ("roles", "By role at the peak", "Role"),
+            Role::ALL.iter().zip(&peak.roles).map(|(&r, &b)| {
+                let colour = light.roles[r as usize];
+                (r.key(), role_label(r), b, colour)
+            }),
+            peak.live_bytes,
+        );
+        category_section(
+            &mut doc,
+            ("components", "By component at the peak", "Component"),
+            Component::ALL.iter().zip(&peak.components).map(|(&c, &b)| {
+                let colour = light.components[c as usize];
+                (c.key(), component_label(c), b, colour)
+            }),
+            peak.live_bytes,
+        );
+        estimate_section(&mut doc, summary);
+        largest_section(&mut doc, peak);
+        fragmentation_section(&mut doc, self.analysed, device);
+        findings_section(&mut doc, summary);
+        if let Some(overview) = self.overview {
+            overview_section(&mut doc, overview);
+        }
+        doc.heading(2, "Rules");
+        doc.paragraph(match self.rules_in_use {
+            0 => "No user rules were in use: every role and component was inferred from the \
+                  allocation's stack, the phase it was made in and its lifetime."
+                .to_string(),
+            1 => "1 user rule was in use, applied before the inference.".to_string(),
+            n => format!(
+                "{} user rules were in use, applied before the inference.",
+                count(n as u64)
+            ),
+        });
+        doc
+    }
+}
+
+/// `bytes` in binary units with the exact count: `1.50 KiB (1,536 bytes)`, carrying the exact
+/// count as `data-bytes`.
+fn bytes_exact(n: u64) -> Inline {
+    Inline::value(format!("{} ({} bytes)", bytes(n), count(n)), "bytes", n)
+}
+
+/// A list item: `**label** ` then `rest`.
+fn item(label: &str, rest: Vec<Inline>) -> Vec<Inline> {
+    let mut inlines = vec![Inline::strong(label), Inline::text(" ")];
+    inlines.extend(rest);
+    inlines
+}
+
+/// A right-aligned cell of bytes in binary units, carrying the exact count.
+fn bytes_cell(n: u64) -> Cell {
+    Cell::text(bytes(n)).with("bytes", n)
+}
+
+/// A right-aligned cell of the exact count.
+fn count_cell(n: u64) -> Cell {
+    Cell::text(count(n))
 }
 
 /// `part` of `whole` as a percentage with one decimal: `37.5%` (`0.0%` of nothing).
@@ -95,69 +162,174 @@ fn when(state: u32) -> String {
     }
 }
 
-fn summary_section(out: &mut String, summary: &DeviceSummary, peak: &MomentBreakdown) {
-    out.push_str("## Summary\n\n");
+fn summary_section(doc: &mut Document, summary: &DeviceSummary, peak: &MomentBreakdown) {
+    doc.heading(2, "Summary");
     let mut at = when(summary.peak_state);
     if let Some(us) = peak.time_us.filter(|&us| us > 0) {
         at.push_str(&format!(", at {}", timestamp_us(us as u64)));
     }
-    out.push_str(&format!(
-        "- **Peak allocated:** {}, {at}, in {} live allocations\n",
-        bytes_exact(summary.peak_allocated),
-        count(peak.live_count as u64)
-    ));
-    out.push_str(&format!(
-        "- **Peak reserved:** {}, {}\n",
-        bytes_exact(summary.peak_reserved),
-        when(summary.reserved_peak_state)
-    ));
-    out.push_str(&format!(
-        "- **Allocated at the reserved peak:** {}\n",
-        bytes_exact(summary.allocated_at_reserved_peak)
-    ));
     let efficiency = (summary.efficiency().clamp(0.0, 1.0) * 1e6).round() as u64;
-    out.push_str(&format!(
-        "- **Efficiency:** {} (allocated / reserved where reserved memory peaks)\n\n",
-        percent_ppm(efficiency)
-    ));
+    doc.push(Block::List(vec![
+        item(
+            "Peak allocated:",
+            vec![
+                bytes_exact(summary.peak_allocated),
+                Inline::text(format!(
+                    ", {at}, in {} live allocations",
+                    count(peak.live_count as u64)
+                )),
+            ],
+        ),
+        item(
+            "Peak reserved:",
+            vec![
+                bytes_exact(summary.peak_reserved),
+                Inline::text(format!(", {}", when(summary.reserved_peak_state))),
+            ],
+        ),
+        item(
+            "Allocated at the reserved peak:",
+            vec![bytes_exact(summary.allocated_at_reserved_peak)],
+        ),
+        item(
+            "Efficiency:",
+            vec![
+                Inline::value(percent_ppm(efficiency), "ppm", efficiency),
+                Inline::text(" (allocated / reserved where reserved memory peaks)"),
+            ],
+        ),
+    ]));
 }
 
-/// A table of bytes by category, non-empty categories only, with a total row of `total`.
-fn category_table<'a>(
-    out: &mut String,
-    title: &str,
-    header: &str,
-    rows: impl Iterator<Item = (&'a str, u64)>,
+/// The overview's metrics by group (`data-metric` and `data-value` on each value), its
+/// warnings, the file's format and its allocator settings.
+fn overview_section(doc: &mut Document, overview: &Overview) {
+    doc.heading(2, "Overview");
+    for group in Group::ALL {
+        let rows: Vec<_> = overview
+            .metrics
+            .iter()
+            .filter(|m| m.key.group() == group)
+            .map(|m| {
+                vec![
+                    Cell::text(metric_label(m.key)),
+                    Cell::text(metric_value(m))
+                        .with("metric", m.key.as_str())
+                        .with("value", m.value),
+                    Cell::text(metric_exact(m)),
+                ]
+                .into()
+            })
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        doc.heading(3, group_title(group));
+        doc.push(Block::Table(Table {
+            columns: vec![
+                Column::new("Metric", Align::Left),
+                Column::new("Value", Align::Right),
+                Column::new("Exact", Align::Right),
+            ],
+            rows,
+        }));
+    }
+    if !overview.warnings.is_empty() {
+        doc.heading(3, "Warnings");
+        let items = overview
+            .warnings
+            .iter()
+            .map(|w| vec![Inline::text(warning(w))]);
+        doc.push(Block::List(items.collect()));
+    }
+    doc.heading(3, "File");
+    let mut items = vec![item("Format:", vec![Inline::text(era(&overview.format))])];
+    if overview.allocator_settings.is_empty() {
+        let why = no_allocator_settings(&overview.format);
+        items.push(item("Allocator settings:", vec![Inline::text(why)]));
+    }
+    for (name, value) in &overview.allocator_settings {
+        let setting = vec![
+            Inline::Code(name.clone()),
+            Inline::text(" = "),
+            Inline::Code(value.clone()),
+        ];
+        items.push(item("Allocator setting:", setting));
+    }
+    doc.push(Block::List(items));
+}
+
+/// A chart and a table of bytes by category, non-empty categories only, with a total row of
+/// `total`. `names` are the chart's key, the section's title and the first column's header;
+/// `rows` are each category's key, label, bytes and colour (RGBA).
+fn category_section<'a>(
+    doc: &mut Document,
+    (key, title, header): (&'static str, &str, &str),
+    rows: impl Iterator<Item = (&'static str, &'a str, u64, [u8; 4])>,
     total: u64,
 ) {
-    out.push_str(&format!("## {title}\n\n"));
-    out.push_str(&format!(
-        "| {header} | Bytes | Exact bytes | Share |\n|---|---:|---:|---:|\n"
-    ));
-    for (label, b) in rows.filter(|&(_, b)| b > 0) {
-        out.push_str(&format!(
-            "| {label} | {} | {} | {} |\n",
-            bytes(b),
-            count(b),
-            share(b, total)
-        ));
-    }
-    out.push_str(&format!(
-        "| **Total** | **{}** | **{}** | **{}** |\n\n",
-        bytes(total),
-        count(total),
-        share(total, total)
-    ));
+    doc.heading(2, title);
+    let rows: Vec<_> = rows.filter(|&(_, _, b, _)| b > 0).collect();
+    doc.push(Block::Chart(Chart {
+        key,
+        title: format!("Bytes by {}", header.to_lowercase()),
+        kind: ChartKind::Pie,
+        slices: rows
+            .iter()
+            .map(|&(key, label, bytes, [r, g, b, _])| ChartSlice {
+                key: key.to_string(),
+                label: label.to_string(),
+                bytes,
+                colour: [r, g, b],
+            })
+            .collect(),
+    }));
+    let mut table_rows: Vec<_> = rows
+        .iter()
+        .map(|&(key, label, b, _)| {
+            let mut row: Row = vec![
+                Cell::text(label),
+                bytes_cell(b),
+                count_cell(b),
+                Cell::text(share(b, total)),
+            ]
+            .into();
+            row.data.push(("category", key.to_string()));
+            row
+        })
+        .collect();
+    table_rows.push(total_row(&[
+        Cell::text("Total"),
+        bytes_cell(total),
+        count_cell(total),
+        Cell::text(share(total, total)),
+    ]));
+    doc.push(Block::Table(Table {
+        columns: vec![
+            Column::new(header, Align::Left),
+            Column::new("Bytes", Align::Right),
+            Column::new("Exact bytes", Align::Right),
+            Column::new("Share", Align::Right),
+        ],
+        rows: table_rows,
+    }));
 }
 
-fn estimate_section(out: &mut String, summary: &DeviceSummary) {
+/// A table's total row: its cells in strong text, the row marked `data-total`.
+fn total_row(cells: &[Cell]) -> Row {
+    Row {
+        cells: cells.iter().cloned().map(Cell::strong).collect(),
+        data: vec![("total", "true".to_string())],
+    }
+}
+
+fn estimate_section(doc: &mut Document, summary: &DeviceSummary) {
     let e = &summary.estimate;
-    out.push_str("## Peak estimate\n\n");
-    out.push_str(
+    doc.heading(2, "Peak estimate");
+    doc.paragraph(
         "Parameters + optimizer state + max(gradients + optimizer temporaries, activations), \
-         each term the most bytes its role held at any moment of the run.\n\n",
+         each term the most bytes its role held at any moment of the run.",
     );
-    out.push_str("| Term | Bytes | Exact bytes |\n|---|---:|---:|\n");
     let terms = [
         ("Parameters", e.parameters),
         ("Optimizer state", e.optimizer_state),
@@ -165,91 +337,126 @@ fn estimate_section(out: &mut String, summary: &DeviceSummary) {
         ("Optimizer temporaries", e.optimizer_temporaries),
         ("Activations", e.activations),
     ];
-    for (label, b) in terms {
-        out.push_str(&format!("| {label} | {} | {} |\n", bytes(b), count(b)));
-    }
+    let mut rows: Vec<_> = terms
+        .iter()
+        .map(|&(label, b)| vec![Cell::text(label), bytes_cell(b), count_cell(b)].into())
+        .collect();
+    rows.push(total_row(&[
+        Cell::text("Estimate"),
+        bytes_cell(e.estimate),
+        count_cell(e.estimate),
+    ]));
+    rows.push(
+        vec![
+            Cell::text("Observed peak"),
+            bytes_cell(e.observed),
+            count_cell(e.observed),
+        ]
+        .into(),
+    );
     let difference = e.difference();
     let sign = if difference < 0 { "\u{2212}" } else { "" };
-    out.push_str(&format!(
-        "| **Estimate** | **{}** | **{}** |\n| Observed peak | {} | {} |\n\
-         | Estimate \u{2212} observed | {} | {sign}{} |\n\n",
-        bytes(e.estimate),
-        count(e.estimate),
-        bytes(e.observed),
-        count(e.observed),
-        bytes_delta(difference),
-        count(difference.unsigned_abs())
-    ));
+    rows.push(
+        vec![
+            Cell::text("Estimate \u{2212} observed"),
+            Cell::text(bytes_delta(difference)).with("bytes", difference),
+            Cell::text(format!("{sign}{}", count(difference.unsigned_abs()))),
+        ]
+        .into(),
+    );
+    doc.push(Block::Table(Table {
+        columns: vec![
+            Column::new("Term", Align::Left),
+            Column::new("Bytes", Align::Right),
+            Column::new("Exact bytes", Align::Right),
+        ],
+        rows,
+    }));
     let step = e.gradients + e.optimizer_temporaries;
-    out.push_str(&format!(
+    let mut text = format!(
         "The max is set by {}: {} against {}.",
         side_label(e.side),
         bytes(step.max(e.activations)),
         bytes(step.min(e.activations))
-    ));
+    );
     let apart = format!(
         "{} ({})",
         bytes(difference.unsigned_abs()),
         share(difference.unsigned_abs(), e.observed)
     );
-    out.push_str(&match difference {
-        0 => " The estimate equals the observed peak.\n\n".to_string(),
+    text.push_str(&match difference {
+        0 => " The estimate equals the observed peak.".to_string(),
         d if d > 0 => format!(
             " The estimate is {apart} above the observed peak: the terms' maxima were not all \
-             reached at the same moment.\n\n"
+             reached at the same moment."
         ),
         _ => format!(
             " The estimate is {apart} below the observed peak: the run peaked higher than its \
-             terms explain (temporaries, workspaces or unknown memory on top).\n\n"
+             terms explain (temporaries, workspaces or unknown memory on top)."
         ),
     });
+    doc.paragraph(text);
 }
 
-fn largest_section(out: &mut String, peak: &MomentBreakdown) {
-    out.push_str("## Largest allocations at the peak\n\n");
+fn largest_section(doc: &mut Document, peak: &MomentBreakdown) {
+    doc.heading(2, "Largest allocations at the peak");
     let listed = &peak.largest[..peak.largest.len().min(TOP_ALLOCATIONS)];
     if listed.is_empty() {
-        out.push_str("Nothing was alive at the peak.\n\n");
+        doc.paragraph("Nothing was alive at the peak.");
         return;
     }
     let listed_bytes: u64 = listed.iter().map(|a| a.size).sum();
-    out.push_str(&format!(
-        "The {} largest of {} live allocations: {} of {} ({}).\n\n",
+    doc.paragraph(format!(
+        "The {} largest of {} live allocations: {} of {} ({}).",
         count(listed.len() as u64),
         count(peak.live_count as u64),
         bytes(listed_bytes),
         bytes(peak.live_bytes),
         share(listed_bytes, peak.live_bytes)
     ));
-    out.push_str(
-        "| # | Size | Exact bytes | Role | Component | Call site |\n\
-         |---:|---:|---:|---|---|---|\n",
-    );
-    for (i, a) in listed.iter().enumerate() {
-        let site = match a.name.as_deref() {
-            Some(name) => code(name),
-            None => "*no stack recorded*".to_string(),
-        };
-        out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {site} |\n",
-            i + 1,
-            bytes(a.size),
-            count(a.size),
-            role_label(a.role),
-            component_label(a.component)
-        ));
-    }
-    out.push('\n');
+    let rows = listed
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let site = match a.name.as_deref() {
+                Some(name) => Inline::Code(name.to_string()),
+                None => Inline::Emphasis(vec![Inline::text("no stack recorded")]),
+            };
+            vec![
+                Cell::text((i + 1).to_string()),
+                bytes_cell(a.size),
+                count_cell(a.size),
+                Cell::text(role_label(a.role)).with("role", a.role.key()),
+                Cell::text(component_label(a.component)).with("component", a.component.key()),
+                Cell::of(vec![site]),
+            ]
+            .into()
+        })
+        .collect();
+    doc.push(Block::Table(Table {
+        columns: vec![
+            Column {
+                title: vec![Inline::Literal("#")],
+                align: Align::Right,
+            },
+            Column::new("Size", Align::Right),
+            Column::new("Exact bytes", Align::Right),
+            Column::new("Role", Align::Left),
+            Column::new("Component", Align::Left),
+            Column::new("Call site", Align::Left),
+        ],
+        rows,
+    }));
 }
 
-fn fragmentation_section(out: &mut String, analysed: &Analysed, device: u32) {
-    out.push_str("## Fragmentation at the end\n\n");
+fn fragmentation_section(doc: &mut Document, analysed: &Analysed, device: u32) {
+    doc.heading(2, "Fragmentation at the end");
     let Some(dev) = analysed.snapshot.devices.iter().find(|d| d.id == device) else {
-        out.push_str("This device has no segments.\n\n");
+        doc.paragraph("This device has no segments.");
         return;
     };
     if dev.segments.is_empty() {
-        out.push_str("No segments were reserved at the end.\n\n");
+        doc.paragraph("No segments were reserved at the end.");
         return;
     }
     let reserved: u64 = dev.segments.iter().map(|s| s.total_size).sum();
@@ -260,42 +467,52 @@ fn fragmentation_section(out: &mut String, analysed: &Analysed, device: u32) {
     let (free_bytes, free_blocks, largest) = free.fold((0u64, 0u64, 0u64), |(b, n, m), block| {
         (b + block.size, n + 1, m.max(block.size))
     });
-    out.push_str(&format!(
-        "- **Reserved:** {} in {} segments\n",
-        bytes_exact(reserved),
-        count(dev.segments.len() as u64)
-    ));
-    out.push_str(&format!(
-        "- **Cached free:** {}, {} of reserved\n",
-        bytes_exact(free_bytes),
-        share(free_bytes, reserved)
-    ));
-    out.push_str(&format!(
-        "- **Largest free block:** {}, {} of cached free\n",
-        bytes_exact(largest),
-        share(largest, free_bytes)
-    ));
-    out.push_str(&format!("- **Free blocks:** {}\n", count(free_blocks)));
+    doc.push(Block::List(vec![
+        item(
+            "Reserved:",
+            vec![
+                bytes_exact(reserved),
+                Inline::text(format!(" in {} segments", count(dev.segments.len() as u64))),
+            ],
+        ),
+        item(
+            "Cached free:",
+            vec![
+                bytes_exact(free_bytes),
+                Inline::text(format!(", {} of reserved", share(free_bytes, reserved))),
+            ],
+        ),
+        item(
+            "Largest free block:",
+            vec![
+                bytes_exact(largest),
+                Inline::text(format!(", {} of cached free", share(largest, free_bytes))),
+            ],
+        ),
+        item(
+            "Free blocks:",
+            vec![Inline::value(count(free_blocks), "count", free_blocks)],
+        ),
+    ]));
     if dev.blocks.is_empty() {
-        out.push_str("\nThe snapshot lists no blocks, so its free blocks are unknown.\n");
+        doc.paragraph("The snapshot lists no blocks, so its free blocks are unknown.");
     }
-    out.push('\n');
 }
 
-fn findings_section(out: &mut String, summary: &DeviceSummary) {
-    out.push_str("## Findings\n\n");
+fn findings_section(doc: &mut Document, summary: &DeviceSummary) {
+    doc.heading(2, "Findings");
     if summary.findings.is_empty() {
-        out.push_str("Nothing worth attention was found.\n\n");
+        doc.paragraph("Nothing worth attention was found.");
         return;
     }
     for (i, f) in summary.findings.iter().enumerate() {
-        out.push_str(&format!(
-            "### {}. {}\n\n{}\n\n**What to try:** {}\n\n",
-            i + 1,
-            escape(&findings::title(f)),
-            escape(&findings::why(f)),
-            escape(&findings::what_to_try(f))
-        ));
+        doc.heading(3, format!("{}. {}", i + 1, findings::title(f)));
+        doc.paragraph(findings::why(f));
+        doc.push(Block::Paragraph(vec![
+            Inline::strong("What to try:"),
+            Inline::text(" "),
+            Inline::text(findings::what_to_try(f)),
+        ]));
     }
 }
 

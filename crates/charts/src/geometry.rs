@@ -8,7 +8,7 @@
 //! Pure arithmetic, natively tested. Not for painting (that is `draw`, wasm32 only) and not for
 //! words: byte labels come from the formatter the caller passes to the drawing functions.
 
-use super::Slice;
+use crate::Slice;
 use std::f64::consts::{FRAC_PI_2, PI, TAU};
 
 /// Space around and between parts, CSS pixels.

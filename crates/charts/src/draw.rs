@@ -1,24 +1,22 @@
-//! Paints the charts on an `HtmlCanvasElement` through plotters' HTML canvas backend
-//! (`plotters_canvas::CanvasBackend`). wasm32 only.
+//! Paints the charts through any plotters `DrawingBackend`: the page's HTML canvas
+//! (`plotters_canvas::CanvasBackend`) or SVG (the command line's reports).
 //!
 //! Every position comes from [`super::geometry`], the same layout the `hit_*` helpers use, so
 //! what a tooltip names is what is drawn under the pointer. plotters is used as a drawing
 //! surface (shapes and anchored text), not for its chart layout: `ChartBuilder` sizes label
-//! areas by measuring text in the DOM and decides the plot rectangle itself, which hover
-//! could not reproduce, and its numeric ticks are decimal where byte axes want binary ones.
+//! areas by measuring text and decides the plot rectangle itself, which hover could not
+//! reproduce, and its numeric ticks are decimal where byte axes want binary ones.
 //!
-//! Scale: callers size the backing store to CSS size × `devicePixelRatio`; every function
-//! reads that ratio back as backing width / CSS width and draws in backing-store pixels with
-//! fonts and lines scaled by it, so charts are sharp on high-density screens.
+//! Scale: a [`Chart`] draws in the backend's pixels with fonts and lines scaled by its
+//! `scale` (the page passes the canvas's device pixel ratio, so charts are sharp on
+//! high-density screens; SVG passes 1).
 //!
-//! Not here: sizing the canvas, listening to the pointer, formatting bytes (callers pass the
+//! Not here: sizing a canvas, listening to the pointer, formatting bytes (callers pass the
 //! core's formatter) or choosing slice colours.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use plotters_canvas::CanvasBackend;
-use web_sys::HtmlCanvasElement;
 
 use super::geometry::{self as g, Rect};
 use super::{Slice, Theme};
@@ -36,16 +34,13 @@ const POOR: [u8; 3] = [229, 72, 77];
 
 /// A pie of `slices` (zero slices left out, one slice a full disc) with a legend of label,
 /// bytes and share. All zero or empty: "nothing to show".
-pub fn pie(
-    canvas: &HtmlCanvasElement,
-    theme: &Theme,
+pub fn pie<DB: DrawingBackend>(
+    c: &Chart<DB>,
     slices: &[Slice],
     title: &str,
     fmt: &dyn Fn(u64) -> String,
 ) -> Result<(), String> {
-    let Some(c) = Chart::open(canvas, theme)? else {
-        return Ok(());
-    };
+    let theme = &c.theme;
     let values: Vec<u64> = slices.iter().map(|s| s.value).collect();
     let sweeps = g::pie_sweeps(&values);
     let l = g::pie_layout(c.w, c.h, c.s, sweeps.len());
@@ -92,16 +87,13 @@ pub fn pie(
 
 /// Horizontal bars, one per slice (zero ones too, as empty rows), largest first, each with
 /// its label on the left and its bytes at its end, over a byte axis.
-pub fn bars(
-    canvas: &HtmlCanvasElement,
-    theme: &Theme,
+pub fn bars<DB: DrawingBackend>(
+    c: &Chart<DB>,
     slices: &[Slice],
     title: &str,
     fmt: &dyn Fn(u64) -> String,
 ) -> Result<(), String> {
-    let Some(c) = Chart::open(canvas, theme)? else {
-        return Ok(());
-    };
+    let theme = &c.theme;
     let values: Vec<u64> = slices.iter().map(|s| s.value).collect();
     let l = g::bars_layout(c.w, c.h, c.s, &values);
     c.title(&l.frame, title)?;
@@ -141,18 +133,15 @@ pub fn bars(
 /// Bytes by category over `xs`, stacked bottom up in the order of `series` (each slice's
 /// value is ignored; a series shorter than `xs` is zero past its end), with a byte axis, an x
 /// axis titled `x_label` and a legend listing the top band first.
-pub fn stacked_area(
-    canvas: &HtmlCanvasElement,
-    theme: &Theme,
+pub fn stacked_area<DB: DrawingBackend>(
+    c: &Chart<DB>,
     xs: &[f64],
     series: &[(Slice, Vec<u64>)],
     x_label: &str,
     title: &str,
     fmt: &dyn Fn(u64) -> String,
 ) -> Result<(), String> {
-    let Some(c) = Chart::open(canvas, theme)? else {
-        return Ok(());
-    };
+    let theme = &c.theme;
     let values: Vec<&[u64]> = series.iter().map(|(_, v)| v.as_slice()).collect();
     let stacked = g::stack(xs.len(), &values);
     let l = g::area_layout(c.w, c.h, c.s, xs, &stacked, series.len());
@@ -218,17 +207,14 @@ pub fn stacked_area(
 /// Curves drawn over one another on a shared axis from 0 to 100 % of each series' length
 /// (each series spread over the whole width, whatever its number of points), with a byte axis,
 /// an x axis titled `x_label` and a legend.
-pub fn overlaid_lines(
-    canvas: &HtmlCanvasElement,
-    theme: &Theme,
+pub fn overlaid_lines<DB: DrawingBackend>(
+    c: &Chart<DB>,
     series: &[(Slice, Vec<u64>)],
     x_label: &str,
     title: &str,
     fmt: &dyn Fn(u64) -> String,
 ) -> Result<(), String> {
-    let Some(c) = Chart::open(canvas, theme)? else {
-        return Ok(());
-    };
+    let theme = &c.theme;
     let top = series
         .iter()
         .flat_map(|(_, values)| values.iter().copied())
@@ -295,16 +281,13 @@ pub fn overlaid_lines(
 /// A histogram: one column per bin in the order given (callers pass ascending power-of-two
 /// lower bounds), height = count, labelled under it by its lower bound in binary units (as
 /// many labels as fit). The bins' bytes are not drawn; they are for the caller's tooltip.
-pub fn histogram(
-    canvas: &HtmlCanvasElement,
-    theme: &Theme,
+pub fn histogram<DB: DrawingBackend>(
+    c: &Chart<DB>,
     bins: &[(u64, u64, u64)],
     title: &str,
     fmt: &dyn Fn(u64) -> String,
 ) -> Result<(), String> {
-    let Some(c) = Chart::open(canvas, theme)? else {
-        return Ok(());
-    };
+    let theme = &c.theme;
     let counts: Vec<u64> = bins.iter().map(|&(_, count, _)| count).collect();
     let l = g::histogram_layout(c.w, c.h, c.s, &counts);
     c.title(&l.frame, title)?;
@@ -336,15 +319,8 @@ pub fn histogram(
 
 /// A half-circle gauge filled to `fraction` (clamped to 0..=1, not-a-number as 0), coloured
 /// by how good that is, with the percentage inside and `label` under it.
-pub fn gauge(
-    canvas: &HtmlCanvasElement,
-    theme: &Theme,
-    fraction: f64,
-    label: &str,
-) -> Result<(), String> {
-    let Some(c) = Chart::open(canvas, theme)? else {
-        return Ok(());
-    };
+pub fn gauge<DB: DrawingBackend>(c: &Chart<DB>, fraction: f64, label: &str) -> Result<(), String> {
+    let theme = &c.theme;
     let l = g::gauge_layout(c.w, c.h, c.s);
     if l.r < 2.0 {
         return Ok(());
@@ -375,13 +351,6 @@ pub fn gauge(
     let label = g::fit_text(label, c.w - 2.0 * g::PAD * c.s, font);
     let at = (l.cx, l.label_y);
     c.label(&label, at, font, HPos::Center, VPos::Center)
-}
-
-/// The canvas as it is now, as a PNG `data:` URL (for "save as image").
-pub fn png_data_url(canvas: &HtmlCanvasElement) -> Result<String, String> {
-    canvas
-        .to_data_url()
-        .map_err(|e| e.as_string().unwrap_or_else(|| format!("{e:?}")))
 }
 
 /// The outline of the gauge's band from angle `a0` to `a1`.
@@ -424,18 +393,15 @@ const PENDING: [u8; 3] = [224, 161, 0];
 
 /// The allocator's segments, one bar per segment scaled to the largest, its blocks coloured by
 /// what they hold (rounding waste at the end of each allocated block); `labels` on the left.
-pub fn segments(
-    canvas: &HtmlCanvasElement,
-    theme: &Theme,
+pub fn segments<DB: DrawingBackend>(
+    c: &Chart<DB>,
     title: &str,
     sizes: &[u64],
     largest: u64,
     pieces: &[Vec<g::Piece>],
     labels: &[String],
 ) -> Result<(), String> {
-    let Some(c) = Chart::open(canvas, theme)? else {
-        return Ok(());
-    };
+    let theme = &c.theme;
     let l = g::segments_layout(c.w, c.h, c.s, sizes, largest);
     c.title(&l.frame, title)?;
     if sizes.is_empty() {
@@ -474,59 +440,48 @@ pub fn segments(
     Ok(())
 }
 
-/// The ratio of backing-store pixels to CSS pixels: the canvas's width over the CSS width its
-/// inline style sets, else the window's `devicePixelRatio`. Read from the style, not the laid
-/// out size: asking for the layout after the previous chart resized its canvas would lay the
-/// page out again for every chart.
-fn scale_of(canvas: &HtmlCanvasElement) -> f64 {
-    let css = canvas
-        .style()
-        .get_property_value("width")
-        .ok()
-        .and_then(|w| {
-            w.strip_suffix("px")
-                .and_then(|n| n.trim().parse::<f64>().ok())
-        })
-        .filter(|&w| w > 0.0);
-    let scale = match css {
-        Some(css) => f64::from(canvas.width()) / css,
-        None => web_sys::window().map_or(1.0, |w| w.device_pixel_ratio()),
-    };
-    if scale.is_finite() && scale > 0.0 {
-        scale.clamp(0.25, 8.0)
-    } else {
-        1.0
-    }
-}
-
-/// One drawing: the canvas's plotters area, its size in backing-store pixels and its scale.
-struct Chart {
-    area: DrawingArea<CanvasBackend, Shift>,
+/// One drawing: a backend's plotters area, its size in the backend's pixels, its scale (the
+/// backend's pixels per CSS pixel) and its colours.
+pub struct Chart<DB: DrawingBackend> {
+    area: DrawingArea<DB, Shift>,
     w: f64,
     h: f64,
     s: f64,
     theme: Theme,
+    /// What a font size is multiplied by before the backend sees it: a backend that writes
+    /// sizes smaller than it is told (plotters' SVG writes `size / 1.24`) is told more.
+    font_scale: f64,
 }
 
-impl Chart {
-    /// Clears the canvas to the theme's background; `None` for a canvas with no pixels.
-    fn open(canvas: &HtmlCanvasElement, theme: &Theme) -> Result<Option<Self>, String> {
-        if canvas.width() == 0 || canvas.height() == 0 {
+impl<DB: DrawingBackend> Chart<DB> {
+    /// Clears `backend` to the theme's background; `None` for a backend with no pixels.
+    /// `scale` is the backend's pixels per CSS pixel (the device pixel ratio of a canvas).
+    pub fn new(backend: DB, scale: f64, theme: &Theme) -> Result<Option<Self>, String> {
+        let (width, height) = backend.get_size();
+        if width == 0 || height == 0 {
             return Ok(None);
         }
-        // `with_canvas_object` takes the element by value and answers `None` (no reason
-        // given) when the canvas has no 2D context, e.g. one already taken as WebGL.
-        let backend = CanvasBackend::with_canvas_object(canvas.clone())
-            .ok_or_else(|| "the canvas has no 2D context".to_string())?;
         let area = backend.into_drawing_area();
         area.fill(&rgb(theme.background)).map_err(error_text)?;
         Ok(Some(Self {
-            w: f64::from(canvas.width()),
-            h: f64::from(canvas.height()),
-            s: scale_of(canvas),
+            w: f64::from(width),
+            h: f64::from(height),
+            s: scale,
             area,
             theme: *theme,
+            font_scale: 1.0,
         }))
+    }
+
+    /// Font sizes multiplied by `factor` on their way to the backend (see `font_scale`).
+    pub fn with_font_scale(mut self, factor: f64) -> Self {
+        self.font_scale = factor;
+        self
+    }
+
+    /// Flushes what was drawn to the backend (an SVG's closing tags).
+    pub fn present(&self) -> Result<(), String> {
+        self.area.present().map_err(error_text)
     }
 
     fn stroke(&self, width: f64) -> u32 {
@@ -594,6 +549,7 @@ impl Chart {
         } else {
             FontStyle::Normal
         };
+        let size = size * self.font_scale;
         let style = FontDesc::new(FontFamily::Name(FAMILY), size, weight)
             .color(&rgb(colour))
             .pos(Pos::new(h, v));

@@ -6,7 +6,12 @@
 //! With `--json`, the numbers behind it (the service's summary and breakdown at the peak, its
 //! lists narrowed to one category with `--only`, as the page narrows them).
 //!
-//! Reports of several devices or files are separated by a blank line and `---`.
+//! Reports of several devices or files are separated by a blank line and `---`. An output
+//! path that does not end in `.md` is a folder of report pages instead ([`folder`]).
+
+mod charts;
+pub mod folder;
+mod names;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -194,7 +199,60 @@ fn malformed(wanted: &str) -> ViewError {
     }
 }
 
-/// The output path, when one was given (`-` is standard output).
-pub fn output_path(output: Option<PathBuf>) -> Option<PathBuf> {
-    output.filter(|p| p.as_os_str() != "-")
+/// Where reports go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// Standard output (no `--output`, or `-`).
+    Print,
+    /// One file: Markdown (a path ending in `.md`), or JSON lines with `--json`.
+    File(PathBuf),
+    /// A folder of report pages and their Markdown, with a summary across files.
+    Folder(PathBuf),
+}
+
+impl Output {
+    /// Where `--output` sends reports printed as JSON (`json`) or Markdown.
+    pub fn of(output: Option<PathBuf>, json: bool) -> Self {
+        let Some(path) = output.filter(|p| p.as_os_str() != "-") else {
+            return Output::Print;
+        };
+        let markdown = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("md"));
+        if json || markdown {
+            Output::File(path)
+        } else {
+            Output::Folder(path)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_output_ending_in_md_is_a_file_and_any_other_a_folder() {
+        let of = |path: &str, json| Output::of(Some(PathBuf::from(path)), json);
+        assert_eq!(Output::of(None, false), Output::Print);
+        assert_eq!(of("-", false), Output::Print);
+        assert_eq!(of("report.md", false), Output::File("report.md".into()));
+        assert_eq!(
+            of("out/REPORT.MD", false),
+            Output::File("out/REPORT.MD".into())
+        );
+        assert_eq!(
+            of("memory-report", false),
+            Output::Folder("memory-report".into())
+        );
+        assert_eq!(
+            of("report.html", false),
+            Output::Folder("report.html".into())
+        );
+        assert_eq!(
+            of("numbers.json", true),
+            Output::File("numbers.json".into())
+        );
+        assert_eq!(of("numbers", true), Output::File("numbers".into()));
+    }
 }

@@ -1,0 +1,397 @@
+//! `memsight report FILE… -o DIR`: a folder of reports, for docs and CI. Per input file, a
+//! page (`NAME.html`: self-contained, no script, charts as inline SVG) and the same report in
+//! Markdown (`NAME.md`), each device's report with the file's overview; with several files,
+//! one summary across them (`index.html`, `summary.md`): the files table of `memsight files`
+//! — ranks and iterations read from the names, outliers flagged, each iteration's ranks
+//! summed up — every file linked to its report, and the files that could not be read, with
+//! the page's message.
+//!
+//! Files are reported in parallel (`--jobs`): each worker takes the next file, decodes,
+//! analyses, writes and drops it before taking another, so at most `jobs` models are held at
+//! once; only each file's rows for the summary are kept. What is written depends on the files
+//! alone (names in natural order, no times), whatever the number of jobs.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use memsight_core::analysis::categories::rules::Rules;
+use memsight_core::breakdown::service::{BreakdownAnswer, BreakdownRequest, Moment};
+use memsight_core::compare::digest::digest;
+use memsight_core::compare::files::{flag_outliers, rows_of, FileRow};
+use memsight_core::compare::ranks::natural_cmp;
+use memsight_core::decode::ErrorReport;
+use memsight_core::format::compare::{files_blocks, ReportLink};
+use memsight_core::format::document::{html_page, Align, Block, Cell, Column, Document};
+use memsight_core::format::document::{Inline, Table};
+use memsight_core::format::report::{DeviceReport, TOP_ALLOCATIONS};
+use memsight_core::format::{self, problems};
+use memsight_core::overview;
+use memsight_core::service::{Service, ViewError};
+
+use super::charts::chart_markup;
+use super::names::report_names;
+use super::{display_name, malformed};
+use crate::open::{describe_error, open_with, with_context, Opened};
+
+/// One input: its path, how reports name it, its reports' file name and how the summary
+/// lists it.
+struct Input {
+    path: PathBuf,
+    shown: String,
+    name: String,
+    label: String,
+}
+
+/// What became of one input.
+enum Outcome {
+    /// Its reports were written; its rows for the summary.
+    Written(Vec<FileRow>),
+    /// It could not be read (or a device could not be reported): why, as the page says it.
+    Failed(ErrorReport),
+}
+
+/// Writes the reports of `files` (of `device` only, when given) into `folder`, created when
+/// missing, `jobs` files at a time; prints where they went. Exit code 1 when a file could not
+/// be reported (the others are still written), 2 when the folder cannot be made.
+pub fn run(
+    files: &[PathBuf],
+    device: Option<u32>,
+    rules: &Rules,
+    folder: &Path,
+    jobs: usize,
+) -> ExitCode {
+    if let Err(e) = std::fs::create_dir_all(folder) {
+        eprintln!(
+            "memsight: {}: the report folder cannot be made: {e} (to write Markdown to one \
+             file, name it *.md)",
+            folder.display()
+        );
+        return ExitCode::from(2);
+    }
+    let mut paths: Vec<&PathBuf> = files.iter().collect();
+    paths.sort_by(|a, b| natural_cmp(&display_name(a), &display_name(b)));
+    let shown: Vec<String> = paths.iter().map(|p| display_name(p)).collect();
+    let names = report_names(
+        &paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>(),
+    );
+    let inputs: Vec<Input> = paths
+        .iter()
+        .zip(shown)
+        .zip(names)
+        .map(|((path, shown), named)| Input {
+            path: path.to_path_buf(),
+            shown,
+            name: named.file,
+            label: named.label,
+        })
+        .collect();
+    let several = inputs.len() > 1;
+    let progress = Progress::new(inputs.len());
+    let outcomes = parallel_map(&inputs, jobs, |input| {
+        let outcome = report_file(input, device, rules, folder, several);
+        progress.one_done();
+        outcome
+    });
+    progress.clear();
+
+    let mut failed = 0usize;
+    for (input, outcome) in inputs.iter().zip(&outcomes) {
+        if let Outcome::Failed(report) = outcome {
+            failed += 1;
+            eprintln!("{}", describe_error(&input.path, report));
+        }
+    }
+    let written = inputs.len() - failed;
+    if several {
+        if let Err(e) = write_summary(folder, &inputs, &outcomes) {
+            eprintln!("memsight: {}: {e}", folder.display());
+            return ExitCode::FAILURE;
+        }
+    }
+    let folder_shown = folder.display();
+    let reports = match written {
+        1 => "1 report".to_string(),
+        n => format!("{} reports", format::count(n as u64)),
+    };
+    println!("Wrote {reports} (HTML and Markdown) to {folder_shown}");
+    if several {
+        println!(
+            "Summary of {} files: {}, {}",
+            format::count(inputs.len() as u64),
+            folder.join("index.html").display(),
+            folder.join("summary.md").display()
+        );
+    } else if written == 1 {
+        let name = &inputs[0].name;
+        println!("{}", folder.join(format!("{name}.html")).display());
+    }
+    if failed > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Runs `work` on every item, `jobs` at a time on scoped threads, each thread taking the next
+/// item when it is done with one; the results in the items' order.
+fn parallel_map<T: Sync, R: Send>(
+    items: &[T],
+    jobs: usize,
+    work: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.clamp(1, items.len().max(1)) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(item) = items.get(i) else { break };
+                let result = work(item);
+                results.lock().expect("no worker panicked")[i] = Some(result);
+            });
+        }
+    });
+    results
+        .into_inner()
+        .expect("no worker panicked")
+        .into_iter()
+        .map(|r| r.expect("every item was taken"))
+        .collect()
+}
+
+/// Reads one file and writes its reports; the file's model is dropped on return.
+fn report_file(
+    input: &Input,
+    device: Option<u32>,
+    rules: &Rules,
+    folder: &Path,
+    several: bool,
+) -> Outcome {
+    let opened = match open_with(&input.path, false) {
+        Ok(opened) => opened,
+        Err(report) => return Outcome::Failed(report),
+    };
+    let (document, rows) = match file_document(input, &opened, device, rules, several) {
+        Ok(made) => made,
+        Err(error) => {
+            return Outcome::Failed(ErrorReport::message(problems::view_error(&error)));
+        }
+    };
+    drop(opened);
+    let title = format!("Memory report: {}", input.shown);
+    let html = html_page(&title, &document.html(&chart_markup));
+    let written =
+        std::fs::write(folder.join(format!("{}.html", input.name)), html).and_then(|()| {
+            std::fs::write(
+                folder.join(format!("{}.md", input.name)),
+                document.markdown(),
+            )
+        });
+    match written {
+        Ok(()) => Outcome::Written(rows),
+        Err(e) => Outcome::Failed(ErrorReport::message(format!(
+            "Its report cannot be written in {}: {e}.",
+            folder.display()
+        ))),
+    }
+}
+
+/// One file's report: a link back to the summary (when there is one), each device's report
+/// with its overview, separated by rules, and what made it; and its rows for the summary.
+fn file_document(
+    input: &Input,
+    opened: &Opened,
+    device: Option<u32>,
+    rules: &Rules,
+    several: bool,
+) -> Result<(Document, Vec<FileRow>), ViewError> {
+    let mut doc = Document::default();
+    if several {
+        doc.push(Block::Paragraph(vec![Inline::Link {
+            content: vec![Inline::text("← All files")],
+            markdown: "summary.md".into(),
+            html: "index.html".into(),
+        }]));
+    }
+    let analysed = &opened.analysed;
+    if analysed.snapshot.devices.is_empty() {
+        doc.heading(1, format!("Memory report: {}", input.shown));
+        doc.paragraph("This snapshot holds no device.");
+        footer(&mut doc, opened);
+        return Ok((doc, Vec::new()));
+    }
+    let rows = with_context(opened, rules, device, |cx, devices| {
+        let mut service = memsight_core::breakdown::service::BreakdownService::default();
+        let mut digests = Vec::new();
+        for (i, &d) in devices.iter().enumerate() {
+            let mut ask = |request| service.answer(cx, request).map(|reply| reply.answer);
+            let BreakdownAnswer::Summary(summary) = ask(BreakdownRequest::Summary { device: d })?
+            else {
+                return Err(malformed("a summary"));
+            };
+            let BreakdownAnswer::At(peak) = ask(BreakdownRequest::At {
+                device: d,
+                moment: Moment::Peak,
+                top: TOP_ALLOCATIONS as u32,
+                only: None,
+            })?
+            else {
+                return Err(malformed("a breakdown at the peak"));
+            };
+            let overview =
+                overview::build(analysed, d).ok_or(ViewError::NoSuchDevice { device: d })?;
+            let report = DeviceReport {
+                file_name: &input.shown,
+                summary: &summary,
+                peak: &peak,
+                analysed,
+                rules_in_use: cx.categorised.rules().rules.len(),
+                overview: Some(&overview),
+            };
+            if i > 0 {
+                doc.push(Block::Rule);
+            }
+            doc.push(Block::Section {
+                data: vec![("device", d.to_string())],
+                blocks: report.document().blocks,
+            });
+            digests.push(digest(cx, d, false)?);
+        }
+        Ok(rows_of(&input.row_name(), Some(&input.label), &digests))
+    })?;
+    footer(&mut doc, opened);
+    Ok((doc, rows))
+}
+
+/// What the report was made from and by.
+fn footer(doc: &mut Document, opened: &Opened) {
+    doc.push(Block::Rule);
+    doc.paragraph(format!(
+        "Made by memsight {} from a file of {} ({} bytes).",
+        env!("CARGO_PKG_VERSION"),
+        format::bytes(opened.file_bytes),
+        format::count(opened.file_bytes)
+    ));
+}
+
+/// `index.html` and `summary.md`: the files table across every file that was reported, linked
+/// to each report, and the files that could not be.
+fn write_summary(folder: &Path, inputs: &[Input], outcomes: &[Outcome]) -> Result<(), String> {
+    let mut rows: Vec<FileRow> = Vec::new();
+    let mut reported: Vec<(String, &str)> = Vec::new();
+    let mut failures = Vec::new();
+    for (input, outcome) in inputs.iter().zip(outcomes) {
+        match outcome {
+            Outcome::Written(file_rows) => {
+                rows.extend(file_rows.iter().cloned());
+                reported.push((input.row_name(), &input.name));
+            }
+            Outcome::Failed(report) => failures.push((input, report)),
+        }
+    }
+    flag_outliers(&mut rows);
+    let mut doc = Document::default();
+    doc.heading(1, "Memory reports");
+    doc.paragraph(format!(
+        "{} of {} files reported: one row per file and device that used memory; each \
+         file's name opens its report.",
+        format::count(inputs.len() as u64 - failures.len() as u64),
+        format::count(inputs.len() as u64)
+    ));
+    let link = |row: &FileRow| {
+        let (_, name) = reported.iter().find(|(path, _)| *path == row.name)?;
+        Some(ReportLink {
+            markdown: format!("{name}.md"),
+            html: format!("{name}.html"),
+        })
+    };
+    doc.heading(2, "Files");
+    if rows.is_empty() {
+        doc.paragraph("No file used memory.");
+    } else {
+        doc.blocks.extend(files_blocks(&rows, &link));
+    }
+    if !failures.is_empty() {
+        doc.heading(2, "Files that could not be reported");
+        let rows = failures
+            .iter()
+            .map(|(input, report)| {
+                let offset = report.offset.map(problems::error_offset);
+                vec![
+                    Cell::of(vec![Inline::Code(input.label.clone())]),
+                    Cell::text(&report.message),
+                    Cell::text(offset.unwrap_or_default()).with(
+                        "offset",
+                        report.offset.map_or(String::new(), |o| o.to_string()),
+                    ),
+                    Cell::text(report.hint.clone().unwrap_or_default()),
+                ]
+                .into()
+            })
+            .collect();
+        doc.push(Block::Table(Table {
+            columns: vec![
+                Column::new("File", Align::Left),
+                Column::new("Problem", Align::Left),
+                Column::new("Where", Align::Left),
+                Column::new("Hint", Align::Left),
+            ],
+            rows,
+        }));
+    }
+    doc.push(Block::Rule);
+    doc.paragraph(format!("Made by memsight {}.", env!("CARGO_PKG_VERSION")));
+    let html = html_page("Memory reports", &doc.html(&chart_markup));
+    let write = |name: &str, text: String| {
+        std::fs::write(folder.join(name), text)
+            .map_err(|e| format!("{name} cannot be written: {e}"))
+    };
+    write("index.html", html)?;
+    write("summary.md", doc.markdown())
+}
+
+impl Input {
+    /// The name its rows carry (the path as given, so ranks and iterations are read from its
+    /// folders too), by which a row finds its report.
+    fn row_name(&self) -> String {
+        self.path.display().to_string()
+    }
+}
+
+/// `reports: 3 of 8` on standard error while files are reported, when it is a terminal.
+struct Progress {
+    total: usize,
+    done: AtomicUsize,
+    enabled: bool,
+}
+
+impl Progress {
+    fn new(total: usize) -> Self {
+        Progress {
+            total,
+            done: AtomicUsize::new(0),
+            enabled: total > 1 && std::io::stderr().is_terminal(),
+        }
+    }
+
+    fn one_done(&self) {
+        let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
+        if self.enabled {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\rreports: {done} of {}", self.total);
+            let _ = err.flush();
+        }
+    }
+
+    fn clear(&self) {
+        if self.enabled {
+            let _ = write!(std::io::stderr(), "\r\x1b[2K");
+        }
+    }
+}
