@@ -91,7 +91,21 @@ export async function openApp(browser, server, contextOptions = {}) {
   });
   await page.goto(server.url);
   await page.waitForSelector('#open-file');
+  // From here on every request is the app's own, not the service worker caching the site.
+  await waitForServiceWorker(page);
   return { context, page, requests, errors };
+}
+
+/**
+ * Waits until the service worker (static/sw.js) has cached the site and controls the page, as
+ * it does on a first visit: from then on the app would start with no network.
+ */
+export async function waitForServiceWorker(page, timeout = 30_000) {
+  try {
+    await page.waitForFunction(() => navigator.serviceWorker.controller?.state === 'activated', null, { timeout });
+  } catch (error) {
+    throw new Error(`the service worker did not take control of the page: ${error.message}`);
+  }
 }
 
 /** Opens local files through the file input; resolves once each new file is listed. */
@@ -129,6 +143,40 @@ export async function metrics(page) {
     elements.map((e) => [e.dataset.metric, e.dataset.value]),
   );
   return Object.fromEntries(pairs.map(([k, v]) => [k, BigInt(v)]));
+}
+
+/** Per-device keys of tests/expectations/*.json → `data-metric` keys of the overview. */
+const EXPECTED_METRICS = {
+  reserved_bytes: 'reserved-end-bytes',
+  allocated_bytes: 'allocated-end-bytes',
+  segments: 'segment-count',
+  blocks: 'block-count',
+  trace_entries: 'trace-entries',
+  peak_allocated_bytes: 'peak-allocated-bytes',
+  peak_reserved_bytes: 'peak-reserved-bytes',
+  reserved_at_peak_bytes: 'reserved-at-peak-bytes',
+  oom_index: 'oom-event',
+  allocated_at_oom_bytes: 'allocated-at-oom-bytes',
+  reserved_at_oom_bytes: 'reserved-at-oom-bytes',
+};
+/** Trace actions (`alloc`, `free_requested`…) → `data-metric` key of their count. */
+const actionMetric = (action) => `trace-${action.replaceAll('_', '-')}-count`;
+
+/**
+ * Where the overview's metrics (`metrics(page)`) differ from one device's expectations: one
+ * sentence per metric missing or wrong, starting with `label`; none when all agree.
+ */
+export function metricMismatches(got, expected, label) {
+  const failures = [];
+  const check = (key, want) => {
+    if (!(key in got)) failures.push(`${label}: no metric ${key}`);
+    else if (got[key] !== BigInt(want)) failures.push(`${label}: ${key} = ${got[key]}, expected ${want}`);
+  };
+  for (const [field, key] of Object.entries(EXPECTED_METRICS)) {
+    if (field in expected) check(key, expected[field]);
+  }
+  for (const [action, count] of Object.entries(expected.actions ?? {})) check(actionMetric(action), count);
+  return failures;
 }
 
 /** The numbers of the User Timing marks with `name`. */

@@ -68,6 +68,10 @@ export async function serveStatic(root, prefix = '/', options = {}) {
     origin,
     url: origin + prefix,
     requests,
-    close: () => new Promise((resolve) => server.close(resolve)),
+    // Stops at once: kept-alive connections are closed too, so the site is really gone.
+    close: () => new Promise((resolve) => {
+      server.close(resolve);
+      server.closeAllConnections();
+    }),
   };
 }

@@ -12,25 +12,9 @@ import path from 'node:path';
 import { before, describe, it } from 'node:test';
 
 import {
-  DIST, EXPECTATIONS, marks, metrics, openFiles, REAL_FIXTURES, ROOT, sharedBrowser, tempFile, waitSettled,
+  DIST, EXPECTATIONS, marks, metricMismatches, metrics, openFiles, REAL_FIXTURES, ROOT, sharedBrowser, tempFile,
+  waitSettled,
 } from './helpers.mjs';
-
-/** Keys of tests/expectations/real.json (per device) → `data-metric` keys of the overview. */
-const EXPECTED_METRICS = {
-  reserved_bytes: 'reserved-end-bytes',
-  allocated_bytes: 'allocated-end-bytes',
-  segments: 'segment-count',
-  blocks: 'block-count',
-  trace_entries: 'trace-entries',
-  peak_allocated_bytes: 'peak-allocated-bytes',
-  peak_reserved_bytes: 'peak-reserved-bytes',
-  reserved_at_peak_bytes: 'reserved-at-peak-bytes',
-  oom_index: 'oom-event',
-  allocated_at_oom_bytes: 'allocated-at-oom-bytes',
-  reserved_at_oom_bytes: 'reserved-at-oom-bytes',
-};
-/** Trace actions (`alloc`, `free_requested`…) → `data-metric` key of their count. */
-const actionMetric = (action) => `trace-${action.replaceAll('_', '-')}-count`;
 
 /** A pickle that would call os.system('echo pwned') if it were unpickled by Python. */
 const HOSTILE_PICKLE = Buffer.from('\x80\x02cposix\nsystem\nq\x00X\x0a\x00\x00\x00echo pwnedq\x01\x85q\x02Rq\x03.', 'latin1');
@@ -211,15 +195,7 @@ describe('real snapshots', () => {
             continue;
           }
           await page.waitForSelector(`#overview[data-device="${device}"]`);
-          const got = await metrics(page);
-          const check = (key, want) => {
-            if (!(key in got)) failures.push(`${name} cuda:${device}: no metric ${key}`);
-            else if (got[key] !== BigInt(want)) failures.push(`${name} cuda:${device}: ${key} = ${got[key]}, expected ${want}`);
-          };
-          for (const [field, key] of Object.entries(EXPECTED_METRICS)) {
-            if (field in expected) check(key, expected[field]);
-          }
-          for (const [action, count] of Object.entries(expected.actions ?? {})) check(actionMetric(action), count);
+          failures.push(...metricMismatches(await metrics(page), expected, `${name} cuda:${device}`));
         }
         await page.click('.file-item.selected .file-close');
       }
