@@ -23,6 +23,22 @@ use super::table::TablePanel;
 use super::timeline::TimelinePanel;
 use crate::format;
 
+/// The views under the overview, mounted one per frame: timeline, breakdown, phases, table,
+/// allocator.
+const VIEW_STAGES: usize = 5;
+
+/// Mounts the next view, and the one after it a frame later.
+fn mount_next(mounted: RwSignal<usize>) {
+    // The view may be gone (another file shown) before the frame comes.
+    let Some(next) = mounted.try_get_untracked().map(|m| m + 1) else {
+        return;
+    };
+    if next <= VIEW_STAGES {
+        mounted.set(next);
+        request_animation_frame(move || mount_next(mounted));
+    }
+}
+
 #[component]
 pub fn SnapshotView(
     id: FileId,
@@ -65,20 +81,21 @@ pub fn SnapshotView(
     let overview =
         Memo::new(move |_| state.with(|s| s.file(id).and_then(|f| f.overview().cloned())));
     // The timeline mounts two frames after the overview, so the overview's numbers are on
-    // screen first and never wait for the timeline's canvases.
-    let timeline_shown = RwSignal::new(false);
+    // screen first and never wait for the timeline's canvases; the views below it follow one
+    // per frame, so no single task builds them all and the page keeps answering meanwhile.
+    let mounted = RwSignal::new(0usize);
     Effect::new(move |_| {
-        if overview.with(Option::is_some) && !timeline_shown.get_untracked() {
-            request_animation_frame(move || {
-                request_animation_frame(move || timeline_shown.set(true));
-            });
+        if overview.with(Option::is_some) && mounted.get_untracked() == 0 {
+            request_animation_frame(move || request_animation_frame(move || mount_next(mounted)));
         }
     });
+    let reached: [Memo<bool>; VIEW_STAGES] =
+        std::array::from_fn(|stage| Memo::new(move |_| mounted.get() > stage));
     // Once the views have mounted (again, for a link restored over them), they have taken
     // their part of the link.
     Effect::new(move |_| {
         link.epoch.track();
-        if timeline_shown.get() {
+        if mounted.get() == VIEW_STAGES {
             request_animation_frame(move || request_animation_frame(move || link.restored()));
         }
     });
@@ -145,23 +162,26 @@ pub fn SnapshotView(
                 let timeline = move || {
                     // A link restored over the views shown mounts them again.
                     link.epoch.track();
-                    timeline_shown.get().then(|| view! {
-                        {shows(Section::Timeline).then(|| view! {
+                    let (breakdown_name, phases_name, table_name) =
+                        (file_name.clone(), file_name.clone(), file_name.clone());
+                    let at = move |stage: usize, section: Section| reached[stage].get() && shows(section);
+                    view! {
+                        {move || at(0, Section::Timeline).then(|| view! {
                             <TimelinePanel file=id device=device actions=actions categories=categories dark=dark />
                         })}
-                        {shows(Section::Breakdown).then(|| view! {
-                            <BreakdownPanel file=id device=device file_name=file_name.clone() actions=actions categories=categories dark=dark.into() />
+                        {move || at(1, Section::Breakdown).then(|| view! {
+                            <BreakdownPanel file=id device=device file_name=breakdown_name.clone() actions=actions categories=categories dark=dark.into() />
                         })}
-                        {shows(Section::Phases).then(|| view! {
-                            <PhasesPanel file=id device=device file_name=file_name.clone() actions=actions categories=categories dark=dark.into() />
+                        {move || at(2, Section::Phases).then(|| view! {
+                            <PhasesPanel file=id device=device file_name=phases_name.clone() actions=actions categories=categories dark=dark.into() />
                         })}
-                        {shows(Section::Table).then(|| view! {
-                            <TablePanel file=id device=device file_name=file_name.clone() actions=actions categories=categories />
+                        {move || at(3, Section::Table).then(|| view! {
+                            <TablePanel file=id device=device file_name=table_name.clone() actions=actions categories=categories />
                         })}
-                        {(has_segments && shows(Section::Allocator)).then(|| view! {
+                        {move || (has_segments && at(4, Section::Allocator)).then(|| view! {
                             <AllocatorPanel file=id device=device actions=actions categories=categories dark=dark.into() />
                         })}
-                    })
+                    }
                 };
                 let overview_shown = shows(Section::Overview);
                 match overview.get() {
