@@ -132,7 +132,7 @@ fn reports_of(path: &Path, opened: &Opened, device: Option<u32>, rules: &Rules) 
         return (
             format!(
                 "# Memory report: {}\n\nThis snapshot holds no device.\n",
-                format::report::escape(&name)
+                format::document::escape(&name)
             ),
             true,
         );

@@ -4,15 +4,15 @@
 //! `memsight report` print these, so they read the same.
 //!
 //! File names and frames come from the user's files: Markdown escapes them
-//! ([`super::report::escape`]) and CSV keeps them from running as formulas
+//! ([`super::document::escape`]) and CSV keeps them from running as formulas
 //! ([`super::table::cell`]). Not the place for computing rows or deltas.
 
 use std::fmt::Write;
 
 use super::breakdown::{component_label, role_label};
+use super::document::escape;
 use super::document::{Align, Block, Cell, Chart, ChartKind, ChartSlice, Column, Inline, Table};
 use super::overview::metric_label;
-use super::report::escape;
 use super::table::cell;
 use super::{bytes, bytes_delta, count, duration_us, percent_ppm};
 use crate::analysis::categories::{Component, Role};

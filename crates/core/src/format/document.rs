@@ -14,8 +14,6 @@
 
 use std::fmt::Write;
 
-use super::report::{code, escape};
-
 /// Exact values an element carries in HTML, as `data-NAME="value"` attributes. Names are the
 /// project's own (`bytes`, `metric`, `value`); values are escaped.
 pub type Data = Vec<(&'static str, String)>;
@@ -507,6 +505,62 @@ pub fn html_page(title: &str, body: &str) -> String {
     )
 }
 
+/// Line breaks and other control characters as spaces: a table row or a list item stays on
+/// one line.
+fn one_line(text: &str) -> impl Iterator<Item = char> + '_ {
+    text.chars().map(|c| if c.is_control() { ' ' } else { c })
+}
+
+/// `text` as Markdown that reads as the same text, on one line: every character Markdown (or
+/// GitHub's flavour: tables, strikethrough, math) could read as syntax is escaped with a
+/// backslash, `&` and `<` included, so no entity, autolink or HTML comes from it. An
+/// underscore between two letters or digits is left alone (it cannot start emphasis there),
+/// so `expandable_segments` stays readable.
+pub fn escape(text: &str) -> String {
+    let chars: Vec<char> = one_line(text).collect();
+    let mut out = String::with_capacity(text.len() + 8);
+    for (i, &c) in chars.iter().enumerate() {
+        let special = match c {
+            '_' => {
+                let word = |c: Option<&char>| c.is_some_and(|c| c.is_alphanumeric());
+                !(i > 0 && word(chars.get(i - 1)) && word(chars.get(i + 1)))
+            }
+            '\\' | '`' | '*' | '[' | ']' | '<' | '>' | '&' | '|' | '~' | '$' | '#' | '!' => true,
+            _ => false,
+        };
+        if special {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `text` as a code span that may sit in a table cell: fenced with one backtick more than its
+/// longest run of backticks (padded with a space when it starts or ends with a backtick or a
+/// space, so the content stays exact), its pipes escaped (`\|`, which GitHub's tables read as
+/// a pipe of the cell, even in code), on one line. Code spans show HTML as text.
+pub fn code(text: &str) -> String {
+    let text: String = one_line(text).collect();
+    if text.is_empty() {
+        return "*empty*".to_string();
+    }
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat(longest + 1);
+    let pad = if text.starts_with(['`', ' ']) || text.ends_with(['`', ' ']) {
+        " "
+    } else {
+        ""
+    };
+    let body = text.replace('|', "\\|");
+    format!("{fence}{pad}{body}{pad}{fence}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -653,5 +707,52 @@ mod tests {
         assert!(!page.contains("<script"));
         assert!(!page.contains("http://") && !page.contains("https://"));
         assert!(page.contains("<main>\n<p>hi</p>\n</main>"));
+    }
+
+    #[test]
+    fn escaped_text_is_never_markdown_syntax() {
+        assert_eq!(escape("plain text 1.5"), "plain text 1.5");
+        assert_eq!(
+            escape("<img src=x onerror=alert(1)>"),
+            "\\<img src=x onerror=alert(1)\\>"
+        );
+        assert_eq!(
+            escape("[a](javascript:x) *b* `c`"),
+            "\\[a\\](javascript:x) \\*b\\* \\`c\\`"
+        );
+        assert_eq!(
+            escape("a|b\\c &amp; ~~d~~"),
+            "a\\|b\\\\c \\&amp; \\~\\~d\\~\\~"
+        );
+        assert_eq!(escape("line\nbreak\r\tend"), "line break  end");
+        // Underscores inside words stay; those that could open or close emphasis do not.
+        assert_eq!(
+            escape("expandable_segments:True"),
+            "expandable_segments:True"
+        );
+        assert_eq!(
+            escape("_private __dunder__"),
+            "\\_private \\_\\_dunder\\_\\_"
+        );
+    }
+
+    #[test]
+    fn code_spans_hold_any_name_in_one_cell() {
+        assert_eq!(code("model.py:3:forward"), "`model.py:3:forward`");
+        assert_eq!(code("a`b"), "``a`b``");
+        assert_eq!(code("``x``"), "``` ``x`` ```");
+        assert_eq!(code("a|b"), "`a\\|b`");
+        assert_eq!(code("<b>\nx</b>"), "`<b> x</b>`");
+        assert_eq!(code(""), "*empty*");
+        let row = format!("| 1 | {} | end |", code("f|`g`|h\\|i"));
+        // GitHub splits a row at pipes not escaped by a backslash.
+        let mut cells = 0;
+        let mut escaped = false;
+        for c in row.chars() {
+            cells += usize::from(c == '|' && !escaped);
+            escaped = c == '\\';
+        }
+        assert_eq!(cells, 4, "{row}");
+        assert!(row.ends_with("| end |"), "{row}");
     }
 }

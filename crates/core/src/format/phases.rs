@@ -1,13 +1,13 @@
 //! The phase report in words: each row's label (a phase's name, or a scope's as written),
 //! and the Markdown table the page downloads and `memsight phases` prints.
 //!
-//! Scope names come from the file: Markdown escapes them ([`super::report::escape`]). Not the
+//! Scope names come from the file: Markdown escapes them ([`super::document::escape`]). Not the
 //! place for computing rows.
 
 use std::fmt::Write;
 
 use super::breakdown::{phase_label, role_label};
-use super::report::escape;
+use super::document::escape;
 use super::{bytes, bytes_delta, count};
 use crate::phases::{PhaseReport, PhaseRow, PhaseSource};
 
