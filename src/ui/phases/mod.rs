@@ -26,7 +26,7 @@ use crate::protocol::{Answer, Request};
 use crate::timeline::raster::Style;
 
 /// Rows a table shows until "Show all" is clicked.
-const ROWS_SHOWN: usize = 100;
+const ROWS_SHOWN: usize = 30;
 /// Phases the chart draws at most (those with the highest peaks).
 const BARS_SHOWN: usize = 40;
 
