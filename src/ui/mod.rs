@@ -16,6 +16,8 @@
 //!   categories (the rules, the picked moment, the highlighted category); `charts`: drawing
 //!   charts on a canvas (plotters);
 //! - `segmented`: one button of a segmented group, bound to a signal;
+//! - `near_screen`: when an element first comes near the screen (charts below the fold are
+//!   drawn then);
 //! - `theme`: the system's light or dark theme, followed live, for the canvases;
 //! - `panic_banner`: shows a Rust panic instead of a dead page.
 //!
@@ -42,6 +44,7 @@ mod file_list;
 mod file_view;
 mod files;
 mod load_progress;
+mod near_screen;
 mod overview;
 mod page_query;
 mod panic_banner;

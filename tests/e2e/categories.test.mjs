@@ -135,6 +135,28 @@ describe('categories of a training step', { skip }, () => {
     }
   });
 
+  it('draws a chart once it comes near the screen, and a PNG of one not yet drawn is drawn first', async () => {
+    const { context, page, errors } = await open();
+    try {
+      // The last charts of the breakdown are far below the timeline: not drawn yet.
+      const far = '#chart-cached-free';
+      await page.waitForSelector(far, { state: 'attached', timeout: WAIT });
+      assert.ok(await page.$eval(far, (e) => e.getBoundingClientRect().top > 2 * window.innerHeight), 'the chart is far below the screen');
+      assert.equal(await page.$eval(far, (e) => e.dataset.draws), '0');
+      const [png] = await Promise.all([page.waitForEvent('download'), page.$eval(`${far} .chart-png`, (b) => b.click())]);
+      assert.ok(fs.statSync(await png.path()).size > 2000, 'the PNG holds a drawn chart');
+      assert.equal(await page.$eval(far, (e) => e.dataset.draws), '1');
+      // Another one, scrolled to, is drawn then.
+      const gauge = '#chart-efficiency';
+      assert.equal(await page.$eval(gauge, (e) => e.dataset.draws), '0');
+      await page.$eval(gauge, (e) => e.scrollIntoView({ block: 'center' }));
+      await page.waitForFunction((s) => Number(document.querySelector(s).dataset.draws) > 0, gauge, { timeout: WAIT });
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
+
   it('moves bytes in the pie and repaints the timeline when a rule is added, and refuses a bad one', async () => {
     const { context, page, errors } = await open();
     try {
@@ -259,6 +281,8 @@ describe('categories of a training step', { skip }, () => {
       await page.waitForFunction((s) => document.querySelector('#breakdown-moment')?.dataset.state !== s, peakState, { timeout: WAIT });
 
       // The system turns dark: charts and timeline repaint in the dark theme without a reload.
+      await page.$eval('#chart-roles', (e) => e.scrollIntoView({ block: 'center' }));
+      await page.waitForFunction(() => Number(document.querySelector('#chart-roles').dataset.draws) > 0, null, { timeout: WAIT });
       await settle(page);
       const draws = Number(await page.$eval('#chart-roles', (e) => e.dataset.draws));
       assert.ok((await scan(page))[BACKGROUND] > 0, 'a light background first');

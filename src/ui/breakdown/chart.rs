@@ -1,5 +1,6 @@
 //! One chart on a card: its title, a canvas sized to the card (backing store × the device
-//! pixel ratio), redrawn whenever what its drawing reads changes, a legend of exact values
+//! pixel ratio), drawn once it comes near the screen and then whenever what its drawing reads
+//! changes, a legend of exact values
 //! (`data-category` + `data-value`) with hover tooltips from the chart's own geometry, and a
 //! button that downloads it as PNG.
 
@@ -8,6 +9,7 @@ use leptos::prelude::*;
 use web_sys::HtmlCanvasElement;
 
 use crate::ui::charts::{self, Theme};
+use crate::ui::near_screen::near_screen;
 
 /// CSS size of a chart.
 pub const CHART_SIZE: (f64, f64) = (440.0, 260.0);
@@ -47,9 +49,8 @@ pub fn ChartCard(
     let draws = RwSignal::new(0u32);
     let draw_ms = RwSignal::new(0.0f64);
     let (w, h) = if wide { WIDE_CHART_SIZE } else { CHART_SIZE };
-    let draw_now = draw.clone();
-    Effect::new(move |_| {
-        let Some(canvas) = canvas.get() else { return };
+    let near = near_screen(canvas);
+    let paint = std::rc::Rc::new(move |canvas: &HtmlCanvasElement, dark: bool| {
         let dpr = web_sys::window().map_or(1.0, |w| w.device_pixel_ratio());
         // Resizing clears the canvas and invalidates the page's layout: only when it changes.
         let (width, height) = ((w * dpr).round() as u32, (h * dpr).round() as u32);
@@ -59,20 +60,27 @@ pub fn ChartCard(
         if canvas.height() != height {
             canvas.set_height(height);
         }
-        let theme = if dark.get() {
-            Theme::dark()
-        } else {
-            Theme::light()
-        };
+        let theme = if dark { Theme::dark() } else { Theme::light() };
         let start = now();
-        error.set(draw_now(&canvas, &theme).err());
+        error.set(draw(canvas, &theme).err());
         draw_ms.set(now() - start);
         draws.update(|n| *n += 1);
+    });
+    let paint_now = paint.clone();
+    Effect::new(move |_| {
+        let Some(canvas) = canvas.get() else { return };
+        // Drawn once it comes near the screen, then whenever what it reads changes.
+        if near.get() {
+            paint_now(&canvas, dark.get());
+        }
     });
     let download = move |_| {
         let Some(canvas) = canvas.get_untracked() else {
             return;
         };
+        if draws.get_untracked() == 0 {
+            paint(&canvas, dark.get_untracked());
+        }
         match charts::png_data_url(&canvas) {
             Ok(url) => super::download(&format!("memsight-{id}.png"), &url),
             Err(e) => error.set(Some(e)),
