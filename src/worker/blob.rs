@@ -5,9 +5,9 @@
 //! Not for the page's main thread (`FileReaderSync` would block it, and is not available there).
 
 use js_sys::Uint8Array;
-use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{Blob, FileReaderSync};
 
+use super::js_error_text;
 use super::reader::ChunkSource;
 
 pub struct BlobSource {
@@ -40,16 +40,4 @@ impl ChunkSource for BlobSource {
             .map_err(|e| js_error_text(&e))?;
         Ok(Uint8Array::new(&buffer).to_vec())
     }
-}
-
-/// Text of a JS exception or value, for error messages.
-fn js_error_text(value: &JsValue) -> String {
-    if let Some(error) = value.dyn_ref::<js_sys::Error>() {
-        return format!(
-            "{}: {}",
-            String::from(error.name()),
-            String::from(error.message())
-        );
-    }
-    value.as_string().unwrap_or_else(|| format!("{value:?}"))
 }

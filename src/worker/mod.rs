@@ -1,6 +1,8 @@
 //! The Web Worker that owns one snapshot file: it receives the `File` with a `Load` message,
-//! reads it in 8 MiB chunks, hands it to the core's [`Session`](memsight_core::engine::Session)
-//! and posts its progress and answers to the page. One worker per open file, so closing a
+//! reads it in 8 MiB parts, hands it to the core's [`Session`](memsight_core::session::Session)
+//! and posts its progress and answers to the page. A plain pickle is decoded while it is read
+//! (`feed`: the next part is read while the last one decodes); other formats are read from a
+//! synchronous reader (`reader` over `blob`). One worker per open file, so closing a
 //! file (terminating its worker) frees all its memory, and a slow or broken file never blocks
 //! the page or another file.
 //!
@@ -18,6 +20,24 @@ pub mod reader;
 #[cfg(target_arch = "wasm32")]
 mod blob;
 #[cfg(target_arch = "wasm32")]
+mod feed;
+#[cfg(target_arch = "wasm32")]
 mod runtime;
 #[cfg(target_arch = "wasm32")]
 pub use runtime::start;
+
+#[cfg(target_arch = "wasm32")]
+use wasm_bindgen::{JsCast, JsValue};
+
+#[cfg(target_arch = "wasm32")]
+/// Text of a JS exception or value, for error messages.
+fn js_error_text(value: &JsValue) -> String {
+    if let Some(error) = value.dyn_ref::<js_sys::Error>() {
+        return format!(
+            "{}: {}",
+            String::from(error.name()),
+            String::from(error.message())
+        );
+    }
+    value.as_string().unwrap_or_else(|| format!("{value:?}"))
+}

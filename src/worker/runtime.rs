@@ -1,5 +1,5 @@
-//! The worker's browser side: receiving the page's messages, reading the `File`, posting
-//! events and answers, reporting panics. What it carries out is the core's
+//! The worker's browser side: receiving the page's messages, reading the `File` (a plain
+//! pickle as it decodes, see `feed`), posting events and answers, reporting panics. What it carries out is the core's
 //! [`Session`] (pure, tested natively).
 
 use std::cell::RefCell;
@@ -13,7 +13,9 @@ use wasm_bindgen::prelude::*;
 use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent};
 
 use super::blob::BlobSource;
+use super::feed;
 use super::reader::{ChunkSource, ChunkedReader, CHUNK_BYTES};
+use memsight_core::decode::feeds;
 
 /// Name of the queue `static/worker_loader.js` fills while the module loads.
 const EARLY_QUEUE: &str = "__memsightQueue";
@@ -103,10 +105,14 @@ const WARM_UP_SNAPSHOT: &[u8] = include_bytes!("warmup.pickle");
 /// Decodes the warm-up snapshot a few times. WebAssembly engines first run code from a quick
 /// baseline compiler and switch a function to optimised code only once it has run for a
 /// while; the page starts the next file's worker ahead of need, so this makes the decoder's
-/// hot functions fast before a real file arrives.
+/// hot functions fast before a real file arrives. Decoded the way a pickle file is: pushed
+/// into a [`PickleFeed`](memsight_core::decode::PickleFeed).
 fn warm_up() {
     for _ in 0..24 {
-        let _ = memsight_core::decode::decode_bytes(WARM_UP_SNAPSHOT)
+        let mut feed = memsight_core::decode::PickleFeed::new();
+        let _ = feed
+            .push(WARM_UP_SNAPSHOT.to_vec())
+            .and_then(|()| feed.finish())
             .map(memsight_core::analysis::Analysed::new);
     }
 }
@@ -131,7 +137,7 @@ fn handle(session: &Rc<RefCell<Session>>, data: JsValue) {
                     "The load request came without a file.",
                 )));
             };
-            let source = match BlobSource::new(blob) {
+            let source = match BlobSource::new(blob.clone()) {
                 Ok(source) => source,
                 Err(error) => {
                     return post_event(FileEvent::Failed(ErrorReport::message(format!(
@@ -145,6 +151,16 @@ fn handle(session: &Rc<RefCell<Session>>, data: JsValue) {
             }
             // The blob's own length is authoritative.
             let total = source.size();
+            let mut source = source;
+            let head = source.read_range(0, total.min(4)).unwrap_or_default();
+            if feeds(&head) {
+                // Decoded while it is read: the rest of the file comes in parts.
+                let session = session.clone();
+                wasm_bindgen_futures::spawn_local(feed::load(
+                    session, blob, total, now, post_event,
+                ));
+                return;
+            }
             let reader = ChunkedReader::new(source, CHUNK_BYTES);
             let event = session
                 .borrow_mut()

@@ -13,7 +13,7 @@ use crate::analysis::{Analysed, DeviceChoice};
 use crate::breakdown::categorised::Categorised;
 use crate::breakdown::service::BreakdownService;
 use crate::compare::service::DigestService;
-use crate::decode::{decode_reader, ErrorReport};
+use crate::decode::{decode_reader, ErrorReport, PickleFeed};
 use crate::overview::service::OverviewService;
 use crate::phases::service::PhasesService;
 use crate::protocol::{Answer, FileEvent, LoadedSummary, Request, RulesApplied};
@@ -68,17 +68,9 @@ impl Session {
         now: &dyn Fn() -> f64,
         on_progress: &mut dyn FnMut(FileEvent),
     ) -> Result<LoadedSummary, ErrorReport> {
-        if std::mem::replace(&mut self.started, true) {
-            return Err(ErrorReport::message(
-                "This worker already has a file: open each file in its own worker.",
-            ));
-        }
+        self.begin(total, on_progress)?;
         let start = now();
         let mut reported = 0u64;
-        on_progress(FileEvent::Progress {
-            bytes_read: 0,
-            total,
-        });
         let read_ms = Cell::new(0.0);
         let reader = TimedReader {
             inner: reader,
@@ -103,6 +95,71 @@ impl Session {
                 total,
             });
         }
+        Ok(self.keep(snapshot, total, start, read_ms.get(), now))
+    }
+
+    /// Starts a load of `total` bytes whose bytes are pushed as they are read
+    /// ([`Feeding::push`], then [`Self::finish_feeding`]): only for a plain pickle
+    /// ([`crate::decode::feeds`]). Refused, like [`Self::load`], when a load was started.
+    pub fn start_feeding(
+        &mut self,
+        total: u64,
+        now: &dyn Fn() -> f64,
+        on_progress: &mut dyn FnMut(FileEvent),
+    ) -> Result<Feeding, ErrorReport> {
+        self.begin(total, on_progress)?;
+        Ok(Feeding {
+            feed: PickleFeed::new(),
+            total,
+            start: now(),
+            read_ms: 0.0,
+            reported: 0,
+        })
+    }
+
+    /// Starts the session's one load: refused when one was started.
+    fn begin(
+        &mut self,
+        total: u64,
+        on_progress: &mut dyn FnMut(FileEvent),
+    ) -> Result<(), ErrorReport> {
+        if std::mem::replace(&mut self.started, true) {
+            return Err(ErrorReport::message(
+                "This worker already has a file: open each file in its own worker.",
+            ));
+        }
+        on_progress(FileEvent::Progress {
+            bytes_read: 0,
+            total,
+        });
+        Ok(())
+    }
+
+    /// Ends a load fed by [`Feeding::push`]: decodes the rest, analyses the snapshot and keeps
+    /// it. The event the page receives: `Loaded` or `Failed`.
+    pub fn finish_feeding(&mut self, feeding: Feeding, now: &dyn Fn() -> f64) -> FileEvent {
+        let Feeding {
+            feed,
+            total,
+            start,
+            read_ms,
+            ..
+        } = feeding;
+        match feed.finish() {
+            Ok(snapshot) => FileEvent::Loaded(self.keep(snapshot, total, start, read_ms, now)),
+            Err(error) => FileEvent::Failed(error.into_report()),
+        }
+    }
+
+    /// Analyses a decoded snapshot and keeps it; `start` is when its load started.
+    fn keep(
+        &mut self,
+        snapshot: crate::model::Snapshot,
+        total: u64,
+        start: f64,
+        read_ms: f64,
+        now: &dyn Fn() -> f64,
+    ) -> LoadedSummary {
         let devices = snapshot.device_ids();
         let analyse_start = now();
         let analysed = Analysed::new(snapshot);
@@ -114,16 +171,16 @@ impl Session {
         let categorise_ms = now() - categorise_start;
         self.analysed = Some(analysed);
         let end = now();
-        Ok(LoadedSummary {
+        LoadedSummary {
             devices,
             default_device,
             default_reason,
             file_bytes: total,
             decode_ms: end - start,
-            read_ms: read_ms.get(),
+            read_ms,
             analyse_ms: end - analyse_start - categorise_ms,
             categorise_ms,
-        })
+        }
     }
 
     /// [`Self::load`] as the event the page receives: `Loaded` or `Failed`.
@@ -196,6 +253,43 @@ impl Session {
     /// The allocations' categories under the rules in use.
     pub fn categorised(&self) -> &Categorised {
         &self.categorised
+    }
+}
+
+/// A load whose bytes are pushed as they are read (see [`Session::start_feeding`]).
+pub struct Feeding {
+    feed: PickleFeed,
+    total: u64,
+    start: f64,
+    /// Time spent waiting for bytes that were not read yet.
+    read_ms: f64,
+    reported: u64,
+}
+
+impl Feeding {
+    /// Decodes the next bytes of the file as far as they allow; reports progress.
+    pub fn push(
+        &mut self,
+        chunk: Vec<u8>,
+        on_progress: &mut dyn FnMut(FileEvent),
+    ) -> Result<(), ErrorReport> {
+        self.feed.push(chunk).map_err(|e| e.into_report())?;
+        let pushed = self.feed.pushed();
+        let due =
+            pushed >= self.reported.saturating_add(PROGRESS_STEP_BYTES) || pushed >= self.total;
+        if due && pushed > self.reported {
+            self.reported = pushed;
+            on_progress(FileEvent::Progress {
+                bytes_read: pushed.min(self.total),
+                total: self.total,
+            });
+        }
+        Ok(())
+    }
+
+    /// Counts `ms` spent waiting for the file's next bytes.
+    pub fn waited(&mut self, ms: f64) {
+        self.read_ms += ms;
     }
 }
 

@@ -9,21 +9,6 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use common::*;
 use memsight_core::decode::{decode_bytes, decode_reader};
 
-/// xorshift64*: deterministic and dependency-free.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 fn samples() -> Vec<(String, Vec<u8>)> {
     let mut out: Vec<(String, Vec<u8>)> = [
         "small_p4.pickle",

@@ -1,5 +1,9 @@
 //! Chunked input: a window over a `Read` that never holds more of the stream than the value
 //! being decoded needs, and knows the stream offset of every byte for error messages.
+//!
+//! A reader that has nothing yet but more to come answers `WouldBlock`: the input is then
+//! *starved*, and the decoder steps back to the start of the opcode it was reading (kept in the
+//! window since [`Input::mark`]) to run it again once more bytes are pushed (see `feed`).
 
 use std::io::{self, Read};
 
@@ -20,6 +24,11 @@ pub struct Input<R> {
     /// Stream offset of `buf[0]`.
     base: u64,
     eof: bool,
+    /// The window keeps the bytes from here on (at most `pos`): where the opcode being read
+    /// started, to step back to when the input starves in its middle.
+    pub mark: usize,
+    /// Set when the reader had nothing yet but more to come (`WouldBlock`).
+    pub starved: bool,
 }
 
 impl<R: Read> Input<R> {
@@ -31,7 +40,20 @@ impl<R: Read> Input<R> {
             len: 0,
             base: 0,
             eof: false,
+            mark: 0,
+            starved: false,
         }
+    }
+
+    /// The reader, to hand it more bytes.
+    pub fn reader_mut(&mut self) -> &mut R {
+        &mut self.reader
+    }
+
+    /// Steps back to [`Self::mark`] after the input starved.
+    pub fn rewind_to_mark(&mut self) {
+        self.pos = self.mark;
+        self.starved = false;
     }
 
     /// Stream offset of the next unread byte.
@@ -66,14 +88,16 @@ impl<R: Read> Input<R> {
         if self.available() >= want || self.eof {
             return Ok(self.available());
         }
-        // Slide the unread tail to the front.
-        if self.pos > 0 {
-            self.buf.copy_within(self.pos..self.len, 0);
-            self.base += self.pos as u64;
-            self.len -= self.pos;
-            self.pos = 0;
+        // Slide the unread tail (and the marked opcode) to the front.
+        let keep = self.mark.min(self.pos);
+        if keep > 0 {
+            self.buf.copy_within(keep..self.len, 0);
+            self.base += keep as u64;
+            self.len -= keep;
+            self.pos -= keep;
+            self.mark -= keep;
         }
-        while self.len < want && !self.eof {
+        while self.len - self.pos < want && !self.eof {
             if self.len == self.buf.len() {
                 // Grow by one chunk at a time: only as much as has actually arrived.
                 self.buf.resize(self.len + CHUNK, 0);
@@ -83,6 +107,13 @@ impl<R: Read> Input<R> {
                 Ok(0) => self.eof = true,
                 Ok(n) => self.len += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.starved = true;
+                    return Err(DecodeError::at(
+                        self.base + self.len as u64,
+                        "the rest of the file has not arrived",
+                    ));
+                }
                 Err(e) => return Err(read_error(self.base + self.len as u64, &e)),
             }
         }
@@ -111,6 +142,50 @@ impl<R: Read> Input<R> {
     /// True when no byte follows (reads ahead to know).
     pub fn at_end(&mut self) -> Result<bool, DecodeError> {
         Ok(self.fill(1)? == 0)
+    }
+}
+
+/// The bytes pushed so far, read in order: `WouldBlock` when all are read and more are to
+/// come, the end of the stream once [`Queue::end`] is called.
+#[derive(Default)]
+pub struct Queue {
+    chunks: std::collections::VecDeque<Vec<u8>>,
+    /// Bytes of the front chunk already read.
+    head: usize,
+    ended: bool,
+}
+
+impl Queue {
+    pub fn push(&mut self, chunk: Vec<u8>) {
+        if !chunk.is_empty() {
+            self.chunks.push_back(chunk);
+        }
+    }
+
+    /// No byte follows those pushed.
+    pub fn end(&mut self) {
+        self.ended = true;
+    }
+}
+
+impl Read for Queue {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        while let Some(front) = self.chunks.front() {
+            let rest = &front[self.head..];
+            if !rest.is_empty() {
+                let n = rest.len().min(out.len());
+                out[..n].copy_from_slice(&rest[..n]);
+                self.head += n;
+                return Ok(n);
+            }
+            self.chunks.pop_front();
+            self.head = 0;
+        }
+        if self.ended {
+            Ok(0)
+        } else {
+            Err(io::ErrorKind::WouldBlock.into())
+        }
     }
 }
 

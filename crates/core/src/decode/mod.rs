@@ -43,6 +43,55 @@ pub fn decode_reader<R: Read>(
     decode_stream(counting)
 }
 
+/// Decodes a plain pickle snapshot from its bytes pushed as they arrive, so that reading the
+/// next part of a file overlaps with decoding the last one (the page's worker reads the `File`
+/// while this decodes). The model is the one [`decode_reader`] builds from the same bytes.
+/// Only for plain pickles ([`feeds`]); a compressed or JSON file is decoded from a reader.
+pub struct PickleFeed {
+    parser: pickle::Resumable,
+    pushed: u64,
+}
+
+impl PickleFeed {
+    pub fn new() -> Self {
+        PickleFeed {
+            parser: pickle::Resumable::new(),
+            pushed: 0,
+        }
+    }
+
+    /// Decodes as far as the next bytes of the file, `chunk`, allow.
+    pub fn push(&mut self, chunk: Vec<u8>) -> Result<(), DecodeError> {
+        self.pushed += chunk.len() as u64;
+        self.parser.push(chunk)
+    }
+
+    /// Bytes pushed so far.
+    pub fn pushed(&self) -> u64 {
+        self.pushed
+    }
+
+    /// The file has ended: decodes the rest and returns the snapshot.
+    pub fn finish(self) -> Result<Snapshot, DecodeError> {
+        if self.pushed == 0 {
+            return Err(DecodeError::at(0, "the file is empty"));
+        }
+        self.parser.finish()
+    }
+}
+
+impl Default for PickleFeed {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Whether a file starting with `head` (at least its first 4 bytes, or all of a shorter file)
+/// is decoded by a [`PickleFeed`].
+pub fn feeds(head: &[u8]) -> bool {
+    matches!(sniff(head), Ok(Format::Pickle))
+}
+
 /// Decodes a snapshot held in memory.
 pub fn decode_bytes(bytes: &[u8]) -> Result<Snapshot, DecodeError> {
     decode_reader(bytes, &mut |_| {})

@@ -12,7 +12,7 @@
 use std::io::Read;
 
 use super::build::{At, Builder, Node, Scalar, MAX_DEPTH};
-use super::input::{truncated, Input};
+use super::input::{truncated, Input, Queue};
 use super::DecodeError;
 use crate::model::{FrameId, StackId, StrId};
 
@@ -95,6 +95,53 @@ pub fn decode<R: Read>(input: Input<R>) -> Result<crate::model::Snapshot, Decode
     parser.builder.finish(node, end)
 }
 
+/// A pickle decoded as its bytes are pushed, chunk by chunk: the same parser as [`decode`]
+/// (so the same model), run as far as the bytes pushed so far allow.
+pub struct Resumable {
+    parser: Parser<Queue>,
+    root: Option<Val>,
+}
+
+impl Resumable {
+    pub fn new() -> Self {
+        Resumable {
+            parser: Parser::new(Input::new(Queue::default())),
+            root: None,
+        }
+    }
+
+    /// Decodes as far as `chunk` (the next bytes of the stream) allows.
+    pub fn push(&mut self, chunk: Vec<u8>) -> Result<(), DecodeError> {
+        self.parser.input.reader_mut().push(chunk);
+        self.resume()
+    }
+
+    /// The stream has ended: decodes what is left and builds the snapshot.
+    pub fn finish(mut self) -> Result<crate::model::Snapshot, DecodeError> {
+        self.parser.input.reader_mut().end();
+        self.resume()?;
+        let root = self
+            .root
+            .expect("a parser whose input has ended stops or fails, it never starves");
+        let end = At(Some(self.parser.input.offset()));
+        let node = self.parser.to_node(root, 0)?;
+        self.parser.builder.finish(node, end)
+    }
+
+    fn resume(&mut self) -> Result<(), DecodeError> {
+        if self.root.is_none() {
+            self.root = self.parser.run_until_starved()?;
+        }
+        Ok(())
+    }
+}
+
+impl Default for Resumable {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 struct Parser<R> {
     input: Input<R>,
     builder: Builder,
@@ -173,12 +220,32 @@ impl<R: Read> Parser<R> {
         }
     }
 
+    /// Runs opcodes until `STOP` (`Some(root)`) or until the input starves (`None`): then the
+    /// opcode that starved is stepped back over, to run again once more bytes are pushed.
+    /// Every opcode reads all its bytes before it changes anything, so running it again is
+    /// running it once.
+    fn run_until_starved(&mut self) -> Result<Option<Val>, DecodeError> {
+        loop {
+            match self.run_steps(1 << 16) {
+                Ok(Some(root)) => return Ok(Some(root)),
+                Ok(None) => {}
+                Err(_) if self.input.starved => {
+                    self.input.rewind_to_mark();
+                    return Ok(None);
+                }
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
     /// Runs at most `budget` opcodes; `Some(root)` once `STOP` is reached. Returning every so
     /// often matters under WebAssembly: engines without on-stack replacement only switch a
     /// function to optimised code when it is entered again.
     #[inline(never)]
     fn run_steps(&mut self, budget: u32) -> Result<Option<Val>, DecodeError> {
         for _ in 0..budget {
+            // Where to step back to if the input starves in this opcode.
+            self.input.mark = self.input.pos;
             if self.input.available() < 16 && self.input.fill(16)? == 0 {
                 return Err(truncated(
                     self.input.offset(),
@@ -204,11 +271,14 @@ impl<R: Read> Parser<R> {
                     self.input.take(8, "FRAME")?;
                 }
                 b'.' => {
+                    // Read ahead before popping: the input may starve here, and the opcode
+                    // then runs again.
+                    let at_end = self.input.at_end()?;
                     let root = self.pop(at)?;
                     if !self.stack.is_empty() || !self.marks.is_empty() {
                         return Err(DecodeError::at(at, format!("STOP leaves {} values and {} marks unconsumed", self.stack.len(), self.marks.len())));
                     }
-                    if !self.input.at_end()? {
+                    if !at_end {
                         return Err(DecodeError::at(self.input.offset(), "data continues after the pickle's STOP opcode")
                             .with_hint("trailing garbage: the file may be two files joined, or damaged"));
                     }

@@ -193,3 +193,19 @@ pub fn load_session(path: &Path) -> Option<Session> {
         .ok()?;
     Some(session)
 }
+
+/// xorshift64*: deterministic and dependency-free random numbers for tests.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
