@@ -125,12 +125,13 @@ export const median = (xs) => {
 export const mb = (bytes) => bytes / 1e6;
 
 /**
- * Measures every size `runs` times in one browser and server: `measure(session, file)` (with
+ * Measures every size `runs` times in one browser and server, then every file of `files`
+ * (given files, such as the real fixtures): `measure(session, file)` (with
  * `session` = { browser, server, browserPid }) opens its own page and returns one run's
  * results; `summarise({ entries, bytes, results })` turns a size's runs into its table row
- * (and may print progress). Returns the rows.
+ * (and may print progress); for a given file `entries` is its name. Returns the rows.
  */
-export async function measureSizes({ sizes, runs, depthMin, depthMax }, measure, summarise) {
+export async function measureSizes({ sizes, runs, depthMin, depthMax, files = [] }, measure, summarise) {
   const server = await startServer();
   const browser = await launchBrowser();
   const session = { browser, server, browserPid: launchedBrowserPid() };
@@ -142,6 +143,11 @@ export async function measureSizes({ sizes, runs, depthMin, depthMax }, measure,
       const results = [];
       for (let r = 0; r < runs; r++) results.push(await measure(session, file));
       rows.push(summarise({ entries, bytes, results }));
+    }
+    for (const file of files) {
+      const results = [];
+      for (let r = 0; r < runs; r++) results.push(await measure(session, file));
+      rows.push(summarise({ entries: path.basename(file), bytes: fs.statSync(file).size, results }));
     }
   } finally {
     await browser.close();
