@@ -70,7 +70,7 @@ impl Session {
     ) -> Result<LoadedSummary, ErrorReport> {
         self.begin(total, on_progress)?;
         let start = now();
-        let mut reported = 0u64;
+        let mut progress = Progress::new(total);
         let read_ms = Cell::new(0.0);
         let reader = TimedReader {
             inner: reader,
@@ -78,23 +78,10 @@ impl Session {
             spent: &read_ms,
         };
         let snapshot = decode_reader(reader, &mut |bytes_read| {
-            let due =
-                bytes_read >= reported.saturating_add(PROGRESS_STEP_BYTES) || bytes_read >= total;
-            if due && bytes_read > reported {
-                reported = bytes_read;
-                on_progress(FileEvent::Progress {
-                    bytes_read: bytes_read.min(total),
-                    total,
-                });
-            }
+            progress.at(bytes_read, on_progress)
         })
         .map_err(|error| error.into_report())?;
-        if reported < total {
-            on_progress(FileEvent::Progress {
-                bytes_read: total,
-                total,
-            });
-        }
+        progress.at(total, on_progress);
         Ok(self.keep(snapshot, total, start, read_ms.get(), now))
     }
 
@@ -110,10 +97,9 @@ impl Session {
         self.begin(total, on_progress)?;
         Ok(Feeding {
             feed: PickleFeed::new(),
-            total,
             start: now(),
             read_ms: 0.0,
-            reported: 0,
+            progress: Progress::new(total),
         })
     }
 
@@ -140,11 +126,11 @@ impl Session {
     pub fn finish_feeding(&mut self, feeding: Feeding, now: &dyn Fn() -> f64) -> FileEvent {
         let Feeding {
             feed,
-            total,
             start,
             read_ms,
-            ..
+            progress,
         } = feeding;
+        let total = progress.total;
         match feed.finish() {
             Ok(snapshot) => FileEvent::Loaded(self.keep(snapshot, total, start, read_ms, now)),
             Err(error) => FileEvent::Failed(error.into_report()),
@@ -259,11 +245,10 @@ impl Session {
 /// A load whose bytes are pushed as they are read (see [`Session::start_feeding`]).
 pub struct Feeding {
     feed: PickleFeed,
-    total: u64,
     start: f64,
     /// Time spent waiting for bytes that were not read yet.
     read_ms: f64,
-    reported: u64,
+    progress: Progress,
 }
 
 impl Feeding {
@@ -274,22 +259,39 @@ impl Feeding {
         on_progress: &mut dyn FnMut(FileEvent),
     ) -> Result<(), ErrorReport> {
         self.feed.push(chunk).map_err(|e| e.into_report())?;
-        let pushed = self.feed.pushed();
-        let due =
-            pushed >= self.reported.saturating_add(PROGRESS_STEP_BYTES) || pushed >= self.total;
-        if due && pushed > self.reported {
-            self.reported = pushed;
-            on_progress(FileEvent::Progress {
-                bytes_read: pushed.min(self.total),
-                total: self.total,
-            });
-        }
+        self.progress.at(self.feed.pushed(), on_progress);
         Ok(())
     }
 
     /// Counts `ms` spent waiting for the file's next bytes.
     pub fn waited(&mut self, ms: f64) {
         self.read_ms += ms;
+    }
+}
+
+/// The progress events of a file of `total` bytes: one per [`PROGRESS_STEP_BYTES`] at most,
+/// and one once it is all read.
+struct Progress {
+    total: u64,
+    reported: u64,
+}
+
+impl Progress {
+    fn new(total: u64) -> Self {
+        Progress { total, reported: 0 }
+    }
+
+    /// `bytes_read` of the file are read: reports them when due.
+    fn at(&mut self, bytes_read: u64, on_progress: &mut dyn FnMut(FileEvent)) {
+        let due = bytes_read >= self.reported.saturating_add(PROGRESS_STEP_BYTES)
+            || bytes_read >= self.total;
+        if due && bytes_read > self.reported {
+            self.reported = bytes_read;
+            on_progress(FileEvent::Progress {
+                bytes_read: bytes_read.min(self.total),
+                total: self.total,
+            });
+        }
     }
 }
 

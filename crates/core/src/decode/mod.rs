@@ -74,7 +74,8 @@ impl PickleFeed {
     /// The file has ended: decodes the rest and returns the snapshot.
     pub fn finish(self) -> Result<Snapshot, DecodeError> {
         if self.pushed == 0 {
-            return Err(DecodeError::at(0, "the file is empty"));
+            // What any empty file is told.
+            return Err(sniff(&[]).expect_err("an empty file is refused"));
         }
         self.parser.finish()
     }
