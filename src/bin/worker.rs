@@ -4,6 +4,11 @@
 //! Built by Trunk as a worker (`data-type="worker"` in `index.html`); natively (for
 //! `cargo test`) `main` is an empty stub.
 
+/// A model too large for the browser's WebAssembly memory is that file's error, not a crash.
+#[cfg(target_arch = "wasm32")]
+#[global_allocator]
+static ALLOCATOR: memsight_web::worker::memory::Limited = memsight_web::worker::memory::Limited;
+
 #[cfg(target_arch = "wasm32")]
 fn main() {
     memsight_web::worker::start();

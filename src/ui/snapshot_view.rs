@@ -23,8 +23,8 @@ use super::table::TablePanel;
 use super::timeline::TimelinePanel;
 use crate::format;
 
-/// The views under the overview, mounted one per frame: timeline, breakdown, phases, table,
-/// allocator.
+/// The views under the overview: the timeline, mounted with the overview, then the others one
+/// per frame once its first frame is on screen (breakdown, phases, table, allocator).
 const VIEW_STAGES: usize = 5;
 
 /// Mounts the next view, and the one after it a frame later.
@@ -80,13 +80,23 @@ pub fn SnapshotView(
     let device = Memo::new(move |_| state.with(|s| s.file(id).and_then(|f| f.device)));
     let overview =
         Memo::new(move |_| state.with(|s| s.file(id).and_then(|f| f.overview().cloned())));
-    // The timeline mounts two frames after the overview, so the overview's numbers are on
-    // screen first and never wait for the timeline's canvases; the views below it follow one
-    // per frame, so no single task builds them all and the page keeps answering meanwhile.
+    // The timeline mounts with the overview and the views below it wait for its first frame
+    // (or its error), so nothing competes with what a user looks at first; they then follow
+    // one per frame, so no single task builds them all and the page keeps answering meanwhile.
+    let shows = move |section: Section| only.is_none_or(|o| o == section);
     let mounted = RwSignal::new(0usize);
+    let timeline_painted = RwSignal::new(false);
     Effect::new(move |_| {
         if overview.with(Option::is_some) && mounted.get_untracked() == 0 {
-            request_animation_frame(move || request_animation_frame(move || mount_next(mounted)));
+            mounted.set(1);
+            if !shows(Section::Timeline) {
+                request_animation_frame(move || mount_next(mounted));
+            }
+        }
+    });
+    Effect::new(move |_| {
+        if timeline_painted.get() && mounted.get_untracked() == 1 {
+            request_animation_frame(move || mount_next(mounted));
         }
     });
     let reached: [Memo<bool>; VIEW_STAGES] =
@@ -110,8 +120,6 @@ pub fn SnapshotView(
             link.set(|l| l.view = Some(section));
         }
     };
-    let shows = move |section: Section| only.is_none_or(|o| o == section);
-
     view! {
         <section
             class="panel snapshot"
@@ -167,7 +175,7 @@ pub fn SnapshotView(
                     let at = move |stage: usize, section: Section| reached[stage].get() && shows(section);
                     view! {
                         {move || at(0, Section::Timeline).then(|| view! {
-                            <TimelinePanel file=id device=device actions=actions categories=categories dark=dark />
+                            <TimelinePanel file=id device=device actions=actions categories=categories dark=dark painted=timeline_painted />
                         })}
                         {move || at(1, Section::Breakdown).then(|| view! {
                             <BreakdownPanel file=id device=device file_name=breakdown_name.clone() actions=actions categories=categories dark=dark.into() />

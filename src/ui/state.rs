@@ -447,7 +447,7 @@ impl AppState {
                 }
                 Vec::new()
             }
-            FileEvent::Loaded(summary) => {
+            FileEvent::Loaded(mut summary) => {
                 if !file.is_loading() {
                     return Vec::new();
                 }
@@ -458,29 +458,37 @@ impl AppState {
                     }
                     _ => summary.devices.first().copied(),
                 };
+                // The default device's overview comes with the news (kept here, not twice).
+                if let Some(overview) = summary.overview.take() {
+                    file.overviews.insert(summary.default_device, Ok(overview));
+                }
                 file.device = device;
-                file.status = Status::Ready(summary);
                 let mut commands = vec![Command::Mark(MARK_DECODED)];
                 match device {
-                    Some(device) => {
-                        commands.push(Command::Ask(id, overview_request(device)));
-                        // Lay the timeline out while the page shows the overview: the view
-                        // asks for it once mounted and finds it ready.
-                        commands.push(Command::Prepare(
-                            id,
-                            Request::Timeline(TimelineRequest::Layout {
-                                device,
-                                kind: TimelineKind::Allocations,
-                                detail: None,
-                            }),
-                        ));
+                    Some(device) if file.overviews.contains_key(&device) => {
+                        file.awaiting_first_paint = false;
+                        commands.push(Command::MarkAfterRender(MARK_FIRST_PAINT));
                     }
+                    Some(device) => commands.push(Command::Ask(id, overview_request(device))),
                     // Nothing to ask for: the empty snapshot is what gets painted.
                     None => {
                         file.awaiting_first_paint = false;
                         commands.push(Command::MarkAfterRender(MARK_FIRST_PAINT));
                     }
                 }
+                // The worker prepares the default device's timeline itself; another device's
+                // is laid out while the page shows the overview, so the view finds it ready.
+                if let Some(device) = device.filter(|d| *d != summary.default_device) {
+                    commands.push(Command::Prepare(
+                        id,
+                        Request::Timeline(TimelineRequest::Layout {
+                            device,
+                            kind: TimelineKind::Allocations,
+                            detail: None,
+                        }),
+                    ));
+                }
+                file.status = Status::Ready(summary);
                 // The next file's load starts once this one's first questions are asked.
                 commands.extend(self.start_queued());
                 commands
@@ -561,6 +569,15 @@ mod tests {
             read_ms: 0.5,
             analyse_ms: 0.1,
             categorise_ms: 0.1,
+            overview: None,
+        }
+    }
+
+    /// A summary that brings the default device's overview, as a worker's does.
+    fn summary_with_overview(devices: Vec<u32>, default_device: u32) -> LoadedSummary {
+        LoadedSummary {
+            overview: Some(overview(default_device)),
+            ..summary(devices, default_device)
         }
     }
 
@@ -641,14 +658,6 @@ mod tests {
             vec![
                 Command::Mark(MARK_DECODED),
                 Command::Ask(id, overview_request(1)),
-                Command::Prepare(
-                    id,
-                    Request::Timeline(TimelineRequest::Layout {
-                        device: 1,
-                        kind: TimelineKind::Allocations,
-                        detail: None
-                    })
-                )
             ]
         );
         let file = state.file(id).unwrap();
@@ -682,6 +691,59 @@ mod tests {
         // Devices the file does not have are refused.
         assert!(state.select_device(id, 9).is_empty());
         assert_eq!(state.file(id).unwrap().device, Some(1));
+    }
+
+    #[test]
+    fn the_overview_that_comes_with_the_file_is_shown_without_asking() {
+        let mut state = AppState::new();
+        let (id, _) = state.open("a.pickle", 100);
+        let commands = state.on_event(id, FileEvent::Loaded(summary_with_overview(vec![0, 1], 1)));
+        assert_eq!(
+            commands,
+            vec![
+                Command::Mark(MARK_DECODED),
+                Command::MarkAfterRender(MARK_FIRST_PAINT)
+            ]
+        );
+        let file = state.file(id).unwrap();
+        assert_eq!(file.overview(), Some(&Ok(overview(1))));
+        // Kept once: in the overviews, not in the summary.
+        assert!(matches!(&file.status, Status::Ready(s) if s.overview.is_none()));
+        assert!(answer_overview(&mut state, id, overview(1)).is_empty());
+        // The other device's is asked for when it is picked.
+        assert_eq!(
+            state.select_device(id, 0),
+            vec![Command::Ask(id, overview_request(0))]
+        );
+    }
+
+    #[test]
+    fn a_device_a_link_wants_is_asked_for_and_laid_out_and_the_default_kept() {
+        let mut state = AppState::new();
+        let (id, _) = state.open("a.pickle", 100);
+        state.want_device(id, 0);
+        let commands = state.on_event(id, FileEvent::Loaded(summary_with_overview(vec![0, 1], 1)));
+        assert_eq!(
+            commands,
+            vec![
+                Command::Mark(MARK_DECODED),
+                Command::Ask(id, overview_request(0)),
+                Command::Prepare(
+                    id,
+                    Request::Timeline(TimelineRequest::Layout {
+                        device: 0,
+                        kind: TimelineKind::Allocations,
+                        detail: None
+                    })
+                ),
+            ]
+        );
+        assert_eq!(
+            answer_overview(&mut state, id, overview(0)),
+            vec![Command::MarkAfterRender(MARK_FIRST_PAINT)]
+        );
+        assert!(state.select_device(id, 1).is_empty());
+        assert_eq!(state.file(id).unwrap().overview(), Some(&Ok(overview(1))));
     }
 
     #[test]

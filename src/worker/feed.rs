@@ -22,6 +22,10 @@ use super::js_error_text;
 pub const PART_BYTES: u64 = 4 * 1024 * 1024;
 const PARTS_AHEAD: usize = 3;
 
+/// Marks the load's measures start from.
+const LOAD_START: &str = "memsight:worker-load";
+const FINISH_START: &str = "memsight:worker-finish";
+
 /// Reads `blob` (of `total` bytes) part by part into `session`, posting progress through
 /// `post`, then the `Loaded` or `Failed` event.
 pub async fn load(
@@ -31,6 +35,7 @@ pub async fn load(
     now: impl Fn() -> f64,
     post: impl Fn(FileEvent),
 ) {
+    super::runtime::mark(LOAD_START);
     let mut on_progress = |event| post(event);
     let started = session
         .borrow_mut()
@@ -74,8 +79,11 @@ pub async fn load(
             return post(FileEvent::Failed(report));
         }
     }
+    super::runtime::measure_since(LOAD_START, "parts decoded");
+    super::runtime::mark(FINISH_START);
     let event = session.borrow_mut().finish_feeding(feeding, &now);
-    post(event);
+    super::runtime::measure_since(FINISH_START, "decoding finished and analysed");
+    super::runtime::loaded(&session, event, &now, post);
 }
 
 /// Starts reading bytes `start..` (one part, at most `total`) of `blob`.

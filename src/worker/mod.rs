@@ -15,6 +15,7 @@
 //! Not the place for decoding or analysis logic (see `memsight-core`) or for state that
 //! outlives the file.
 
+pub mod memory;
 pub mod reader;
 
 #[cfg(target_arch = "wasm32")]

@@ -6,7 +6,9 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use js_sys::{Array, Reflect};
-use memsight_core::protocol::{ErrorReport, FileEvent, FromWorker, RequestId, ToWorker, ViewError};
+use memsight_core::protocol::{
+    ErrorReport, FileEvent, FromWorker, Request, RequestId, ToWorker, ViewError,
+};
 use memsight_core::service::Reply;
 use memsight_core::session::Session;
 use wasm_bindgen::prelude::*;
@@ -48,6 +50,9 @@ fn post(message: &FromWorker, attachment: Option<Vec<u8>>) {
 }
 
 fn post_event(event: FileEvent) {
+    if let FileEvent::Progress { bytes_read, total } = event {
+        super::memory::loading(bytes_read, total);
+    }
     post(&FromWorker::Event(event), None);
 }
 
@@ -102,18 +107,110 @@ pub fn start() {
 /// --depth-min 6 --depth-max 10`), decoded a few times at start-up.
 const WARM_UP_SNAPSHOT: &[u8] = include_bytes!("warmup.pickle");
 
-/// Decodes the warm-up snapshot a few times. WebAssembly engines first run code from a quick
-/// baseline compiler and switch a function to optimised code only once it has run for a
-/// while; the page starts the next file's worker ahead of need, so this makes the decoder's
-/// hot functions fast before a real file arrives. Decoded the way a pickle file is: pushed
-/// into a [`PickleFeed`](memsight_core::decode::PickleFeed).
+/// Loads the warm-up snapshot a few times. WebAssembly engines compile a function the first
+/// time it runs, from a quick baseline compiler, and switch it to optimised code only once it
+/// has run for a while; the page starts the next file's worker ahead of need, so this makes
+/// the decoder's hot functions fast before a real file arrives, and compiles everything else a
+/// load runs before the first frame (the analysis, the overview, the first view prepared and
+/// painted, the messages as JSON), so none of it is compiled while someone waits. Loaded the
+/// way a pickle file is: pushed into the session part by part.
 fn warm_up() {
-    for _ in 0..24 {
-        let mut feed = memsight_core::decode::PickleFeed::new();
-        let _ = feed
-            .push(WARM_UP_SNAPSHOT.to_vec())
-            .and_then(|()| feed.finish())
-            .map(memsight_core::analysis::Analysed::new);
+    let now = || 0.0;
+    let json = |message: &FromWorker| {
+        let _ = serde_json::to_string(message);
+    };
+    for round in 0..WARM_UP_ROUNDS {
+        let mut session = Session::new();
+        let whole = round + 2 >= WARM_UP_ROUNDS;
+        let mut progress = |event: FileEvent| {
+            if whole {
+                json(&FromWorker::Event(event));
+            }
+        };
+        let total = WARM_UP_SNAPSHOT.len() as u64;
+        let Ok(mut feeding) = session.start_feeding(total, &now, &mut progress) else {
+            return;
+        };
+        if feeding
+            .push(WARM_UP_SNAPSHOT.to_vec(), &mut progress)
+            .is_err()
+        {
+            return;
+        }
+        let event = session.finish_feeding(feeding, &now);
+        if !whole {
+            continue;
+        }
+        let FileEvent::Loaded(summary) = &event else {
+            return console_error("the warm-up snapshot did not load");
+        };
+        let device = summary.default_device;
+        json(&FromWorker::Event(event.clone()));
+        session.prepare_first_view(&now);
+        for request in first_requests(device) {
+            let result = session.answer(request, &now).map(|reply| reply.answer);
+            json(&FromWorker::Answer { id: 0, result });
+        }
+    }
+}
+
+const WARM_UP_ROUNDS: usize = 24;
+
+/// What the page asks first of a file's default device: its timeline's layout and a frame of
+/// the whole run.
+fn first_requests(device: u32) -> [Request; 2] {
+    use memsight_core::timeline::service::{FrameRequest, TimelineRequest};
+    use memsight_core::timeline::TimelineKind;
+    [
+        Request::Timeline(TimelineRequest::Layout {
+            device,
+            kind: TimelineKind::Allocations,
+            detail: None,
+        }),
+        Request::Timeline(TimelineRequest::Frame(FrameRequest::first(
+            device, 640, 320,
+        ))),
+    ]
+}
+
+/// Posts the end of a load; once the page knows the file is decoded (and renders its
+/// overview), prepares what it asks for next, so its first timeline frame is only painted.
+pub(super) fn loaded(
+    session: &RefCell<Session>,
+    event: FileEvent,
+    now: &dyn Fn() -> f64,
+    post: impl Fn(FileEvent),
+) {
+    let decoded = matches!(event, FileEvent::Loaded(_));
+    post(event);
+    if decoded {
+        mark(PREPARE_START);
+        session.borrow_mut().prepare_first_view(now);
+        measure_since(PREPARE_START, "first view prepared");
+    }
+}
+
+const PREPARE_START: &str = "memsight:worker-prepare";
+
+/// The mark each answer's measure starts from.
+const ANSWER_START: &str = "memsight:worker-ask";
+
+/// `performance.mark(name)` in the worker.
+pub(super) fn mark(name: &str) {
+    if let Some(performance) = scope().performance() {
+        let _ = performance.mark(name);
+    }
+}
+
+/// A User Timing measure `memsight:worker <what>` from mark `start` to now, which performance
+/// traces show on the worker's thread (where each answer's milliseconds go). The entries are
+/// cleared at once: nobody reads them in the worker, and a gesture asks for thousands.
+pub(super) fn measure_since(start: &str, what: &str) {
+    if let Some(performance) = scope().performance() {
+        let name = format!("memsight:worker {what}");
+        let _ = performance.measure_with_start_mark(&name, start);
+        performance.clear_marks_with_mark_name(start);
+        performance.clear_measures_with_measure_name(&name);
     }
 }
 
@@ -128,8 +225,14 @@ fn handle(session: &Rc<RefCell<Session>>, data: JsValue) {
     let now = move || clock.as_ref().map_or_else(js_sys::Date::now, |p| p.now());
     match ToWorker::parse(&json) {
         Ok(ToWorker::Ask { id, request }) => {
+            mark(ANSWER_START);
             let result = session.borrow_mut().answer(request, &now);
+            let name = match &result {
+                Ok(reply) => reply.answer.feature(),
+                Err(_) => "view error",
+            };
             post_answer(id, result);
+            measure_since(ANSWER_START, name);
         }
         Ok(ToWorker::Load { .. }) => {
             let Ok(blob) = message.get(1).dyn_into::<Blob>() else {
@@ -165,7 +268,7 @@ fn handle(session: &Rc<RefCell<Session>>, data: JsValue) {
             let event = session
                 .borrow_mut()
                 .load_event(reader, total, &now, &mut post_event);
-            post_event(event);
+            loaded(session, event, &now, post_event);
         }
         // Not understood: that request's view shows the error; nothing else changes.
         Err((Some(id), error)) => post_answer(id, Err(error)),

@@ -150,6 +150,10 @@ pub struct LoadedSummary {
     /// Of `decode_ms`, milliseconds spent categorising every allocation.
     #[serde(default)]
     pub categorise_ms: f64,
+    /// The overview of `default_device` (`None` for a file with no device), sent with the
+    /// news of the decoded file so the page shows its numbers without asking first.
+    #[serde(default)]
+    pub overview: Option<Overview>,
 }
 
 fn only() -> DeviceChoice {

@@ -155,6 +155,7 @@ impl Session {
         self.categorised =
             Categorised::new(&analysed, Default::default(), now).expect("no rules always compile");
         let categorise_ms = now() - categorise_start;
+        let overview = crate::overview::build(&analysed, default_device);
         self.analysed = Some(analysed);
         let end = now();
         LoadedSummary {
@@ -166,7 +167,26 @@ impl Session {
             read_ms,
             analyse_ms: end - analyse_start - categorise_ms,
             categorise_ms,
+            overview,
         }
+    }
+
+    /// Prepares what the page shows first of a file just loaded, before it asks: the default
+    /// device's allocations timeline, laid out and ready to paint as it is first coloured.
+    /// The page's first frame then waits for no layout. Nothing happens without a file.
+    pub fn prepare_first_view(&mut self, now: &dyn Fn() -> f64) {
+        let Some(analysed) = self.analysed.as_ref() else {
+            return;
+        };
+        let Some((device, _)) = analysed.default_device() else {
+            return;
+        };
+        let cx = Context {
+            analysed,
+            categorised: &self.categorised,
+            now,
+        };
+        self.services.timeline.prepare(&cx, device);
     }
 
     /// [`Self::load`] as the event the page receives: `Loaded` or `Failed`.
@@ -316,8 +336,9 @@ mod tests {
     use super::*;
     use crate::decode::DecodeError;
     use crate::overview::service::OverviewRequest;
-    use crate::timeline::service::{FrameRequest, TimelineRequest};
-    use crate::timeline::{AxisMode, TimelineKind, Viewport};
+    use crate::timeline::colouring::ColourBy;
+    use crate::timeline::service::{FrameRequest, TimelineAnswer, TimelineRequest};
+    use crate::timeline::TimelineKind;
 
     fn clock() -> impl Fn() -> f64 {
         let t = std::cell::Cell::new(0.0);
@@ -334,6 +355,14 @@ mod tests {
     /// The smallest real snapshot shape: `{"segments": [], "device_traces": [[]]}` pickled with
     /// protocol 4.
     const MINIMAL: &[u8] = b"\x80\x04\x95\x27\x00\x00\x00\x00\x00\x00\x00}\x94(\x8c\x08segments\x94]\x94\x8c\rdevice_traces\x94]\x94]\x94au.";
+
+    /// A frame of device `device`'s whole allocations timeline.
+    fn whole_frame(device: u32, colour_by: ColourBy) -> Request {
+        Request::Timeline(TimelineRequest::Frame(FrameRequest {
+            colour_by,
+            ..FrameRequest::first(device, 10, 10)
+        }))
+    }
 
     fn example() -> Vec<u8> {
         std::fs::read(concat!(
@@ -448,31 +477,63 @@ mod tests {
             ViewError::NoSuchDevice { device: 99 }
         );
         // A frame of a timeline never laid out.
-        let frame = Request::Timeline(TimelineRequest::Frame(FrameRequest {
-            device: 0,
-            kind: TimelineKind::Allocations,
-            view: Viewport {
-                mode: AxisMode::Events,
-                x0: 0.0,
-                x1: 1.0,
-                width: 10,
-                height: 10,
-            },
-            whole: true,
-            y_range: None,
-            dark: false,
-            line_width: 1,
-            pinned: None,
-            show_matches: false,
-            show_line: true,
-            colour_by: Default::default(),
-            highlight: None,
-        }));
+        let frame = whole_frame(0, Default::default());
         assert!(matches!(
             session.answer(frame, &clock()).unwrap_err(),
             ViewError::NotPrepared { .. }
         ));
         // Other views still work.
         assert!(session.answer(overview(0), &clock()).is_ok());
+    }
+
+    #[test]
+    fn a_loaded_file_brings_its_overview_and_prepares_its_first_view() {
+        let bytes = example();
+        let mut session = Session::new();
+        let summary = session
+            .load(&bytes[..], bytes.len() as u64, &clock(), &mut |_| {})
+            .expect("the example loads");
+        let device = summary.default_device;
+        let Answer::Overview(asked) = session.answer(overview(device), &clock()).unwrap().answer
+        else {
+            panic!("not an overview")
+        };
+        assert_eq!(summary.overview, Some(asked));
+
+        let first = whole_frame(device, ColourBy::FIRST_SHOWN);
+        assert!(matches!(
+            session.answer(first.clone(), &clock()).unwrap_err(),
+            ViewError::NotPrepared { .. }
+        ));
+        session.prepare_first_view(&clock());
+        let painted = session.answer(first, &clock()).expect("a prepared frame");
+        assert_eq!(painted.attachment.map(|p| p.len()), Some(10 * 10 * 4));
+        // The page's layout request finds the prepared layout: it is not laid out again.
+        let layout = |session: &mut Session| {
+            let request = Request::Timeline(TimelineRequest::Layout {
+                device,
+                kind: TimelineKind::Allocations,
+                detail: None,
+            });
+            match session.answer(request, &clock()).unwrap().answer {
+                Answer::Timeline(TimelineAnswer::Layout(info)) => info,
+                other => panic!("not a layout: {other:?}"),
+            }
+        };
+        let prepared = layout(&mut session);
+        assert_eq!(layout(&mut session), prepared);
+        assert!(prepared.elements > 0);
+    }
+
+    #[test]
+    fn a_file_without_devices_has_no_overview_and_nothing_to_prepare() {
+        let mut session = Session::new();
+        let empty: &[u8] = b"\x80\x04]\x94.";
+        let summary = session
+            .load(empty, empty.len() as u64, &clock(), &mut |_| {})
+            .expect("a bare list of segments");
+        assert!(summary.devices.is_empty());
+        assert_eq!(summary.overview, None);
+        session.prepare_first_view(&clock());
     }
 }

@@ -14,7 +14,7 @@ use memsight_core::session::Session;
 use memsight_core::timeline::colouring::ColourBy;
 use memsight_core::timeline::raster::Style;
 use memsight_core::timeline::service::{FrameRequest, TimelineAnswer, TimelineRequest};
-use memsight_core::timeline::{AxisMode, TimelineKind, Viewport};
+use memsight_core::timeline::{AxisMode, TimelineKind};
 
 const FULL_STEP: &str =
     "kkaitlyn111__cs336-a2-systems__memory_files__memory_ctx128_fullstep_.pickle";
@@ -183,24 +183,9 @@ fn frame(session: &mut Session, device: u32, colour_by: ColourBy, detail: u32) -
     });
     session.answer(layout, &|| 0.0).unwrap();
     let request = Request::Timeline(TimelineRequest::Frame(FrameRequest {
-        device,
-        kind: TimelineKind::Allocations,
-        view: Viewport {
-            mode: AxisMode::Events,
-            x0: 0.0,
-            x1: 0.0,
-            width: 400,
-            height: 200,
-        },
-        whole: true,
-        y_range: None,
-        dark: false,
-        line_width: 2,
-        pinned: None,
-        show_matches: false,
         show_line: false,
         colour_by,
-        highlight: None,
+        ..FrameRequest::first(device, 400, 200)
     }));
     let reply = session.answer(request, &|| 0.0).unwrap();
     assert!(matches!(

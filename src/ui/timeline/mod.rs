@@ -67,10 +67,13 @@ pub const PLOT_HEIGHT_RANGE: (f64, f64) = (180.0, 1400.0);
 struct Pacing {
     /// The layout whose description counts.
     layout: Latest,
-    /// The frame in flight (at most one).
+    /// The frame in flight (at most one), and what it asked for.
     frame: Latest,
+    frame_asked: Option<FrameRequest>,
     /// Another view changed while a frame was in flight: ask again when it arrives.
     dirty: bool,
+    /// The plot has been measured: frames are asked for at its size, never before.
+    measured: bool,
     /// A frame asked for by an input handler itself, before the effect that follows every
     /// change of the view runs: that effect's identical request is not asked again.
     asked_directly: Option<FrameRequest>,
@@ -148,6 +151,9 @@ pub struct Timeline {
     pub dark: RwSignal<bool>,
     /// Frames painted so far (for tests).
     pub frames_painted: RwSignal<u32>,
+    /// Set once the first frame, or an error in its place, is on screen (the views below wait
+    /// for it).
+    painted: RwSignal<bool>,
     /// The phase under the pointer (index in the layout's phases), with the pointer's position.
     pub phase_hover: RwSignal<Option<(usize, f64, f64)>>,
     /// The keyboard and mouse reference is open.
@@ -167,6 +173,7 @@ impl Timeline {
         actions: Actions,
         categories: CategoryView,
         dark: RwSignal<bool>,
+        painted: RwSignal<bool>,
     ) -> Self {
         Timeline {
             file,
@@ -175,7 +182,7 @@ impl Timeline {
             scope: actions.new_scope(),
             kind: RwSignal::new(TimelineKind::Allocations),
             mode: RwSignal::new(AxisMode::Events),
-            colour_by: RwSignal::new(ColourBy::Role),
+            colour_by: RwSignal::new(ColourBy::FIRST_SHOWN),
             categories,
             info: RwSignal::new(None),
             range: RwSignal::new(XRange::new(0.0, 1.0)),
@@ -195,6 +202,7 @@ impl Timeline {
             plot_share: RwSignal::new(stored_plot_share()),
             dark,
             frames_painted: RwSignal::new(0),
+            painted,
             phase_hover: RwSignal::new(None),
             show_help: RwSignal::new(false),
             overlay: StoredValue::new_local(None),
@@ -284,6 +292,19 @@ impl Timeline {
     /// Shows why a request could not be answered.
     fn show_error(&self, error: &ViewError) {
         self.error.set(Some(format::problems::view_error(error)));
+        self.first_frame_shown();
+    }
+
+    /// The first frame (or an error in its place) is on screen.
+    fn first_frame_shown(&self) {
+        if !self.painted.get_untracked() {
+            self.painted.set(true);
+        }
+    }
+
+    /// [`Self::full`], outside any reactive tracking.
+    fn full_untracked(&self) -> Option<XRange> {
+        untrack(|| self.full())
     }
 
     /// The whole trace in the current axis units.
@@ -544,8 +565,25 @@ impl Timeline {
         }
     }
 
-    /// The frame request for the current view.
+    /// The plot's size in CSS pixels and its device pixel ratio, as measured; the first
+    /// measure lets frames be asked for.
+    pub fn measured(&self, size: (f64, f64, f64)) {
+        let first = self
+            .pacing
+            .try_update_value(|p| !std::mem::replace(&mut p.measured, true))
+            .unwrap_or(false);
+        if self.size.get_untracked() != size {
+            self.size.set(size);
+        } else if first {
+            self.request_frame();
+        }
+    }
+
+    /// The frame request for the current view; none before the plot is measured.
     fn frame_request(&self) -> Option<FrameRequest> {
+        if !self.pacing.with_value(|p| p.measured) {
+            return None;
+        }
         let info = self.info.get_untracked();
         let kind = info.as_ref().map_or(self.kind.get_untracked(), |i| i.kind);
         let (w, h, dpr) = self.size.get_untracked();
@@ -579,13 +617,23 @@ impl Timeline {
         })
     }
 
-    /// Asks for `request`, or marks a frame as wanted if one is in flight.
+    /// Asks for `request`, or marks a frame as wanted if one is in flight for another view.
     fn ask_frame(&self, request: FrameRequest) {
+        let full = self.full_untracked();
         let in_flight = self
             .pacing
             .try_update_value(|p| {
                 let in_flight = p.frame.awaited();
-                p.dirty = in_flight;
+                if in_flight {
+                    let same = p
+                        .frame_asked
+                        .as_ref()
+                        .is_some_and(|asked| same_picture(asked, &request, full));
+                    p.dirty |= !same;
+                } else {
+                    p.dirty = false;
+                    p.frame_asked = Some(request.clone());
+                }
                 in_flight
             })
             .unwrap_or(true);
@@ -626,6 +674,7 @@ impl Timeline {
                 self.frame.set(Some(frame));
                 if first == Some(true) {
                     perf::mark_after_render(MARK_TIMELINE_PAINTED);
+                    self.first_frame_shown();
                 }
                 // The tooltip follows the view: what is under the pointer may have changed.
                 if self.hover.with_untracked(Option::is_some) {
@@ -915,6 +964,21 @@ impl Timeline {
     }
 }
 
+/// Whether two frame requests paint the same picture: a request for the whole trace (asked
+/// before the layout's extent was known) is the same as one for its full range.
+fn same_picture(a: &FrameRequest, b: &FrameRequest, full: Option<XRange>) -> bool {
+    let settled = |r: &FrameRequest| {
+        let mut r = r.clone();
+        if let (true, Some(full)) = (r.whole, full) {
+            r.whole = false;
+            r.view.x0 = full.x0;
+            r.view.x1 = full.x1;
+        }
+        r
+    };
+    settled(a) == settled(b)
+}
+
 /// The error of an answer that is not the one a handler expects.
 fn failure(result: Result<TimelineAnswer, ViewError>) -> ViewError {
     match result {
@@ -958,8 +1022,10 @@ pub fn TimelinePanel(
     categories: CategoryView,
     /// Follows the system's theme.
     dark: RwSignal<bool>,
+    /// Set once the first frame (or why there is none) is on screen.
+    painted: RwSignal<bool>,
 ) -> impl IntoView {
-    let tl = Timeline::new(file, device, actions, categories, dark);
+    let tl = Timeline::new(file, device, actions, categories, dark, painted);
     // Answers still to come for this view reach nobody once it is gone.
     let scope = tl.scope;
     on_cleanup(move || actions.forget_scope(file, scope));

@@ -114,10 +114,7 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
             .round()
             .clamp(low, high);
         if width > 0.0 {
-            let size = (width, height, dpr);
-            if tl.size.get_untracked() != size {
-                tl.size.set(size);
-            }
+            tl.measured((width, height, dpr));
         }
     };
     Effect::new(move |_| {

@@ -24,6 +24,9 @@ pub enum ColourBy {
 }
 
 impl ColourBy {
+    /// How a timeline is coloured when a file opens (what its worker prepares to paint).
+    pub const FIRST_SHOWN: ColourBy = ColourBy::Role;
+
     pub fn dimension(self) -> Option<Dimension> {
         match self {
             ColourBy::Allocation => None,

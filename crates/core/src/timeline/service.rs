@@ -128,6 +128,34 @@ pub struct FrameRequest {
     pub highlight: Option<u32>,
 }
 
+impl FrameRequest {
+    /// The frame a page first asks of `device`'s allocations timeline: the whole run, bytes
+    /// fitted, light, the reserved line two pixels thick, coloured as a timeline first is
+    /// ([`ColourBy::FIRST_SHOWN`]).
+    pub fn first(device: u32, width: u32, height: u32) -> Self {
+        FrameRequest {
+            device,
+            kind: TimelineKind::Allocations,
+            view: Viewport {
+                mode: AxisMode::Events,
+                x0: 0.0,
+                x1: 0.0,
+                width,
+                height,
+            },
+            whole: true,
+            y_range: None,
+            dark: false,
+            line_width: 2,
+            pinned: None,
+            show_matches: false,
+            show_line: true,
+            colour_by: ColourBy::FIRST_SHOWN,
+            highlight: None,
+        }
+    }
+}
+
 /// A pixel of a painted view.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct HitRequest {
@@ -346,6 +374,26 @@ impl Service for TimelineService {
 }
 
 impl TimelineService {
+    /// Lays out `device`'s allocations timeline at its default detail, with the band of what
+    /// is not drawn one by one split by the categories it is first coloured by
+    /// ([`ColourBy::FIRST_SHOWN`]): the first frame asked for is then only painted. A device
+    /// that cannot be laid out is left for the request that will say why.
+    pub fn prepare(&mut self, cx: &Context<'_>, device: u32) {
+        let kind = TimelineKind::Allocations;
+        if self
+            .layout(cx.analysed, device, kind, None, cx.now)
+            .is_err()
+        {
+            return;
+        }
+        let Ok((entry, _, facts)) = self.lookup(cx.analysed, device, kind) else {
+            return;
+        };
+        if ColourBy::FIRST_SHOWN.dimension().is_some() {
+            let _ = self.band(cx, entry, facts);
+        }
+    }
+
     fn entry(&self, device: u32, kind: TimelineKind) -> Option<&Entry> {
         self.entries
             .iter()
