@@ -56,46 +56,80 @@ fn checked(ptr: *mut u8, size: usize) -> *mut u8 {
 /// Posts the file's `Failed` event and traps. Nothing here allocates: the message is written
 /// into a buffer on the stack and handed to the page as it is.
 fn out_of_memory(requested: u64) -> ! {
-    let mut message = StackText::<1024>::new();
-    let _ = write_failure(
-        &mut message,
-        requested,
-        memory_in_use(),
-        BYTES_READ.load(Ordering::Relaxed),
-        FILE_BYTES.load(Ordering::Relaxed),
-    );
-    post_text(message.as_str());
+    let mut json = StackText::<1024>::new();
+    let _ = write_failed_event(&mut json, Shortage::Memory { requested }, &progress());
+    post_text(json.as_str());
     trap()
 }
 
-/// The `Failed` event as JSON (`memsight_core::protocol::FromWorker`): its text has no
-/// character JSON would escape.
-fn write_failure(
-    out: &mut impl Write,
-    requested: u64,
+/// What could not be had.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Shortage {
+    /// The memory for an allocation of `requested` bytes.
+    Memory { requested: u64 },
+    /// An allocation of 2 GiB or more, which a 32-bit address space never gives one table
+    /// (Rust's "capacity overflow").
+    OneTable,
+}
+
+/// How far the load was when memory ran short.
+pub struct Progress {
     in_use: u64,
     read: u64,
     total: u64,
-) -> std::fmt::Result {
+}
+
+/// The worker's memory and the load's progress now.
+pub fn progress() -> Progress {
+    Progress {
+        in_use: memory_in_use(),
+        read: BYTES_READ.load(Ordering::Relaxed),
+        total: FILE_BYTES.load(Ordering::Relaxed),
+    }
+}
+
+/// What the file's error says to do about it.
+pub const HINT: &str = "The command line has no such limit and prints the same numbers: \
+     memsight overview FILE --json (./x cli installs it; see the README).";
+
+/// The file's error when memory ran short, in words (a panic's report builds it with this).
+pub fn write_message(out: &mut impl Write, shortage: Shortage, at: &Progress) -> std::fmt::Result {
     write!(
         out,
-        "{{\"event\":{{\"failed\":{{\"message\":\"This file needs more memory than a browser gives one tab's WebAssembly worker ({limit} GiB): with {used} in use, {more} more could not be had",
-        limit = WASM_MEMORY_LIMIT >> 30,
-        used = Binary(in_use),
-        more = Binary(requested),
+        "This file needs more memory than a browser gives one tab's WebAssembly worker ({} GiB)",
+        WASM_MEMORY_LIMIT >> 30
     )?;
-    if total > 0 {
+    match shortage {
+        Shortage::Memory { requested } => write!(
+            out,
+            ": with {} in use, {} more could not be had",
+            Binary(at.in_use),
+            Binary(requested)
+        )?,
+        Shortage::OneTable => write!(
+            out,
+            ": one of its tables would have grown past 2 GiB, the most one allocation can hold \
+             there ({} in use)",
+            Binary(at.in_use)
+        )?,
+    }
+    if at.total > 0 && at.read > 0 {
         write!(
             out,
             ", after reading {} of the file's {}",
-            Binary(read.min(total)),
-            Binary(total)
+            Binary(at.read.min(at.total)),
+            Binary(at.total)
         )?;
     }
-    write!(
-        out,
-        ".\",\"offset\":null,\"hint\":\"The command line has no such limit and prints the same numbers: memsight overview FILE --json (./x cli installs it; see the README).\"}}}}}}"
-    )
+    out.write_str(".")
+}
+
+/// The `Failed` event (`memsight_core::protocol::FromWorker`) as JSON: its words have no
+/// character JSON would escape.
+fn write_failed_event(out: &mut impl Write, shortage: Shortage, at: &Progress) -> std::fmt::Result {
+    out.write_str("{\"event\":{\"failed\":{\"message\":\"")?;
+    write_message(out, shortage, at)?;
+    write!(out, "\",\"offset\":null,\"hint\":\"{HINT}\"}}}}}}")
 }
 
 /// Bytes in binary units with one decimal (`3.9 GiB`), written without allocating.
@@ -182,21 +216,30 @@ fn trap() -> ! {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use memsight_core::protocol::{FileEvent, FromWorker};
+    use memsight_core::protocol::{ErrorReport, FileEvent, FromWorker};
 
-    fn failure(requested: u64, in_use: u64, read: u64, total: u64) -> FromWorker {
-        let mut text = StackText::<1024>::new();
-        write_failure(&mut text, requested, in_use, read, total).expect("it fits");
-        serde_json::from_str(text.as_str()).expect("a message the page reads")
+    fn failed(shortage: Shortage, in_use: u64, read: u64, total: u64) -> ErrorReport {
+        let mut json = StackText::<1024>::new();
+        let at = Progress {
+            in_use,
+            read,
+            total,
+        };
+        write_failed_event(&mut json, shortage, &at).expect("it fits");
+        match serde_json::from_str(json.as_str()).expect("a message the page reads") {
+            FromWorker::Event(FileEvent::Failed(report)) => report,
+            other => panic!("not a failure: {other:?}"),
+        }
     }
 
     #[test]
-    fn the_message_is_a_failed_event_naming_the_limit_and_the_command_line() {
-        let FromWorker::Event(FileEvent::Failed(report)) =
-            failure(1 << 31, (4 << 30) - (3 << 20), 3_500_000_000, 3_900_000_000)
-        else {
-            panic!("not a failure")
-        };
+    fn running_out_names_the_limit_the_progress_and_the_command_line() {
+        let report = failed(
+            Shortage::Memory { requested: 1 << 31 },
+            (4 << 30) - (3 << 20),
+            3_500_000_000,
+            3_900_000_000,
+        );
         assert_eq!(
             report.message,
             "This file needs more memory than a browser gives one tab's WebAssembly worker \
@@ -204,14 +247,24 @@ mod tests {
              3.3 GiB of the file's 3.6 GiB."
         );
         assert_eq!(report.offset, None);
-        assert!(report.hint.unwrap().contains("memsight overview FILE"));
+        assert_eq!(report.hint.as_deref(), Some(HINT));
+        assert!(HINT.contains("memsight overview FILE"));
     }
 
     #[test]
-    fn before_any_file_the_message_says_no_more() {
-        let FromWorker::Event(FileEvent::Failed(report)) = failure(100, 2048, 0, 0) else {
-            panic!("not a failure")
-        };
+    fn a_table_past_2_gib_is_said_as_such() {
+        let report = failed(Shortage::OneTable, 2 << 30, 0, 300_000);
+        assert_eq!(
+            report.message,
+            "This file needs more memory than a browser gives one tab's WebAssembly worker \
+             (4 GiB): one of its tables would have grown past 2 GiB, the most one allocation \
+             can hold there (2.0 GiB in use)."
+        );
+    }
+
+    #[test]
+    fn nothing_read_yet_is_not_said() {
+        let report = failed(Shortage::Memory { requested: 100 }, 2048, 0, 300_000);
         assert!(
             report
                 .message

@@ -16,6 +16,7 @@ use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent};
 
 use super::blob::BlobSource;
 use super::feed;
+use super::memory::{self, Shortage};
 use super::reader::{ChunkSource, ChunkedReader, CHUNK_BYTES};
 use memsight_core::decode::feeds;
 
@@ -51,7 +52,7 @@ fn post(message: &FromWorker, attachment: Option<Vec<u8>>) {
 
 fn post_event(event: FileEvent) {
     if let FileEvent::Progress { bytes_read, total } = event {
-        super::memory::loading(bytes_read, total);
+        memory::loading(bytes_read, total);
     }
     post(&FromWorker::Event(event), None);
 }
@@ -68,11 +69,28 @@ fn post_answer(id: RequestId, result: Result<Reply<memsight_core::protocol::Answ
 pub fn start() {
     std::panic::set_hook(Box::new(|info| {
         console_error(&format!("panicked: {info}"));
-        post_event(FileEvent::Failed(ErrorReport {
-            message: format!("memsight crashed while working on this file: {info}"),
-            offset: None,
-            hint: Some("This is a bug in memsight: please report it.".into()),
-        }));
+        // A table that would pass 2 GiB: the file is too large for the tab, not a bug.
+        let payload = info.payload();
+        let text = payload
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| payload.downcast_ref::<String>().map(String::as_str));
+        let report = if text == Some("capacity overflow") {
+            let mut message = String::new();
+            let _ = memory::write_message(&mut message, Shortage::OneTable, &memory::progress());
+            ErrorReport {
+                message,
+                offset: None,
+                hint: Some(memory::HINT.into()),
+            }
+        } else {
+            ErrorReport {
+                message: format!("memsight crashed while working on this file: {info}"),
+                offset: None,
+                hint: Some("This is a bug in memsight: please report it.".into()),
+            }
+        };
+        post_event(FileEvent::Failed(report));
     }));
 
     warm_up();

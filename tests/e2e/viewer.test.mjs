@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { before, describe, it } from 'node:test';
+import zlib from 'node:zlib';
 
 import {
   DIST, EXPECTATIONS, marks, metricMismatches, metrics, openFiles, REAL_FIXTURES, ROOT, sharedBrowser, tempFile,
@@ -372,3 +373,64 @@ describe('large files', () => {
     }
   });
 });
+
+describe('files too large for the tab', () => {
+  /**
+   * A gzipped pickle whose top list holds `lists` lists of `millions` million integers each:
+   * 1 byte per integer in the pickle (DUP), 16 bytes in the decoder, so a few hundred
+   * kilobytes need gigabytes. Made in slices of a million (the decoder's stack holds 4M).
+   */
+  function growingPickle(name, lists, millions) {
+    const slice = Buffer.concat([Buffer.from('(K\x01', 'latin1'), Buffer.alloc(999_999, '2'), Buffer.from('e')]);
+    const parts = [Buffer.from('\x80\x04]', 'latin1')];
+    for (let l = 0; l < lists; l++) {
+      parts.push(Buffer.from(']'));
+      for (let m = 0; m < millions; m++) parts.push(slice);
+      parts.push(Buffer.from('a'));
+    }
+    parts.push(Buffer.from('.'));
+    const gzip = zlib.createGzip({ level: 9 });
+    const out = [];
+    gzip.on('data', (chunk) => out.push(chunk));
+    for (const part of parts) gzip.write(part);
+    return new Promise((resolve) => {
+      gzip.end(() => resolve(tempFile(name, Buffer.concat(out))));
+    });
+  }
+
+  it("a model larger than WebAssembly's memory is the file's error, naming the limit and the command line", { timeout: 120_000 }, async () => {
+    const { context, page, errors } = await app.open();
+    try {
+      await page.click('#open-example');
+      assert.equal(await waitSettled(page), 'ready');
+      const before = await metrics(page);
+
+      // Five lists of 60M integers: 960 MB each, 4.7 GB in all; any one list stays under the
+      // 2 GiB one allocation can hold, so the worker's memory itself runs out.
+      await openFiles(page, await growingPickle('too-large.pickle.gz', 5, 60));
+      assert.equal(await waitSettled(page, 100_000), 'failed');
+      const message = await page.textContent('#error-report .error-message');
+      assert.match(message, /^This file needs more memory than a browser gives one tab's WebAssembly worker \(4 GiB\): with \d+\.\d GiB in use, [\d.]+ [MG]iB more could not be had\.$/);
+      assert.match(await page.textContent('#error-report .error-hint'), /command line has no such limit.*memsight overview FILE --json/);
+
+      // One list of 160M integers would need one allocation past 2 GiB.
+      await openFiles(page, await growingPickle('one-table.pickle.gz', 1, 160));
+      assert.equal(await waitSettled(page, 100_000), 'failed');
+      assert.match(
+        await page.textContent('#error-report .error-message'),
+        /\(4 GiB\): one of its tables would have grown past 2 GiB, the most one allocation can hold there \([\d.]+ [MG]iB in use\)\.$/,
+      );
+      assert.match(await page.textContent('#error-report .error-hint'), /memsight overview FILE --json/);
+
+      // Neither is a crash, and the example is intact.
+      assert.equal(await page.isHidden('#panic-banner'), true);
+      assert.deepEqual(errors.filter((e) => !/panicked: .*capacity overflow/s.test(e) && !/unreachable/.test(e)), []);
+      await page.click('.file-item:nth-child(1) .file-select');
+      assert.equal(await waitSettled(page), 'ready');
+      assert.deepEqual(await metrics(page), before);
+    } finally {
+      await context.close();
+    }
+  });
+});
+
