@@ -4,6 +4,7 @@
 //! (`overview`, `timeline`).
 
 pub mod categories;
+pub mod keywords;
 pub mod replay;
 pub mod stacks;
 pub mod warning;

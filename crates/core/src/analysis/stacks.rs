@@ -11,6 +11,7 @@
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
+use super::keywords::KeywordSets;
 use crate::model::{Frame, FrameId, Snapshot, StackId};
 
 /// One frame of a stack, as text.
@@ -50,7 +51,7 @@ impl FrameClass {
 
 /// Function-name and file-name fragments of frames that are machinery, not user code (the
 /// same lists PyTorch's memory_viz hides).
-const NOISE_FUNCTIONS: [&str; 8] = [
+const NOISE_FUNCTIONS: &[&str] = &[
     "unwind::unwind",
     "CapturedTraceback::gather",
     "gather_with_cpp",
@@ -60,7 +61,7 @@ const NOISE_FUNCTIONS: [&str; 8] = [
     "PyObject_",
     "PyFunction_",
 ];
-const NOISE_FILES: [&str; 10] = [
+const NOISE_FILES: &[&str] = &[
     "core/boxing",
     "/Register",
     "/Redispatch",
@@ -73,7 +74,7 @@ const NOISE_FILES: [&str; 10] = [
     "cpython/abstract.h",
 ];
 /// Path fragments of installed Python code.
-const LIBRARY_PATHS: [&str; 4] = ["/torch/", "site-packages/", "dist-packages/", "/lib/python"];
+const LIBRARY_PATHS: &[&str] = &["/torch/", "site-packages/", "dist-packages/", "/lib/python"];
 /// Name prefixes of native frames of the interpreter, the C library and threads.
 const INTERPRETER_PREFIXES: [&str; 9] = [
     "_Py",
@@ -87,7 +88,7 @@ const INTERPRETER_PREFIXES: [&str; 9] = [
     "__xmknodat",
 ];
 /// Name fragments of the interpreter's own native frames.
-const INTERPRETER_FRAGMENTS: [&str; 7] = [
+const INTERPRETER_FRAGMENTS: &[&str] = &[
     "vectorcall",
     "cfunction_call",
     "slot_tp_call",
@@ -99,31 +100,39 @@ const INTERPRETER_FRAGMENTS: [&str; 7] = [
 /// Whole names of native entry points.
 const INTERPRETER_NAMES: [&str; 3] = ["main", "clone", "_start"];
 
+/// The keyword sets looked for in a frame's function name and in its file name.
+static IN_NAME: KeywordSets = KeywordSets::new(&[NOISE_FUNCTIONS, INTERPRETER_FRAGMENTS]);
+static IN_FILE: KeywordSets = KeywordSets::new(&[NOISE_FILES, LIBRARY_PATHS]);
+const NOISE_FUNCTION: usize = 0;
+const INTERPRETER_FRAGMENT: usize = 1;
+const NOISE_FILE: usize = 0;
+const LIBRARY_PATH: usize = 1;
+
 /// Whether a frame is interpreter or dispatcher machinery.
 pub fn is_noise(filename: &str, name: &str) -> bool {
-    NOISE_FUNCTIONS.iter().any(|f| name.contains(f))
-        || NOISE_FILES.iter().any(|f| filename.contains(f))
+    IN_NAME.find(name).has(NOISE_FUNCTION) || IN_FILE.find(filename).has(NOISE_FILE)
 }
 
 /// What the frame `filename:name` is.
 pub fn classify(filename: &str, name: &str) -> FrameClass {
-    if is_noise(filename, name) {
+    let in_name = IN_NAME.find(name);
+    let in_file = IN_FILE.find(filename);
+    if in_name.has(NOISE_FUNCTION) || in_file.has(NOISE_FILE) {
         return FrameClass::Noise;
     }
     let python = filename.ends_with(".py");
-    let library = LIBRARY_PATHS.iter().any(|p| filename.contains(p));
+    let library = in_file.has(LIBRARY_PATH);
+    let interpreter = || {
+        INTERPRETER_PREFIXES.iter().any(|p| name.starts_with(p))
+            || in_name.has(INTERPRETER_FRAGMENT)
+            || INTERPRETER_NAMES.contains(&name)
+    };
     match (python, library) {
         (true, false) => FrameClass::UserPython,
         (true, true) => FrameClass::LibraryPython,
-        _ if is_interpreter(name) => FrameClass::Interpreter,
+        _ if interpreter() => FrameClass::Interpreter,
         _ => FrameClass::Native,
     }
-}
-
-fn is_interpreter(name: &str) -> bool {
-    INTERPRETER_PREFIXES.iter().any(|p| name.starts_with(p))
-        || INTERPRETER_FRAGMENTS.iter().any(|f| name.contains(f))
-        || INTERPRETER_NAMES.contains(&name)
 }
 
 /// A frame as text, with its class.

@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Component, Role};
+use crate::analysis::keywords::{Found, KeywordSets};
 
 /// Phases of a training step, as the frames and annotations tell them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -70,10 +71,11 @@ pub fn frame_signal(filename: &str, name: &str) -> FrameSignal {
     // above it (a project under `/workspace/` is not a cuBLAS workspace).
     let base = file.rsplit('/').next().unwrap_or(&file);
     let text = format!("{base} {func}");
+    let found = IN_TEXT.find(&text);
     FrameSignal {
         phase: phase_of(&file, &func, name),
-        role: role_of(&file, &text),
-        component: component_of(&file, &text),
+        role: role_of(&file, &text, found),
+        component: component_of(&file, &text, found),
         accumulates_gradient: func.contains("accumulategrad"),
     }
 }
@@ -155,31 +157,112 @@ fn phase_of(file: &str, func: &str, name: &str) -> Option<Phase> {
     setup.then_some(Phase::Setup)
 }
 
+/// Keywords of communication libraries and collectives.
+const COMMUNICATION: &[&str] = &[
+    "nccl",
+    "processgroup",
+    "c10d",
+    "all_to_all",
+    "alltoall",
+    "deep_ep",
+    "deepep",
+    "symmetric_memory",
+];
+/// Keywords of libraries' workspaces.
+const WORKSPACE: &[&str] = &[
+    "cublas",
+    "cudablas",
+    "cudnn",
+    "workspace",
+    "cufft",
+    "cusolver",
+    "cusparse",
+];
+
+/// The parts of the model by keywords, in the order they are tried: the first that matches
+/// wins, so `log_softmax` is the loss's before `softmax` is attention's. `norm` is looked for
+/// apart: not in `normal` (`normal_` is an initialiser, not a normalisation).
+const COMPONENTS: [(Component, &[&str]); 7] = [
+    (
+        Component::Communication,
+        &[
+            "nccl",
+            "fsdp",
+            "c10d",
+            "processgroup",
+            "all_reduce",
+            "all_gather",
+            "reduce_scatter",
+            "all_to_all",
+        ],
+    ),
+    (
+        Component::Loss,
+        &[
+            "cross_entropy",
+            "nll_loss",
+            "nlllossbackward",
+            "log_softmax",
+            "logsoftmax",
+            "loss",
+            "lm_head",
+            "logits",
+        ],
+    ),
+    (Component::Embedding, &["embedding", "embed", "wte", "wpe"]),
+    (Component::Norm, &["norm"]),
+    (Component::Expert, &["moe", "expert", "router"]),
+    (
+        Component::Attention,
+        &[
+            "attention",
+            "attn",
+            "sdpa",
+            "softmax",
+            "flash",
+            "rotary",
+            "qkv",
+            "kv_cache",
+        ],
+    ),
+    (
+        Component::Mlp,
+        &[
+            "mlp",
+            "ffn",
+            "feed_forward",
+            "feedforward",
+            "swiglu",
+            "silu",
+            "gelu",
+            "linear",
+            "addmm",
+        ],
+    ),
+];
+
+/// Every keyword set looked for in a frame's text (its file's own name and its function), in
+/// one pass: the components' in their order, then the roles'.
+static IN_TEXT: KeywordSets = KeywordSets::new(&[
+    COMPONENTS[0].1,
+    COMPONENTS[1].1,
+    COMPONENTS[2].1,
+    COMPONENTS[3].1,
+    COMPONENTS[4].1,
+    COMPONENTS[5].1,
+    COMPONENTS[6].1,
+    COMMUNICATION,
+    WORKSPACE,
+]);
+const COMMUNICATION_SET: usize = COMPONENTS.len();
+const WORKSPACE_SET: usize = COMPONENTS.len() + 1;
+
 /// Roles a frame settles by itself, whatever the phase.
-fn role_of(file: &str, text: &str) -> Option<Role> {
-    const COMMUNICATION: [&str; 8] = [
-        "nccl",
-        "processgroup",
-        "c10d",
-        "all_to_all",
-        "alltoall",
-        "deep_ep",
-        "deepep",
-        "symmetric_memory",
-    ];
-    const WORKSPACE: [&str; 7] = [
-        "cublas",
-        "cudablas",
-        "cudnn",
-        "workspace",
-        "cufft",
-        "cusolver",
-        "cusparse",
-    ];
-    if COMMUNICATION.iter().any(|k| text.contains(k)) || file.contains("torch/distributed/") {
+fn role_of(file: &str, text: &str, found: Found) -> Option<Role> {
+    if found.has(COMMUNICATION_SET) || file.contains("torch/distributed/") {
         return Some(Role::Communication);
     }
-    if WORKSPACE.iter().any(|k| text.contains(k))
+    if found.has(WORKSPACE_SET)
         || (text.contains("triton") && (text.contains("autotun") || text.contains("benchmark")))
     {
         return Some(Role::Workspace);
@@ -190,82 +273,22 @@ fn role_of(file: &str, text: &str) -> Option<Role> {
     None
 }
 
-/// The part of the model a frame names, by keywords; the first group that matches wins, so
-/// `log_softmax` is the loss's before `softmax` is attention's.
-fn component_of(file: &str, text: &str) -> Option<Component> {
+/// The part of the model a frame names, by keywords ([`COMPONENTS`]).
+fn component_of(file: &str, text: &str, found: Found) -> Option<Component> {
     if file.contains("torch/distributed/") {
         return Some(Component::Communication);
     }
-    const GROUPS: [(Component, &[&str]); 7] = [
-        (
-            Component::Communication,
-            &[
-                "nccl",
-                "fsdp",
-                "c10d",
-                "processgroup",
-                "all_reduce",
-                "all_gather",
-                "reduce_scatter",
-                "all_to_all",
-            ],
-        ),
-        (
-            Component::Loss,
-            &[
-                "cross_entropy",
-                "nll_loss",
-                "nlllossbackward",
-                "log_softmax",
-                "logsoftmax",
-                "loss",
-                "lm_head",
-                "logits",
-            ],
-        ),
-        (Component::Embedding, &["embedding", "embed", "wte", "wpe"]),
-        (Component::Norm, &["norm"]),
-        (Component::Expert, &["moe", "expert", "router"]),
-        (
-            Component::Attention,
-            &[
-                "attention",
-                "attn",
-                "sdpa",
-                "softmax",
-                "flash",
-                "rotary",
-                "qkv",
-                "kv_cache",
-            ],
-        ),
-        (
-            Component::Mlp,
-            &[
-                "mlp",
-                "ffn",
-                "feed_forward",
-                "feedforward",
-                "swiglu",
-                "silu",
-                "gelu",
-                "linear",
-                "addmm",
-            ],
-        ),
-    ];
-    GROUPS.iter().find_map(|(component, keys)| {
-        let hit = keys.iter().any(|&k| {
-            // `normal_` (an initialiser) is not a normalisation.
-            let text = if k == "norm" {
-                std::borrow::Cow::Owned(text.replace("normal", ""))
-            } else {
-                std::borrow::Cow::Borrowed(text)
+    COMPONENTS
+        .iter()
+        .enumerate()
+        .find_map(|(set, (component, _))| {
+            let hit = match component {
+                // Only where `norm` occurs can it remain once `normal` is taken out.
+                Component::Norm => found.has(set) && text.replace("normal", "").contains("norm"),
+                _ => found.has(set),
             };
-            text.contains(k)
-        });
-        hit.then_some(*component)
-    })
+            hit.then_some(*component)
+        })
 }
 
 #[cfg(test)]
