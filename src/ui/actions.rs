@@ -39,16 +39,37 @@ pub struct Actions {
     blobs: StoredValue<std::collections::HashMap<FileId, Blob>, LocalStorage>,
     /// Downloads in progress (`?url=`), to stop when their file is closed.
     downloads: StoredValue<std::collections::HashMap<FileId, AbortController>, LocalStorage>,
+    /// Acting for the rehearsal of a first load (`rehearsal.rs`): no performance marks and no
+    /// worker started ahead of need.
+    rehearsal: bool,
 }
 
 impl Actions {
     pub fn new(state: RwSignal<AppState>) -> Self {
+        Self::with(state, WorkerPool::warm(), false)
+    }
+
+    /// The actions of a rehearsal (`rehearsal.rs`): its own workers, none started ahead of
+    /// need, and no performance marks (those time what users wait for).
+    pub fn rehearsing(state: RwSignal<AppState>) -> Self {
+        Self::with(state, WorkerPool::default(), true)
+    }
+
+    fn with(state: RwSignal<AppState>, workers: WorkerPool, rehearsal: bool) -> Self {
         Actions {
             state,
-            workers: StoredValue::new_local(WorkerPool::warm()),
+            workers: StoredValue::new_local(workers),
             last_scope: StoredValue::new_local(STATE_SCOPE),
             blobs: StoredValue::new_local(Default::default()),
             downloads: StoredValue::new_local(Default::default()),
+            rehearsal,
+        }
+    }
+
+    /// `performance.mark(name)` once the page has rendered what changed (none in a rehearsal).
+    pub fn mark_after_render(self, name: &'static str) {
+        if !self.rehearsal {
+            perf::mark_after_render(name);
         }
     }
 
@@ -288,6 +309,9 @@ impl Actions {
     /// loading then), so its start-up competes neither with a load nor with drawing the file
     /// that just arrived.
     fn prepare_spare_when_idle(self) {
+        if self.rehearsal {
+            return;
+        }
         set_timeout(
             move || {
                 let loading = self
@@ -339,8 +363,12 @@ impl Actions {
             Command::Terminate(id) => {
                 self.workers.try_update_value(|pool| pool.terminate(id));
             }
-            Command::Mark(name) => perf::mark(name),
-            Command::MarkAfterRender(name) => perf::mark_after_render(name),
+            Command::Mark(name) => {
+                if !self.rehearsal {
+                    perf::mark(name);
+                }
+            }
+            Command::MarkAfterRender(name) => self.mark_after_render(name),
             Command::Load { file, name, size } => {
                 let Some(blob) = self
                     .blobs

@@ -33,6 +33,8 @@ pub fn App() -> impl IntoView {
     if !query.urls.is_empty() {
         actions.open_urls(&query.urls);
     }
+    // The first file opened should not pay for compiling the views.
+    super::rehearsal::rehearse(state);
     if query.embed {
         return view! { <EmbedApp state=state actions=actions link=link query=query /> }.into_any();
     }

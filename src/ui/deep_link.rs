@@ -40,6 +40,8 @@ pub struct DeepLink {
     /// The fragment last written into the address.
     pub fragment: RwSignal<String>,
     timer: StoredValue<Option<gloo_timers::callback::Timeout>, LocalStorage>,
+    /// Reads and writes no address (a rehearsal's views, `rehearsal.rs`).
+    inert: bool,
 }
 
 impl DeepLink {
@@ -57,10 +59,26 @@ impl DeepLink {
             epoch: RwSignal::new(0),
             fragment: RwSignal::new(hash.trim_start_matches('#').to_string()),
             timer: StoredValue::new_local(None),
+            inert: false,
         };
         deep.follow_state();
         deep.follow_address();
         deep
+    }
+
+    /// A link for views that are not the page's (a rehearsal): it restores nothing and never
+    /// touches the address.
+    pub fn inert(state: RwSignal<AppState>, actions: Actions) -> Self {
+        DeepLink {
+            state,
+            actions,
+            live: RwSignal::new(ViewLink::default()),
+            pending: StoredValue::new_local(None),
+            epoch: RwSignal::new(0),
+            fragment: RwSignal::new(String::new()),
+            timer: StoredValue::new_local(None),
+            inert: true,
+        }
     }
 
     /// Restores `link` now: on the file at its position if one is open (its views mount again),
@@ -214,6 +232,9 @@ impl DeepLink {
 
     /// Writes the address once the view has stayed still for a moment.
     fn write_soon(self) {
+        if self.inert {
+            return;
+        }
         let timer = gloo_timers::callback::Timeout::new(SETTLE.as_millis() as u32, move || {
             self.write();
         });
@@ -225,7 +246,7 @@ impl DeepLink {
     /// main area shows from the page state. Nothing while a link waits to be restored (the
     /// address keeps it) or while no file is shown.
     fn write(self) {
-        if self.pending.with_value(Option::is_some) {
+        if self.inert || self.pending.with_value(Option::is_some) {
             return;
         }
         let Some(mut link) = self.live.try_get_untracked() else {

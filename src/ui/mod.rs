@@ -19,6 +19,8 @@
 //! - `near_screen`: when an element first comes near the screen (charts below the fold are
 //!   drawn then);
 //! - `theme`: the system's light or dark theme, followed live, for the canvases;
+//! - `rehearsal`: a first load rehearsed off screen once the page starts, so a user's first
+//!   file does not pay for compiling the views;
 //! - `panic_banner`: shows a Rust panic instead of a dead page.
 //!
 //! State lives in signals created by `App` and passed down; nothing here is global. File data
@@ -50,6 +52,7 @@ mod page_query;
 mod panic_banner;
 mod perf;
 mod phases;
+mod rehearsal;
 mod remote;
 mod segmented;
 mod snapshot_view;

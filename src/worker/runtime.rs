@@ -93,7 +93,12 @@ pub fn start() {
         post_event(FileEvent::Failed(report));
     }));
 
-    warm_up();
+    // A file already waiting is served at once: warming up first would keep it waiting
+    // longer than it saves (the decoder's hot functions are optimised during a large file's
+    // first parts anyway).
+    if !messages_waiting(&scope()) {
+        warm_up();
+    }
     let session = Rc::new(RefCell::new(Session::new()));
     let on_message = {
         let session = session.clone();
@@ -119,6 +124,14 @@ pub fn start() {
             &JsValue::from_str(EARLY_QUEUE),
         );
     }
+}
+
+/// Whether messages arrived while the module was loading (`static/worker_loader.js` queued them).
+fn messages_waiting(scope: &DedicatedWorkerGlobalScope) -> bool {
+    Reflect::get(scope, &JsValue::from_str(EARLY_QUEUE))
+        .ok()
+        .and_then(|queue| queue.dyn_into::<Array>().ok())
+        .is_some_and(|queue| queue.length() > 0)
 }
 
 /// A small generated snapshot (`tests/python/gen_snapshot.py --entries 1000 --seed 11

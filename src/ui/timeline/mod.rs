@@ -37,7 +37,6 @@ use wasm_bindgen::JsValue;
 use super::actions::Actions;
 use super::categories::CategoryView;
 use super::link::{TimelineLink, ViewLink};
-use super::perf;
 use super::requests::{Latest, ScopeId};
 use super::state::FileId;
 use crate::analysis::categories::Dimension;
@@ -673,7 +672,7 @@ impl Timeline {
                 self.frames_painted.update(|n| *n += 1);
                 self.frame.set(Some(frame));
                 if first == Some(true) {
-                    perf::mark_after_render(MARK_TIMELINE_PAINTED);
+                    self.actions.mark_after_render(MARK_TIMELINE_PAINTED);
                     self.first_frame_shown();
                 }
                 // The tooltip follows the view: what is under the pointer may have changed.
