@@ -95,8 +95,10 @@ impl Session {
         on_progress: &mut dyn FnMut(FileEvent),
     ) -> Result<Feeding, ErrorReport> {
         self.begin(total, on_progress)?;
+        let mut feed = PickleFeed::new();
+        feed.expect_bytes(total);
         Ok(Feeding {
-            feed: PickleFeed::new(),
+            feed,
             start: now(),
             read_ms: 0.0,
             progress: Progress::new(total),

@@ -156,6 +156,17 @@ impl Builder {
         }
     }
 
+    /// Makes room for `rows` more trace rows.
+    pub fn reserve_rows(&mut self, rows: usize) {
+        self.staging.reserve(rows);
+    }
+
+    /// How many trace rows fit without growing.
+    #[cfg(test)]
+    pub fn row_capacity(&self) -> usize {
+        self.staging.addr.capacity()
+    }
+
     fn text(&self, id: StrId) -> &str {
         self.strings.get(id)
     }
@@ -634,6 +645,7 @@ impl Builder {
                 continue;
             }
             let mut trace = Trace::default();
+            trace.reserve(ranges.iter().map(|&(_, len)| len as usize).sum());
             let extra = &self.staging.extra;
             for &(start, len) in ranges {
                 for row in start..start + len {

@@ -60,6 +60,13 @@ impl PickleFeed {
         }
     }
 
+    /// The file is `bytes` long: once its first trace rows are read, room is made for all the
+    /// rows it holds at their size, so the trace is not copied as it grows (a browser's
+    /// WebAssembly memory never gives back what such copies took).
+    pub fn expect_bytes(&mut self, bytes: u64) {
+        self.parser.expect_bytes(bytes);
+    }
+
     /// Decodes as far as the next bytes of the file, `chunk`, allow.
     pub fn push(&mut self, chunk: Vec<u8>) -> Result<(), DecodeError> {
         self.pushed += chunk.len() as u64;

@@ -110,6 +110,11 @@ impl Resumable {
         }
     }
 
+    /// The stream will be `bytes` long: room is made for its trace rows once a few are read.
+    pub fn expect_bytes(&mut self, bytes: u64) {
+        self.parser.size_hint = Some(bytes);
+    }
+
     /// Decodes as far as `chunk` (the next bytes of the stream) allows.
     pub fn push(&mut self, chunk: Vec<u8>) -> Result<(), DecodeError> {
         self.parser.input.reader_mut().push(chunk);
@@ -158,7 +163,18 @@ struct Parser<R> {
     scratch: Vec<Val>,
     pairs: Vec<(Node, Node)>,
     frame_ids: Vec<FrameId>,
+    /// The stream's length when known, to make room for all its trace rows at once.
+    size_hint: Option<u64>,
+    /// Where the stream and the memo were when the first trace row was read.
+    first_row_at: u64,
+    first_row_memo: usize,
 }
+
+/// Trace rows read before the rows still to come are estimated from the bytes they took.
+const ROWS_SAMPLED: u32 = 1 << 14;
+/// No trace row takes fewer bytes than this in a pickle (an estimate from rows that did is a
+/// sign of something odd: nothing is reserved then).
+const MIN_ROW_BYTES: u64 = 16;
 
 fn op_name(op: u8) -> &'static str {
     match op {
@@ -208,6 +224,35 @@ impl<R: Read> Parser<R> {
             scratch: Vec::new(),
             pairs: Vec::new(),
             frame_ids: Vec::new(),
+            size_hint: None,
+            first_row_at: 0,
+            first_row_memo: 0,
+        }
+    }
+
+    /// A trace row `row` was just read: once a few thousand have been, makes room for the
+    /// rows the rest of the stream holds at their size so far (with a sixteenth more), and
+    /// for the memo entries they take, so neither the trace's columns nor the memo are copied
+    /// each time they outgrow their memory.
+    #[inline]
+    fn row_read(&mut self, row: u32) {
+        if row == 0 {
+            self.first_row_at = self.input.offset();
+            self.first_row_memo = self.memo.len();
+        } else if row == ROWS_SAMPLED {
+            let Some(total) = self.size_hint else { return };
+            let here = self.input.offset();
+            let per_row = here.saturating_sub(self.first_row_at) / u64::from(ROWS_SAMPLED);
+            if per_row < MIN_ROW_BYTES {
+                return;
+            }
+            let rest = total.saturating_sub(here) / per_row;
+            let rest = (rest + rest / 16) as usize;
+            self.builder.reserve_rows(rest);
+            let memo_per_row =
+                self.memo.len().saturating_sub(self.first_row_memo) / ROWS_SAMPLED as usize;
+            self.memo
+                .reserve_exact(rest.saturating_mul(memo_per_row + 1));
         }
     }
 
@@ -712,6 +757,7 @@ impl<R: Read> Parser<R> {
         };
         match row.and_then(|r| Slot::tagged(Slot::T_ROW, r).map(|slot| (r, slot))) {
             Some((row, slot)) => {
+                self.row_read(row);
                 self.memo[memo_len] = slot;
                 self.input.pos = start + i + 1;
                 self.push(Val::Rows(row, 1), at)?;
@@ -1044,6 +1090,7 @@ impl<R: Read> Parser<R> {
                 }
                 if is_trace {
                     if let Some(row) = self.trace_row_fast(o) {
+                        self.row_read(row);
                         self.retire(o, Val::Rows(row, 1));
                         return Ok(Val::Rows(row, 1));
                     }
@@ -1517,7 +1564,72 @@ fn long_to_decimal(bytes: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::long_to_decimal;
+    use super::{long_to_decimal, Resumable, ROWS_SAMPLED};
+
+    /// A protocol-4 pickle of a snapshot with one device whose trace has `rows` allocations,
+    /// every dict and list memoized as pickle writes them.
+    fn snapshot_pickle(rows: u32) -> Vec<u8> {
+        fn text(out: &mut Vec<u8>, s: &str) {
+            out.push(0x8c);
+            out.push(s.len() as u8);
+            out.extend_from_slice(s.as_bytes());
+            out.push(0x94);
+        }
+        let mut out = b"\x80\x04}\x94(".to_vec();
+        text(&mut out, "segments");
+        out.extend_from_slice(b"]\x94");
+        text(&mut out, "device_traces");
+        out.extend_from_slice(b"]\x94]\x94(");
+        for row in 0..rows {
+            out.extend_from_slice(b"}\x94(");
+            text(&mut out, "action");
+            text(&mut out, "alloc");
+            text(&mut out, "addr");
+            out.push(b'J');
+            out.extend_from_slice(&(row * 512).to_le_bytes());
+            text(&mut out, "size");
+            out.extend_from_slice(b"M\x00\x02");
+            text(&mut out, "stream");
+            out.extend_from_slice(b"K\x00u");
+        }
+        out.extend_from_slice(b"eau.");
+        out
+    }
+
+    #[test]
+    fn a_stream_of_known_length_makes_room_for_its_rows_once_a_few_are_read() {
+        let rows = 3 * ROWS_SAMPLED;
+        let bytes = snapshot_pickle(rows);
+        let first_part = bytes.len() * 2 / 5;
+        let mut feed = Resumable::new();
+        feed.expect_bytes(bytes.len() as u64);
+        feed.push(bytes[..first_part].to_vec()).unwrap();
+        let (row_room, memo_room) = (
+            feed.parser.builder.row_capacity(),
+            feed.parser.memo.capacity(),
+        );
+        feed.push(bytes[first_part..].to_vec()).unwrap();
+        let memo_used = feed.parser.memo.len();
+        assert!(
+            row_room >= rows as usize,
+            "room for {row_room} rows of {rows}"
+        );
+        assert!(
+            row_room <= rows as usize * 9 / 8,
+            "room for {row_room} rows of {rows}"
+        );
+        assert!(
+            memo_room >= memo_used,
+            "{memo_room} memo entries of {memo_used}"
+        );
+        let snapshot = feed.finish().unwrap();
+        assert_eq!(snapshot.devices[0].trace.len(), rows as usize);
+
+        // Without the length, nothing is made room for ahead.
+        let mut unknown = Resumable::new();
+        unknown.push(bytes[..first_part].to_vec()).unwrap();
+        assert!(unknown.parser.builder.row_capacity() < rows as usize);
+    }
 
     #[test]
     fn long_decimal_matches_python() {

@@ -180,6 +180,16 @@ impl Trace {
         self.action.is_empty()
     }
 
+    /// Makes room for exactly `rows` more rows in the columns every row fills.
+    pub fn reserve(&mut self, rows: usize) {
+        self.action.reserve_exact(rows);
+        self.addr.reserve_exact(rows);
+        self.size.reserve_exact(rows);
+        self.stream.reserve_exact(rows);
+        self.time_us.reserve_exact(rows);
+        self.stack.reserve_exact(rows);
+    }
+
     pub fn push(&mut self, row: TraceRow) {
         let index = self.action.len();
         self.action.push(row.action);
