@@ -36,7 +36,9 @@ pub fn Legend(tl: Timeline) -> impl IntoView {
     Effect::new(move |_| {
         let moment = moment.get();
         tl.categories.generation.track();
-        if dimension().is_none() {
+        // Asked once the first frame is on screen: counting bytes by category at any moment
+        // needs an index whose first build must not keep that frame waiting.
+        if dimension().is_none() || !tl.painted.get() {
             return;
         }
         let request = Request::Breakdown(BreakdownRequest::Totals {
