@@ -1,13 +1,13 @@
 //! Times natively each step between a file's bytes and the timeline's first frame, as a
-//! worker runs them: the pickle pushed in 4 MiB parts, the end of decoding, the analysis and
-//! categories, the overview, the layout and the first frame (JSON encoding included, as the
-//! worker posts every answer as JSON):
+//! worker runs them: the pickle pushed in 4 MiB parts, the end of decoding with the analysis,
+//! the categories and the overview (the news of the decoded file, as JSON), the first view
+//! prepared (the layout and the band's categories), then the page's requests for the layout and
+//! the first frame (JSON encoding included, as the worker posts every answer as JSON):
 //! `cargo run --release -p memsight-core --example load_profile -- FILE [RUNS]`.
 //! Prints the median of `RUNS` (default 5) for every step.
 
 use std::time::Instant;
 
-use memsight_core::overview::service::OverviewRequest;
 use memsight_core::protocol::{FileEvent, FromWorker, Request};
 use memsight_core::session::Session;
 use memsight_core::timeline::service::{FrameRequest, TimelineRequest};
@@ -72,15 +72,15 @@ fn run(bytes: &[u8]) -> Vec<(&'static str, f64)> {
     let FileEvent::Loaded(summary) = &event else {
         panic!("not a snapshot: {event:?}")
     };
-    lap(&mut steps, "finish + analyse + categorise");
     let device = summary.default_device;
     let _ = serde_json::to_string(&FromWorker::Event(event.clone()));
+    lap(&mut steps, "finish, analyse, overview");
+    session.prepare_first_view(&now);
+    lap(&mut steps, "first view prepared");
     let ask = |session: &mut Session, request: Request| {
         let reply = session.answer(request, &now).expect("an answer");
         serde_json::to_string(&reply.answer).expect("JSON")
     };
-    ask(&mut session, Request::Overview(OverviewRequest { device }));
-    lap(&mut steps, "overview (+ JSON)");
     let layout = TimelineRequest::Layout {
         device,
         kind: TimelineKind::Allocations,

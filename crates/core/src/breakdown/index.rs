@@ -104,10 +104,16 @@ impl CategoryIndex {
         // Already in order but for pre-window allocations (all start at 0): a stable sort
         // of sorted input is a single pass.
         by_start.sort_by_key(|e| e.start);
-        let mut by_end: Vec<u32> = (0..by_start.len() as u32)
-            .filter(|&p| by_start[p as usize].end != u32::MAX)
+        // Ordered by end, then by position: sorting packed keys avoids looking each end up
+        // at every comparison (a third of laying a large file's first view out).
+        let mut ends: Vec<u64> = by_start
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.end != u32::MAX)
+            .map(|(p, e)| u64::from(e.end) << 32 | p as u64)
             .collect();
-        by_end.sort_by_key(|&p| by_start[p as usize].end);
+        ends.sort_unstable();
+        let by_end: Vec<u32> = ends.into_iter().map(|k| k as u32).collect();
 
         let last_state = by_start
             .iter()

@@ -64,6 +64,9 @@ impl Layout {
             ..Layout::default()
         };
         let mut ties_left = ties;
+        // Elements come in stack order, so their pushes are already in order of state and
+        // rank: only the removes need sorting before both are merged.
+        let mut removes = Vec::new();
         for i in 0..total {
             let size = elements.size(i);
             let drawn = if drawn_target == 0 {
@@ -86,11 +89,15 @@ impl Layout {
                 layout.events.push((start as u64) << 33 | PUSH | rank);
                 let end = elements.end(i);
                 if end != ALIVE {
-                    layout.events.push((end as u64) << 33 | rank);
+                    removes.push((end as u64) << 33 | rank);
                 }
             }
         }
-        layout.events.sort_unstable();
+        if !layout.events.is_sorted() {
+            layout.events.sort_unstable();
+        }
+        removes.sort_unstable();
+        layout.events = merge_sorted(&layout.events, &removes);
 
         // Size the checkpoint interval so all checkpoints fit the budget.
         let mut live = 0u64;
@@ -221,9 +228,37 @@ impl Cursor {
     }
 }
 
+/// The values of two sorted lists, in order.
+fn merge_sorted(a: &[u64], b: &[u64]) -> Vec<u64> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if a[i] <= b[j] {
+            out.push(a[i]);
+            i += 1;
+        } else {
+            out.push(b[j]);
+            j += 1;
+        }
+    }
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn merging_sorted_lists_sorts_their_values() {
+        assert_eq!(
+            merge_sorted(&[1, 4, 4, 9], &[0, 4, 5, 10, 11]),
+            [0, 1, 4, 4, 4, 5, 9, 10, 11]
+        );
+        assert_eq!(merge_sorted(&[], &[2, 3]), [2, 3]);
+        assert_eq!(merge_sorted(&[2, 3], &[]), [2, 3]);
+    }
 
     /// Hand-made elements: (size, start, end).
     struct Fixed(Vec<(u64, u32, u32)>);
