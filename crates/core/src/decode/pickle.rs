@@ -925,7 +925,7 @@ impl<R: Read> Parser<R> {
 
     fn string(&mut self, n: usize, at: u64) -> Result<(), DecodeError> {
         let bytes = self.input.take(n, "a string")?;
-        let text = std::str::from_utf8(bytes).map_err(|e| {
+        let id = self.builder.strings.intern_utf8(bytes).map_err(|e| {
             DecodeError::at(
                 at,
                 format!(
@@ -935,7 +935,6 @@ impl<R: Read> Parser<R> {
             )
             .with_hint("the file is corrupt")
         })?;
-        let id = self.builder.strings.intern(text);
         self.push(Val::Str(id), at)
     }
 
@@ -1495,8 +1494,7 @@ fn short_string(
 ) -> Option<StrId> {
     let len = *buf.get(*i + 1)? as usize;
     let bytes = buf.get(*i + 2..*i + 2 + len)?;
-    let text = std::str::from_utf8(bytes).ok()?;
-    let id = builder.strings.intern(text);
+    let id = builder.strings.intern_utf8(bytes).ok()?;
     *i += 2 + len;
     if buf.get(*i) == Some(&0x94) {
         memo.push(Slot::tagged(Slot::T_STR, id)?);

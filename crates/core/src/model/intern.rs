@@ -19,6 +19,9 @@ pub const NO_STACK: StackId = u32::MAX;
 pub struct Strings {
     texts: Vec<Box<str>>,
     index: FxHashMap<Box<str>, StrId>,
+    /// The text interned last: the one a file repeats unmemoized in every row (`"N/A"`) is
+    /// then found without validating or hashing it again.
+    last: Option<StrId>,
 }
 
 impl PartialEq for Strings {
@@ -36,6 +39,19 @@ impl Strings {
         self.texts.push(text.into());
         self.index.insert(text.into(), id);
         id
+    }
+
+    /// Interns the UTF-8 text `bytes`; refuses bytes that are not UTF-8.
+    #[inline]
+    pub fn intern_utf8(&mut self, bytes: &[u8]) -> Result<StrId, std::str::Utf8Error> {
+        if let Some(last) = self.last {
+            if self.texts[last as usize].as_bytes() == bytes {
+                return Ok(last);
+            }
+        }
+        let id = self.intern(std::str::from_utf8(bytes)?);
+        self.last = Some(id);
+        Ok(id)
     }
 
     /// The id of `text` if it was interned.
@@ -166,5 +182,32 @@ impl FrameInterner {
             frames.push(frame);
             (frames.len() - 1) as FrameId
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_interned_from_bytes_is_the_same_text_however_often_it_repeats() {
+        let mut strings = Strings::default();
+        let na = strings.intern_utf8(b"N/A").unwrap();
+        assert_eq!(strings.intern_utf8(b"N/A").unwrap(), na);
+        let alloc = strings.intern_utf8(b"alloc").unwrap();
+        assert_ne!(alloc, na);
+        assert_eq!(strings.intern_utf8(b"N/A").unwrap(), na);
+        assert_eq!(strings.intern("alloc"), alloc);
+        assert_eq!(strings.get(na), "N/A");
+        assert_eq!(strings.len(), 2);
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_are_refused_even_after_text_like_them() {
+        let mut strings = Strings::default();
+        strings.intern_utf8(b"ab").unwrap();
+        let error = strings.intern_utf8(b"a\xff").unwrap_err();
+        assert_eq!(error.valid_up_to(), 1);
+        assert_eq!(strings.len(), 1);
     }
 }
