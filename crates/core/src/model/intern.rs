@@ -3,6 +3,9 @@
 //! Real snapshots repeat the same few thousand frames millions of times; interning is what
 //! keeps the model small. These tables only grow while a snapshot is decoded.
 
+use std::hash::{Hash, Hasher};
+
+use hashbrown::HashTable;
 use rustc_hash::FxHashMap;
 
 use super::Value;
@@ -95,7 +98,8 @@ pub struct Stacks {
     frames: Vec<FrameId>,
     /// `offsets[s]..offsets[s + 1]` are the frames of stack `s`.
     offsets: Vec<u32>,
-    index: FxHashMap<Box<[FrameId]>, StackId>,
+    /// Stacks by the hash of their frames; a stack's frames are only kept in `frames`.
+    index: HashTable<StackId>,
 }
 
 impl Default for Stacks {
@@ -103,7 +107,7 @@ impl Default for Stacks {
         Stacks {
             frames: Vec::new(),
             offsets: vec![0],
-            index: FxHashMap::default(),
+            index: HashTable::new(),
         }
     }
 }
@@ -114,19 +118,60 @@ impl PartialEq for Stacks {
     }
 }
 
+/// The frames of stack `s` in `frames` laid out by `offsets`.
+fn frames_of<'a>(frames: &'a [FrameId], offsets: &[u32], s: StackId) -> &'a [FrameId] {
+    let s = s as usize;
+    &frames[offsets[s] as usize..offsets[s + 1] as usize]
+}
+
+fn hash_frames(frames: &[FrameId]) -> u64 {
+    let mut hasher = rustc_hash::FxHasher::default();
+    frames.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// Whether two lists of frames are the same. A new stack of a deep traceback is compared with
+/// its twin for every trace row; in WebAssembly a slice's own comparison is a byte-by-byte
+/// `memcmp` (natively a vectorised one), so there two frames are compared at a time.
+fn same_frames(a: &[FrameId], b: &[FrameId]) -> bool {
+    if cfg!(target_arch = "wasm32") {
+        same_frames_by_pairs(a, b)
+    } else {
+        a == b
+    }
+}
+
+fn same_frames_by_pairs(a: &[FrameId], b: &[FrameId]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let pair = |c: &[FrameId]| u64::from(c[0]) | u64::from(c[1]) << 32;
+    let (a2, b2) = (a.chunks_exact(2), b.chunks_exact(2));
+    let (ra, rb) = (a2.remainder(), b2.remainder());
+    a2.zip(b2).all(|(x, y)| pair(x) == pair(y)) && ra == rb
+}
+
 impl Stacks {
     /// Interns a stack. The empty stack is [`NO_STACK`]: "no frames recorded".
     pub fn intern(&mut self, frames: &[FrameId]) -> StackId {
         if frames.is_empty() {
             return NO_STACK;
         }
-        if let Some(&id) = self.index.get(frames) {
+        let hash = hash_frames(frames);
+        let Stacks {
+            frames: stored,
+            offsets,
+            index,
+        } = self;
+        if let Some(&id) = index.find(hash, |&s| {
+            same_frames(frames_of(stored, offsets, s), frames)
+        }) {
             return id;
         }
-        let id = (self.offsets.len() - 1) as StackId;
-        self.frames.extend_from_slice(frames);
-        self.offsets.push(self.frames.len() as u32);
-        self.index.insert(frames.into(), id);
+        let id = (offsets.len() - 1) as StackId;
+        stored.extend_from_slice(frames);
+        offsets.push(stored.len() as u32);
+        index.insert_unique(hash, id, |&s| hash_frames(frames_of(stored, offsets, s)));
         id
     }
 
@@ -135,8 +180,7 @@ impl Stacks {
         if stack == NO_STACK {
             return &[];
         }
-        let s = stack as usize;
-        &self.frames[self.offsets[s] as usize..self.offsets[s + 1] as usize]
+        frames_of(&self.frames, &self.offsets, stack)
     }
 
     /// Number of unique non-empty stacks.
@@ -149,7 +193,7 @@ impl Stacks {
     }
 
     pub fn heap_bytes(&self) -> usize {
-        self.frames.capacity() * 8 + self.offsets.capacity() * 4 + self.index.capacity() * 24
+        self.frames.capacity() * 4 + self.offsets.capacity() * 4 + self.index.capacity() * 5
     }
 }
 
@@ -188,6 +232,46 @@ impl FrameInterner {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stack_is_stored_once_whatever_its_length() {
+        let mut stacks = Stacks::default();
+        let lists: [&[FrameId]; 5] = [&[1, 2, 3], &[1, 2], &[1, 2, 3, 4], &[7], &[2, 1]];
+        let ids: Vec<StackId> = lists.iter().map(|f| stacks.intern(f)).collect();
+        assert_eq!(ids, [0, 1, 2, 3, 4]);
+        for (list, id) in lists.iter().zip(&ids) {
+            assert_eq!(stacks.intern(list), *id);
+            assert_eq!(stacks.frames(*id), *list);
+        }
+        assert_eq!(stacks.intern(&[]), NO_STACK);
+        assert_eq!(stacks.len(), 5);
+        // Many more, so the table grows and finds every one again.
+        let many: Vec<Vec<FrameId>> = (0..5000).map(|i| vec![i, i * 7, 3]).collect();
+        let ids: Vec<StackId> = many.iter().map(|f| stacks.intern(f)).collect();
+        for (list, id) in many.iter().zip(&ids) {
+            assert_eq!(stacks.intern(list), *id);
+        }
+        assert_eq!(stacks.len(), 5005);
+    }
+
+    #[test]
+    fn frames_compare_pair_by_pair_and_by_their_odd_last_as_slices_do() {
+        let lists: [&[FrameId]; 8] = [
+            &[],
+            &[9],
+            &[9, 8],
+            &[8, 9],
+            &[1, 2, 3],
+            &[1, 2, 4],
+            &[2, 1, 3],
+            &[1, 2],
+        ];
+        for a in lists {
+            for b in lists {
+                assert_eq!(same_frames_by_pairs(a, b), a == b, "{a:?} {b:?}");
+            }
+        }
+    }
 
     #[test]
     fn text_interned_from_bytes_is_the_same_text_however_often_it_repeats() {
