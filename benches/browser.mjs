@@ -24,9 +24,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
 
-import { DIST, launchBrowser, marks, openApp, openFiles, waitSettled } from '../tests/e2e/helpers.mjs';
+import { DIST, launchBrowser, marks, openApp, waitSettled } from '../tests/e2e/helpers.mjs';
 import { serveStatic } from '../tests/e2e/server.mjs';
-import { dataFile, launchedBrowserPid, mb, median, option, parseCount, openMeasuredApp, residentMiB } from './common.mjs';
+import { dataFile, launchedBrowserPid, mb, median, openFileAndWaitForMark, option, parseCount, openMeasuredApp, residentMiB } from './common.mjs';
 
 const cases = option('--cases', '100k,1M,1M@30-40,6M,12M').split(',').filter(Boolean).map(parseCase);
 const files = option('--files', '').split(',').filter(Boolean);
@@ -73,11 +73,10 @@ async function measure({ browser, server, browserPid }, file) {
   // A person takes a moment to pick a file; the page uses it to start a worker ahead of need.
   await page.waitForTimeout(1000);
   const idle = residentMiB(pagePids);
-  await openFiles(page, file);
+  // The timeline's first frame on screen: what a user waits for.
+  await openFileAndWaitForMark(page, file, 'memsight:timeline-painted', 600_000);
   const status = await waitSettled(page, 600_000);
   if (status !== 'ready') throw new Error(`${file}: ${status}`);
-  // The timeline's first frame on screen: what a user waits for.
-  await page.waitForFunction(() => performance.getEntriesByName('memsight:timeline-painted').length > 0, null, { timeout: 600_000 });
   const last = async (name) => (await marks(page, name)).slice(-1)[0];
   const start = await last('memsight:file-start');
   const times = {

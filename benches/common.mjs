@@ -118,6 +118,35 @@ export async function openMeasuredApp(browser, browserPid, server, openApp) {
   throw new Error('no renderer process runs the page\'s worker');
 }
 
+/**
+ * Opens `file` through the file input and waits until the page marks `mark` (a User Timing
+ * mark), without running any script in the page meanwhile. Playwright's waiting helpers poll
+ * by evaluating its own injected script in the page, which costs the page's main thread 10–30
+ * ms (parsing and compiling it) in the middle of a small file's load: that script is loaded
+ * before the file is opened here, and the wait is one promise the page resolves. Throws after
+ * `timeout` ms.
+ */
+export async function openFileAndWaitForMark(page, file, mark, timeout) {
+  await page.waitForFunction(() => true);
+  await page.locator('#file-input').count();
+  const marked = page.evaluate(
+    ([name, ms]) =>
+      new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no ${name} mark after ${ms} ms`)), ms);
+        new PerformanceObserver((list, observer) => {
+          if (list.getEntries().some((e) => e.name === name)) {
+            observer.disconnect();
+            clearTimeout(timer);
+            resolve();
+          }
+        }).observe({ type: 'mark' });
+      }),
+    [mark, timeout],
+  );
+  await page.setInputFiles('#file-input', file);
+  await marked;
+}
+
 export const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
