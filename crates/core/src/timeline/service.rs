@@ -326,6 +326,10 @@ impl Service for TimelineService {
     type Request = TimelineRequest;
     type Answer = TimelineAnswer;
 
+    /// Each request's handler is a function of its own (`#[inline(never)]`): a WebAssembly
+    /// engine optimises a function as a whole once it has run a while, so a dispatcher with
+    /// every handler inlined is optimised (for hundreds of milliseconds of a core) as soon as
+    /// any one request is hot, while a file loads.
     fn answer(&mut self, cx: &Context<'_>, request: TimelineRequest) -> Answered {
         let (analysed, now) = (cx.analysed, cx.now);
         match request {
@@ -401,6 +405,7 @@ impl TimelineService {
     }
 
     /// Lays a timeline out (or only again, for a new detail) and describes it.
+    #[inline(never)]
     fn layout(
         &mut self,
         analysed: &Analysed,
@@ -480,6 +485,7 @@ impl TimelineService {
         Ok(TimelineAnswer::Layout(info).into())
     }
 
+    #[inline(never)]
     fn frame(&self, cx: &Context<'_>, request: &FrameRequest) -> Answered {
         let (analysed, now) = (cx.analysed, cx.now);
         let start = now();
@@ -567,6 +573,7 @@ impl TimelineService {
         ))
     }
 
+    #[inline(never)]
     fn hit(&self, analysed: &Analysed, request: &HitRequest, now: &dyn Fn() -> f64) -> Answered {
         let start = now();
         let (entry, dev, facts) = self.lookup(analysed, request.device, request.kind)?;
@@ -626,6 +633,7 @@ impl TimelineService {
         Ok(TimelineAnswer::Hit(info).into())
     }
 
+    #[inline(never)]
     fn element(
         &self,
         analysed: &Analysed,
@@ -641,6 +649,7 @@ impl TimelineService {
         Ok(TimelineAnswer::Element(detail).into())
     }
 
+    #[inline(never)]
     fn search(
         &mut self,
         analysed: &Analysed,
@@ -707,6 +716,7 @@ impl TimelineService {
         Ok(TimelineAnswer::Search(info).into())
     }
 
+    #[inline(never)]
     fn minimap(
         &self,
         analysed: &Analysed,
