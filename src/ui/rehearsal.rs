@@ -94,6 +94,7 @@ fn start(slot: &Slot) {
     let Ok(shadow) = host.attach_shadow(&ShadowRootInit::new(ShadowRootMode::Closed)) else {
         return;
     };
+    adopt_stylesheets(&document, &shadow);
     if shadow.append_child(&container).is_err() || body.append_child(&host).is_err() {
         return;
     }
@@ -154,6 +155,20 @@ fn end(slot: &Slot) {
     }
     drop(running.mounted);
     running.host.remove();
+}
+
+/// Links the page's stylesheets into the shadow root, which the document's styles do not
+/// reach: unstyled, the views would lay out other boxes in other fonts, and the real load
+/// would pay for its fonts' first use (tens of milliseconds of its first layouts).
+fn adopt_stylesheets(document: &web_sys::Document, shadow: &web_sys::ShadowRoot) {
+    let Ok(links) = document.query_selector_all("link[rel~='stylesheet']") else {
+        return;
+    };
+    for index in 0..links.length() {
+        if let Some(Ok(copy)) = links.item(index).map(|link| link.clone_node()) {
+            let _ = shadow.append_child(&copy);
+        }
+    }
 }
 
 fn snapshot_blob() -> Result<Blob, wasm_bindgen::JsValue> {

@@ -23,8 +23,9 @@ use super::table::TablePanel;
 use super::timeline::TimelinePanel;
 use crate::format;
 
-/// The views under the overview: the timeline, mounted with the overview, then the others one
-/// per frame once its first frame is on screen (breakdown, phases, table, allocator).
+/// The views under the overview: the timeline, mounted as soon as the overview arrives, then
+/// the others one per frame once its first frame is on screen (breakdown, phases, table,
+/// allocator).
 const VIEW_STAGES: usize = 5;
 
 /// Mounts the next view, and the one after it a frame later.
@@ -80,15 +81,23 @@ pub fn SnapshotView(
     let device = Memo::new(move |_| state.with(|s| s.file(id).and_then(|f| f.device)));
     let overview =
         Memo::new(move |_| state.with(|s| s.file(id).and_then(|f| f.overview().cloned())));
-    // The timeline mounts with the overview and the views below it wait for its first frame
+    // The timeline mounts as the overview arrives and the views below it wait for its first frame
     // (or its error), so nothing competes with what a user looks at first; they then follow
     // one per frame, so no single task builds them all and the page keeps answering meanwhile.
     let shows = move |section: Section| only.is_none_or(|o| o == section);
     let mounted = RwSignal::new(0usize);
     let timeline_painted = RwSignal::new(false);
+    // The overview's panel mounts a frame after the timeline (in that frame, before it is laid
+    // out and painted, so both appear together): the timeline measures its plot and asks for
+    // its first frame while the page is still small to lay out, and the worker paints it
+    // while the page lays the overview out.
+    let overview_mounted = RwSignal::new(false);
     Effect::new(move |_| {
         if overview.with(Option::is_some) && mounted.get_untracked() == 0 {
             mounted.set(1);
+            request_animation_frame(move || {
+                let _ = overview_mounted.try_set(true);
+            });
             if !shows(Section::Timeline) {
                 request_animation_frame(move || mount_next(mounted));
             }
@@ -207,7 +216,7 @@ pub fn SnapshotView(
                     Some(Ok(overview)) => view! {
                         <Warnings warnings=overview.warnings.clone() />
                         {timeline}
-                        {overview_shown.then(|| view! { <OverviewPanel overview=overview /> })}
+                        {move || (overview_shown && overview_mounted.get()).then(|| view! { <OverviewPanel overview=overview.clone() /> })}
                     }
                     .into_any(),
                 }
