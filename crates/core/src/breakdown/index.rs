@@ -84,26 +84,33 @@ impl CategoryIndex {
         categories: &DeviceCategories,
         covered: impl Fn(usize) -> bool,
     ) -> Self {
-        let mut by_start: Vec<Entry> = facts
-            .allocations
-            .iter()
-            .enumerate()
-            .filter(|&(i, _)| covered(i))
-            .map(|(i, a)| {
-                let (start, end) = a.alive_states();
-                Entry {
-                    size: a.size,
-                    start,
-                    end,
-                    role: categories.roles[i],
-                    component: categories.components[i],
-                }
-            })
-            .filter(|e| e.start < e.end)
-            .collect();
-        // Already in order but for pre-window allocations (all start at 0): a stable sort
-        // of sorted input is a single pass.
-        by_start.sort_by_key(|e| e.start);
+        let entries = || {
+            facts
+                .allocations
+                .iter()
+                .enumerate()
+                .filter(|&(i, _)| covered(i))
+                .map(|(i, a)| {
+                    let (start, end) = a.alive_states();
+                    Entry {
+                        size: a.size,
+                        start,
+                        end,
+                        role: categories.roles[i],
+                        component: categories.components[i],
+                    }
+                })
+                .filter(|e| e.start < e.end)
+        };
+        // Already in order but for pre-window allocations (all start at 0): those first, then
+        // the others, gives the order without sorting; a stable sort (which takes half the
+        // entries again in scratch memory) is left for input out of order.
+        let mut by_start: Vec<Entry> = Vec::with_capacity(entries().count());
+        by_start.extend(entries().filter(|e| e.start == 0));
+        by_start.extend(entries().filter(|e| e.start != 0));
+        if !by_start.is_sorted_by_key(|e| e.start) {
+            by_start.sort_by_key(|e| e.start);
+        }
         // Ordered by end, then by position: sorting packed keys avoids looking each end up
         // at every comparison (a third of laying a large file's first view out).
         let mut ends: Vec<u64> = by_start

@@ -618,48 +618,17 @@ impl Builder {
             };
             &mut devices[i]
         }
-        // The common case: one device owns every staged row, in order. Move, don't copy.
-        let total = self.staging.len() as u32;
+        // Each device's trace takes its rows from the staged ones, a column at a time (one
+        // device owning every row in order takes them as they are).
         let owners: Vec<&(u32, Vec<(u32, u32)>)> =
             device_rows.iter().filter(|(_, r)| !r.is_empty()).collect();
-        let single_owner = owners.len() == 1 && {
-            let ranges = &owners[0].1;
-            let mut next = 0;
-            ranges.iter().all(|&(s, n)| {
-                let ok = s == next;
-                next = s + n;
-                ok
-            }) && next == total
-        };
-        if single_owner {
-            let id = owners[0].0;
-            let mut trace = std::mem::take(&mut self.staging);
-            trace.finish();
-            let device = device_mut(&mut devices, id);
-            device.trace = trace;
+        let runs: Vec<&[(u32, u32)]> = owners.iter().map(|(_, r)| &r[..]).collect();
+        let traces = std::mem::take(&mut self.staging).split(&runs);
+        for ((id, _), trace) in owners.iter().zip(traces) {
+            device_mut(&mut devices, *id).trace = trace;
         }
-        for (id, ranges) in &device_rows {
-            let device = device_mut(&mut devices, *id);
-            device.has_trace_list = true;
-            if single_owner || ranges.is_empty() {
-                continue;
-            }
-            let mut trace = Trace::default();
-            trace.reserve(ranges.iter().map(|&(_, len)| len as usize).sum());
-            let extra = &self.staging.extra;
-            for &(start, len) in ranges {
-                for row in start..start + len {
-                    let new_row = trace.len() as u32;
-                    trace.push(self.staging.row(row as usize));
-                    // Extras are in row order: find this row's run by binary search.
-                    let first = extra.partition_point(|(r, _, _)| *r < row);
-                    for (_, k, v) in extra[first..].iter().take_while(|(r, _, _)| *r == row) {
-                        trace.extra.push((new_row, *k, v.clone()));
-                    }
-                }
-            }
-            trace.finish();
-            device.trace = trace;
+        for (id, _) in &device_rows {
+            device_mut(&mut devices, *id).has_trace_list = true;
         }
         for (id, mut segment, blocks) in segments {
             let device = device_mut(&mut devices, id);

@@ -306,6 +306,117 @@ impl Trace {
         );
     }
 
+    /// Splits the rows into one trace per entry of `runs`, each holding the rows its runs
+    /// (`(first row, count)`) list, in that order; a row may be listed by several traces or by
+    /// none. Goes one column at a time and frees each once every trace has its part, so a
+    /// split holds one column more than the rows, not a second copy of them: a large file's
+    /// rows, staged in the order they were decoded, are put in their devices' order at the
+    /// most memory a load needs. A single trace listing every row in order takes the columns
+    /// as they are.
+    pub fn split(mut self, runs: &[&[(u32, u32)]]) -> Vec<Trace> {
+        let len = self.len() as u32;
+        if let [[(0, count)]] = runs {
+            if *count == len {
+                self.finish();
+                return vec![self];
+            }
+        }
+        fn gather<T: Copy>(column: Vec<T>, runs: &[&[(u32, u32)]]) -> Vec<Vec<T>> {
+            runs.iter()
+                .map(|runs| {
+                    let rows = runs.iter().map(|&(_, n)| n as usize).sum();
+                    let mut part = Vec::with_capacity(rows);
+                    for &(first, n) in runs.iter() {
+                        part.extend_from_slice(&column[first as usize..(first + n) as usize]);
+                    }
+                    part
+                })
+                .collect()
+        }
+        fn gather_lazy(
+            column: &mut LazyColumn,
+            default: u32,
+            runs: &[&[(u32, u32)]],
+        ) -> Vec<LazyColumn> {
+            let column = std::mem::take(column);
+            runs.iter()
+                .map(|runs| {
+                    if !column.is_used() {
+                        return LazyColumn::default();
+                    }
+                    let values: Vec<u32> = runs
+                        .iter()
+                        .flat_map(|&(first, n)| first..first + n)
+                        .map(|row| column.get(row as usize, default))
+                        .collect();
+                    if values.iter().all(|&v| v == default) {
+                        LazyColumn::default()
+                    } else {
+                        LazyColumn { values }
+                    }
+                })
+                .collect()
+        }
+        let mut traces: Vec<Trace> = runs.iter().map(|_| Trace::default()).collect();
+        macro_rules! split_column {
+            ($field:ident) => {
+                for (trace, part) in traces
+                    .iter_mut()
+                    .zip(gather(std::mem::take(&mut self.$field), runs))
+                {
+                    trace.$field = part;
+                }
+            };
+            ($field:ident, $default:expr) => {
+                for (trace, part) in
+                    traces
+                        .iter_mut()
+                        .zip(gather_lazy(&mut self.$field, $default, runs))
+                {
+                    trace.$field = part;
+                }
+            };
+        }
+        split_column!(addr);
+        split_column!(size);
+        split_column!(time_us);
+        split_column!(stack);
+        split_column!(stream);
+        split_column!(compile_context, NONE_U32);
+        split_column!(user_metadata, NONE_U32);
+        split_column!(pool, NONE_U32);
+        split_column!(forward_stack, NO_STACK);
+        split_column!(shape, NONE_U32);
+        // Unknown actions and unknown keys are few and sorted by row: each new row finds its
+        // own by binary search, before the actions go.
+        for (trace, runs) in traces.iter_mut().zip(runs) {
+            let rows = runs.iter().flat_map(|&(first, n)| first..first + n);
+            for (new_row, row) in rows.enumerate() {
+                let new_row = new_row as u32;
+                if self.action[row as usize] == Action::Other {
+                    if let Ok(i) = self.unknown_actions.binary_search_by_key(&row, |&(r, _)| r) {
+                        trace
+                            .unknown_actions
+                            .push((new_row, self.unknown_actions[i].1));
+                    }
+                }
+                if !self.extra.is_empty() {
+                    let first = self.extra.partition_point(|(r, _, _)| *r < row);
+                    for (_, key, value) in
+                        self.extra[first..].iter().take_while(|(r, _, _)| *r == row)
+                    {
+                        trace.extra.push((new_row, *key, value.clone()));
+                    }
+                }
+            }
+        }
+        split_column!(action);
+        for trace in &mut traces {
+            trace.finish();
+        }
+        traces
+    }
+
     pub fn heap_bytes(&self) -> usize {
         self.action.capacity()
             + self.addr.capacity() * 8
@@ -319,5 +430,74 @@ impl Trace {
             + self.forward_stack.heap_bytes()
             + self.shape.heap_bytes()
             + self.unknown_actions.capacity() * 8
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Row `i` of a five-row trace: every column differs by row, rows 1 and 3 have a compile
+    /// context, row 2 an unknown action, row 3 two unknown keys.
+    fn five_rows() -> Trace {
+        let mut trace = Trace::default();
+        for i in 0..5u32 {
+            let mut row = TraceRow::new(if i == 2 { Action::Other } else { Action::Alloc });
+            row.addr = 0x1000 * u64::from(i + 1);
+            row.size = 512 * u64::from(i + 1);
+            row.stream = i as u16;
+            row.time_us = i64::from(i) * 10;
+            row.stack = i;
+            row.compile_context = (i % 2 == 1).then_some(40 + i);
+            row.unknown_action = (i == 2).then_some(7);
+            trace.push(row);
+        }
+        trace.extra.push((3, 1, Value::Int(30)));
+        trace.extra.push((3, 2, Value::Bool(true)));
+        trace.finish();
+        trace
+    }
+
+    /// What `split` must give: the listed rows pushed one by one, their unknown keys with them.
+    fn pushed(trace: &Trace, runs: &[(u32, u32)]) -> Trace {
+        let mut expected = Trace::default();
+        for row in runs.iter().flat_map(|&(first, n)| first..first + n) {
+            let new_row = expected.len() as u32;
+            expected.push(trace.row(row as usize));
+            for (r, key, value) in &trace.extra {
+                if *r == row {
+                    expected.extra.push((new_row, *key, value.clone()));
+                }
+            }
+        }
+        expected.finish();
+        expected
+    }
+
+    #[test]
+    fn splitting_every_row_in_order_keeps_the_trace() {
+        let trace = five_rows();
+        let split = trace.clone().split(&[&[(0, 5)]]);
+        assert_eq!(split, vec![trace]);
+    }
+
+    #[test]
+    fn split_rows_follow_their_runs_with_their_lazy_columns_actions_and_keys() {
+        let trace = five_rows();
+        // Out of order, as a file whose entries were built before the list holding them.
+        let first: &[(u32, u32)] = &[(3, 2), (0, 1), (2, 1)];
+        // Row 0 twice, row 1 in no run but this one; no compile context at all.
+        let second: &[(u32, u32)] = &[(0, 1), (4, 1), (0, 1)];
+        let split = trace.clone().split(&[first, second]);
+        assert_eq!(split, vec![pushed(&trace, first), pushed(&trace, second)]);
+        assert_eq!(split[0].addr, [0x4000, 0x5000, 0x1000, 0x3000]);
+        assert_eq!(split[0].compile_context(0), Some(43));
+        assert_eq!(split[0].row(3).unknown_action, Some(7));
+        assert_eq!(
+            split[0].extra.iter().map(|e| e.0).collect::<Vec<_>>(),
+            [0, 0]
+        );
+        assert!(!split[1].compile_context.is_used());
+        assert_eq!(split[1].len(), 3);
     }
 }

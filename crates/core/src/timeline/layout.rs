@@ -64,9 +64,16 @@ impl Layout {
             ..Layout::default()
         };
         let mut ties_left = ties;
+        // As many elements are drawn as the target: the columns are made that long at once
+        // rather than grown (a grown column keeps up to as much again unused).
+        let drawn_rows = drawn_target as usize;
+        layout.ids.reserve_exact(drawn_rows);
+        layout.sizes.reserve_exact(drawn_rows);
+        layout.starts.reserve_exact(drawn_rows);
+        layout.events.reserve_exact(drawn_rows);
         // Elements come in stack order, so their pushes are already in order of state and
         // rank: only the removes need sorting before both are merged.
-        let mut removes = Vec::new();
+        let mut removes = Vec::with_capacity(drawn_rows);
         for i in 0..total {
             let size = elements.size(i);
             let drawn = if drawn_target == 0 {
