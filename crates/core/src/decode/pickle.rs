@@ -92,7 +92,7 @@ pub fn decode<R: Read>(input: Input<R>) -> Result<crate::model::Snapshot, Decode
     let root = parser.run()?;
     let end = At(Some(parser.input.offset()));
     let node = parser.to_node(root, 0)?;
-    parser.builder.finish(node, end)
+    parser.into_builder().finish(node, end)
 }
 
 /// A pickle decoded as its bytes are pushed, chunk by chunk: the same parser as [`decode`]
@@ -130,7 +130,7 @@ impl Resumable {
             .expect("a parser whose input has ended stops or fails, it never starves");
         let end = At(Some(self.parser.input.offset()));
         let node = self.parser.to_node(root, 0)?;
-        self.parser.builder.finish(node, end)
+        self.parser.into_builder().finish(node, end)
     }
 
     fn resume(&mut self) -> Result<(), DecodeError> {
@@ -207,6 +207,12 @@ fn op_name(op: u8) -> &'static str {
 }
 
 impl<R: Read> Parser<R> {
+    /// The builder, the parser's tables dropped: the memo alone takes about 12 bytes per
+    /// trace entry, which the snapshot is then built in instead of beyond.
+    fn into_builder(self) -> Builder {
+        self.builder
+    }
+
     fn new(input: Input<R>) -> Self {
         Parser {
             input,
