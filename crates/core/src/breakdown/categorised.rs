@@ -8,7 +8,7 @@
 
 use std::cell::OnceCell;
 
-use super::index::CategoryIndex;
+use super::index::{CategoryIndex, Lookup};
 use crate::analysis::categories::rules::{RuleError, Rules};
 use crate::analysis::categories::{categorise, Categories, DeviceCategories};
 use crate::analysis::{Analysed, DeviceFacts};
@@ -73,8 +73,12 @@ impl Categorised {
         &self.categories.devices[position]
     }
 
-    /// The index of the device at `position`, built on first use.
-    pub fn index(&self, position: usize, facts: &DeviceFacts) -> &CategoryIndex {
-        self.indexes[position].get_or_init(|| CategoryIndex::new(facts, self.device(position)))
+    /// The index of the device at `position` (built on first use), with its facts and
+    /// categories to answer from.
+    pub fn index<'a>(&'a self, position: usize, facts: &'a DeviceFacts) -> Lookup<'a> {
+        let categories = self.device(position);
+        self.indexes[position]
+            .get_or_init(|| CategoryIndex::new(facts, categories))
+            .lookup(facts, categories)
     }
 }

@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::index::CategoryIndex;
+use super::index::Lookup;
 use crate::analysis::categories::Role;
 
 /// Which side of the max sets the estimate.
@@ -52,7 +52,7 @@ impl Estimate {
 }
 
 /// The estimate from the most bytes each role held over the run.
-pub fn estimate(index: &CategoryIndex, observed: u64) -> Estimate {
+pub fn estimate(index: Lookup<'_>, observed: u64) -> Estimate {
     let (roles, _) = index.peaks();
     let term = |role: Role| roles[role as usize];
     let (parameters, optimizer_state) = (term(Role::Parameters), term(Role::OptimizerState));

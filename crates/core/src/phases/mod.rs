@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::analysis::categories::signals::Phase;
 use crate::analysis::categories::Role;
 use crate::analysis::replay::{DeviceFacts, Origin};
-use crate::breakdown::index::CategoryIndex;
+use crate::breakdown::index::Lookup;
 use crate::model::{AnnotationStage, Device, Snapshot, StrId, NO_TIME};
 
 /// What told a report's phases apart.
@@ -124,7 +124,7 @@ pub fn report(
     device: &Device,
     facts: &DeviceFacts,
     phases: &crate::analysis::categories::phases::RowPhases,
-    index: &CategoryIndex,
+    index: Lookup<'_>,
     generation: u32,
 ) -> PhaseReport {
     let measure = Measure {
@@ -188,7 +188,7 @@ struct Span {
 struct Measure<'a> {
     device: &'a Device,
     facts: &'a DeviceFacts,
-    index: &'a CategoryIndex,
+    index: Lookup<'a>,
     sums: Sums,
 }
 

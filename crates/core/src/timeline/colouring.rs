@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::elements::AllocationElements;
 use super::raster::{Colouring, Style};
 use crate::analysis::categories::{DeviceCategories, Dimension};
-use crate::breakdown::index::CategoryIndex;
+use crate::breakdown::index::Lookup;
 
 /// How a timeline's elements are coloured.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -72,7 +72,7 @@ pub struct ByCategory<'a> {
     pub categories: &'a DeviceCategories,
     pub dimension: Dimension,
     pub colours: &'a [[u8; 4]],
-    pub band: &'a CategoryIndex,
+    pub band: Lookup<'a>,
 }
 
 impl Colouring for ByCategory<'_> {

@@ -545,12 +545,13 @@ impl TimelineService {
                     request.highlight,
                     style.background,
                 );
+                let categories = cx.categorised.device(position);
                 let colouring = ByCategory {
                     elements: &elements,
-                    categories: cx.categorised.device(position),
+                    categories,
                     dimension,
                     colours: &colours,
-                    band: &band,
+                    band: band.lookup(facts, categories),
                 };
                 raster::paint(&track, &view, y, &style, &colouring, marks)
             }
