@@ -158,8 +158,7 @@ fn end(slot: &Slot) {
 }
 
 /// Links the page's stylesheets into the shadow root, which the document's styles do not
-/// reach: unstyled, the views would lay out other boxes in other fonts, and the real load
-/// would pay for its fonts' first use (tens of milliseconds of its first layouts).
+/// reach: unstyled, the views would lay out other boxes in other fonts than a real load does.
 fn adopt_stylesheets(document: &web_sys::Document, shadow: &web_sys::ShadowRoot) {
     let Ok(links) = document.query_selector_all("link[rel~='stylesheet']") else {
         return;

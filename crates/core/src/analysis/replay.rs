@@ -153,8 +153,9 @@ pub fn replay(device: &Device) -> DeviceFacts {
     let rows = trace.len();
     let mut facts = DeviceFacts::default();
     // The allocations made in the trace come last in the facts' list, after those from before
-    // it (at most one per block, and one a profiler reports): made that long at once, the
-    // list is neither grown nor copied to put them first.
+    // it: live blocks (at most one per block, and one a profiler reports) and frees without an
+    // alloc (usually few). Made that long at once, the list is not grown while the trace is
+    // replayed, nor copied to put the others first.
     let allocs = trace.action.iter().filter(|&&a| a == Action::Alloc).count();
     let mut trace_allocs: Vec<Allocation> = Vec::with_capacity(allocs + device.blocks.len() + 1);
     let mut freed_before: Vec<Allocation> = Vec::new();
