@@ -4,8 +4,12 @@
 //! prepared (the layout and the band's categories), then the page's requests for the layout and
 //! the first frame (JSON encoding included, as the worker posts every answer as JSON):
 //! `cargo run --release -p memsight-core --example load_profile -- FILE [RUNS]`.
-//! Prints the median of `RUNS` (default 5) for every step.
+//! Prints the median of `RUNS` (default 5) for every step, and the heap the step left held and
+//! the most it held during the step (the first run's): a WebAssembly memory never shrinks, so
+//! the highest of these is the least memory the worker's tab keeps for the file.
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use memsight_core::protocol::{FileEvent, FromWorker, Request};
@@ -15,46 +19,119 @@ use memsight_core::timeline::TimelineKind;
 
 const PART: usize = 4 << 20;
 
+/// The system allocator, counting the bytes in use and the most in use since the last step.
+struct Counting;
+
+static IN_USE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let pointer = unsafe { System.alloc(layout) };
+        if !pointer.is_null() {
+            grew(layout.size());
+        }
+        pointer
+    }
+
+    unsafe fn dealloc(&self, pointer: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(pointer, layout) };
+        IN_USE.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+
+    unsafe fn realloc(&self, pointer: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let moved = unsafe { System.realloc(pointer, layout, new_size) };
+        if !moved.is_null() {
+            // A move holds both blocks for a moment; the count only sees the new size.
+            if new_size > layout.size() {
+                grew(new_size - layout.size());
+            } else {
+                IN_USE.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
+            }
+        }
+        moved
+    }
+}
+
+fn grew(bytes: usize) {
+    let now = IN_USE.fetch_add(bytes, Ordering::Relaxed) + bytes;
+    PEAK.fetch_max(now, Ordering::Relaxed);
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// One step of a load: its name, milliseconds, and the heap it left held and held at most
+/// (bytes, not counting what was held before the load).
+struct Step {
+    name: &'static str,
+    ms: f64,
+    held: usize,
+    peak: usize,
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let path = args.get(1).expect("usage: load_profile FILE [RUNS]");
     let runs: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(5);
     let bytes = std::fs::read(path).expect("a readable file");
-    let mut steps: Vec<(&'static str, Vec<f64>)> = Vec::new();
+    let mut steps: Vec<(Step, Vec<f64>)> = Vec::new();
     for _ in 0..runs {
-        for (i, (name, ms)) in run(&bytes).into_iter().enumerate() {
+        for (i, step) in run(&bytes).into_iter().enumerate() {
             if steps.len() <= i {
-                steps.push((name, Vec::new()));
+                steps.push((step, Vec::new()));
+            } else {
+                steps[i].1.push(step.ms);
             }
-            steps[i].1.push(ms);
         }
     }
     println!(
-        "{} ({:.1} MB), medians of {runs} runs:",
+        "{} ({:.1} MB), medians of {runs} runs; heap of the first:",
         path,
         bytes.len() as f64 / 1e6
     );
+    println!(
+        "  {:<28} {:>9} {:>11} {:>11}",
+        "step", "ms", "held MiB", "peak MiB"
+    );
+    let mib = |b: usize| b as f64 / (1 << 20) as f64;
     let mut total = 0.0;
-    for (name, mut times) in steps {
+    for (first, mut times) in steps {
+        times.push(first.ms);
         times.sort_by(f64::total_cmp);
         let median = times[times.len() / 2];
         total += median;
-        println!("  {name:<28} {median:>9.1} ms");
+        println!(
+            "  {:<28} {median:>9.1} {:>11.1} {:>11.1}",
+            first.name,
+            mib(first.held),
+            mib(first.peak)
+        );
     }
-    println!("  {:<28} {total:>9.1} ms", "total");
+    println!("  {:<28} {total:>9.1}", "total");
 }
 
 /// One load, step by step: (step, milliseconds).
-fn run(bytes: &[u8]) -> Vec<(&'static str, f64)> {
+fn run(bytes: &[u8]) -> Vec<Step> {
     let epoch = Instant::now();
     let now = move || epoch.elapsed().as_secs_f64() * 1e3;
     let mut steps = Vec::new();
+    // What was held before the load (the file's bytes are the page's, not the worker's).
+    let base = IN_USE.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
     let mut lap = {
         let mut last = now();
-        move |steps: &mut Vec<(&'static str, f64)>, name| {
+        move |steps: &mut Vec<Step>, name| {
             let t = now();
-            steps.push((name, t - last));
-            last = t;
+            let held = IN_USE.load(Ordering::Relaxed);
+            let peak = PEAK.swap(held, Ordering::Relaxed);
+            steps.push(Step {
+                name,
+                ms: t - last,
+                held: held.saturating_sub(base),
+                peak: peak.saturating_sub(base),
+            });
+            last = now();
         }
     };
     let mut session = Session::new();

@@ -180,13 +180,14 @@ pub struct Lookup<'a> {
 }
 
 impl Lookup<'_> {
-    fn add(&self, sums: &mut Sums, entry: Entry) {
+    /// The size, role and component of the allocation `entry` stands for.
+    fn parts(&self, entry: Entry) -> (u64, Role, Component) {
         let i = entry.allocation as usize;
-        sums.add(
+        (
             self.allocations[i].size,
             self.categories.roles[i],
             self.categories.components[i],
-        );
+        )
     }
 
     /// Moves `at` from its state to `state` (not before it).
@@ -207,7 +208,9 @@ impl Lookup<'_> {
             match (start, end) {
                 (Some(s), Some(e)) if e <= s => self.end_next(at),
                 (Some(_), _) => {
-                    self.add(&mut at.sums, self.index.by_start[at.next_start as usize]);
+                    let (size, role, component) =
+                        self.parts(self.index.by_start[at.next_start as usize]);
+                    at.sums.add(size, role, component);
                     at.next_start += 1;
                 }
                 (None, Some(_)) => self.end_next(at),
@@ -218,12 +221,9 @@ impl Lookup<'_> {
 
     fn end_next(&self, at: &mut Checkpoint) {
         let index = self.index;
-        let i = index.by_start[index.by_end[at.next_end as usize] as usize].allocation as usize;
-        at.sums.remove(
-            self.allocations[i].size,
-            self.categories.roles[i],
-            self.categories.components[i],
-        );
+        let (size, role, component) =
+            self.parts(index.by_start[index.by_end[at.next_end as usize] as usize]);
+        at.sums.remove(size, role, component);
         at.next_end += 1;
     }
 
