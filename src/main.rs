@@ -34,6 +34,7 @@ mod ui {
         pub mod detail;
         pub mod folding;
         pub mod labels;
+        pub mod plot_size;
         pub mod range;
     }
 }

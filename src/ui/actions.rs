@@ -7,7 +7,7 @@
 //! in `state` and the views) or for the transport (that is `workers`).
 
 use leptos::prelude::*;
-use wasm_bindgen::JsCast;
+use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{AbortController, Blob, FileList};
 
@@ -16,8 +16,10 @@ use super::perf;
 use super::remote;
 use super::requests::ScopeId;
 use super::state::{AppState, Command, FileId, Showing};
+use super::timeline::plot_size::{self, PlotWidths, Window};
 use super::workers::{js_text, Answered, WorkerPool};
 use crate::protocol::{ErrorReport, FileEvent, Request, RequestId, ToWorker};
+use crate::timeline::service::{FirstFrame, FirstView};
 
 /// How long after a load ends the next file's worker starts.
 const SPARE_WORKER_DELAY: std::time::Duration = std::time::Duration::from_millis(1500);
@@ -42,20 +44,38 @@ pub struct Actions {
     /// Acting for the rehearsal of a first load (`rehearsal.rs`): no performance marks and no
     /// worker started ahead of need.
     rehearsal: bool,
+    /// The plot's width the page has laid out, shared with the rehearsal's actions, which lay
+    /// one out before any file is opened.
+    plot_widths: StoredValue<PlotWidths, LocalStorage>,
+    /// The first view each file's worker painted with the news of its load, with its pixels,
+    /// until the file's timeline takes it.
+    first_views:
+        StoredValue<std::collections::HashMap<FileId, (Box<FirstView>, JsValue)>, LocalStorage>,
 }
 
 impl Actions {
     pub fn new(state: RwSignal<AppState>) -> Self {
-        Self::with(state, WorkerPool::warm(), false)
+        let plot_widths = StoredValue::new_local(PlotWidths::default());
+        Self::with(state, WorkerPool::warm(), false, plot_widths)
     }
 
     /// The actions of a rehearsal (`rehearsal.rs`): its own workers, none started ahead of
-    /// need, and no performance marks (those time what users wait for).
-    pub fn rehearsing(state: RwSignal<AppState>) -> Self {
-        Self::with(state, WorkerPool::default(), true)
+    /// need, and no performance marks (those time what users wait for). A rehearsal laid out
+    /// as the `page`'s views are shares the plot widths it lays out with the page.
+    pub fn rehearsing(state: RwSignal<AppState>, page: Option<Actions>) -> Self {
+        let plot_widths = page.map_or_else(
+            || StoredValue::new_local(PlotWidths::default()),
+            |page| page.plot_widths,
+        );
+        Self::with(state, WorkerPool::default(), true, plot_widths)
     }
 
-    fn with(state: RwSignal<AppState>, workers: WorkerPool, rehearsal: bool) -> Self {
+    fn with(
+        state: RwSignal<AppState>,
+        workers: WorkerPool,
+        rehearsal: bool,
+        plot_widths: StoredValue<PlotWidths, LocalStorage>,
+    ) -> Self {
         Actions {
             state,
             workers: StoredValue::new_local(workers),
@@ -63,7 +83,52 @@ impl Actions {
             blobs: StoredValue::new_local(Default::default()),
             downloads: StoredValue::new_local(Default::default()),
             rehearsal,
+            plot_widths,
+            first_views: StoredValue::new_local(Default::default()),
         }
+    }
+
+    /// The first view the worker of file `id` painted, if it was painted for `device`. Taken
+    /// by the file's first timeline, whichever device it shows: a later one is not first.
+    pub fn take_first_view(self, id: FileId, device: u32) -> Option<(Box<FirstView>, JsValue)> {
+        self.first_views
+            .try_update_value(|views| views.remove(&id))
+            .flatten()
+            .filter(|(view, _)| view.request.device == device)
+    }
+
+    /// The first frame a file's worker paints before it reports the file loaded: the
+    /// timeline's first frame as it will be asked for, when the page expects its plot's size
+    /// and will show the file alone.
+    fn first_frame(self, id: FileId) -> Option<FirstFrame> {
+        let shown_alone = self
+            .state
+            .try_with_untracked(|s| s.showing() == Showing::File && s.selected_id() == Some(id))
+            .unwrap_or(false);
+        let window = Window::now().filter(|_| shown_alone)?;
+        let width = self.expected_plot_width(window)?;
+        let size = window.plot_size(width, super::timeline::stored_plot_share());
+        let (width, height, line_width) = plot_size::device_pixels(size);
+        Some(FirstFrame {
+            width,
+            height,
+            dark: super::theme::prefers_dark(),
+            line_width,
+        })
+    }
+
+    /// A timeline's plot was laid out `width` CSS pixels wide in `window`.
+    pub fn remember_plot_width(self, window: Window, width: f64) {
+        self.plot_widths
+            .try_update_value(|w| w.remember(window, width));
+    }
+
+    /// The width a plot laid out in `window` is expected to have, if the page has laid one
+    /// out in a window of that size.
+    pub fn expected_plot_width(self, window: Window) -> Option<f64> {
+        self.plot_widths
+            .try_with_value(|w| w.expected(window))
+            .flatten()
     }
 
     /// `performance.mark(name)` once the page has rendered what changed (none in a rehearsal).
@@ -268,6 +333,9 @@ impl Actions {
         self.blobs.update_value(|blobs| {
             blobs.remove(&id);
         });
+        self.first_views.update_value(|views| {
+            views.remove(&id);
+        });
         if let Some(Some(download)) = self.downloads.try_update_value(|d| d.remove(&id)) {
             download.abort();
         }
@@ -293,8 +361,16 @@ impl Actions {
         self.run_all(commands);
     }
 
-    fn on_event(self, id: FileId, event: FileEvent) {
+    fn on_event(self, id: FileId, mut event: FileEvent, attachment: Option<JsValue>) {
         let finished = matches!(event, FileEvent::Loaded(_) | FileEvent::Failed(_));
+        // Kept before the state changes: the file's timeline takes it as it is created.
+        if let (FileEvent::Loaded(summary), Some(pixels)) = (&mut event, attachment) {
+            if let Some(view) = summary.first_view.take() {
+                self.first_views.update_value(|views| {
+                    views.insert(id, (view, pixels));
+                });
+            }
+        }
         let commands = self
             .state
             .try_update(|s| s.on_event(id, event))
@@ -381,13 +457,17 @@ impl Actions {
                     );
                     return;
                 };
-                let load = ToWorker::Load { name, size };
+                let load = ToWorker::Load {
+                    name,
+                    size,
+                    first_frame: self.first_frame(file),
+                };
                 let spawned = self.workers.try_update_value(|pool| {
                     pool.spawn(
                         file,
                         &load,
                         &blob,
-                        move |event| self.on_event(file, event),
+                        move |event, attachment| self.on_event(file, event, attachment),
                         move |message| self.on_worker_error(file, message),
                     )
                 });

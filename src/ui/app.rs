@@ -34,7 +34,7 @@ pub fn App() -> impl IntoView {
         actions.open_urls(&query.urls);
     }
     // The first file opened should not pay for compiling the views.
-    super::rehearsal::rehearse(state);
+    super::rehearsal::rehearse(state, actions);
     if query.embed {
         return view! { <EmbedApp state=state actions=actions link=link query=query /> }.into_any();
     }

@@ -6,8 +6,11 @@
 //! views, off screen and out of the document's reach (in a closed shadow root): its own page
 //! state, worker and requests, no performance marks, no address written. Its timeline paints
 //! a frame and the views under it draw theirs; then it is taken down and its worker ended. A
-//! file opened meanwhile ends it at once. Not the place for warming the worker's decoder (the
-//! worker does that itself) or for anything a user sees.
+//! file opened meanwhile ends it at once. Its views are laid out where the page's would be
+//! (over the page's `#main`, with its padding), so the plot's width it measures is the one a
+//! file's timeline expects before the page has laid that out (`timeline/plot_size.rs`). Not
+//! the place for warming the worker's decoder (the worker does that itself) or for anything a
+//! user sees.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -51,8 +54,9 @@ struct Opened {
 }
 
 /// Rehearses a first load shortly after start-up unless `app` has a file by then; ends it as
-/// soon as `app` gets one.
-pub fn rehearse(app: RwSignal<AppState>) {
+/// soon as `app` gets one. `page` is the app's actions (the rehearsal's share what the page
+/// learns of its layout).
+pub fn rehearse(app: RwSignal<AppState>, page: Actions) {
     let slot: Slot = Rc::default();
     let has_files = move || app.try_with_untracked(|s| !s.files().is_empty()) != Some(false);
     {
@@ -68,7 +72,7 @@ pub fn rehearse(app: RwSignal<AppState>) {
             if has_files() {
                 return;
             }
-            start(&slot);
+            start(&slot, page);
             let later = slot.clone();
             set_timeout(move || end(&later), GIVE_UP_AFTER);
         },
@@ -77,7 +81,7 @@ pub fn rehearse(app: RwSignal<AppState>) {
 }
 
 /// Mounts the inert views in a hidden host and opens the snapshot in them.
-fn start(slot: &Slot) {
+fn start(slot: &Slot, page: Actions) {
     let Some(document) = web_sys::window().and_then(|w| w.document()) else {
         return;
     };
@@ -95,6 +99,7 @@ fn start(slot: &Slot) {
         return;
     };
     adopt_stylesheets(&document, &shadow);
+    let laid_out_as_page = place_over_main(&document, &host, &container);
     if shadow.append_child(&container).is_err() || body.append_child(&host).is_err() {
         return;
     }
@@ -113,7 +118,7 @@ fn start(slot: &Slot) {
         let slot = slot.clone();
         leptos::mount::mount_to(container, move || {
             let state = RwSignal::new(AppState::with_parallel_loads(1));
-            let actions = Actions::rehearsing(state);
+            let actions = Actions::rehearsing(state, laid_out_as_page.then_some(page));
             let link = DeepLink::inert(state, actions);
             let file = actions.open_blob(NAME.to_string(), blob);
             *opened.borrow_mut() = Some(Opened { actions, file });
@@ -155,6 +160,32 @@ fn end(slot: &Slot) {
     }
     drop(running.mounted);
     running.host.remove();
+}
+
+/// Puts the views' `container` where the page's `#main` is, as wide and with its padding, so
+/// they lay out as a file's views will. False when the page has no `#main` (an embedded
+/// viewer's own layout): the views then take the window's width.
+fn place_over_main(
+    document: &web_sys::Document,
+    host: &web_sys::Element,
+    container: &web_sys::Element,
+) -> bool {
+    let Some(main) = document.get_element_by_id("main") else {
+        return false;
+    };
+    let rect = main.get_bounding_client_rect();
+    if rect.width() <= 0.0 {
+        return false;
+    }
+    // Through the style object: the page's content security policy refuses style attributes.
+    let Some(style) = host.dyn_ref::<HtmlElement>().map(HtmlElement::style) else {
+        return false;
+    };
+    let placed = style
+        .set_property("left", &format!("{}px", rect.left()))
+        .and_then(|()| style.set_property("width", &format!("{}px", rect.width())));
+    container.set_class_name("main");
+    placed.is_ok()
 }
 
 /// Links the page's stylesheets into the shadow root, which the document's styles do not

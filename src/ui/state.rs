@@ -570,6 +570,7 @@ mod tests {
             analyse_ms: 0.1,
             categorise_ms: 0.1,
             overview: None,
+            first_view: None,
         }
     }
 

@@ -81,7 +81,7 @@ impl WorkerPool {
         id: FileId,
         load: &ToWorker,
         blob: &Blob,
-        on_event: impl Fn(FileEvent) + 'static,
+        on_event: impl Fn(FileEvent, Option<JsValue>) + 'static,
         on_error: impl Fn(String) + 'static,
     ) -> Result<(), String> {
         let worker = match self.spare.take() {
@@ -108,7 +108,7 @@ impl WorkerPool {
                     return;
                 };
                 match serde_json::from_str::<FromWorker>(&text) {
-                    Ok(FromWorker::Event(event)) => on_event(event),
+                    Ok(FromWorker::Event(event)) => on_event(event, attachment),
                     Ok(FromWorker::Answer { id, result }) => {
                         // Taken out before it runs: an asker may ask again.
                         let asker = pending.borrow_mut().take(id);

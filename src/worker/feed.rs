@@ -10,6 +10,7 @@ use std::rc::Rc;
 use js_sys::Uint8Array;
 use memsight_core::protocol::{ErrorReport, FileEvent};
 use memsight_core::session::Session;
+use memsight_core::timeline::service::FirstFrame;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::Blob;
 
@@ -26,12 +27,14 @@ const PARTS_AHEAD: usize = 3;
 const LOAD_START: &str = "memsight:worker-load";
 const FINISH_START: &str = "memsight:worker-finish";
 
-/// Reads `blob` (of `total` bytes) part by part into `session`, posting progress through
-/// `post`, then the `Loaded` or `Failed` event.
+/// Reads `blob` (of `total` bytes) part by part into `session`, posting progress and failures
+/// through `post`, then the `Loaded` event (with `first_frame` painted, see
+/// `runtime::loaded`).
 pub async fn load(
     session: Rc<RefCell<Session>>,
     blob: Blob,
     total: u64,
+    first_frame: Option<FirstFrame>,
     now: impl Fn() -> f64,
     post: impl Fn(FileEvent),
 ) {
@@ -83,7 +86,7 @@ pub async fn load(
     super::runtime::mark(FINISH_START);
     let event = session.borrow_mut().finish_feeding(feeding, &now);
     super::runtime::measure_since(FINISH_START, "decoding finished and analysed");
-    super::runtime::loaded(&session, event, &now, post);
+    super::runtime::loaded(&session, event, first_frame, &now);
 }
 
 /// Starts reading bytes `start..` (one part, at most `total`) of `blob`.

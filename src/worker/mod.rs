@@ -1,5 +1,5 @@
 //! The Web Worker that owns one snapshot file: it receives the `File` with a `Load` message,
-//! reads it in 8 MiB parts, hands it to the core's [`Session`](memsight_core::session::Session)
+//! reads it in parts, hands it to the core's [`Session`](memsight_core::session::Session)
 //! and posts its progress and answers to the page. A plain pickle is decoded while it is read
 //! (`feed`: the next part is read while the last one decodes); other formats are read from a
 //! synchronous reader (`reader` over `blob`). One worker per open file, so closing a

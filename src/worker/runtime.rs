@@ -11,6 +11,7 @@ use memsight_core::protocol::{
 };
 use memsight_core::service::Reply;
 use memsight_core::session::Session;
+use memsight_core::timeline::service::FirstFrame;
 use wasm_bindgen::prelude::*;
 use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent};
 
@@ -55,6 +56,11 @@ fn post_event(event: FileEvent) {
         memory::loading(bytes_read, total);
     }
     post(&FromWorker::Event(event), None);
+}
+
+/// Posts the end of a load, with the first frame's pixels when it brings one.
+fn post_end(event: FileEvent, pixels: Option<Vec<u8>>) {
+    post(&FromWorker::Event(event), pixels);
 }
 
 fn post_answer(id: RequestId, result: Result<Reply<memsight_core::protocol::Answer>, ViewError>) {
@@ -204,23 +210,43 @@ fn first_requests(device: u32) -> [Request; 2] {
     ]
 }
 
-/// Posts the end of a load; once the page knows the file is decoded (and renders its
-/// overview), prepares what it asks for next, so its first timeline frame is only painted.
+/// Posts the end of a load. With a `first_frame` to paint, prepares the first view and paints
+/// that frame first, so the page gets it with the news and shows the timeline at once;
+/// without one, posts first and then prepares what the page asks for next (while the page
+/// renders the file's overview), so its first timeline frame is only painted.
 pub(super) fn loaded(
     session: &RefCell<Session>,
     event: FileEvent,
+    first_frame: Option<FirstFrame>,
     now: &dyn Fn() -> f64,
-    post: impl Fn(FileEvent),
 ) {
-    let decoded = matches!(event, FileEvent::Loaded(_));
-    post(event);
-    if decoded {
-        mark(PREPARE_START);
-        session.borrow_mut().prepare_first_view(now);
-        measure_since(PREPARE_START, "first view prepared");
-    }
+    let FileEvent::Loaded(mut summary) = event else {
+        return post_end(event, None);
+    };
+    let Some(first_frame) = first_frame else {
+        post_end(FileEvent::Loaded(summary), None);
+        return prepare(session, now);
+    };
+    prepare(session, now);
+    mark(FIRST_FRAME_START);
+    let painted = session
+        .borrow_mut()
+        .first_view(&first_frame, summary.default_device, now);
+    measure_since(FIRST_FRAME_START, "first frame painted");
+    let pixels = painted.map(|(view, pixels)| {
+        summary.first_view = Some(Box::new(view));
+        pixels
+    });
+    post_end(FileEvent::Loaded(summary), pixels);
 }
 
+fn prepare(session: &RefCell<Session>, now: &dyn Fn() -> f64) {
+    mark(PREPARE_START);
+    session.borrow_mut().prepare_first_view(now);
+    measure_since(PREPARE_START, "first view prepared");
+}
+
+const FIRST_FRAME_START: &str = "memsight:worker-first-frame";
 const PREPARE_START: &str = "memsight:worker-prepare";
 
 /// The mark each answer's measure starts from.
@@ -265,7 +291,7 @@ fn handle(session: &Rc<RefCell<Session>>, data: JsValue) {
             post_answer(id, result);
             measure_since(ANSWER_START, name);
         }
-        Ok(ToWorker::Load { .. }) => {
+        Ok(ToWorker::Load { first_frame, .. }) => {
             let Ok(blob) = message.get(1).dyn_into::<Blob>() else {
                 return post_event(FileEvent::Failed(ErrorReport::message(
                     "The load request came without a file.",
@@ -291,7 +317,12 @@ fn handle(session: &Rc<RefCell<Session>>, data: JsValue) {
                 // Decoded while it is read: the rest of the file comes in parts.
                 let session = session.clone();
                 wasm_bindgen_futures::spawn_local(feed::load(
-                    session, blob, total, now, post_event,
+                    session,
+                    blob,
+                    total,
+                    first_frame,
+                    now,
+                    post_event,
                 ));
                 return;
             }
@@ -299,7 +330,7 @@ fn handle(session: &Rc<RefCell<Session>>, data: JsValue) {
             let event = session
                 .borrow_mut()
                 .load_event(reader, total, &now, &mut post_event);
-            loaded(session, event, &now, post_event);
+            loaded(session, event, first_frame, &now);
         }
         // Not understood: that request's view shows the error; nothing else changes.
         Err((Some(id), error)) => post_answer(id, Err(error)),

@@ -1022,3 +1022,76 @@ describe('timeline of a real snapshot (segments)', () => {
     }
   });
 });
+
+/** Waits until the rehearsal of a first load (src/ui/rehearsal.rs) has ended. */
+async function rehearsalEnded(page) {
+  await page.waitForFunction(() => !document.querySelector('.rehearsal'), null, { timeout: WAIT });
+}
+
+/** The canvas's pixels, summed per channel and position: equal for equal pictures. */
+const canvasDigest = (page) => page.$eval('#timeline-canvas', (canvas) => {
+  const px = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+  let digest = 0;
+  for (let i = 0; i < px.length; i++) digest = (digest * 31 + px[i]) % 2147483647;
+  return `${canvas.width}x${canvas.height}:${digest}`;
+});
+
+const FRAME_VALUES = ['width', 'height', 'yMin', 'yMax', 'firstState', 'lastState', 'peakBytes', 'drawn'];
+
+describe('the first timeline frame, painted with the file', () => {
+  // Once the page has laid a plot out (its rehearsal of a first load does), it sends the plot's
+  // size with the file and the worker paints the first frame before it reports the file
+  // loaded: no layout or frame is asked for.
+  it('comes with the file at the plot\'s size, and is the frame the page would have asked for', async () => {
+    const expected = EXPECTED['example.pickle'];
+    const { context, page, errors } = await app.open();
+    try {
+      await rehearsalEnded(page);
+      await page.click('#open-example');
+      assert.equal(await waitSettled(page), 'ready');
+      await page.waitForSelector('#timeline[data-ready="true"]', { timeout: WAIT });
+      await page.waitForFunction(() => performance.getEntriesByName('memsight:timeline-painted').length > 0);
+      await settle(page);
+      const t = await timeline(page);
+      assert.equal(t.firstFrame, 'with-file');
+      assert.equal(t.framesPainted, '1', 'no other frame was asked for');
+      assert.equal(t.device, String(expected.device));
+      assert.equal(num(t.peakBytes), expected.peak_allocated_bytes);
+      const first = await frameOnScreen(page);
+      const css = await page.$eval('#timeline-canvas', (c) => c.getBoundingClientRect().toJSON());
+      assert.equal(num(first.width), Math.round(css.width));
+      assert.equal(num(first.height), Math.round(css.height));
+      assert.equal(num(first.peakBytes), expected.peak_allocated_bytes);
+      assert.equal(num(first.lastState), expected.states - 1);
+      const pixels = await canvasDigest(page);
+
+      // The same view asked for again (the reserved line off, then on): the same picture.
+      await painted(page, () => page.click('#timeline-reserved-line'), 'the frame without the line');
+      await painted(page, () => page.click('#timeline-reserved-line'), 'the frame with the line again');
+      const asked = await frameOnScreen(page);
+      for (const key of FRAME_VALUES) assert.equal(asked[key], first[key], key);
+      assert.equal(await canvasDigest(page), pixels);
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('is asked for when the window changed size since the page laid a plot out', async () => {
+    const { context, page, errors } = await app.open();
+    try {
+      await rehearsalEnded(page);
+      await page.setViewportSize({ width: 1100, height: 700 });
+      await openTimeline(page, null);
+      const t = await timeline(page);
+      assert.equal(t.firstFrame, 'asked');
+      const f = await frameOnScreen(page);
+      const css = await page.$eval('#timeline-canvas', (c) => c.getBoundingClientRect().toJSON());
+      assert.equal(num(f.width), Math.round(css.width));
+      assert.equal(num(f.height), Math.round(css.height));
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
+});

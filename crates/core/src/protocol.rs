@@ -28,7 +28,7 @@ use crate::phases::service::PhasesRequest;
 use crate::phases::PhaseReport;
 pub use crate::service::ViewError;
 use crate::table::service::{TableAnswer, TableRequest};
-use crate::timeline::service::{TimelineAnswer, TimelineRequest};
+use crate::timeline::service::{FirstFrame, FirstView, TimelineAnswer, TimelineRequest};
 
 /// Identifies a request to one worker; its answer carries the same id.
 pub type RequestId = u32;
@@ -37,8 +37,14 @@ pub type RequestId = u32;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ToWorker {
-    /// Decode the `File` sent alongside this message (as the second element of the message).
-    Load { name: String, size: u64 },
+    /// Decode the `File` sent alongside this message (as the second element of the message);
+    /// paint `first_frame` before reporting it loaded ([`LoadedSummary::first_view`]).
+    Load {
+        name: String,
+        size: u64,
+        #[serde(default)]
+        first_frame: Option<FirstFrame>,
+    },
     /// Answer `request` about the loaded snapshot.
     Ask { id: RequestId, request: Request },
 }
@@ -154,6 +160,10 @@ pub struct LoadedSummary {
     /// news of the decoded file so the page shows its numbers without asking first.
     #[serde(default)]
     pub overview: Option<Overview>,
+    /// The first frame the page sent with the file, painted for `default_device` (its pixels
+    /// beside this message); `None` when none was asked for or there is no device.
+    #[serde(default)]
+    pub first_view: Option<Box<FirstView>>,
 }
 
 fn only() -> DeviceChoice {
@@ -190,6 +200,17 @@ mod tests {
             ToWorker::Load {
                 name: "rank0.pickle".into(),
                 size: 42,
+                first_frame: None,
+            },
+            ToWorker::Load {
+                name: "rank1.pickle".into(),
+                size: 43,
+                first_frame: Some(FirstFrame {
+                    width: 559,
+                    height: 331,
+                    dark: true,
+                    line_width: 4,
+                }),
             },
             ToWorker::Ask {
                 id: 7,

@@ -19,7 +19,10 @@ use crate::phases::service::PhasesService;
 use crate::protocol::{Answer, FileEvent, LoadedSummary, Request, RulesApplied};
 use crate::service::{Context, Reply, Service, ViewError};
 use crate::table::service::TableService;
-use crate::timeline::service::TimelineService;
+use crate::timeline::service::{
+    FirstFrame, FirstView, TimelineAnswer, TimelineRequest, TimelineService,
+};
+use crate::timeline::TimelineKind;
 
 /// Progress is reported at most once per this many bytes read (plus once at the end), so the
 /// page gets a smooth bar without a flood of messages.
@@ -170,6 +173,7 @@ impl Session {
             analyse_ms: end - analyse_start - categorise_ms,
             categorise_ms,
             overview,
+            first_view: None,
         }
     }
 
@@ -189,6 +193,46 @@ impl Session {
             now,
         };
         self.services.timeline.prepare(&cx, device);
+    }
+
+    /// Paints the `first` frame a page sent with its file, for `device`: the allocations
+    /// timeline's layout and its whole-run frame, with the frame's pixels. `None` without a
+    /// file, or when that device has no timeline to paint (the page then asks as usual).
+    pub fn first_view(
+        &mut self,
+        first: &FirstFrame,
+        device: u32,
+        now: &dyn Fn() -> f64,
+    ) -> Option<(FirstView, Vec<u8>)> {
+        let mut timeline = |request| match self.answer(Request::Timeline(request), now) {
+            Ok(Reply {
+                answer: Answer::Timeline(answer),
+                attachment,
+            }) => Some((answer, attachment)),
+            _ => None,
+        };
+        let (TimelineAnswer::Layout(layout), _) = timeline(TimelineRequest::Layout {
+            device,
+            kind: TimelineKind::Allocations,
+            detail: None,
+        })?
+        else {
+            return None;
+        };
+        let request = first.request(device);
+        let (TimelineAnswer::Frame(frame), Some(pixels)) =
+            timeline(TimelineRequest::Frame(request.clone()))?
+        else {
+            return None;
+        };
+        Some((
+            FirstView {
+                request,
+                layout,
+                frame,
+            },
+            pixels,
+        ))
     }
 
     /// [`Self::load`] as the event the page receives: `Loaded` or `Failed`.
@@ -528,6 +572,64 @@ mod tests {
     }
 
     #[test]
+    fn a_first_frame_sent_with_the_file_is_what_the_page_would_have_asked_for() {
+        let bytes = example();
+        let first = FirstFrame {
+            width: 24,
+            height: 16,
+            dark: true,
+            line_width: 3,
+        };
+        let loaded = || {
+            let mut session = Session::new();
+            let summary = session
+                .load(&bytes[..], bytes.len() as u64, &clock(), &mut |_| {})
+                .expect("the example loads");
+            session.prepare_first_view(&clock());
+            (session, summary.default_device)
+        };
+        let (mut session, device) = loaded();
+        let (view, pixels) = session
+            .first_view(&first, device, &clock())
+            .expect("the default device has a timeline");
+        assert_eq!(view.request, first.request(device));
+        assert!(view.request.dark && view.request.whole);
+        assert_eq!(pixels.len(), 24 * 16 * 4);
+
+        // The same file asked as the page asks: the same layout, frame and pixels.
+        let (mut asked, _) = loaded();
+        let layout = asked
+            .answer(
+                Request::Timeline(TimelineRequest::Layout {
+                    device,
+                    kind: TimelineKind::Allocations,
+                    detail: None,
+                }),
+                &clock(),
+            )
+            .unwrap()
+            .answer;
+        assert_eq!(
+            layout,
+            Answer::Timeline(TimelineAnswer::Layout(view.layout))
+        );
+        let frame = asked
+            .answer(
+                Request::Timeline(TimelineRequest::Frame(first.request(device))),
+                &clock(),
+            )
+            .unwrap();
+        assert_eq!(frame.attachment, Some(pixels));
+        let Answer::Timeline(TimelineAnswer::Frame(info)) = frame.answer else {
+            panic!("not a frame")
+        };
+        assert_eq!(info, view.frame);
+
+        // A device the file does not have: nothing painted, the page asks as usual.
+        assert!(session.first_view(&first, 99, &clock()).is_none());
+    }
+
+    #[test]
     fn a_file_without_devices_has_no_overview_and_nothing_to_prepare() {
         let mut session = Session::new();
         let empty: &[u8] = b"\x80\x04]\x94.";
@@ -537,5 +639,12 @@ mod tests {
         assert!(summary.devices.is_empty());
         assert_eq!(summary.overview, None);
         session.prepare_first_view(&clock());
+        let first = FirstFrame {
+            width: 8,
+            height: 8,
+            dark: false,
+            line_width: 2,
+        };
+        assert!(session.first_view(&first, 0, &clock()).is_none());
     }
 }

@@ -13,6 +13,8 @@
 //! - `overlay`: axes, peak, OOM and phase marks drawn over the pixels;
 //! - [`labels`]: where the overlay's labels go, none overlapping (pure, natively tested);
 //! - [`detail`]: the detail slider's scale (pure, natively tested);
+//! - [`plot_size`]: the plot's size, and the width expected before the page lays it out
+//!   (pure, natively tested);
 //! - `minimap`, `toolbar`, `details`, `tooltip`, `help`, `legend` (the categories' colours
 //!   and bytes at the hovered moment): one component each.
 
@@ -28,6 +30,7 @@ mod legend;
 mod minimap;
 mod overlay;
 mod plot;
+pub mod plot_size;
 mod toolbar;
 pub mod tooltip;
 
@@ -45,10 +48,11 @@ use crate::protocol::{Answer, Request, RequestId, ViewError};
 use crate::timeline::colouring::ColourBy;
 use crate::timeline::inspect::{ElementDetail, OomDetail};
 use crate::timeline::service::{
-    FrameInfo, FrameRequest, HitInfo, HitRequest, MinimapInfo, SearchInfo, TimelineAnswer,
-    TimelineInfo, TimelineRequest,
+    FirstView, FrameInfo, FrameRequest, HitInfo, HitRequest, MinimapInfo, SearchInfo,
+    TimelineAnswer, TimelineInfo, TimelineRequest,
 };
 use crate::timeline::{AxisMode, TimelineKind, Viewport};
+use plot_size::Window;
 use range::{XRange, YRange};
 
 /// Set when a timeline's first frame is on screen (read by benchmarks).
@@ -58,9 +62,6 @@ pub const MARK_TIMELINE_PAINTED: &str = "memsight:timeline-painted";
 pub const DEFAULT_PLOT_SHARE: f64 = 0.46;
 /// Where the user's plot share is remembered.
 const PLOT_SHARE_KEY: &str = "memsight:plot-share";
-/// The plot's height is kept within these CSS pixels.
-pub const PLOT_HEIGHT_RANGE: (f64, f64) = (180.0, 1400.0);
-
 /// The requests in flight and what waits behind them.
 #[derive(Default)]
 struct Pacing {
@@ -71,8 +72,13 @@ struct Pacing {
     frame_asked: Option<FrameRequest>,
     /// Another view changed while a frame was in flight: ask again when it arrives.
     dirty: bool,
-    /// The plot has been measured: frames are asked for at its size, never before.
+    /// The plot's size is known (measured, or expected from a plot laid out before): frames
+    /// are asked for at its size, never before.
     measured: bool,
+    /// The size is the expected one, not yet measured: the page's own layout will tell.
+    expected: bool,
+    /// The first view came with the file: the first layout is not asked for.
+    adopted: bool,
     /// A frame asked for by an input handler itself, before the effect that follows every
     /// change of the view runs: that effect's identical request is not asked again.
     asked_directly: Option<FrameRequest>,
@@ -150,6 +156,8 @@ pub struct Timeline {
     pub dark: RwSignal<bool>,
     /// Frames painted so far (for tests).
     pub frames_painted: RwSignal<u32>,
+    /// The first frame came with the file, painted before the page asked (for tests).
+    pub first_with_file: RwSignal<bool>,
     /// Set once the first frame, or an error in its place, is on screen (the views below wait
     /// for it).
     painted: RwSignal<bool>,
@@ -160,6 +168,8 @@ pub struct Timeline {
     /// The overlay as last drawn: where its phases are, for hovering them.
     overlay: StoredValue<Option<labels::Layout>, LocalStorage>,
     canvas: StoredValue<Option<web_sys::HtmlCanvasElement>, LocalStorage>,
+    /// A frame's pixels that arrived before the canvas was there.
+    waiting_pixels: StoredValue<Option<JsValue>, LocalStorage>,
     pacing: StoredValue<Pacing, LocalStorage>,
     /// What a link restores once the first layout has arrived (ranges, pin, search).
     restore: StoredValue<Option<ViewLink>, LocalStorage>,
@@ -201,11 +211,13 @@ impl Timeline {
             plot_share: RwSignal::new(stored_plot_share()),
             dark,
             frames_painted: RwSignal::new(0),
+            first_with_file: RwSignal::new(false),
             painted,
             phase_hover: RwSignal::new(None),
             show_help: RwSignal::new(false),
             overlay: StoredValue::new_local(None),
             canvas: StoredValue::new_local(None),
+            waiting_pixels: StoredValue::new_local(None),
             pacing: StoredValue::new_local(Pacing::default()),
             restore: StoredValue::new_local(None),
         }
@@ -564,12 +576,90 @@ impl Timeline {
         }
     }
 
-    /// The plot's size in CSS pixels and its device pixel ratio, as measured; the first
-    /// measure lets frames be asked for.
-    pub fn measured(&self, size: (f64, f64, f64)) {
+    /// Takes the plot's size from the width a plot had in a window of this size, if the page
+    /// has laid one out: the first frame is asked for with the layout, without measuring the
+    /// new plot first. A wrong guess costs a frame: the measure asks again at the real size.
+    fn expect_size(&self) {
+        let Some(window) = Window::now() else { return };
+        let Some(width) = self.actions.expected_plot_width(window) else {
+            return;
+        };
+        self.size
+            .set(window.plot_size(width, self.plot_share.get_untracked()));
+        self.pacing.update_value(|p| {
+            p.measured = true;
+            p.expected = true;
+        });
+    }
+
+    /// Shows the first view the worker painted with the file, if it is the one this timeline
+    /// would ask for first (its size as expected, no link to restore): its layout and its
+    /// frame, whose pixels go on the canvas as soon as there is one. Otherwise the timeline
+    /// asks as usual.
+    fn adopt_first_view(&self) {
+        let Some((view, pixels)) = self.actions.take_first_view(self.file, self.device) else {
+            return;
+        };
+        if self.restore.with_value(Option::is_some) {
+            return;
+        }
+        let wanted = self.frame_request();
+        if !wanted.is_some_and(|wanted| same_picture(&view.request, &wanted, None)) {
+            return;
+        }
+        let FirstView { layout, frame, .. } = *view;
+        self.info.set(Some(layout));
+        if let Some(full) = self.full_untracked() {
+            self.range.set(full);
+        }
+        self.request_minimap();
+        // The frame that follows every change of the view would be this one.
+        let again = self.frame_request();
+        self.pacing.update_value(|p| {
+            p.adopted = true;
+            p.asked_directly = again;
+            p.painted = Some(frame.view);
+            p.painted_y = (frame.y_min, frame.y_max);
+        });
+        self.waiting_pixels.set_value(Some(pixels));
+        self.first_with_file.set(true);
+        self.frames_painted.update(|n| *n += 1);
+        self.frame.set(Some(frame));
+        self.actions.mark_after_render(MARK_TIMELINE_PAINTED);
+        self.first_frame_shown();
+    }
+
+    /// The first layout came with the file (once: later changes lay out again).
+    fn take_adopted(&self) -> bool {
+        self.pacing
+            .try_update_value(|p| std::mem::take(&mut p.adopted))
+            .unwrap_or(false)
+    }
+
+    /// Puts pixels that arrived before the canvas on it.
+    fn show_waiting_pixels(&self, canvas: &web_sys::HtmlCanvasElement) {
+        let pixels = self.waiting_pixels.try_update_value(Option::take).flatten();
+        if let (Some(pixels), Some(frame)) = (pixels, self.frame.get_untracked()) {
+            canvas::put_pixels(canvas, &frame, &pixels);
+        }
+    }
+
+    /// The size is expected, the plot not measured yet.
+    pub fn size_expected(&self) -> bool {
+        self.pacing.with_value(|p| p.expected)
+    }
+
+    /// The plot laid out `width` CSS pixels wide in `window`; the first measure lets frames be
+    /// asked for.
+    pub fn measured(&self, window: Window, width: f64) {
+        self.actions.remember_plot_width(window, width);
+        let size = window.plot_size(width, self.plot_share.get_untracked());
         let first = self
             .pacing
-            .try_update_value(|p| !std::mem::replace(&mut p.measured, true))
+            .try_update_value(|p| {
+                p.expected = false;
+                !std::mem::replace(&mut p.measured, true)
+            })
             .unwrap_or(false);
         if self.size.get_untracked() != size {
             self.size.set(size);
@@ -585,7 +675,7 @@ impl Timeline {
         }
         let info = self.info.get_untracked();
         let kind = info.as_ref().map_or(self.kind.get_untracked(), |i| i.kind);
-        let (w, h, dpr) = self.size.get_untracked();
+        let (width, height, line_width) = plot_size::device_pixels(self.size.get_untracked());
         let range = self.range.get_untracked();
         Some(FrameRequest {
             device: self.device,
@@ -594,13 +684,13 @@ impl Timeline {
                 mode: self.mode.get_untracked(),
                 x0: range.x0,
                 x1: range.x1,
-                width: (w * dpr).round().max(1.0) as u32,
-                height: (h * dpr).round().max(1.0) as u32,
+                width,
+                height,
             },
             whole: info.is_none(),
             y_range: self.y_range.get_untracked().map(|y| y.bytes()),
             dark: self.dark.get_untracked(),
-            line_width: (2.0 * dpr).round().max(1.0) as u32,
+            line_width,
             pinned: self.pinned.with_untracked(|p| p.as_ref().map(|d| d.index)),
             show_matches: self
                 .search
@@ -964,14 +1054,18 @@ impl Timeline {
 }
 
 /// Whether two frame requests paint the same picture: a request for the whole trace (asked
-/// before the layout's extent was known) is the same as one for its full range.
+/// before the layout's extent was known) is the same as one for its full range, or as
+/// another whole one.
 fn same_picture(a: &FrameRequest, b: &FrameRequest, full: Option<XRange>) -> bool {
     let settled = |r: &FrameRequest| {
         let mut r = r.clone();
-        if let (true, Some(full)) = (r.whole, full) {
-            r.whole = false;
-            r.view.x0 = full.x0;
-            r.view.x1 = full.x1;
+        if r.whole {
+            // The worker paints the whole trace whatever range a whole frame names: its full
+            // range once that is known.
+            let (x0, x1) = full.map_or((0.0, 0.0), |full| (full.x0, full.x1));
+            r.whole = full.is_none();
+            r.view.x0 = x0;
+            r.view.x1 = x1;
         }
         r
     };
@@ -998,7 +1092,7 @@ fn unexpected(answer: &Answer) -> ViewError {
 }
 
 /// The plot share the user chose last time, if any.
-fn stored_plot_share() -> f64 {
+pub fn stored_plot_share() -> f64 {
     use gloo_storage::Storage;
     gloo_storage::LocalStorage::get::<f64>(PLOT_SHARE_KEY)
         .ok()
@@ -1025,17 +1119,22 @@ pub fn TimelinePanel(
     painted: RwSignal<bool>,
 ) -> impl IntoView {
     let tl = Timeline::new(file, device, actions, categories, dark, painted);
+    tl.expect_size();
     // Answers still to come for this view reach nobody once it is gone.
     let scope = tl.scope;
     on_cleanup(move || actions.forget_scope(file, scope));
     if let Some(link) = categories.link.restoring(file, Some(device)) {
         tl.restore_from(link);
     }
+    tl.adopt_first_view();
 
     // Lay out again when the kind changes (at the detail a link asks for, the first time);
     // frames follow every change of the view.
     Effect::new(move |_| {
         let _ = tl.kind.get();
+        if tl.take_adopted() {
+            return;
+        }
         let detail = tl
             .restore
             .with_value(|r| r.as_ref().and_then(|l| l.timeline.detail));
@@ -1199,6 +1298,7 @@ pub fn TimelinePanel(
             data-full-start=move || tl.full().map(|w| w.x0.to_string()).unwrap_or_default()
             data-full-end=move || tl.full().map(|w| w.x1.to_string()).unwrap_or_default()
             data-frames-painted=move || tl.frames_painted.get().to_string()
+            data-first-frame=move || if tl.first_with_file.get() { "with-file" } else { "asked" }
             data-pinned=move || tl.pinned.with(|p| p.as_ref().map(|d| d.index.to_string()).unwrap_or_default())
             data-pinned-oom=move || tl.pinned_oom.with(|p| p.as_ref().map(|o| o.nth.to_string()).unwrap_or_default())
             data-search-count=move || tl.search.with(|s| s.as_ref().map(|s| s.count.to_string()).unwrap_or_default())

@@ -94,39 +94,32 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
     let over_axis = RwSignal::new(false);
 
     // Measure the plot (its width, its share of the window's height) and keep the canvas in
-    // the timeline state.
+    // the timeline state. A plot whose size is expected is measured once the page lays it
+    // out (the resize observer's first call), not by forcing a layout now.
     let measure = move || {
         let Some(div) = container.get_untracked() else {
             return;
         };
-        let window = web_sys::window();
         let width = div.client_width() as f64;
-        let dpr = window
-            .as_ref()
-            .map_or(1.0, |w| w.device_pixel_ratio())
-            .max(1.0);
-        let inner = window
-            .and_then(|w| w.inner_height().ok())
-            .and_then(|h| h.as_f64())
-            .unwrap_or(800.0);
-        let (low, high) = super::PLOT_HEIGHT_RANGE;
-        let height = (inner * tl.plot_share.get_untracked())
-            .round()
-            .clamp(low, high);
-        if width > 0.0 {
-            tl.measured((width, height, dpr));
+        if let Some(window) = super::plot_size::Window::now().filter(|_| width > 0.0) {
+            tl.measured(window, width);
         }
     };
     Effect::new(move |_| {
         if let Some(c) = canvas.get() {
             let element: &HtmlCanvasElement = &c;
             tl.canvas.set_value(Some(element.clone()));
-            measure();
+            tl.show_waiting_pixels(element);
+            if !tl.size_expected() {
+                measure();
+            }
         }
     });
-    Effect::new(move |_| {
+    Effect::new(move |mounted: Option<()>| {
         tl.plot_share.track();
-        measure();
+        if mounted.is_some() {
+            measure();
+        }
     });
     let resize = window_event_listener(ev::resize, move |_| measure());
     on_cleanup(move || resize.remove());

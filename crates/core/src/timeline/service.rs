@@ -156,6 +156,39 @@ impl FrameRequest {
     }
 }
 
+/// The first frame a page will ask of a file's timeline, sent with the file: the default
+/// device's allocations over the whole run ([`FrameRequest::first`]) at the plot's expected
+/// size, in the page's theme. The worker paints it before it reports the file loaded, so the
+/// page shows the timeline with the rest of the file's views instead of asking after them.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FirstFrame {
+    pub width: u32,
+    pub height: u32,
+    pub dark: bool,
+    /// Thickness of the reserved line, in device pixels.
+    pub line_width: u32,
+}
+
+impl FirstFrame {
+    /// The request this frame answers, for `device`.
+    pub fn request(&self, device: u32) -> FrameRequest {
+        FrameRequest {
+            dark: self.dark,
+            line_width: self.line_width,
+            ..FrameRequest::first(device, self.width, self.height)
+        }
+    }
+}
+
+/// A [`FirstFrame`] painted: the request it answers, the timeline's layout and the frame (its
+/// pixels travel beside the message that carries it).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FirstView {
+    pub request: FrameRequest,
+    pub layout: TimelineInfo,
+    pub frame: FrameInfo,
+}
+
 /// A pixel of a painted view.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct HitRequest {
