@@ -123,8 +123,10 @@ export async function openMeasuredApp(browser, browserPid, server, openApp) {
  * mark), without running any script in the page meanwhile. Playwright's waiting helpers poll
  * by evaluating its own injected script in the page, which costs the page's main thread 10–30
  * ms (parsing and compiling it) in the middle of a small file's load: that script is loaded
- * before the file is opened here, and the wait is one promise the page resolves. Throws after
- * `timeout` ms.
+ * before the file is opened here, and the wait is one promise the page resolves. Returns the
+ * page's `performance.now()` when the observer heard of the mark: the observer is told in a
+ * task of its own, so after the task that set the mark (for a mark set in an animation frame,
+ * after that frame's layout and paint). Throws after `timeout` ms.
  */
 export async function openFileAndWaitForMark(page, file, mark, timeout) {
   await page.waitForFunction(() => true);
@@ -137,14 +139,14 @@ export async function openFileAndWaitForMark(page, file, mark, timeout) {
           if (list.getEntries().some((e) => e.name === name)) {
             observer.disconnect();
             clearTimeout(timer);
-            resolve();
+            resolve(performance.now());
           }
         }).observe({ type: 'mark' });
       }),
     [mark, timeout],
   );
   await page.setInputFiles('#file-input', file);
-  await marked;
+  return marked;
 }
 
 export const median = (xs) => {

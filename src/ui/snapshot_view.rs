@@ -90,22 +90,32 @@ pub fn SnapshotView(
     // The overview's panel mounts a frame after the timeline (in that frame, before it is laid
     // out and painted, so both appear together): the timeline measures its plot and asks for
     // its first frame while the page is still small to lay out, and the worker paints it
-    // while the page lays the overview out.
+    // while the page lays the overview out. A timeline whose first frame came with the file
+    // shows it in that first frame: the overview then waits for the next one, so the frame
+    // with the timeline's pixels has less to lay out and paint.
     let overview_mounted = RwSignal::new(false);
     Effect::new(move |_| {
         if overview.with(Option::is_some) && mounted.get_untracked() == 0 {
             mounted.set(1);
             request_animation_frame(move || {
-                let _ = overview_mounted.try_set(true);
+                if timeline_painted.get_untracked() {
+                    request_animation_frame(move || {
+                        let _ = overview_mounted.try_set(true);
+                    });
+                } else {
+                    let _ = overview_mounted.try_set(true);
+                }
             });
             if !shows(Section::Timeline) {
                 request_animation_frame(move || mount_next(mounted));
             }
         }
     });
+    // The views below start in the frame after the one that shows the timeline's first
+    // pixels.
     Effect::new(move |_| {
         if timeline_painted.get() && mounted.get_untracked() == 1 {
-            request_animation_frame(move || mount_next(mounted));
+            request_animation_frame(move || request_animation_frame(move || mount_next(mounted)));
         }
     });
     let reached: [Memo<bool>; VIEW_STAGES] =

@@ -399,17 +399,18 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
     };
 
     // Axes and marks follow the frame on screen.
-    Effect::new(move |_| {
-        let frame = tl.frame.get();
-        let info = tl.info.get();
-        let (w, h, dpr) = tl.size.get();
-        let dark = tl.dark.get();
-        let (Some(c), Some(frame), Some(info)) = (overlay_canvas.get(), frame, info) else {
+    let draw_overlay = move || {
+        let frame = tl.frame.get_untracked();
+        let info = tl.info.get_untracked();
+        let (w, h, dpr) = tl.size.get_untracked();
+        let dark = tl.dark.get_untracked();
+        let (Some(c), Some(frame), Some(info)) = (overlay_canvas.get_untracked(), frame, info)
+        else {
             return;
         };
         let pinned = tl
             .pinned
-            .with(|p| p.as_ref().and_then(|d| tl.lifetime_x(d, frame.view.mode)));
+            .with_untracked(|p| p.as_ref().and_then(|d| tl.lifetime_x(d, frame.view.mode)));
         let start = now();
         let layout = overlay::draw(
             &c,
@@ -435,6 +436,23 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
                 .unwrap_or_default(),
         );
         tl.overlay.set_value(layout);
+    };
+    Effect::new(move |drawn: Option<()>| {
+        tl.frame.track();
+        tl.info.track();
+        tl.size.track();
+        tl.dark.track();
+        tl.pinned.track();
+        tl.mode.track();
+        overlay_canvas.track();
+        // A first frame that came with the file is shown while the page builds the file's
+        // views: the overlay's font would make the browser lay them out now, and again once
+        // they are complete. Drawn in the next animation frame, before that frame's paint.
+        if drawn.is_none() && tl.first_with_file.get_untracked() {
+            request_animation_frame(draw_overlay);
+        } else {
+            draw_overlay();
+        }
     });
 
     let height = move || format!("{}px", tl.size.get().1);
