@@ -195,24 +195,36 @@ impl Actions {
     /// whatever the browser's order); several at once are shown side by side.
     pub fn open_named(self, mut named: Vec<(String, Blob)>) {
         named.sort_by(|(a, _), (b, _)| crate::compare::ranks::natural_cmp(a, b));
-        let opened = named.len();
+        let several = named.len() >= 2;
+        let mut commands = Vec::new();
         for (name, blob) in named {
-            self.open_blob(name, blob);
+            if let Some((_, started)) = self.queue_blob(name, blob) {
+                commands.extend(started);
+            }
         }
-        if opened >= 2 {
+        if several {
             self.show(Showing::Files);
         }
+        // Loads start once the page shows what it will show: files side by side get no first
+        // frame painted for a file shown alone.
+        self.run_all(commands);
     }
 
     /// Opens one file (or any blob) in a new worker, now or when its turn comes.
     pub fn open_blob(self, name: String, blob: Blob) -> Option<FileId> {
+        let (id, commands) = self.queue_blob(name, blob)?;
+        self.run_all(commands);
+        Some(id)
+    }
+
+    /// Lists a file with its bytes kept for its load; returns what starts it, to be run.
+    fn queue_blob(self, name: String, blob: Blob) -> Option<(FileId, Vec<Command>)> {
         let size = blob.size() as u64;
         let (id, commands) = self.state.try_update(|s| s.open(&name, size))?;
         self.blobs.update_value(|blobs| {
             blobs.insert(id, blob);
         });
-        self.run_all(commands);
-        Some(id)
+        Some((id, commands))
     }
 
     /// Opens snapshots hosted beside the page (the page's `?url=`), each listed while it

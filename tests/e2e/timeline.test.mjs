@@ -13,7 +13,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
 import {
-  EXPECTATIONS, marks, openFiles, REAL_FIXTURES, ROOT, sharedBrowser, waitSettled,
+  EXPECTATIONS, marks, openFiles, REAL_FIXTURES, ROOT, sharedBrowser, tempFile, waitSettled,
 } from './helpers.mjs';
 
 const TIMELINE_EXPECTATIONS = path.join(ROOT, 'tests/expectations/timeline.json');
@@ -1071,6 +1071,67 @@ describe('the first timeline frame, painted with the file', () => {
       const asked = await frameOnScreen(page);
       for (const key of FRAME_VALUES) assert.equal(asked[key], first[key], key);
       assert.equal(await canvasDigest(page), pixels);
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('shows the timeline\'s pixels and labels in a frame of their own: the overview and the views below follow', async () => {
+    const { context, page, errors } = await app.open();
+    try {
+      await rehearsalEnded(page);
+      // Which animation frame each change happened in: a change in a task between two frames
+      // is painted in the next one; a change in a frame's animation-frame callbacks (this
+      // counter's runs first) is painted in that frame.
+      await page.evaluate(() => {
+        window.seen = {};
+        let frame = 0;
+        const count = () => {
+          requestAnimationFrame(count);
+          frame += 1;
+        };
+        requestAnimationFrame(count);
+        const note = (what, present) => {
+          if (present && !(what in window.seen)) window.seen[what] = frame;
+        };
+        new MutationObserver(() => {
+          note('pixels', Number(document.querySelector('#timeline')?.dataset.framesPainted ?? 0) > 0);
+          note('labels', Boolean(document.querySelector('.timeline-overlay')?.dataset.labels));
+          note('overview', Boolean(document.querySelector('#overview')));
+          note('below', Boolean(document.querySelector('#breakdown, #phases')));
+        }).observe(document.body, { subtree: true, childList: true, attributes: true });
+      });
+      await page.click('#open-example');
+      assert.equal(await waitSettled(page), 'ready');
+      await page.waitForSelector('#breakdown', { timeout: WAIT });
+      assert.equal((await timeline(page)).firstFrame, 'with-file');
+      const seen = await page.evaluate(() => window.seen);
+      // The pixels arrive in a task: they show in the next frame, whose callbacks draw the
+      // labels; the overview and the views below mount in the frames after it.
+      assert.equal(seen.labels, seen.pixels + 1, `labels drawn in the frame that shows the pixels: ${JSON.stringify(seen)}`);
+      assert.ok(seen.overview >= seen.pixels + 2, `the overview mounts after that frame: ${JSON.stringify(seen)}`);
+      assert.ok(seen.below >= seen.pixels + 2, `the views below mount after that frame: ${JSON.stringify(seen)}`);
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('is not painted for files opened together, which show side by side', async () => {
+    const { context, page, errors } = await app.open();
+    try {
+      await rehearsalEnded(page);
+      const bytes = fs.readFileSync(path.join(ROOT, 'static/example.pickle'));
+      await page.setInputFiles('#file-input', [tempFile('rank0.pickle', bytes), tempFile('rank1.pickle', bytes)]);
+      await page.waitForSelector('#files-view[data-rows="2"][data-waiting="0"]', { timeout: WAIT });
+      await page.click('#files-table .files-row .open-file');
+      assert.equal(await waitSettled(page), 'ready');
+      await page.waitForSelector('#timeline[data-ready="true"]', { timeout: WAIT });
+      await waitFrame(page, 0, 'the first frame');
+      const t = await timeline(page);
+      assert.equal(t.firstFrame, 'asked', 'the first frame is asked for when the file is shown alone');
+      assert.equal(num(t.peakBytes), EXPECTED['example.pickle'].peak_allocated_bytes);
       assert.deepEqual(errors, []);
     } finally {
       await context.close();

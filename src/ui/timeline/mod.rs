@@ -77,10 +77,9 @@ struct Pacing {
     measured: bool,
     /// The size is the expected one, not yet measured: the page's own layout will tell.
     expected: bool,
-    /// The first view came with the file: the first layout is not asked for.
-    adopted: bool,
-    /// A frame asked for by an input handler itself, before the effect that follows every
-    /// change of the view runs: that effect's identical request is not asked again.
+    /// A frame asked for by an input handler itself (or that came with the file), before the
+    /// effect that follows every change of the view runs: that effect's identical request is
+    /// not asked again.
     asked_directly: Option<FrameRequest>,
     /// The view of the frame on screen, for hit-testing what is painted.
     painted: Option<Viewport>,
@@ -352,11 +351,17 @@ impl Timeline {
 
     /// Shows the whole trace, with the y axis fitted to it.
     pub fn reset(&self) {
+        self.show_whole();
+        self.request_frame_now();
+    }
+
+    /// Moves the view to the whole trace, with the y axis fitted to it, without asking for
+    /// its frame yet.
+    fn show_whole(&self) {
         if let Some(full) = self.full() {
             self.range.set(full);
         }
         self.fit_y();
-        self.request_frame_now();
     }
 
     /// Fits the y axis to the highest value in view again.
@@ -500,10 +505,16 @@ impl Timeline {
         if self.pacing.try_update_value(|p| p.layout.answered(id)) != Some(true) {
             return;
         }
-        let info = match result {
-            Ok(TimelineAnswer::Layout(info)) => info,
+        match result {
+            Ok(TimelineAnswer::Layout(info)) => self.show_layout(info),
             other => return self.show_error(&failure(other)),
-        };
+        }
+        self.request_frame();
+    }
+
+    /// Shows a layout's description; a new layout starts at the whole trace (or at the view a
+    /// link restores). Asks for no frame.
+    fn show_layout(&self, info: TimelineInfo) {
         let same_layout = self
             .info
             .with_untracked(|i| i.as_ref().is_some_and(|i| i.kind == info.kind));
@@ -515,11 +526,10 @@ impl Timeline {
         if !same_layout {
             match self.take_restore() {
                 Some(link) => self.restore_view(&link),
-                None => self.reset(),
+                None => self.show_whole(),
             }
             self.request_minimap();
         }
-        self.request_frame();
     }
 
     /// A link's ranges, pin and search, over the layout that has just arrived.
@@ -608,32 +618,13 @@ impl Timeline {
             return;
         }
         let FirstView { layout, frame, .. } = *view;
-        self.info.set(Some(layout));
-        if let Some(full) = self.full_untracked() {
-            self.range.set(full);
-        }
-        self.request_minimap();
-        // The frame that follows every change of the view would be this one.
-        let again = self.frame_request();
-        self.pacing.update_value(|p| {
-            p.adopted = true;
-            p.asked_directly = again;
-            p.painted = Some(frame.view);
-            p.painted_y = (frame.y_min, frame.y_max);
-        });
-        self.waiting_pixels.set_value(Some(pixels));
+        self.pacing.update_value(|p| p.awaiting_first_frame = true);
+        self.show_layout(layout);
+        // The effect that follows every change of the view would ask for this frame again.
+        let shown = self.frame_request();
+        self.pacing.update_value(|p| p.asked_directly = shown);
         self.first_with_file.set(true);
-        self.frames_painted.update(|n| *n += 1);
-        self.frame.set(Some(frame));
-        self.actions.mark_after_render(MARK_TIMELINE_PAINTED);
-        self.first_frame_shown();
-    }
-
-    /// The first layout came with the file (once: later changes lay out again).
-    fn take_adopted(&self) -> bool {
-        self.pacing
-            .try_update_value(|p| std::mem::take(&mut p.adopted))
-            .unwrap_or(false)
+        self.show_frame(frame, Some(pixels));
     }
 
     /// Puts pixels that arrived before the canvas on it.
@@ -750,27 +741,7 @@ impl Timeline {
             return;
         }
         match result {
-            Ok(TimelineAnswer::Frame(frame)) => {
-                if let (Some(pixels), Some(canvas)) = (pixels, self.canvas.get_value()) {
-                    canvas::put_pixels(&canvas, &frame, &pixels);
-                }
-                let first = self.pacing.try_update_value(|p| {
-                    p.painted = Some(frame.view);
-                    p.painted_y = (frame.y_min, frame.y_max);
-                    std::mem::take(&mut p.awaiting_first_frame)
-                });
-                self.frames_painted.update(|n| *n += 1);
-                self.frame.set(Some(frame));
-                if first == Some(true) {
-                    self.actions.mark_after_render(MARK_TIMELINE_PAINTED);
-                    self.first_frame_shown();
-                }
-                // The tooltip follows the view: what is under the pointer may have changed.
-                if self.hover.with_untracked(Option::is_some) {
-                    let (x, y) = self.pacing.with_value(|p| p.pointer);
-                    self.hit_test(x, y, false);
-                }
-            }
+            Ok(TimelineAnswer::Frame(frame)) => self.show_frame(frame, pixels),
             other => self.show_error(&failure(other)),
         }
         let again = self
@@ -778,6 +749,32 @@ impl Timeline {
             .try_update_value(|p| std::mem::take(&mut p.dirty));
         if again == Some(true) {
             self.request_frame();
+        }
+    }
+
+    /// Shows a painted frame: its pixels on the canvas (or waiting for it), its view for
+    /// hit tests, and its figures.
+    fn show_frame(&self, frame: FrameInfo, pixels: Option<JsValue>) {
+        match (pixels, self.canvas.get_value()) {
+            (Some(pixels), Some(canvas)) => canvas::put_pixels(&canvas, &frame, &pixels),
+            (Some(pixels), None) => self.waiting_pixels.set_value(Some(pixels)),
+            (None, _) => {}
+        }
+        let first = self.pacing.try_update_value(|p| {
+            p.painted = Some(frame.view);
+            p.painted_y = (frame.y_min, frame.y_max);
+            std::mem::take(&mut p.awaiting_first_frame)
+        });
+        self.frames_painted.update(|n| *n += 1);
+        self.frame.set(Some(frame));
+        if first == Some(true) {
+            self.actions.mark_after_render(MARK_TIMELINE_PAINTED);
+            self.first_frame_shown();
+        }
+        // The tooltip follows the view: what is under the pointer may have changed.
+        if self.hover.with_untracked(Option::is_some) {
+            let (x, y) = self.pacing.with_value(|p| p.pointer);
+            self.hit_test(x, y, false);
         }
     }
 
@@ -1131,8 +1128,12 @@ pub fn TimelinePanel(
     // Lay out again when the kind changes (at the detail a link asks for, the first time);
     // frames follow every change of the view.
     Effect::new(move |_| {
-        let _ = tl.kind.get();
-        if tl.take_adopted() {
+        let kind = tl.kind.get();
+        // The first layout may have come with the file.
+        if tl
+            .info
+            .with_untracked(|i| i.as_ref().is_some_and(|i| i.kind == kind))
+        {
             return;
         }
         let detail = tl
