@@ -13,9 +13,10 @@ import { before, describe, it } from 'node:test';
 import zlib from 'node:zlib';
 
 import {
-  DIST, EXPECTATIONS, marks, metricMismatches, metrics, openFiles, REAL_FIXTURES, ROOT, sharedBrowser, tempFile,
+  DIST, EXPECTATIONS, marks, metricMismatches, metrics, openFiles, REAL_FIXTURES, ROOT, sharedBrowser, SUB_PATH, tempFile,
   waitSettled,
 } from './helpers.mjs';
+import { serveStatic } from './server.mjs';
 
 /** A pickle that would call os.system('echo pwned') if it were unpickled by Python. */
 const HOSTILE_PICKLE = Buffer.from('\x80\x02cposix\nsystem\nq\x00X\x0a\x00\x00\x00echo pwnedq\x01\x85q\x02Rq\x03.', 'latin1');
@@ -344,6 +345,46 @@ describe('large files', () => {
     } finally {
       await context.close();
     }
+  });
+
+  it('reads the same in parts by the reading worker and, on a site without it, by the decoding worker', { skip, timeout: 180_000 }, async () => {
+    // The built site served on its own (every request reaches this server), whole or without
+    // the reading worker's script (a broken deployment).
+    const read = async (withoutReader) => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'memsight-site-'));
+      fs.cpSync(DIST, dir, { recursive: true });
+      if (withoutReader) fs.rmSync(path.join(dir, 'reader.js'));
+      const server = await serveStatic(dir, SUB_PATH);
+      const context = await app.browser.newContext({ serviceWorkers: 'block' });
+      try {
+        const page = await context.newPage();
+        const warnings = [];
+        const errors = [];
+        page.on('console', (message) => {
+          if (message.type() === 'warning' && /reading worker/.test(message.text())) warnings.push(message.text());
+          if (message.type() === 'error') errors.push(message.text());
+        });
+        await page.goto(server.url);
+        await page.waitForSelector('#open-file');
+        await openFiles(page, big);
+        assert.equal(await waitSettled(page, 120_000), 'ready', await page.textContent('#main'));
+        const reader = server.requests.some((url) => url.endsWith('/reader.js'));
+        return { values: await metrics(page), warnings, errors, reader };
+      } finally {
+        await context.close();
+        await server.close();
+        fs.rmSync(dir, { recursive: true });
+      }
+    };
+    assert.ok(fs.statSync(big).size > 40 * 1024 * 1024, 'the file comes in many 4 MiB parts');
+    const ahead = await read(false);
+    assert.ok(ahead.reader, 'the decoding worker started its reading worker');
+    assert.deepEqual(ahead.warnings, []);
+    assert.deepEqual(ahead.errors, []);
+    assert.equal(ahead.values['trace-entries'], 300000n);
+    const own = await read(true);
+    assert.ok(own.warnings.some((w) => /reading worker cannot read the file/.test(w)), own.warnings.join('\n'));
+    assert.deepEqual(own.values, ahead.values);
   });
 
   it('Cancel ends a load at once and the file is gone', { skip, timeout: 120_000 }, async () => {
