@@ -28,24 +28,24 @@ pub const PART_BYTES: u64 = 4 * 1024 * 1024;
 const PARTS_AHEAD: usize = 3;
 /// Parts the reading worker may hold read and not yet decoded.
 const READ_AHEAD_PARTS: usize = 4;
-/// Files larger than the parts this worker asks for at once are read by the reading worker.
-/// Measured (README, "A reading worker"): a file of 94 MB or more waits less for its bytes
-/// (6M entries: 216 against 681 ms) and loads sooner in most runs (6M 2722 against 3124 ms);
-/// a small file gained nothing from it.
+/// Files larger than the parts this worker asks for at once are read by a reading worker,
+/// started for them. Measured (README, "A reading worker"): a file of 94 MB or more waits less
+/// for its bytes (6M entries: 216 against 681 ms) and loads sooner in most runs (6M 2722
+/// against 3124 ms); a small file gained nothing from it, and a reading worker started with
+/// every worker, idle until a file came, cost small files about 10 ms.
 const READ_AHEAD_FROM: u64 = PARTS_AHEAD as u64 * PART_BYTES;
 
 /// Marks the load's measures start from.
 const LOAD_START: &str = "memsight:worker-load";
 const FINISH_START: &str = "memsight:worker-finish";
 
-/// Reads `blob` (of `total` bytes) part by part into `session` (with `read_ahead`'s worker if
-/// there is one), posting progress and failures through `post`, then the `Loaded` event (with
-/// `first_frame` painted, see `runtime::loaded`).
+/// Reads `blob` (of `total` bytes) part by part into `session`, posting progress and failures
+/// through `post`, then the `Loaded` event (with `first_frame` painted, see
+/// `runtime::loaded`).
 pub async fn load(
     session: Rc<RefCell<Session>>,
     blob: Blob,
     total: u64,
-    read_ahead: Option<ReadAhead>,
     first_frame: Option<FirstFrame>,
     now: impl Fn() -> f64,
     post: impl Fn(FileEvent),
@@ -59,7 +59,7 @@ pub async fn load(
         Ok(feeding) => feeding,
         Err(report) => return post(FileEvent::Failed(report)),
     };
-    let mut parts = Parts::new(blob, total, read_ahead);
+    let mut parts = Parts::new(blob, total);
     let mut offset = 0;
     while offset < total {
         let waiting = now();
@@ -121,8 +121,9 @@ enum Parts {
 }
 
 impl Parts {
-    fn new(blob: Blob, total: u64, read_ahead: Option<ReadAhead>) -> Parts {
-        if let Some(read_ahead) = read_ahead.filter(|_| total > READ_AHEAD_FROM) {
+    fn new(blob: Blob, total: u64) -> Parts {
+        let read_ahead = (total > READ_AHEAD_FROM).then(ReadAhead::start).flatten();
+        if let Some(read_ahead) = read_ahead {
             match read_ahead.read(&blob, total, PART_BYTES, READ_AHEAD_PARTS) {
                 Ok(()) => {
                     return Parts::Ahead {

@@ -47,8 +47,7 @@ pub enum Missing {
     Unreadable(String),
 }
 
-/// A reading worker, started before a file comes so its script has loaded by then; it is
-/// terminated when this is dropped.
+/// A reading worker, started for one large file and terminated when this is dropped.
 pub struct ReadAhead {
     worker: Worker,
     inbox: Rc<RefCell<Inbox>>,

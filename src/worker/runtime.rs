@@ -18,7 +18,6 @@ use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent};
 use super::blob::BlobSource;
 use super::feed;
 use super::memory::{self, Shortage};
-use super::read_ahead::ReadAhead;
 use super::reader::{ChunkSource, ChunkedReader, CHUNK_BYTES};
 use memsight_core::decode::feeds;
 
@@ -100,8 +99,6 @@ pub fn start() {
         post_event(FileEvent::Failed(report));
     }));
 
-    // Started first, so its script loads while this worker warms up.
-    let read_ahead = Rc::new(RefCell::new(ReadAhead::start()));
     // A file already waiting is served at once: warming up first would keep it waiting
     // longer than it saves (the decoder's hot functions are optimised during a large file's
     // first parts anyway).
@@ -111,9 +108,8 @@ pub fn start() {
     let session = Rc::new(RefCell::new(Session::new()));
     let on_message = {
         let session = session.clone();
-        let read_ahead = read_ahead.clone();
         Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
-            handle(&session, &read_ahead, event.data());
+            handle(&session, event.data());
         })
     };
     let scope = scope();
@@ -125,7 +121,7 @@ pub fn start() {
         if let Some(queue) = queue.dyn_ref::<Array>() {
             for event in queue.iter() {
                 if let Ok(event) = event.dyn_into::<MessageEvent>() {
-                    handle(&session, &read_ahead, event.data());
+                    handle(&session, event.data());
                 }
             }
         }
@@ -275,9 +271,8 @@ pub(super) fn measure_since(start: &str, what: &str) {
     }
 }
 
-/// Handles one message from the page: `[json, file?]`; a pickle is read by `read_ahead`'s
-/// worker, if it started.
-fn handle(session: &Rc<RefCell<Session>>, read_ahead: &RefCell<Option<ReadAhead>>, data: JsValue) {
+/// Handles one message from the page: `[json, file?]`.
+fn handle(session: &Rc<RefCell<Session>>, data: JsValue) {
     let message = Array::from(&data);
     let Some(json) = message.get(0).as_string() else {
         return console_error("received a message that is not text");
@@ -325,15 +320,12 @@ fn handle(session: &Rc<RefCell<Session>>, read_ahead: &RefCell<Option<ReadAhead>
                     session,
                     blob,
                     total,
-                    read_ahead.borrow_mut().take(),
                     first_frame,
                     now,
                     post_event,
                 ));
                 return;
             }
-            // Read here, chunk by chunk as it decodes: the reading worker is not needed.
-            drop(read_ahead.borrow_mut().take());
             let reader = ChunkedReader::new(source, CHUNK_BYTES);
             let event = session
                 .borrow_mut()
