@@ -1,6 +1,7 @@
-//! Reading a plain pickle while decoding it: the `File` is read part by part, by the worker's
-//! reading worker (`read_ahead.rs`) or, without one, with `Blob.arrayBuffer()` here, the next
-//! parts asked for before the current one is decoded. Each part is pushed into the core's
+//! Reading a plain pickle while decoding it: the `File` is read part by part, the next parts
+//! asked for before the current one is decoded: a large file's by a reading worker started for
+//! it (`read_ahead.rs`), a small one's (or any, if that worker cannot start) with
+//! `Blob.arrayBuffer()` here. Each part is pushed into the core's
 //! [`Feeding`]. Not the place for decoding (the core's `PickleFeed`) nor for the formats
 //! decoded from a reader (gzip, JSON: `reader.rs` over `blob.rs`).
 

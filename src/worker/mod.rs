@@ -1,9 +1,9 @@
 //! The Web Worker that owns one snapshot file: it receives the `File` with a `Load` message,
 //! reads it in parts, hands it to the core's [`Session`](memsight_core::session::Session)
 //! and posts its progress and answers to the page. A plain pickle is decoded while it is read
-//! (`feed`: the next parts are read, by a reading worker this worker starts (`read_ahead`), while
-//! the last one decodes); other formats are read from a
-//! synchronous reader (`reader` over `blob`). One worker per open file, so closing a
+//! (`feed`: the next parts are read while the last one decodes, a large file's by a reading
+//! worker started for it, `read_ahead`); other formats are read from a synchronous reader
+//! (`reader` over `blob`). One worker per open file, so closing a
 //! file (terminating its worker) frees all its memory, and a slow or broken file never blocks
 //! the page or another file.
 //!

@@ -28,7 +28,7 @@ fn scope() -> DedicatedWorkerGlobalScope {
     js_sys::global().unchecked_into()
 }
 
-pub(super) fn console_error(text: &str) {
+fn console_error(text: &str) {
     web_sys::console::error_1(&format!("memsight worker: {text}").into());
 }
 
