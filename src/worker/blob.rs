@@ -4,11 +4,11 @@
 //!
 //! Not for the page's main thread (`FileReaderSync` would block it, and is not available there).
 
-use js_sys::Uint8Array;
+use wasm_bindgen::JsCast;
 use web_sys::{Blob, FileReaderSync};
 
-use super::js_error_text;
 use super::reader::ChunkSource;
+use super::{js_error_text, take_bytes};
 
 pub struct BlobSource {
     blob: Blob,
@@ -38,6 +38,6 @@ impl ChunkSource for BlobSource {
             .reader
             .read_as_array_buffer(&slice)
             .map_err(|e| js_error_text(&e))?;
-        Ok(Uint8Array::new(&buffer).to_vec())
+        Ok(take_bytes(buffer.unchecked_ref()))
     }
 }

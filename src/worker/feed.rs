@@ -11,15 +11,15 @@ use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 
-use js_sys::Uint8Array;
 use memsight_core::protocol::{ErrorReport, FileEvent};
 use memsight_core::session::Session;
 use memsight_core::timeline::service::FirstFrame;
+use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::Blob;
 
-use super::js_error_text;
 use super::read_ahead::{Missing, ReadAhead};
+use super::{js_error_text, take_bytes};
 
 /// Bytes read at a time, and how many parts are asked for ahead of the decoder. Measured with
 /// `benches/browser.mjs` at 1M entries (see the README): one 8 MiB part ahead left 230 ms of
@@ -213,6 +213,6 @@ fn read_part(
             .map_err(|e| js_error_text(&e))?
             .await
             .map_err(|e| js_error_text(&e))?;
-        Ok(Uint8Array::new(&buffer).to_vec())
+        Ok(take_bytes(buffer.unchecked_ref()))
     }
 }

@@ -45,3 +45,15 @@ fn js_error_text(value: &JsValue) -> String {
     }
     value.as_string().unwrap_or_else(|| format!("{value:?}"))
 }
+
+#[cfg(target_arch = "wasm32")]
+/// The bytes of a part just read, copied into the module's memory, and the part's own memory
+/// given back at once: a spent `ArrayBuffer` is otherwise freed only when the garbage
+/// collector next runs, and the hundreds of parts of a large file left tens of MiB of them
+/// held at a time. Detaching (`transfer(0)`) frees it; a browser without `transfer` keeps it
+/// for the collector, as before.
+fn take_bytes(buffer: &js_sys::ArrayBuffer) -> Vec<u8> {
+    let bytes = js_sys::Uint8Array::new(buffer).to_vec();
+    let _ = buffer.transfer_with_length(0);
+    bytes
+}

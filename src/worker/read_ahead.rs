@@ -10,12 +10,12 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::task::{Poll, Waker};
 
-use js_sys::{ArrayBuffer, Object, Reflect, Uint8Array};
+use js_sys::{ArrayBuffer, Object, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{Blob, Event, MessageEvent, Worker};
 
-use super::js_error_text;
+use super::{js_error_text, take_bytes};
 
 /// Relative to the decoding worker's own script, so the site works under any sub-path.
 const READER_URL: &str = "./reader.js";
@@ -135,7 +135,7 @@ impl ReadAhead {
         let taken = Object::new();
         let _ = Reflect::set(&taken, &"taken".into(), &JsValue::from(1));
         let _ = self.worker.post_message(&taken);
-        Ok(Uint8Array::new(&buffer).to_vec())
+        Ok(take_bytes(&buffer))
     }
 }
 
