@@ -41,7 +41,7 @@ impl<'a> Walk<'a> {
             .filter(|&i| allocations[i as usize].free_row != NO_ROW)
             .collect();
         by_end.sort_by_key(|&i| allocations[i as usize].free_row);
-        let first_traced = allocations.partition_point(|a| a.origin != Origin::Trace);
+        let first_traced = allocations.partition_point(|a| a.origin() != Origin::Trace);
         let trace = &device.trace;
         let maps = (0..trace.len()).any(|r| trace.action[r] == Action::SegmentMap);
         let expandable = maps || device.segments.iter().any(|s| s.is_expandable);
@@ -255,7 +255,7 @@ impl<'a> Walk<'a> {
                 .log
                 .as_ref()
                 .is_some_and(|log| log.blocks[i].1 == present_at_end);
-            if allocation.origin == Origin::Trace && at_end {
+            if allocation.origin() == Origin::Trace && at_end {
                 check.alive_at_end += 1;
                 check.predicted += u32::from(estimated[i] == sizes[i]);
             }

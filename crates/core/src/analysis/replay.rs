@@ -27,7 +27,9 @@ pub enum Origin {
     LiveBlock,
 }
 
-/// One allocation with its events.
+/// One allocation with its events. A large trace has millions: its origin is told by its
+/// rows rather than stored, which keeps a record at 32 bytes instead of 40 (about 30 MiB of a
+/// 12M-entry file's memory).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Allocation {
     pub addr: u64,
@@ -39,10 +41,21 @@ pub struct Allocation {
     /// `free_completed` row, or [`NO_ROW`] when alive at the end.
     pub free_row: u32,
     pub stack: StackId,
-    pub origin: Origin,
 }
 
 impl Allocation {
+    /// Where the record comes from: an allocation from before the trace has no `alloc` row,
+    /// and one freed in the trace has a `free_completed` row.
+    pub fn origin(&self) -> Origin {
+        if self.alloc_row != NO_ROW {
+            Origin::Trace
+        } else if self.free_row != NO_ROW {
+            Origin::FreedBeforeAlloc
+        } else {
+            Origin::LiveBlock
+        }
+    }
+
     pub fn is_alive_at_end(&self) -> bool {
         self.free_row == NO_ROW
     }
@@ -52,7 +65,7 @@ impl Allocation {
     /// alive from state 0.
     pub fn alive_states(&self) -> (u32, u32) {
         let after = |row: u32| if row == NO_ROW { u32::MAX } else { row + 1 };
-        let start = if self.origin == Origin::Trace {
+        let start = if self.origin() == Origin::Trace {
             after(self.alloc_row)
         } else {
             0
@@ -187,7 +200,6 @@ pub fn replay(device: &Device) -> DeviceFacts {
                     free_requested_row: NO_ROW,
                     free_row: NO_ROW,
                     stack: trace.stack[row],
-                    origin: Origin::Trace,
                 });
                 net += size as i128;
             }
@@ -210,7 +222,6 @@ pub fn replay(device: &Device) -> DeviceFacts {
                         free_requested_row: NO_ROW,
                         free_row: row as u32,
                         stack: trace.stack[row],
-                        origin: Origin::FreedBeforeAlloc,
                     });
                     net -= size as i128;
                 }
@@ -254,7 +265,6 @@ pub fn replay(device: &Device) -> DeviceFacts {
                     free_requested_row: NO_ROW,
                     free_row: NO_ROW,
                     stack: first_stack(block),
-                    origin: Origin::LiveBlock,
                 });
             }
         }
@@ -269,7 +279,6 @@ pub fn replay(device: &Device) -> DeviceFacts {
             free_requested_row: NO_ROW,
             free_row: NO_ROW,
             stack: NO_STACK,
-            origin: Origin::LiveBlock,
         });
     }
     let has_segments = !device.segments.is_empty();
@@ -508,11 +517,32 @@ mod tests {
         let freed = f
             .allocations
             .iter()
-            .find(|a| a.origin == Origin::FreedBeforeAlloc)
+            .find(|a| a.origin() == Origin::FreedBeforeAlloc)
             .unwrap();
         assert_eq!((freed.free_requested_row, freed.free_row), (0, 1));
         assert!(f.warnings.iter().any(|x| x.kind() == "ring-buffer-wrapped"));
         assert_eq!(f.allocated_at_end(), 12);
+    }
+
+    #[test]
+    fn every_origin_is_told_by_the_rows_and_a_record_takes_32_bytes() {
+        let d = device(
+            &[
+                (FreeRequested, 0x2000, 50),
+                (FreeCompleted, 0x2000, 50),
+                (Alloc, 0x1000, 7),
+            ],
+            &[(0x1000, 7, ActiveAllocated), (0x3000, 9, ActiveAllocated)],
+        );
+        let f = replay(&d);
+        let origin_of = |addr: u64| {
+            let a = f.allocations.iter().find(|a| a.addr == addr).unwrap();
+            a.origin()
+        };
+        assert_eq!(origin_of(0x1000), Origin::Trace);
+        assert_eq!(origin_of(0x2000), Origin::FreedBeforeAlloc);
+        assert_eq!(origin_of(0x3000), Origin::LiveBlock);
+        assert_eq!(std::mem::size_of::<Allocation>(), 32);
     }
 
     #[test]

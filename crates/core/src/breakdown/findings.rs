@@ -391,7 +391,7 @@ fn out_of_memory(
 /// the trace also has backward or optimizer rows, a forward run counts only after one of
 /// them, so a forward interrupted by a stray setup allocation is still one iteration.
 fn iteration_starts(phases: &RowPhases) -> Vec<u32> {
-    let rows = phases.phase.len().min(phases.run.len());
+    let rows = phases.phase.len();
     let trains = |p: Phase| matches!(p, Phase::Backward | Phase::OptimizerStep | Phase::ZeroGrad);
     let training = phases.phase[..rows].iter().any(|&p| trains(p));
     let mut starts = Vec::new();
@@ -401,7 +401,7 @@ fn iteration_starts(phases: &RowPhases) -> Vec<u32> {
         if trains(phase) {
             trained_since = true;
         }
-        let new_run = r == 0 || phases.run[r] != phases.run[r - 1];
+        let new_run = r == 0 || phase != phases.phase[r - 1];
         if phase == Phase::Forward && new_run && (trained_since || !training) {
             starts.push(r as u32);
             trained_since = false;
@@ -449,7 +449,7 @@ fn leak_suspect(facts: &DeviceFacts, phases: &RowPhases) -> Option<Finding> {
         .iter()
         .enumerate()
         .filter(|(_, a)| {
-            a.origin == Origin::Trace
+            a.origin() == Origin::Trace
                 && a.alive_states().0 > since
                 && a.is_alive_at(last.state)
                 && stacks.iter().any(|s| s.stack == a.stack)
@@ -474,7 +474,7 @@ fn sudden_spike(facts: &DeviceFacts, categories: &DeviceCategories) -> Option<Fi
         .iter()
         .enumerate()
         .filter(|(_, a)| {
-            a.origin == Origin::Trace
+            a.origin() == Origin::Trace
                 && a.size >= SPIKE_MIN_BYTES
                 && at_least_percent(a.size, peak, SPIKE_PERCENT_OF_PEAK)
         })
@@ -781,7 +781,7 @@ fn wrapped_trace(facts: &DeviceFacts) -> Option<Finding> {
     let (mut freed_bytes, mut alive_bytes) = (0u64, 0u64);
     let mut earlier = Vec::new();
     for (i, a) in facts.allocations.iter().enumerate() {
-        match a.origin {
+        match a.origin() {
             Origin::Trace => continue,
             Origin::FreedBeforeAlloc => freed_bytes += a.size,
             Origin::LiveBlock => alive_bytes += a.size,
@@ -978,23 +978,7 @@ mod tests {
     #[test]
     fn iterations_start_at_forwards_that_follow_training() {
         use Phase::*;
-        let phases = |p: &[Phase]| {
-            let mut run = 0;
-            let runs = p
-                .iter()
-                .enumerate()
-                .map(|(i, &x)| {
-                    if i == 0 || p[i - 1] != x {
-                        run += 1;
-                    }
-                    run
-                })
-                .collect();
-            RowPhases {
-                phase: p.to_vec(),
-                run: runs,
-            }
-        };
+        let phases = |p: &[Phase]| RowPhases::new(p.to_vec());
         let training = phases(&[
             Other,
             Forward,

@@ -111,15 +111,23 @@ impl CategoryIndex {
             by_start.sort_by_key(|e| e.start);
         }
         // Ordered by end, then by position: sorting packed keys avoids looking each end up
-        // at every comparison (a third of laying a large file's first view out).
-        let mut ends: Vec<u64> = by_start
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| e.end != u32::MAX)
-            .map(|(p, e)| u64::from(e.end) << 32 | p as u64)
-            .collect();
+        // at every comparison (a third of laying a large file's first view out). Both lists
+        // are made as long as they get at once (collected from a filter, a list is grown and
+        // leaves its grown-out copies' memory behind, tens of MiB for a large file), the kept
+        // one first, so that the scratch one is at the top of the heap when it is freed.
+        let ending = by_start.iter().filter(|e| e.end != u32::MAX).count();
+        let mut by_end: Vec<u32> = Vec::with_capacity(ending);
+        let mut ends: Vec<u64> = Vec::with_capacity(ending);
+        ends.extend(
+            by_start
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.end != u32::MAX)
+                .map(|(p, e)| u64::from(e.end) << 32 | p as u64),
+        );
         ends.sort_unstable();
-        let by_end: Vec<u32> = ends.into_iter().map(|k| k as u32).collect();
+        by_end.extend(ends.iter().map(|&k| k as u32));
+        drop(ends);
 
         let last_state = by_start
             .iter()
@@ -137,7 +145,9 @@ impl CategoryIndex {
             next_end: 0,
         };
         let mut state = 0u32;
-        let mut checkpoints = Vec::new();
+        // A checkpoint is a few hundred bytes and a large trace has thousands: made that
+        // long at once, the list never holds grown-out copies of itself.
+        let mut checkpoints = Vec::with_capacity((last_state / CHECKPOINT_STATES) as usize + 1);
         loop {
             index.lookup(facts, categories).advance(&mut at, state);
             checkpoints.push(at);

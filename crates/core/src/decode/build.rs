@@ -167,6 +167,12 @@ impl Builder {
         self.staging.addr.capacity()
     }
 
+    /// The addresses of the trace rows staged so far, in the order they were staged.
+    #[cfg(test)]
+    pub fn staged_addresses(&self) -> &[u64] {
+        &self.staging.addr
+    }
+
     fn text(&self, id: StrId) -> &str {
         self.strings.get(id)
     }

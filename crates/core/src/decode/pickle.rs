@@ -840,7 +840,28 @@ impl<R: Read> Parser<R> {
         self.scratch.clear();
         self.scratch.extend_from_slice(&self.stack[mark..]);
         self.stack.truncate(mark);
-        self.fill_obj(target, Container::Dict, at)
+        self.fill_obj(target, Container::Dict, at)?;
+        self.trace_entry_done(target, at)
+    }
+
+    /// A trace entry the fast path could not read becomes its row as soon as its items are
+    /// set, as the fast path's do, rather than when its list's `APPENDS` comes: the rows are
+    /// then staged in their list's order, and a device's trace takes the staged columns as
+    /// they are instead of copying each into that order (`Trace::split`).
+    fn trace_entry_done(&mut self, dict: u32, at: u64) -> Result<(), DecodeError> {
+        if self.stack.last() != Some(&Val::Obj(dict)) {
+            return Ok(());
+        }
+        let is_trace = self.objs[dict as usize]
+            .items
+            .iter()
+            .step_by(2)
+            .any(|k| *k == Val::Str(super::build::key::ACTION));
+        if is_trace {
+            let row = self.converted(dict, true, None, at)?;
+            *self.stack.last_mut().expect("the dict just checked") = row;
+        }
+        Ok(())
     }
 
     fn code_opcode(&mut self, op: u8, at: u64) -> DecodeError {
@@ -1573,6 +1594,12 @@ mod tests {
     /// A protocol-4 pickle of a snapshot with one device whose trace has `rows` allocations,
     /// every dict and list memoized as pickle writes them.
     fn snapshot_pickle(rows: u32) -> Vec<u8> {
+        snapshot_pickle_with(rows, |_| false)
+    }
+
+    /// [`snapshot_pickle`] where the rows `noted` picks carry one more key, `"note"`, whose
+    /// value (an empty list) the fast path does not read.
+    fn snapshot_pickle_with(rows: u32, noted: impl Fn(u32) -> bool) -> Vec<u8> {
         fn text(out: &mut Vec<u8>, s: &str) {
             out.push(0x8c);
             out.push(s.len() as u8);
@@ -1594,7 +1621,12 @@ mod tests {
             text(&mut out, "size");
             out.extend_from_slice(b"M\x00\x02");
             text(&mut out, "stream");
-            out.extend_from_slice(b"K\x00u");
+            out.extend_from_slice(b"K\x00");
+            if noted(row) {
+                text(&mut out, "note");
+                out.extend_from_slice(b"]\x94");
+            }
+            out.push(b'u');
         }
         out.extend_from_slice(b"eau.");
         out
@@ -1633,6 +1665,18 @@ mod tests {
         let mut unknown = Resumable::new();
         unknown.push(bytes[..first_part].to_vec()).unwrap();
         assert!(unknown.parser.builder.row_capacity() < rows as usize);
+    }
+
+    #[test]
+    fn rows_the_fast_path_cannot_read_are_staged_in_their_lists_order() {
+        let rows = 40;
+        let bytes = snapshot_pickle_with(rows, |row| row % 3 == 1);
+        let mut feed = Resumable::new();
+        feed.push(bytes).unwrap();
+        let in_order: Vec<u64> = (0..u64::from(rows)).map(|row| row * 512).collect();
+        assert_eq!(feed.parser.builder.staged_addresses(), &in_order[..]);
+        let snapshot = feed.finish().unwrap();
+        assert_eq!(snapshot.devices[0].trace.addr, in_order);
     }
 
     #[test]

@@ -92,7 +92,7 @@ impl Sums {
         let mut made = vec![0u64; rows];
         let mut gone = vec![0u64; rows];
         for a in &facts.allocations {
-            if a.origin == Origin::Trace {
+            if a.origin() == Origin::Trace {
                 if let Some(m) = made.get_mut(a.alloc_row as usize) {
                     *m += a.size;
                 }
@@ -410,13 +410,7 @@ mod tests {
         // The `other` at 2 allocates nothing; the one at 8 does.
         actions[2] = Action::FreeCompleted;
         let d = device(&actions);
-        let runs = runs(
-            &d,
-            &RowPhases {
-                run: vec![0; phase.len()],
-                phase,
-            },
-        );
+        let runs = runs(&d, &RowPhases::new(phase));
         let got: Vec<(Phase, Option<u32>, usize, usize)> = runs
             .iter()
             .map(|r| (r.phase, r.iteration, r.first, r.last))

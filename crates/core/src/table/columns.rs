@@ -189,7 +189,7 @@ impl<'a> Rows<'a> {
 
     pub fn phase(&self, i: u32) -> Option<Phase> {
         let a = self.allocation(i);
-        if a.origin != Origin::Trace {
+        if a.origin() != Origin::Trace {
             return None;
         }
         self.categories
@@ -224,7 +224,7 @@ impl<'a> Rows<'a> {
         let a = self.allocation(i);
         let (start, end) = self.states(i);
         let alloc_event =
-            (a.origin == Origin::Trace && a.alloc_row != NO_ROW).then_some(a.alloc_row);
+            (a.origin() == Origin::Trace && a.alloc_row != NO_ROW).then_some(a.alloc_row);
         let free_event = (a.free_row != NO_ROW).then_some(a.free_row);
         let alloc_time_us = alloc_event.and_then(|r| self.time(r));
         let free_time_us = free_event.and_then(|r| self.time(r));
@@ -255,7 +255,7 @@ impl<'a> Rows<'a> {
     /// The shape of the tensor allocation `i` was made for, when the file records one.
     pub fn shape(&self, i: u32) -> Option<&'a str> {
         let a = self.allocation(i);
-        if a.origin != Origin::Trace {
+        if a.origin() != Origin::Trace {
             return None;
         }
         let id = self.device.trace.shape(a.alloc_row as usize)?;

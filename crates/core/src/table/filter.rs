@@ -48,7 +48,7 @@ pub fn in_scope(rows: &Rows<'_>, states: ScopeStates, i: u32) -> bool {
         ScopeStates::At(state) => a.is_alive_at(state),
         ScopeStates::AllocatedIn(None) => false,
         ScopeStates::AllocatedIn(Some((first, last))) => {
-            a.origin == Origin::Trace && (first..=last).contains(&(a.alloc_row + 1))
+            a.origin() == Origin::Trace && (first..=last).contains(&(a.alloc_row + 1))
         }
         ScopeStates::All => true,
     }

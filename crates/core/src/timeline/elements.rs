@@ -79,7 +79,7 @@ impl Elements for AllocationElements<'_> {
     }
     fn start(&self, i: u32) -> u32 {
         let a = self.allocation(i);
-        if a.origin == Origin::Trace {
+        if a.origin() == Origin::Trace {
             state_after(a.alloc_row)
         } else {
             0

@@ -129,7 +129,7 @@ pub fn detail(
                 size: a.size,
                 block_size: Some(block_size(a.size)),
                 stream,
-                origin: origin_name(a.origin).into(),
+                origin: origin_name(a.origin()).into(),
                 start_state: elements.start(index),
                 end_state: opt_state(elements.end(index)),
                 free_requested_state: (a.free_requested_row != NO_ROW)

@@ -351,13 +351,13 @@ fn categorise_device(
     let mut components = Vec::with_capacity(facts.allocations.len());
     for a in &facts.allocations {
         let signal = signal_of(a.stack);
-        let role = signal.ruled.0.unwrap_or_else(|| match a.origin {
+        let role = signal.ruled.0.unwrap_or_else(|| match a.origin() {
             Origin::Trace => trace_role(&signal, &phases, a.alloc_row, a.free_row),
             Origin::LiveBlock => kept_role(&signal),
             // Its stack is where it was freed, not where it was made.
             Origin::FreedBeforeAlloc => Role::Unknown,
         });
-        let component = signal.ruled.1.unwrap_or(match a.origin {
+        let component = signal.ruled.1.unwrap_or(match a.origin() {
             Origin::FreedBeforeAlloc => Component::Other,
             _ => signal.component.unwrap_or(Component::Other),
         });
@@ -378,10 +378,10 @@ fn trace_role(signal: &StackSignal, phases: &RowPhases, alloc_row: u32, free_row
         return role;
     }
     let at = alloc_row as usize;
-    let (Some(&phase), Some(&run)) = (phases.phase.get(at), phases.run.get(at)) else {
+    let (Some(&phase), Some(run)) = (phases.phase.get(at), phases.run(at)) else {
         return Role::Unknown;
     };
-    let outlives = free_row == NO_ROW || phases.run.get(free_row as usize) != Some(&run);
+    let outlives = free_row == NO_ROW || phases.run(free_row as usize) != Some(run);
     if signal.accumulates_gradient {
         return if outlives {
             Role::Gradients
