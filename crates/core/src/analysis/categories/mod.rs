@@ -27,7 +27,7 @@ use super::replay::{DeviceFacts, Origin, NO_ROW};
 use super::stacks::{classify, FrameClass};
 use super::Analysed;
 use crate::model::{Device, Snapshot, StackId, NO_STACK};
-use phases::{row_phases, RowPhases, StackPhase};
+use phases::{row_phases, RowPhases, RunEnds, StackPhase};
 use rules::CompiledRules;
 use signals::{frame_signal, FrameSignal, Phase};
 
@@ -349,10 +349,11 @@ fn categorise_device(
     });
     let mut roles = Vec::with_capacity(facts.allocations.len());
     let mut components = Vec::with_capacity(facts.allocations.len());
+    let mut run_ends = phases.run_ends();
     for a in &facts.allocations {
         let signal = signal_of(a.stack);
         let role = signal.ruled.0.unwrap_or_else(|| match a.origin() {
-            Origin::Trace => trace_role(&signal, &phases, a.alloc_row, a.free_row),
+            Origin::Trace => trace_role(&signal, &phases, &mut run_ends, a.alloc_row, a.free_row),
             Origin::LiveBlock => kept_role(&signal),
             // Its stack is where it was freed, not where it was made.
             Origin::FreedBeforeAlloc => Role::Unknown,
@@ -373,15 +374,21 @@ fn categorise_device(
 
 /// The role of an allocation made in the trace window, from its stack, its phase and whether
 /// it outlives the run of the phase it was made in.
-fn trace_role(signal: &StackSignal, phases: &RowPhases, alloc_row: u32, free_row: u32) -> Role {
+fn trace_role(
+    signal: &StackSignal,
+    phases: &RowPhases,
+    run_ends: &mut RunEnds<'_>,
+    alloc_row: u32,
+    free_row: u32,
+) -> Role {
     if let Some(role) = signal.role {
         return role;
     }
     let at = alloc_row as usize;
-    let (Some(&phase), Some(run)) = (phases.phase.get(at), phases.run(at)) else {
+    let (Some(&phase), Some(run_end)) = (phases.phase.get(at), run_ends.after(at)) else {
         return Role::Unknown;
     };
-    let outlives = free_row == NO_ROW || phases.run(free_row as usize) != Some(run);
+    let outlives = free_row == NO_ROW || free_row as usize >= run_end;
     if signal.accumulates_gradient {
         return if outlives {
             Role::Gradients

@@ -32,9 +32,52 @@ impl RowPhases {
         RowPhases { phase, run_starts }
     }
 
-    /// Which run row `row` is in, numbered from 0; `None` past the last row.
-    pub fn run(&self, row: usize) -> Option<usize> {
-        (row < self.phase.len()).then(|| self.run_starts.partition_point(|&s| s as usize <= row))
+    /// Where runs end, for rows asked about mostly in order.
+    pub fn run_ends(&self) -> RunEnds<'_> {
+        RunEnds {
+            starts: &self.run_starts,
+            rows: self.phase.len(),
+            next: 0,
+        }
+    }
+}
+
+/// The end of the run of any row (the first row after it), found from the last one asked
+/// about: a device's allocations are asked about in the order they were made, so each answer
+/// is a step or two from the one before instead of a search of every run.
+pub struct RunEnds<'a> {
+    starts: &'a [u32],
+    rows: usize,
+    /// Index into `starts` of the first run start after the last row asked about.
+    next: usize,
+}
+
+impl RunEnds<'_> {
+    /// The first row after the run `row` is in; `None` past the last row.
+    pub fn after(&mut self, row: usize) -> Option<usize> {
+        if row >= self.rows {
+            return None;
+        }
+        let behind = self.next > 0 && self.starts[self.next - 1] as usize > row;
+        let far_ahead = self
+            .starts
+            .get(self.next + 8)
+            .is_some_and(|&s| s as usize <= row);
+        if behind || far_ahead {
+            self.next = self.starts.partition_point(|&s| s as usize <= row);
+        }
+        while self
+            .starts
+            .get(self.next)
+            .is_some_and(|&s| s as usize <= row)
+        {
+            self.next += 1;
+        }
+        Some(
+            self.starts
+                .get(self.next)
+                .map_or(self.rows, |&s| s as usize),
+        )
     }
 }
 
@@ -185,11 +228,15 @@ mod tests {
         let phases = RowPhases::new(vec![
             Forward, Forward, Backward, Backward, Backward, Forward,
         ]);
-        let runs: Vec<Option<usize>> = (0..7).map(|row| phases.run(row)).collect();
-        assert_eq!(
-            runs,
-            [Some(0), Some(0), Some(1), Some(1), Some(1), Some(2), None]
-        );
-        assert_eq!(RowPhases::new(Vec::new()).run(0), None);
+        let ends = [Some(2), Some(2), Some(5), Some(5), Some(5), Some(6), None];
+        let mut in_order = phases.run_ends();
+        let got: Vec<Option<usize>> = (0..7).map(|row| in_order.after(row)).collect();
+        assert_eq!(got, ends);
+        // Out of order, as well.
+        let mut any_order = phases.run_ends();
+        for row in [5, 0, 6, 3, 1, 4, 2, 0] {
+            assert_eq!(any_order.after(row), ends[row], "row {row}");
+        }
+        assert_eq!(RowPhases::new(Vec::new()).run_ends().after(0), None);
     }
 }
