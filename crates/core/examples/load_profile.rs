@@ -8,8 +8,6 @@
 //! the most it held during the step (the first run's): a WebAssembly memory never shrinks, so
 //! the highest of these is the least memory the worker's tab keeps for the file.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use memsight_core::protocol::{FileEvent, FromWorker, Request};
@@ -17,49 +15,13 @@ use memsight_core::session::Session;
 use memsight_core::timeline::service::{FrameRequest, TimelineRequest};
 use memsight_core::timeline::TimelineKind;
 
+#[path = "common/counting.rs"]
+mod counting;
+
 const PART: usize = 4 << 20;
 
-/// The system allocator, counting the bytes in use and the most in use since the last step.
-struct Counting;
-
-static IN_USE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let pointer = unsafe { System.alloc(layout) };
-        if !pointer.is_null() {
-            grew(layout.size());
-        }
-        pointer
-    }
-
-    unsafe fn dealloc(&self, pointer: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(pointer, layout) };
-        IN_USE.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-
-    unsafe fn realloc(&self, pointer: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let moved = unsafe { System.realloc(pointer, layout, new_size) };
-        if !moved.is_null() {
-            // A move holds both blocks for a moment; the count only sees the new size.
-            if new_size > layout.size() {
-                grew(new_size - layout.size());
-            } else {
-                IN_USE.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
-            }
-        }
-        moved
-    }
-}
-
-fn grew(bytes: usize) {
-    let now = IN_USE.fetch_add(bytes, Ordering::Relaxed) + bytes;
-    PEAK.fetch_max(now, Ordering::Relaxed);
-}
-
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static ALLOCATOR: counting::Counting = counting::Counting;
 
 /// One step of a load: its name, milliseconds, and the heap it left held and held at most
 /// (bytes, not counting what was held before the load).
@@ -117,14 +79,14 @@ fn run(bytes: &[u8]) -> Vec<Step> {
     let now = move || epoch.elapsed().as_secs_f64() * 1e3;
     let mut steps = Vec::new();
     // What was held before the load (the file's bytes are the page's, not the worker's).
-    let base = IN_USE.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
+    let base = counting::in_use();
+    counting::take_peak();
     let mut lap = {
         let mut last = now();
         move |steps: &mut Vec<Step>, name| {
             let t = now();
-            let held = IN_USE.load(Ordering::Relaxed);
-            let peak = PEAK.swap(held, Ordering::Relaxed);
+            let held = counting::in_use();
+            let peak = counting::take_peak();
             steps.push(Step {
                 name,
                 ms: t - last,
