@@ -389,6 +389,38 @@ describe('large files', () => {
     assert.deepEqual(own.values, ahead.values);
   });
 
+  it('a file changed on disk while it is read is that file\'s error, and the file open before it stays', { skip, timeout: 180_000 }, async () => {
+    const { context, page } = await app.open();
+    const changing = path.join(os.tmpdir(), `memsight-e2e-changing-${process.pid}.pickle`);
+    fs.copyFileSync(big, changing);
+    try {
+      await page.click('#open-example');
+      assert.equal(await waitSettled(page), 'ready');
+      const exampleValues = await metrics(page);
+      await page.setInputFiles('#file-input', changing);
+      // Changed once its first part is decoded: the browser then refuses to read the rest of
+      // a picked file, as when a run overwrites the snapshot a user is opening.
+      await page.waitForFunction(() => Number(document.querySelector('#load-progress')?.dataset.bytesRead) > 0, null, { polling: 1 });
+      fs.appendFileSync(changing, Buffer.alloc(1));
+      assert.equal(await waitSettled(page, 120_000), 'failed');
+      const message = (await page.textContent('#error-report .error-message')).trim();
+      const at = /^The file could not be read at byte (\d+): /.exec(message);
+      assert.ok(at, message);
+      const part = 4 * 1024 * 1024;
+      assert.equal(Number(at[1]) % part, 0, 'parts are read from their start');
+      assert.ok(Number(at[1]) > 0 && Number(at[1]) < fs.statSync(big).size, message);
+      assert.equal(await page.getAttribute('.file-item.selected', 'data-status'), 'failed');
+
+      await page.click('.file-item:nth-child(1) .file-select');
+      assert.equal(await waitSettled(page), 'ready');
+      assert.deepEqual(await metrics(page), exampleValues);
+      assert.equal(await page.isHidden('#panic-banner'), true);
+    } finally {
+      await context.close();
+      fs.rmSync(changing, { force: true });
+    }
+  });
+
   it('Cancel ends a load at once and the file is gone', { skip, timeout: 120_000 }, async () => {
     const { context, page } = await app.open();
     try {
