@@ -73,11 +73,16 @@ pub struct LazyColumn {
 }
 
 impl LazyColumn {
-    fn set(&mut self, row: usize, value: u32, default: u32) {
+    /// Sets `row` (the next row, or one after a gap of defaults). The first value that is not
+    /// the default makes room for `rows_expected` rows at once, as the columns every row fills
+    /// have: a column of a large file grown by doubling would leave its grown-out copies
+    /// behind in a WebAssembly memory, which never shrinks.
+    fn set(&mut self, row: usize, value: u32, default: u32, rows_expected: usize) {
         if self.values.is_empty() {
             if value == default {
                 return;
             }
+            self.values.reserve_exact(rows_expected.max(row + 1));
             self.values.resize(row, default);
         }
         if self.values.len() < row {
@@ -198,12 +203,19 @@ impl Trace {
         self.stream.push(row.stream);
         self.time_us.push(row.time_us);
         self.stack.push(row.stack);
-        self.compile_context
-            .set(index, row.compile_context.unwrap_or(NONE_U32), NONE_U32);
+        let rows = self.action.capacity();
+        self.compile_context.set(
+            index,
+            row.compile_context.unwrap_or(NONE_U32),
+            NONE_U32,
+            rows,
+        );
         self.user_metadata
-            .set(index, row.user_metadata.unwrap_or(NONE_U32), NONE_U32);
-        self.pool.set(index, row.pool.unwrap_or(NONE_U32), NONE_U32);
-        self.forward_stack.set(index, row.forward_stack, NO_STACK);
+            .set(index, row.user_metadata.unwrap_or(NONE_U32), NONE_U32, rows);
+        self.pool
+            .set(index, row.pool.unwrap_or(NONE_U32), NONE_U32, rows);
+        self.forward_stack
+            .set(index, row.forward_stack, NO_STACK, rows);
         if let Some(name) = row.unknown_action {
             self.unknown_actions.push((index as u32, name));
         }
@@ -229,7 +241,7 @@ impl Trace {
     /// Sets the shape of the tensor the last row pushed was made for.
     pub fn set_last_shape(&mut self, shape: StrId) {
         if let Some(row) = self.len().checked_sub(1) {
-            self.shape.set(row, shape, NONE_U32);
+            self.shape.set(row, shape, NONE_U32, self.action.capacity());
         }
     }
 
@@ -456,6 +468,23 @@ mod tests {
         trace.extra.push((3, 2, Value::Bool(true)));
         trace.finish();
         trace
+    }
+
+    #[test]
+    fn a_column_first_used_late_takes_the_room_made_for_the_rows() {
+        let mut trace = Trace::default();
+        trace.reserve(1000);
+        for i in 0..1000u32 {
+            let mut row = TraceRow::new(Action::Alloc);
+            row.compile_context = (i >= 10).then_some(i);
+            trace.push(row);
+        }
+        assert_eq!(trace.compile_context.values.capacity(), 1000);
+        assert!(!trace.user_metadata.is_used());
+        trace.finish();
+        assert_eq!(trace.compile_context.values.len(), 1000);
+        assert_eq!(trace.compile_context.get(9, NONE_U32), NONE_U32);
+        assert_eq!(trace.compile_context.get(10, NONE_U32), 10);
     }
 
     /// What `split` must give: the listed rows pushed one by one, their unknown keys with them.
