@@ -111,14 +111,8 @@ enum Parts {
         blob: Blob,
         total: u64,
     },
-    /// This worker reads them: `reading` holds the parts asked for and not decoded yet, in
-    /// order; `asked` bytes have been asked for so far.
-    Own {
-        blob: Blob,
-        total: u64,
-        asked: u64,
-        reading: VecDeque<PartRead>,
-    },
+    /// This worker reads them.
+    Own(OwnReads),
 }
 
 impl Parts {
@@ -136,12 +130,46 @@ impl Parts {
                 Err(error) => warn_reading_here(&error),
             }
         }
-        Parts::own_from(blob, total, 0)
+        Parts::Own(OwnReads::from(blob, total, 0))
     }
 
-    /// This worker's own reads of `blob` from `offset` on.
-    fn own_from(blob: Blob, total: u64, offset: u64) -> Parts {
-        let mut own = Parts::Own {
+    /// The part that starts at `offset` (the one after the last part taken).
+    async fn next(&mut self, offset: u64) -> Result<Vec<u8>, String> {
+        loop {
+            match self {
+                Parts::Own(own) => return own.next().await,
+                Parts::Ahead {
+                    read_ahead,
+                    blob,
+                    total,
+                } => match read_ahead.take(offset).await {
+                    Ok(bytes) => return Ok(bytes),
+                    Err(Missing::Unreadable(error)) => return Err(error),
+                    // The file is read here from this part on.
+                    Err(Missing::Stopped(error)) => {
+                        warn_reading_here(&error);
+                        *self = Parts::Own(OwnReads::from(blob.clone(), *total, offset));
+                    }
+                },
+            }
+        }
+    }
+}
+
+/// This worker's own reads of a blob: the parts asked for and not taken yet, in order, with
+/// `PARTS_AHEAD` of them kept asked for.
+struct OwnReads {
+    blob: Blob,
+    total: u64,
+    /// Bytes asked for so far.
+    asked: u64,
+    reading: VecDeque<PartRead>,
+}
+
+impl OwnReads {
+    /// Reads of `blob` from `offset` on.
+    fn from(blob: Blob, total: u64, offset: u64) -> OwnReads {
+        let mut own = OwnReads {
             blob,
             total,
             asked: offset,
@@ -151,48 +179,21 @@ impl Parts {
         own
     }
 
-    /// Keeps `PARTS_AHEAD` parts asked for (this worker's own reads).
     fn ask_ahead(&mut self) {
-        if let Parts::Own {
-            blob,
-            total,
-            asked,
-            reading,
-        } = self
-        {
-            while *asked < *total && reading.len() < PARTS_AHEAD {
-                reading.push_back(Box::pin(read_part(blob, *asked, *total)));
-                *asked = (*total).min(*asked + PART_BYTES);
-            }
+        while self.asked < self.total && self.reading.len() < PARTS_AHEAD {
+            let part = read_part(&self.blob, self.asked, self.total);
+            self.reading.push_back(Box::pin(part));
+            self.asked = self.total.min(self.asked + PART_BYTES);
         }
     }
 
-    /// The part that starts at `offset` (the one after the last part taken).
-    async fn next(&mut self, offset: u64) -> Result<Vec<u8>, String> {
-        if let Parts::Ahead {
-            read_ahead,
-            blob,
-            total,
-        } = self
-        {
-            match read_ahead.take(offset).await {
-                Ok(bytes) => return Ok(bytes),
-                Err(Missing::Unreadable(error)) => return Err(error),
-                // The file is read here from this part on.
-                Err(Missing::Stopped(error)) => {
-                    warn_reading_here(&error);
-                    *self = Parts::own_from(blob.clone(), *total, offset);
-                }
-            }
-        }
-        let part = match self {
-            Parts::Ahead { .. } => None,
-            Parts::Own { reading, .. } => reading.pop_front(),
-        };
-        let bytes = match part {
-            Some(part) => part.await,
-            None => Err("no part was asked for".into()),
-        };
+    /// The next part.
+    async fn next(&mut self) -> Result<Vec<u8>, String> {
+        let part = self
+            .reading
+            .pop_front()
+            .ok_or("no part was asked for: the file ends before")?;
+        let bytes = part.await;
         self.ask_ahead();
         bytes
     }

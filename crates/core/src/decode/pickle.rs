@@ -206,6 +206,14 @@ fn op_name(op: u8) -> &'static str {
     }
 }
 
+/// Whether a dict's items (keys and values, in turn) are a trace entry's: it has an `action`.
+fn is_trace_entry(items: &[Val]) -> bool {
+    items
+        .iter()
+        .step_by(2)
+        .any(|k| *k == Val::Str(super::build::key::ACTION))
+}
+
 impl<R: Read> Parser<R> {
     /// The builder, the parser's tables dropped: the memo alone takes about 12 bytes per
     /// trace entry, which the snapshot is then built in instead of beyond.
@@ -852,12 +860,7 @@ impl<R: Read> Parser<R> {
         if self.stack.last() != Some(&Val::Obj(dict)) {
             return Ok(());
         }
-        let is_trace = self.objs[dict as usize]
-            .items
-            .iter()
-            .step_by(2)
-            .any(|k| *k == Val::Str(super::build::key::ACTION));
-        if is_trace {
+        if is_trace_entry(&self.objs[dict as usize].items) {
             let row = self.converted(dict, true, None, at)?;
             *self.stack.last_mut().expect("the dict just checked") = row;
         }
@@ -1096,9 +1099,7 @@ impl<R: Read> Parser<R> {
         let new = match obj.kind {
             Container::Dict if into_list => {
                 let keys = obj.items.iter().step_by(2);
-                let is_trace = keys
-                    .clone()
-                    .any(|k| *k == Val::Str(super::build::key::ACTION));
+                let is_trace = is_trace_entry(&obj.items);
                 let is_frame = !is_trace && {
                     let mut seen = 0u8;
                     for k in keys {
