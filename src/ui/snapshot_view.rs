@@ -97,14 +97,16 @@ pub fn SnapshotView(
     Effect::new(move |_| {
         if overview.with(Option::is_some) && mounted.get_untracked() == 0 {
             mounted.set(1);
-            request_animation_frame(move || {
-                if timeline_painted.get_untracked() {
-                    request_animation_frame(move || {
-                        let _ = overview_mounted.try_set(true);
-                    });
-                } else {
+            // The view may be gone (the page's rehearsal ended, another file shown) before
+            // the frame comes.
+            request_animation_frame(move || match timeline_painted.try_get_untracked() {
+                Some(true) => request_animation_frame(move || {
+                    let _ = overview_mounted.try_set(true);
+                }),
+                Some(false) => {
                     let _ = overview_mounted.try_set(true);
                 }
+                None => {}
             });
             if !shows(Section::Timeline) {
                 request_animation_frame(move || mount_next(mounted));

@@ -78,11 +78,7 @@ export async function openApp(browser, server, contextOptions = {}) {
   const requests = [];
   context.on('request', (request) => requests.push(request.url()));
   const page = await context.newPage();
-  const errors = [];
-  page.on('console', (message) => {
-    if (message.type() === 'error') errors.push(message.text());
-  });
-  page.on('pageerror', (error) => errors.push(String(error)));
+  const errors = recordErrors(page);
   await page.addInitScript(() => {
     window.__cspViolations = [];
     document.addEventListener('securitypolicyviolation', (event) => {
@@ -94,6 +90,16 @@ export async function openApp(browser, server, contextOptions = {}) {
   // From here on every request is the app's own, not the service worker caching the site.
   await waitForServiceWorker(page);
   return { context, page, requests, errors };
+}
+
+/** The page's console errors and uncaught errors, as they come. */
+export function recordErrors(page) {
+  const errors = [];
+  page.on('console', (message) => {
+    if (message.type() === 'error') errors.push(message.text());
+  });
+  page.on('pageerror', (error) => errors.push(String(error)));
+  return errors;
 }
 
 /**

@@ -13,8 +13,8 @@ import { before, describe, it } from 'node:test';
 import zlib from 'node:zlib';
 
 import {
-  DIST, EXPECTATIONS, marks, metricMismatches, metrics, openFiles, REAL_FIXTURES, ROOT, sharedBrowser, SUB_PATH, tempFile,
-  waitSettled,
+  DIST, EXPECTATIONS, marks, metricMismatches, metrics, openFiles, REAL_FIXTURES, recordErrors, ROOT, sharedBrowser, SUB_PATH,
+  tempFile, waitSettled,
 } from './helpers.mjs';
 import { serveStatic } from './server.mjs';
 
@@ -53,6 +53,104 @@ describe('start-up', () => {
       assert.equal(outcome, 'blocked');
       const violations = await page.evaluate(() => window.__cspViolations);
       assert.ok(violations.some((v) => v.startsWith('connect-src')), `no CSP violation reported: ${violations}`);
+    } finally {
+      await context.close();
+    }
+  });
+});
+
+describe('animation frames held back', () => {
+  // A page opened in a background tab gets no animation frames until it is shown, and a busy
+  // page gets them late; its rehearsal of a first load (src/ui/rehearsal.rs) may end meanwhile,
+  // on its own timer or because a file was opened. The frames its views asked for then come
+  // after those views are gone.
+  async function openHoldingFrames() {
+    const context = await app.browser.newContext();
+    const page = await context.newPage();
+    const errors = recordErrors(page);
+    await page.addInitScript(() => {
+      const held = [];
+      let holding = true;
+      const request = window.requestAnimationFrame.bind(window);
+      // Kept in place once released: a script may have taken this function meanwhile.
+      window.requestAnimationFrame = (callback) => (holding ? held.push(callback) : request(callback));
+      window.heldFrames = () => held.length;
+      window.releaseFrames = () => {
+        holding = false;
+        for (const callback of held) request(callback);
+        return held.length;
+      };
+      window.rehearsal = 'not started';
+      new MutationObserver(() => {
+        const present = Boolean(document.querySelector('.rehearsal'));
+        if (present) window.rehearsal = 'running';
+        else if (window.rehearsal === 'running') window.rehearsal = 'ended';
+      }).observe(document, { subtree: true, childList: true });
+    });
+    await page.goto(app.server.url);
+    await page.waitForSelector('#open-file');
+    return { context, page, errors };
+  }
+
+  /** Lets the held frames run, then two more. */
+  async function releaseFrames(page) {
+    const held = await page.evaluate(() => window.releaseFrames());
+    await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))));
+    return held;
+  }
+
+  /** The selected file's timeline is on screen, and nothing went wrong on the way. */
+  async function shownWithoutErrors(page, errors) {
+    assert.equal(await waitSettled(page), 'ready');
+    await page.waitForSelector('#timeline[data-ready="true"]');
+    assert.deepEqual(errors, []);
+    assert.equal(await page.isHidden('#panic-banner'), true);
+  }
+
+  const polling = { polling: 20, timeout: 30_000 };
+
+  it('the rehearsal ends with frames still to come, and they come to nothing', async () => {
+    const { context, page, errors } = await openHoldingFrames();
+    try {
+      await page.waitForFunction(() => window.rehearsal === 'ended', null, polling);
+      assert.ok(await releaseFrames(page) > 0, 'the rehearsal asked for no frame: nothing was tested');
+      await page.click('#open-example');
+      await shownWithoutErrors(page, errors);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('a file opened while the rehearsal waits for a frame ends it, and opens', async () => {
+    const { context, page, errors } = await openHoldingFrames();
+    try {
+      await page.waitForFunction(() => window.rehearsal === 'running' && window.heldFrames() > 0, null, polling);
+      await page.click('#open-example');
+      await page.waitForFunction(() => window.rehearsal === 'ended', null, polling);
+      assert.ok(await releaseFrames(page) > 0);
+      await shownWithoutErrors(page, errors);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('a file shown in place of another before a frame came: the first one\'s frames come to nothing', async () => {
+    const { context, page, errors } = await openHoldingFrames();
+    try {
+      await page.waitForFunction(() => window.rehearsal === 'ended', null, polling);
+      await page.click('#open-example');
+      await page.waitForFunction(() => document.querySelector('.file-item.selected')?.dataset.status === 'ready', null, polling);
+      const before = await page.evaluate(() => window.heldFrames());
+      const bytes = fs.readFileSync(path.join(ROOT, 'static/example.pickle'));
+      await openFiles(page, tempFile('second.pickle', bytes));
+      await page.waitForFunction(
+        () => document.querySelector('.file-item.selected .file-name')?.textContent.includes('second')
+          && document.querySelector('.file-item.selected')?.dataset.status === 'ready',
+        null,
+        polling,
+      );
+      assert.ok(before > 0 && await releaseFrames(page) > before, 'both files\' views asked for frames');
+      await shownWithoutErrors(page, errors);
     } finally {
       await context.close();
     }

@@ -175,6 +175,12 @@ pub struct Timeline {
 }
 
 impl Timeline {
+    /// Whether the view has gone away (another file or device shown, the file closed): work
+    /// it asked for in a later animation frame or task must then not touch its signals.
+    pub fn is_gone(&self) -> bool {
+        self.frame.is_disposed()
+    }
+
     fn new(
         file: FileId,
         device: u32,
@@ -1164,7 +1170,11 @@ pub fn TimelinePanel(
         if tl.kind.get_untracked() != TimelineKind::Allocations {
             // Laying the allocations out unpins; pin once that request has gone out.
             tl.kind.set(TimelineKind::Allocations);
-            request_animation_frame(move || tl.pin_allocation(element));
+            request_animation_frame(move || {
+                if !tl.is_gone() {
+                    tl.pin_allocation(element);
+                }
+            });
         } else {
             tl.pin_allocation(element);
         }
@@ -1210,7 +1220,11 @@ pub fn TimelinePanel(
             Some((for_device, element)) if for_device == device && pinned != Some(element) => {
                 if tl.kind.get_untracked() != TimelineKind::Allocations {
                     tl.kind.set(TimelineKind::Allocations);
-                    request_animation_frame(move || tl.pin_allocation(element));
+                    request_animation_frame(move || {
+                        if !tl.is_gone() {
+                            tl.pin_allocation(element);
+                        }
+                    });
                 } else {
                     tl.pin_allocation(element);
                 }

@@ -449,7 +449,11 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
         // views: the overlay's font would make the browser lay them out now, and again once
         // they are complete. Drawn in the next animation frame, before that frame's paint.
         if drawn.is_none() && tl.first_with_file.get_untracked() {
-            request_animation_frame(draw_overlay);
+            request_animation_frame(move || {
+                if !tl.is_gone() {
+                    draw_overlay();
+                }
+            });
         } else {
             draw_overlay();
         }
