@@ -487,6 +487,51 @@ describe('large files', () => {
     assert.deepEqual(own.values, ahead.values);
   });
 
+  it('the reading worker holds at most the parts it may read ahead, and reads on as they are taken', async () => {
+    const context = await app.browser.newContext({ serviceWorkers: 'block' });
+    try {
+      const page = await context.newPage();
+      await page.goto(app.server.url);
+      // The reading worker on its own, as the decoding worker drives it (src/worker/read_ahead.rs):
+      // ten parts of a file whose every byte names its part, four allowed ahead.
+      const heard = await page.evaluate(async () => {
+        const PART = 1024;
+        const bytes = new Uint8Array(10 * PART).map((_, i) => Math.floor(i / PART));
+        const file = new File([bytes], 'parts.bin');
+        const worker = new Worker('reader.js');
+        const parts = [];
+        worker.onmessage = ({ data }) => {
+          const part = new Uint8Array(data.buffer ?? []);
+          parts.push({ offset: data.offset, length: part.length, names: [...new Set(part)], error: data.error });
+        };
+        // Long enough for any number of reads of a few bytes to come back.
+        const settle = () => new Promise((done) => setTimeout(done, 400));
+        const counts = [];
+        worker.postMessage({ file, total: file.size, part: PART, ahead: 4 });
+        await settle();
+        counts.push(parts.length);
+        worker.postMessage({ taken: 2 });
+        await settle();
+        counts.push(parts.length);
+        worker.postMessage({ taken: 4 });
+        await settle();
+        counts.push(parts.length);
+        worker.postMessage({ taken: 4 });
+        await settle();
+        counts.push(parts.length);
+        worker.terminate();
+        return { counts, parts: parts.sort((a, b) => a.offset - b.offset) };
+      });
+      assert.deepEqual(heard.counts, [4, 6, 10, 10], 'parts heard after each step');
+      assert.deepEqual(
+        heard.parts,
+        Array.from({ length: 10 }, (_, n) => ({ offset: n * 1024, length: 1024, names: [n], error: undefined })),
+      );
+    } finally {
+      await context.close();
+    }
+  });
+
   it('a file changed on disk while it is read is that file\'s error, and the file open before it stays', { skip, timeout: 180_000 }, async () => {
     const { context, page } = await app.open();
     const changing = path.join(os.tmpdir(), `memsight-e2e-changing-${process.pid}.pickle`);
