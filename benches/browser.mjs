@@ -12,7 +12,7 @@
 //   the release bundle size (wasm + JS, gzipped).
 //
 // Usage: node benches/browser.mjs [--cases 100k,1M,1M@30-40,6M,12M] [--runs 3]
-//                                 [--files A,B] [--against DIR]
+//                                 [--files A,B] [--against DIR] [--pick-after 1000]
 // A case is a number of trace entries of a generated snapshot, with 6-10 frames per traceback
 // (about 94 bytes per entry, close to the files pytorch.org/memory_viz was timed on) or
 // `@MIN-MAX` frames (30-40 is a deep, realistic stack: about 164 bytes per entry).
@@ -33,6 +33,9 @@ import { dataFile, launchedBrowserPid, mb, median, openFileAndWaitForMark, optio
 const cases = option('--cases', '100k,1M,1M@30-40,6M,12M').split(',').filter(Boolean).map(parseCase);
 const files = option('--files', '').split(',').filter(Boolean);
 const runs = Number(option('--runs', '3'));
+// Milliseconds between the page being ready (its service worker in control) and the file's
+// `change`: a person takes a moment to pick a file; 0 is a file dropped on a page just opened.
+const pickAfter = Number(option('--pick-after', '1000'));
 const against = option('--against', '');
 
 /** `1M` or `1M@30-40`: entries and frames per traceback. */
@@ -73,7 +76,7 @@ async function measure({ browser, server, browserPid }, file) {
   const { context, page, pagePids } = await openMeasuredApp(browser, browserPid, server, openApp);
   // A fresh context has its own renderer: measure memory relative to the idle page.
   // A person takes a moment to pick a file; the page uses it to start a worker ahead of need.
-  await page.waitForTimeout(1000);
+  await page.waitForTimeout(pickAfter);
   const idle = residentMiB(pagePids);
   // The timeline's first frame on screen: what a user waits for.
   const heard = await openFileAndWaitForMark(page, file, 'memsight:timeline-painted', 600_000);

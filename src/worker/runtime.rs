@@ -2,7 +2,7 @@
 //! pickle as it decodes, see `feed`), posting events and answers, reporting panics. What it carries out is the core's
 //! [`Session`] (pure, tested natively).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use js_sys::{Array, Reflect};
@@ -99,16 +99,14 @@ pub fn start() {
         post_event(FileEvent::Failed(report));
     }));
 
-    // A file already waiting is served at once: warming up first would keep it waiting
-    // longer than it saves (the decoder's hot functions are optimised during a large file's
-    // first parts anyway).
-    if !messages_waiting(&scope()) {
-        warm_up();
-    }
     let session = Rc::new(RefCell::new(Session::new()));
+    // Set by the first message: the worker then has a file, and warms up no more.
+    let busy = Rc::new(Cell::new(false));
     let on_message = {
         let session = session.clone();
+        let busy = busy.clone();
         Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
+            busy.set(true);
             handle(&session, event.data());
         })
     };
@@ -121,6 +119,7 @@ pub fn start() {
         if let Some(queue) = queue.dyn_ref::<Array>() {
             for event in queue.iter() {
                 if let Ok(event) = event.dyn_into::<MessageEvent>() {
+                    busy.set(true);
                     handle(&session, event.data());
                 }
             }
@@ -130,14 +129,13 @@ pub fn start() {
             &JsValue::from_str(EARLY_QUEUE),
         );
     }
-}
-
-/// Whether messages arrived while the module was loading (`static/worker_loader.js` queued them).
-fn messages_waiting(scope: &DedicatedWorkerGlobalScope) -> bool {
-    Reflect::get(scope, &JsValue::from_str(EARLY_QUEUE))
-        .ok()
-        .and_then(|queue| queue.dyn_into::<Array>().ok())
-        .is_some_and(|queue| queue.length() > 0)
+    // A file already here is served at once: warming up first would keep it waiting longer
+    // than it saves (the decoder's hot functions are optimised during a large file's first
+    // parts anyway).
+    if !busy.get() {
+        mark(WARM_UP_START);
+        warm_up_from(0, busy);
+    }
 }
 
 /// A small generated snapshot (`tests/python/gen_snapshot.py --entries 1000 --seed 11
@@ -146,52 +144,55 @@ const WARM_UP_SNAPSHOT: &[u8] = include_bytes!("warmup.pickle");
 
 /// Loads the warm-up snapshot a few times. WebAssembly engines compile a function the first
 /// time it runs, from a quick baseline compiler, and switch it to optimised code only once it
-/// has run for a while; the page starts the next file's worker ahead of need, so this makes
-/// the decoder's hot functions fast before a real file arrives, and compiles everything else a
+/// has run for a while, and a long loop in a function called once runs from the code it
+/// started with: the page starts the next file's worker ahead of need, so this makes the
+/// decoder's hot functions fast before a real file arrives, and with them everything else a
 /// load runs before the first frame (the analysis, the overview, the first view prepared and
-/// painted, the messages as JSON), so none of it is compiled while someone waits. Loaded the
-/// way a pickle file is: pushed into the session part by part.
-fn warm_up() {
+/// painted, the messages as JSON), so none of it runs unoptimised while someone waits. Loaded
+/// the way a pickle file is: pushed into the session part by part. One round per task, from
+/// `round` on, until `busy`: a file that arrives meanwhile waits for one round at most.
+fn warm_up_from(round: usize, busy: Rc<Cell<bool>>) {
+    if busy.get() || round == WARM_UP_ROUNDS {
+        return measure_since(WARM_UP_START, "warm-up");
+    }
+    if warm_up_round().is_err() {
+        return console_error("the warm-up snapshot did not load");
+    }
+    gloo_timers::callback::Timeout::new(0, move || warm_up_from(round + 1, busy)).forget();
+}
+
+/// One load of the warm-up snapshot, up to its first frame.
+fn warm_up_round() -> Result<(), ()> {
     let now = || 0.0;
     let json = |message: &FromWorker| {
         let _ = serde_json::to_string(message);
     };
-    for round in 0..WARM_UP_ROUNDS {
-        let mut session = Session::new();
-        let whole = round + 2 >= WARM_UP_ROUNDS;
-        let mut progress = |event: FileEvent| {
-            if whole {
-                json(&FromWorker::Event(event));
-            }
-        };
-        let total = WARM_UP_SNAPSHOT.len() as u64;
-        let Ok(mut feeding) = session.start_feeding(total, &now, &mut progress) else {
-            return;
-        };
-        if feeding
-            .push(WARM_UP_SNAPSHOT.to_vec(), &mut progress)
-            .is_err()
-        {
-            return;
-        }
-        let event = session.finish_feeding(feeding, &now);
-        if !whole {
-            continue;
-        }
-        let FileEvent::Loaded(summary) = &event else {
-            return console_error("the warm-up snapshot did not load");
-        };
-        let device = summary.default_device;
-        json(&FromWorker::Event(event.clone()));
-        session.prepare_first_view(&now);
-        for request in first_requests(device) {
-            let result = session.answer(request, &now).map(|reply| reply.answer);
-            json(&FromWorker::Answer { id: 0, result });
-        }
+    let mut session = Session::new();
+    let mut progress = |event: FileEvent| json(&FromWorker::Event(event));
+    let total = WARM_UP_SNAPSHOT.len() as u64;
+    let mut feeding = session
+        .start_feeding(total, &now, &mut progress)
+        .map_err(drop)?;
+    feeding
+        .push(WARM_UP_SNAPSHOT.to_vec(), &mut progress)
+        .map_err(drop)?;
+    let event = session.finish_feeding(feeding, &now);
+    let FileEvent::Loaded(summary) = &event else {
+        return Err(());
+    };
+    let device = summary.default_device;
+    json(&FromWorker::Event(event.clone()));
+    session.prepare_first_view(&now);
+    for request in first_requests(device) {
+        let result = session.answer(request, &now).map(|reply| reply.answer);
+        json(&FromWorker::Answer { id: 0, result });
     }
+    Ok(())
 }
 
 const WARM_UP_ROUNDS: usize = 24;
+
+const WARM_UP_START: &str = "memsight:worker-warm-up";
 
 /// What the page asks first of a file's default device: its timeline's layout and a frame of
 /// the whole run.
