@@ -64,8 +64,22 @@ describe('animation frames held back', () => {
   // page gets them late; its rehearsal of a first load (src/ui/rehearsal.rs) may end meanwhile,
   // on its own timer or because a file was opened. The frames its views asked for then come
   // after those views are gone.
-  async function openHoldingFrames() {
+  /**
+   * Opens the app in a page whose animation frames are held back until `releaseFrames`, runs
+   * `steps(page)`, then expects the selected file's timeline on screen with no error.
+   */
+  async function withFramesHeld(steps) {
     const context = await app.browser.newContext();
+    try {
+      const { page, errors } = await openHoldingFrames(context);
+      await steps(page);
+      await shownWithoutErrors(page, errors);
+    } finally {
+      await context.close();
+    }
+  }
+
+  async function openHoldingFrames(context) {
     const page = await context.newPage();
     const errors = recordErrors(page);
     await page.addInitScript(() => {
@@ -89,7 +103,7 @@ describe('animation frames held back', () => {
     });
     await page.goto(app.server.url);
     await page.waitForSelector('#open-file');
-    return { context, page, errors };
+    return { page, errors };
   }
 
   /** Lets the held frames run, then two more. */
@@ -109,52 +123,34 @@ describe('animation frames held back', () => {
 
   const polling = { polling: 20, timeout: 30_000 };
 
-  it('the rehearsal ends with frames still to come, and they come to nothing', async () => {
-    const { context, page, errors } = await openHoldingFrames();
-    try {
-      await page.waitForFunction(() => window.rehearsal === 'ended', null, polling);
-      assert.ok(await releaseFrames(page) > 0, 'the rehearsal asked for no frame: nothing was tested');
-      await page.click('#open-example');
-      await shownWithoutErrors(page, errors);
-    } finally {
-      await context.close();
-    }
-  });
+  it('the rehearsal ends with frames still to come, and they come to nothing', () => withFramesHeld(async (page) => {
+    await page.waitForFunction(() => window.rehearsal === 'ended', null, polling);
+    assert.ok(await releaseFrames(page) > 0, 'the rehearsal asked for no frame: nothing was tested');
+    await page.click('#open-example');
+  }));
 
-  it('a file opened while the rehearsal waits for a frame ends it, and opens', async () => {
-    const { context, page, errors } = await openHoldingFrames();
-    try {
-      await page.waitForFunction(() => window.rehearsal === 'running' && window.heldFrames() > 0, null, polling);
-      await page.click('#open-example');
-      await page.waitForFunction(() => window.rehearsal === 'ended', null, polling);
-      assert.ok(await releaseFrames(page) > 0);
-      await shownWithoutErrors(page, errors);
-    } finally {
-      await context.close();
-    }
-  });
+  it('a file opened while the rehearsal waits for a frame ends it, and opens', () => withFramesHeld(async (page) => {
+    await page.waitForFunction(() => window.rehearsal === 'running' && window.heldFrames() > 0, null, polling);
+    await page.click('#open-example');
+    await page.waitForFunction(() => window.rehearsal === 'ended', null, polling);
+    assert.ok(await releaseFrames(page) > 0);
+  }));
 
-  it('a file shown in place of another before a frame came: the first one\'s frames come to nothing', async () => {
-    const { context, page, errors } = await openHoldingFrames();
-    try {
-      await page.waitForFunction(() => window.rehearsal === 'ended', null, polling);
-      await page.click('#open-example');
-      await page.waitForFunction(() => document.querySelector('.file-item.selected')?.dataset.status === 'ready', null, polling);
-      const before = await page.evaluate(() => window.heldFrames());
-      const bytes = fs.readFileSync(path.join(ROOT, 'static/example.pickle'));
-      await openFiles(page, tempFile('second.pickle', bytes));
-      await page.waitForFunction(
-        () => document.querySelector('.file-item.selected .file-name')?.textContent.includes('second')
-          && document.querySelector('.file-item.selected')?.dataset.status === 'ready',
-        null,
-        polling,
-      );
-      assert.ok(before > 0 && await releaseFrames(page) > before, 'both files\' views asked for frames');
-      await shownWithoutErrors(page, errors);
-    } finally {
-      await context.close();
-    }
-  });
+  it('a file shown in place of another before a frame came: the first one\'s frames come to nothing', () => withFramesHeld(async (page) => {
+    await page.waitForFunction(() => window.rehearsal === 'ended', null, polling);
+    await page.click('#open-example');
+    await page.waitForFunction(() => document.querySelector('.file-item.selected')?.dataset.status === 'ready', null, polling);
+    const before = await page.evaluate(() => window.heldFrames());
+    const bytes = fs.readFileSync(path.join(ROOT, 'static/example.pickle'));
+    await openFiles(page, tempFile('second.pickle', bytes));
+    await page.waitForFunction(
+      () => document.querySelector('.file-item.selected .file-name')?.textContent.includes('second')
+        && document.querySelector('.file-item.selected')?.dataset.status === 'ready',
+      null,
+      polling,
+    );
+    assert.ok(before > 0 && await releaseFrames(page) > before, 'both files\' views asked for frames');
+  }));
 });
 
 describe('a worker that cannot start', () => {
