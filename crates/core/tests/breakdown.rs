@@ -168,7 +168,7 @@ fn moments_and_series_add_up_to_the_allocated_curve_on_every_fixture() {
                 assert_eq!(indices, finding.allocations, "{name}");
                 for a in listed {
                     assert_eq!(elements.allocation_index(a.index), a.allocation as usize);
-                    assert_eq!(a.size, facts.allocations[a.allocation as usize].size);
+                    assert_eq!(a.size, facts.allocations.at(a.allocation as usize).size);
                 }
             }
         }

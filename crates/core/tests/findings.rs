@@ -375,8 +375,8 @@ fn memory_kept_from_every_iteration_is_a_leak_suspect() {
     let f = only(&found, "leak-suspect");
     // Parameters are allocations 0–7; each iteration adds four, its leak second.
     let facts = &analysed.facts[0];
-    let leak_stack = facts.allocations[9].stack;
-    assert_eq!(facts.allocations[13].stack, leak_stack);
+    let leak_stack = facts.allocations.at(9).stack;
+    assert_eq!(facts.allocations.at(13).stack, leak_stack);
     let iterations = [8, 18, 28, 38]
         .iter()
         .zip([960, 1088, 1216, 1344])
@@ -451,13 +451,13 @@ fn one_allocation_large_next_to_the_peak_is_a_sudden_spike() {
     let (analysed, found) = run(&snap);
     let f = only(&found, "sudden-spike");
     let facts = &analysed.facts[0];
-    assert_eq!(facts.allocations[12].size, 600 * MIB);
+    assert_eq!(facts.allocations.at(12).size, 600 * MIB);
     assert_eq!(
         f.kind,
         FindingKind::SuddenSpike {
             size: 600 * MIB,
             row: 19,
-            stack: facts.allocations[12].stack,
+            stack: facts.allocations.at(12).stack,
             role: Role::ForwardTemporaries,
             peak_allocated: 1600 * MIB,
             count: 1,
@@ -568,7 +568,7 @@ fn an_oom_reports_what_was_alive_by_role_and_call_site() {
             live: 8,
             roles,
             stacks: vec![StackBytes {
-                stack: facts.allocations[0].stack,
+                stack: facts.allocations.at(0).stack,
                 bytes: 960 * MIB,
             }],
         }
@@ -601,7 +601,7 @@ fn allocations_from_before_the_trace_mean_it_wrapped() {
         }
     );
     let facts = &analysed.facts[0];
-    assert_eq!(facts.allocations[0].size, 120 * MIB);
+    assert_eq!(facts.allocations.at(0).size, 120 * MIB);
     assert_eq!(f.allocations, [0, 1]);
 }
 

@@ -304,7 +304,7 @@ impl AllocatorHistory {
             .into_iter()
             .map(|id| {
                 (
-                    facts.allocations[id as usize].addr,
+                    facts.allocations.at(id as usize).addr,
                     self.sizes[id as usize],
                     id,
                 )
@@ -347,7 +347,7 @@ impl AllocatorHistory {
                 .get(&allocation)
                 .copied()
                 .unwrap_or_else(|| {
-                    match facts.allocations[allocation as usize].free_requested_row {
+                    match facts.allocations.at(allocation as usize).free_requested_row {
                         NO_ROW => u32::MAX,
                         row => row + 1,
                     }
@@ -408,7 +408,7 @@ impl AllocatorHistory {
                     address: block_address,
                     size: block_size,
                     kind: self.kind(facts, allocation, state),
-                    requested: facts.allocations[allocation as usize].size,
+                    requested: facts.allocations.size(allocation as usize),
                     allocation: Some(allocation),
                 });
                 at = block_address + block_size;
@@ -481,7 +481,7 @@ fn pending_overrides(device: &Device, facts: &DeviceFacts) -> FxHashMap<u32, u32
         let Some(&id) = alive.get(&block.address) else {
             continue;
         };
-        let requested = facts.allocations[id as usize].free_requested_row != NO_ROW;
+        let requested = facts.allocations.at(id as usize).free_requested_row != NO_ROW;
         let pending = block.state == BlockState::ActivePendingFree;
         if pending && !requested {
             overrides.insert(id, 0);

@@ -38,9 +38,9 @@ impl<'a> Walk<'a> {
     pub fn new(snapshot: &'a Snapshot, device: &'a Device, facts: &'a DeviceFacts) -> Self {
         let allocations = &facts.allocations;
         let mut by_end: Vec<u32> = (0..allocations.len() as u32)
-            .filter(|&i| allocations[i as usize].free_row != NO_ROW)
+            .filter(|&i| allocations.at(i as usize).free_row != NO_ROW)
             .collect();
-        by_end.sort_by_key(|&i| allocations[i as usize].free_row);
+        by_end.sort_by_key(|&i| allocations.at(i as usize).free_row);
         let first_traced = allocations.partition_point(|a| a.origin() != Origin::Trace);
         let trace = &device.trace;
         let maps = (0..trace.len()).any(|r| trace.action[r] == Action::SegmentMap);
@@ -151,10 +151,10 @@ impl<'a> Walk<'a> {
             // An `alloc` may also end an allocation whose free was lost (the replay closes it
             // there): undo the start first, then put the older block back.
             while at.start > self.first_traced
-                && allocations[at.start - 1].alloc_row as usize >= row
+                && allocations.at(at.start - 1).alloc_row as usize >= row
             {
                 at.start -= 1;
-                let allocation = &allocations[at.start];
+                let allocation = allocations.at(at.start);
                 if allocation.alloc_row as usize == row {
                     if let Err(misfit) = heap.remove_block(allocation.addr, at.start as u32) {
                         unreconciled.count(misfit);
@@ -162,11 +162,11 @@ impl<'a> Walk<'a> {
                 }
             }
             while at.end > 0
-                && allocations[self.by_end[at.end - 1] as usize].free_row as usize >= row
+                && allocations.at(self.by_end[at.end - 1] as usize).free_row as usize >= row
             {
                 at.end -= 1;
                 let id = self.by_end[at.end];
-                let allocation = &allocations[id as usize];
+                let allocation = allocations.at(id as usize);
                 if allocation.free_row as usize != row {
                     continue;
                 }
@@ -209,15 +209,16 @@ impl<'a> Walk<'a> {
         };
         for row in 0..trace.len() {
             while at.end < self.by_end.len()
-                && allocations[self.by_end[at.end] as usize].free_row as usize <= row
+                && allocations.at(self.by_end[at.end] as usize).free_row as usize <= row
             {
                 let id = self.by_end[at.end];
                 // A block the estimate could not place is not there to free.
-                let _ = heap.remove_block(allocations[id as usize].addr, id);
+                let _ = heap.remove_block(allocations.at(id as usize).addr, id);
                 at.end += 1;
             }
-            while at.start < allocations.len() && allocations[at.start].alloc_row as usize <= row {
-                let allocation = &allocations[at.start];
+            while at.start < allocations.len() && allocations.at(at.start).alloc_row as usize <= row
+            {
+                let allocation = allocations.at(at.start);
                 let requested = allocation.size;
                 if let Ok(size) = heap.place_block(
                     allocation.addr,

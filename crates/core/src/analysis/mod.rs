@@ -3,6 +3,7 @@
 //! here decodes, draws or chooses words; each view's own computation lives with its feature
 //! (`overview`, `timeline`).
 
+mod allocations;
 pub mod categories;
 pub mod keywords;
 pub mod replay;
@@ -12,6 +13,7 @@ pub mod warning;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{Action, Snapshot};
+pub use allocations::{Allocations, Iter as AllocationsIter};
 pub use replay::{Allocation, DeviceFacts, Origin, Peak, NO_ROW};
 pub use warning::Warning;
 
@@ -90,7 +92,7 @@ impl Analysed {
         self.facts
             .iter()
             .map(|f| {
-                f.allocations.capacity() * std::mem::size_of::<Allocation>()
+                f.allocations.heap_bytes()
                     + f.allocated.capacity() * 8
                     + f.reserved_changes.capacity() * 16
             })

@@ -10,6 +10,7 @@
 
 use rustc_hash::FxHashMap;
 
+use super::allocations::{Allocations, Record};
 use super::warning::Warning;
 use crate::model::{Action, Device, StackId, NO_STACK};
 
@@ -27,10 +28,9 @@ pub enum Origin {
     LiveBlock,
 }
 
-/// One allocation with its events. A large trace has millions: its origin is told by its
-/// rows rather than stored, which keeps a record at 32 bytes instead of 40 (about 30 MiB of a
-/// 12M-entry file's memory).
-#[derive(Clone, Debug, PartialEq)]
+/// One allocation with its events, as [`Allocations::at`] gives it (the list stores less).
+/// Its origin is told by its rows.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Allocation {
     pub addr: u64,
     /// Size as the trace records it (the requested size); for live blocks without a trace
@@ -93,7 +93,7 @@ pub struct Peak {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DeviceFacts {
     /// Pre-window allocations first, then trace allocations in `alloc` order.
-    pub allocations: Vec<Allocation>,
+    pub allocations: Allocations,
     /// Allocated bytes before the first row.
     pub baseline_allocated: u64,
     /// Allocated bytes after each row (one value per row).
@@ -170,8 +170,8 @@ pub fn replay(device: &Device) -> DeviceFacts {
     // alloc (usually few). Made that long at once, the list is not grown while the trace is
     // replayed, nor copied to put the others first.
     let allocs = trace.action.iter().filter(|&&a| a == Action::Alloc).count();
-    let mut trace_allocs: Vec<Allocation> = Vec::with_capacity(allocs + device.blocks.len() + 1);
-    let mut freed_before: Vec<Allocation> = Vec::new();
+    let mut trace_allocs: Vec<Record> = Vec::with_capacity(allocs + device.blocks.len() + 1);
+    let mut freed_before: Vec<Record> = Vec::new();
     let mut open: FxHashMap<u64, u32> = FxHashMap::default();
 
     // Pass 1: pair events and track the net change of allocated and reserved bytes.
@@ -191,11 +191,9 @@ pub fn replay(device: &Device) -> DeviceFacts {
                     // A second alloc at a live address: the free was lost; close it here.
                     let prev = &mut trace_allocs[prev as usize];
                     prev.free_row = row as u32;
-                    net -= prev.size as i128;
+                    net -= trace.size[prev.alloc_row as usize] as i128;
                 }
-                trace_allocs.push(Allocation {
-                    addr,
-                    size,
+                trace_allocs.push(Record {
                     alloc_row: row as u32,
                     free_requested_row: NO_ROW,
                     free_row: NO_ROW,
@@ -212,12 +210,10 @@ pub fn replay(device: &Device) -> DeviceFacts {
                 Some(i) => {
                     let a = &mut trace_allocs[i as usize];
                     a.free_row = row as u32;
-                    net -= a.size as i128;
+                    net -= trace.size[a.alloc_row as usize] as i128;
                 }
                 None => {
-                    freed_before.push(Allocation {
-                        addr,
-                        size,
+                    freed_before.push(Record {
                         alloc_row: NO_ROW,
                         free_requested_row: NO_ROW,
                         free_row: row as u32,
@@ -244,7 +240,8 @@ pub fn replay(device: &Device) -> DeviceFacts {
     for a in &mut freed_before {
         if a.free_row > 0 {
             let prev = a.free_row as usize - 1;
-            if trace.action[prev] == Action::FreeRequested && trace.addr[prev] == a.addr {
+            let addr = trace.addr[a.free_row as usize];
+            if trace.action[prev] == Action::FreeRequested && trace.addr[prev] == addr {
                 a.free_requested_row = prev as u32;
             }
         }
@@ -252,47 +249,50 @@ pub fn replay(device: &Device) -> DeviceFacts {
 
     // Pass 2: live blocks the trace does not account for existed before the window; trace
     // allocations still open that no block accounts for disagree with the segments.
-    let mut live_blocks: Vec<Allocation> = Vec::new();
+    let mut live_blocks: Vec<(Record, (u64, u64))> = Vec::new();
     let mut block_at: FxHashMap<u64, usize> = FxHashMap::default();
     for (i, block) in device.blocks.iter().enumerate() {
         if block.state.is_allocated() {
             block_at.insert(block.address, i);
             if !open.contains_key(&block.address) {
-                live_blocks.push(Allocation {
-                    addr: block.address,
-                    size: block.requested_size.unwrap_or(block.size),
+                let record = Record {
                     alloc_row: NO_ROW,
                     free_requested_row: NO_ROW,
                     free_row: NO_ROW,
                     stack: first_stack(block),
-                });
+                };
+                let size = block.requested_size.unwrap_or(block.size);
+                live_blocks.push((record, (block.address, size)));
             }
         }
     }
     if let Some(reported) = device.reported.filter(|r| r.held_from_before > 0) {
         // Memory a profiler says was held from before its trace and never freed in it: one
         // allocation, so the curve and the categories count it.
-        live_blocks.push(Allocation {
-            addr: u64::MAX,
-            size: reported.held_from_before,
+        let record = Record {
             alloc_row: NO_ROW,
             free_requested_row: NO_ROW,
             free_row: NO_ROW,
             stack: NO_STACK,
-        });
+        };
+        live_blocks.push((record, (u64::MAX, reported.held_from_before)));
     }
     let has_segments = !device.segments.is_empty();
     for (&addr, &i) in &open {
         if has_segments && !block_at.contains_key(&addr) {
             facts.missing_from_segments += 1;
-            facts.missing_from_segments_bytes += trace_allocs[i as usize].size;
+            facts.missing_from_segments_bytes +=
+                trace.size[trace_allocs[i as usize].alloc_row as usize];
         }
     }
 
     facts.frees_without_alloc = freed_before.len() as u64;
     facts.live_blocks_without_alloc = live_blocks.len() as u64;
-    let freed_before_bytes: u64 = freed_before.iter().map(|a| a.size).sum();
-    let live_block_bytes: u64 = live_blocks.iter().map(|a| a.size).sum();
+    let freed_before_bytes: u64 = freed_before
+        .iter()
+        .map(|a| trace.size[a.free_row as usize])
+        .sum();
+    let live_block_bytes: u64 = live_blocks.iter().map(|(_, (_, size))| size).sum();
     // Frees without an alloc must have had their memory from the start; never let the curve
     // dip below zero even if the trace is inconsistent.
     let baseline = (freed_before_bytes + live_block_bytes) as i128;
@@ -338,10 +338,14 @@ pub fn replay(device: &Device) -> DeviceFacts {
     }
     facts.peak_reserved = peak_reserved;
 
-    let mut allocations = trace_allocs;
-    allocations.reserve_exact(live_blocks.len() + freed_before.len());
-    allocations.splice(0..0, live_blocks.into_iter().chain(freed_before));
-    facts.allocations = allocations;
+    let mut records = trace_allocs;
+    records.reserve_exact(live_blocks.len() + freed_before.len());
+    let own = live_blocks.iter().map(|&(_, own)| own).collect();
+    records.splice(
+        0..0,
+        live_blocks.into_iter().map(|(r, _)| r).chain(freed_before),
+    );
+    facts.allocations = Allocations::new(own, records, trace);
     warnings(device, &mut facts);
     facts
 }
@@ -466,14 +470,14 @@ mod tests {
         assert_eq!(f.allocations.len(), 2);
         assert_eq!(
             (
-                f.allocations[0].alloc_row,
-                f.allocations[0].free_requested_row,
-                f.allocations[0].free_row
+                f.allocations.at(0).alloc_row,
+                f.allocations.at(0).free_requested_row,
+                f.allocations.at(0).free_row
             ),
             (0, 1, 2)
         );
         assert_eq!(
-            (f.allocations[1].alloc_row, f.allocations[1].free_row),
+            (f.allocations.at(1).alloc_row, f.allocations.at(1).free_row),
             (3, NO_ROW)
         );
         assert_eq!(f.allocated, vec![10, 10, 0, 20]);
@@ -525,7 +529,7 @@ mod tests {
     }
 
     #[test]
-    fn every_origin_is_told_by_the_rows_and_a_record_takes_32_bytes() {
+    fn every_origin_is_told_by_the_rows_and_a_record_takes_16_bytes() {
         let d = device(
             &[
                 (FreeRequested, 0x2000, 50),
@@ -535,14 +539,31 @@ mod tests {
             &[(0x1000, 7, ActiveAllocated), (0x3000, 9, ActiveAllocated)],
         );
         let f = replay(&d);
-        let origin_of = |addr: u64| {
-            let a = f.allocations.iter().find(|a| a.addr == addr).unwrap();
-            a.origin()
-        };
-        assert_eq!(origin_of(0x1000), Origin::Trace);
-        assert_eq!(origin_of(0x2000), Origin::FreedBeforeAlloc);
-        assert_eq!(origin_of(0x3000), Origin::LiveBlock);
-        assert_eq!(std::mem::size_of::<Allocation>(), 32);
+        let told: Vec<_> = f
+            .allocations
+            .iter()
+            .map(|a| (a.addr, a.size, a.origin()))
+            .collect();
+        // Live blocks first, then frees without an alloc, then the trace's allocations.
+        assert_eq!(
+            told,
+            [
+                (0x3000, 9, Origin::LiveBlock),
+                (0x2000, 50, Origin::FreedBeforeAlloc),
+                (0x1000, 7, Origin::Trace),
+            ]
+        );
+        assert_eq!(f.allocations.size(1), 50);
+        assert_eq!(f.allocations.last().map(|a| a.alloc_row), Some(2));
+        assert_eq!(
+            f.allocations
+                .partition_point(|a| a.origin() != Origin::Trace),
+            2
+        );
+        assert_eq!(
+            std::mem::size_of::<crate::analysis::allocations::Record>(),
+            16
+        );
     }
 
     #[test]

@@ -483,7 +483,7 @@ fn sudden_spike(facts: &DeviceFacts, categories: &DeviceCategories) -> Option<Fi
     let count = spikes.len() as u32;
     let allocations = heaviest_first(spikes);
     let &largest = allocations.first()?;
-    let a = &facts.allocations[largest as usize];
+    let a = facts.allocations.at(largest as usize);
     Some(Finding {
         kind: FindingKind::SuddenSpike {
             size: a.size,
@@ -645,7 +645,7 @@ fn cached_free(device: &Device, facts: &DeviceFacts) -> Option<Finding> {
     }
     let freed = last_freed
         .into_values()
-        .map(|(_, i)| (facts.allocations[i as usize].size, i))
+        .map(|(_, i)| (facts.allocations.size(i as usize), i))
         .collect();
     Some(Finding {
         kind: FindingKind::CachedFree {

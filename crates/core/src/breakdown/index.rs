@@ -13,7 +13,7 @@
 //! ([`crate::analysis::categories`]) or moments.
 
 use crate::analysis::categories::{Component, DeviceCategories, Role, Totals};
-use crate::analysis::{Allocation, DeviceFacts};
+use crate::analysis::{Allocations, DeviceFacts};
 
 /// States between two checkpoints.
 pub const CHECKPOINT_STATES: u32 = 1024;
@@ -187,7 +187,7 @@ impl CategoryIndex {
 #[derive(Clone, Copy)]
 pub struct Lookup<'a> {
     index: &'a CategoryIndex,
-    allocations: &'a [Allocation],
+    allocations: &'a Allocations,
     categories: &'a DeviceCategories,
 }
 
@@ -196,7 +196,7 @@ impl Lookup<'_> {
     fn parts(&self, entry: Entry) -> (u64, Role, Component) {
         let i = entry.allocation as usize;
         (
-            self.allocations[i].size,
+            self.allocations.size(i),
             self.categories.roles[i],
             self.categories.components[i],
         )

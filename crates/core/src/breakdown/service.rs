@@ -394,7 +394,7 @@ fn listed(
     elements: &AllocationElements<'_>,
     allocation: usize,
 ) -> TopAllocation {
-    let a = &facts.allocations[allocation];
+    let a = facts.allocations.at(allocation);
     let (name, user) = if a.stack == NO_STACK {
         (None, false)
     } else {
@@ -470,7 +470,7 @@ fn at(
         only,
         largest,
         call_sites: live.call_sites,
-        live_sizes: histogram(alive.iter().map(|&i| facts.allocations[i as usize].size)),
+        live_sizes: histogram(alive.iter().map(|&i| facts.allocations.size(i as usize))),
         generation: cx.categorised.generation(),
         compute_ms: 0.0,
     })

@@ -1677,7 +1677,7 @@ mod tests {
         let in_order: Vec<u64> = (0..u64::from(rows)).map(|row| row * 512).collect();
         assert_eq!(feed.parser.builder.staged_addresses(), &in_order[..]);
         let snapshot = feed.finish().unwrap();
-        assert_eq!(snapshot.devices[0].trace.addr, in_order);
+        assert_eq!(*snapshot.devices[0].trace.addr, in_order);
     }
 
     #[test]

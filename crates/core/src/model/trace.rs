@@ -4,6 +4,8 @@
 //! (`compile_context`, `user_metadata`, `pool_id`, `forward_frames`) take no memory until a row
 //! has a value. This module stores rows; pairing and curves are in [`crate::analysis`].
 
+use std::sync::Arc;
+
 use super::{StackId, StrId, Value, NO_STACK};
 
 /// `time_us` of a row that has none (files before PyTorch 2.2).
@@ -158,8 +160,10 @@ const NONE_U32: u32 = u32::MAX;
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Trace {
     pub action: Vec<Action>,
-    pub addr: Vec<u64>,
-    pub size: Vec<u64>,
+    /// Shared with the analysis, whose allocation records read their address and size from
+    /// their rows rather than keep copies (see [`crate::analysis::Allocations`]).
+    pub addr: Arc<Vec<u64>>,
+    pub size: Arc<Vec<u64>>,
     pub stream: Vec<u16>,
     pub time_us: Vec<i64>,
     pub stack: Vec<StackId>,
@@ -188,8 +192,8 @@ impl Trace {
     /// Makes room for exactly `rows` more rows in the columns every row fills.
     pub fn reserve(&mut self, rows: usize) {
         self.action.reserve_exact(rows);
-        self.addr.reserve_exact(rows);
-        self.size.reserve_exact(rows);
+        Arc::make_mut(&mut self.addr).reserve_exact(rows);
+        Arc::make_mut(&mut self.size).reserve_exact(rows);
         self.stream.reserve_exact(rows);
         self.time_us.reserve_exact(rows);
         self.stack.reserve_exact(rows);
@@ -198,8 +202,8 @@ impl Trace {
     pub fn push(&mut self, row: TraceRow) {
         let index = self.action.len();
         self.action.push(row.action);
-        self.addr.push(row.addr);
-        self.size.push(row.size);
+        Arc::make_mut(&mut self.addr).push(row.addr);
+        Arc::make_mut(&mut self.size).push(row.size);
         self.stream.push(row.stream);
         self.time_us.push(row.time_us);
         self.stack.push(row.stack);
@@ -226,8 +230,8 @@ impl Trace {
     pub fn finish(&mut self) {
         let len = self.len();
         self.action.shrink_to_fit();
-        self.addr.shrink_to_fit();
-        self.size.shrink_to_fit();
+        Arc::make_mut(&mut self.addr).shrink_to_fit();
+        Arc::make_mut(&mut self.size).shrink_to_fit();
         self.stream.shrink_to_fit();
         self.time_us.shrink_to_fit();
         self.stack.shrink_to_fit();
@@ -379,6 +383,12 @@ impl Trace {
                     trace.$field = part;
                 }
             };
+            (shared $field:ident) => {
+                let column = Arc::unwrap_or_clone(std::mem::take(&mut self.$field));
+                for (trace, part) in traces.iter_mut().zip(gather(column, runs)) {
+                    trace.$field = Arc::new(part);
+                }
+            };
             ($field:ident, $default:expr) => {
                 for (trace, part) in
                     traces
@@ -389,8 +399,8 @@ impl Trace {
                 }
             };
         }
-        split_column!(addr);
-        split_column!(size);
+        split_column!(shared addr);
+        split_column!(shared size);
         split_column!(time_us);
         split_column!(stack);
         split_column!(stream);
@@ -519,7 +529,7 @@ mod tests {
         let second: &[(u32, u32)] = &[(0, 1), (4, 1), (0, 1)];
         let split = trace.clone().split(&[first, second]);
         assert_eq!(split, vec![pushed(&trace, first), pushed(&trace, second)]);
-        assert_eq!(split[0].addr, [0x4000, 0x5000, 0x1000, 0x3000]);
+        assert_eq!(*split[0].addr, [0x4000, 0x5000, 0x1000, 0x3000]);
         assert_eq!(split[0].compile_context(0), Some(43));
         assert_eq!(split[0].row(3).unknown_action, Some(7));
         assert_eq!(

@@ -137,8 +137,8 @@ pub struct Rows<'a> {
 }
 
 impl<'a> Rows<'a> {
-    pub fn allocation(&self, i: u32) -> &'a Allocation {
-        &self.facts.allocations[i as usize]
+    pub fn allocation(&self, i: u32) -> Allocation {
+        self.facts.allocations.at(i as usize)
     }
 
     pub fn block_size(&self, i: u32) -> u64 {

@@ -10,7 +10,7 @@
 use rustc_hash::FxHashMap;
 
 use super::ALIVE;
-use crate::analysis::{Allocation, DeviceFacts, Origin, NO_ROW};
+use crate::analysis::{Allocation, Allocations, DeviceFacts, Origin, NO_ROW};
 use crate::model::{Action, Device, StackId, NO_STACK};
 
 /// A list of stacked elements, indexed by stack position.
@@ -34,7 +34,7 @@ pub fn state_after(row: u32) -> u32 {
 
 /// The replay's allocations in stack order.
 pub struct AllocationElements<'a> {
-    allocations: &'a [Allocation],
+    allocations: &'a Allocations,
     live_blocks: u32,
     freed_before: u32,
 }
@@ -60,13 +60,13 @@ impl<'a> AllocationElements<'a> {
         }
     }
 
-    /// Stack position of `DeviceFacts::allocations[index]` (the mapping is its own inverse).
+    /// Stack position of `DeviceFacts::allocations.at(index)` (the mapping is its own inverse).
     pub fn position(&self, index: usize) -> u32 {
         self.allocation_index(index as u32) as u32
     }
 
-    pub fn allocation(&self, i: u32) -> &'a Allocation {
-        &self.allocations[self.allocation_index(i)]
+    pub fn allocation(&self, i: u32) -> Allocation {
+        self.allocations.at(self.allocation_index(i))
     }
 }
 
@@ -75,7 +75,7 @@ impl Elements for AllocationElements<'_> {
         self.allocations.len() as u32
     }
     fn size(&self, i: u32) -> u64 {
-        self.allocation(i).size
+        self.allocations.size(self.allocation_index(i))
     }
     fn start(&self, i: u32) -> u32 {
         let a = self.allocation(i);

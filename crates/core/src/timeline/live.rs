@@ -95,7 +95,7 @@ pub fn live_set(snapshot: &Snapshot, facts: &DeviceFacts, alive: &[u32], top: us
     let mut sites: FxHashMap<Option<String>, CallSite> = FxHashMap::default();
     let mut set = LiveSet::default();
     for &index in alive {
-        let a = &facts.allocations[index as usize];
+        let a = facts.allocations.at(index as usize);
         let i = elements.position(index as usize);
         set.count += 1;
         set.bytes += a.size;
