@@ -50,7 +50,9 @@ impl Allocations {
     /// `own.len()`, whose are in `own`.
     pub(super) fn new(own: Vec<(u64, u64)>, records: Vec<Record>, trace: &Trace) -> Self {
         debug_assert!(own.len() <= records.len());
-        debug_assert!(records[own.len()..].iter().all(|r| r.row().is_some()));
+        debug_assert!(records[own.len()..]
+            .iter()
+            .all(|r| r.row().is_some_and(|row| (row as usize) < trace.len())));
         Allocations {
             own,
             records,
@@ -115,19 +117,29 @@ impl Allocations {
         self.records.capacity() * std::mem::size_of::<Record>() + self.own.capacity() * 16
     }
 
+    // Rows are in range and every record past `own` has one (checked in `new`); looked up
+    // without a panic path, a loop that reads only an allocation's rows skips the two loads.
     fn addr_at(&self, i: usize, record: &Record) -> u64 {
         match self.own.get(i) {
             Some(&(addr, _)) => addr,
-            None => self.addr[record.row().expect("checked in new") as usize],
+            None => row_value(&self.addr, record),
         }
     }
 
     fn size_at(&self, i: usize, record: &Record) -> u64 {
         match self.own.get(i) {
             Some(&(_, size)) => size,
-            None => self.size[record.row().expect("checked in new") as usize],
+            None => row_value(&self.size, record),
         }
     }
+}
+
+fn row_value(column: &[u64], record: &Record) -> u64 {
+    record
+        .row()
+        .and_then(|row| column.get(row as usize))
+        .copied()
+        .unwrap_or_default()
 }
 
 /// The allocations of a list, in order.
