@@ -41,7 +41,7 @@ impl<'a> Walk<'a> {
             .filter(|&i| allocations.at(i as usize).free_row != NO_ROW)
             .collect();
         by_end.sort_by_key(|&i| allocations.at(i as usize).free_row);
-        let first_traced = allocations.partition_point(|a| a.origin() != Origin::Trace);
+        let first_traced = allocations.first_traced();
         let trace = &device.trace;
         let maps = (0..trace.len()).any(|r| trace.action[r] == Action::SegmentMap);
         let expandable = maps || device.segments.iter().any(|s| s.is_expandable);

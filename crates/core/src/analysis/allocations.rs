@@ -94,18 +94,10 @@ impl Allocations {
         }
     }
 
-    /// The first index whose allocation is not `before` (those that are come first).
-    pub fn partition_point(&self, before: impl Fn(&Allocation) -> bool) -> usize {
-        let (mut low, mut high) = (0, self.len());
-        while low < high {
-            let middle = low + (high - low) / 2;
-            if before(&self.at(middle)) {
-                low = middle + 1;
-            } else {
-                high = middle;
-            }
-        }
-        low
+    /// The index of the first allocation made in the trace (those from before it come
+    /// first): the number of allocations from before the trace.
+    pub fn first_traced(&self) -> usize {
+        self.records.partition_point(|r| r.alloc_row == NO_ROW)
     }
 
     pub fn last(&self) -> Option<Allocation> {
@@ -117,8 +109,8 @@ impl Allocations {
         self.records.capacity() * std::mem::size_of::<Record>() + self.own.capacity() * 16
     }
 
-    // Rows are in range and every record past `own` has one (checked in `new`); looked up
-    // without a panic path, a loop that reads only an allocation's rows skips the two loads.
+    // Rows are in range and every record past `own` has one (checked in `new`): looked up
+    // without a panic path, so a load whose value is not used can be left out.
     fn addr_at(&self, i: usize, record: &Record) -> u64 {
         match self.own.get(i) {
             Some(&(addr, _)) => addr,
@@ -157,12 +149,6 @@ impl Iterator for Iter<'_> {
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         self.range.size_hint()
-    }
-}
-
-impl DoubleEndedIterator for Iter<'_> {
-    fn next_back(&mut self) -> Option<Allocation> {
-        self.range.next_back().map(|i| self.list.at(i))
     }
 }
 

@@ -13,7 +13,7 @@ pub mod warning;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{Action, Snapshot};
-pub use allocations::{Allocations, Iter as AllocationsIter};
+pub use allocations::Allocations;
 pub use replay::{Allocation, DeviceFacts, Origin, Peak, NO_ROW};
 pub use warning::Warning;
 

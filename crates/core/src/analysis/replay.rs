@@ -555,11 +555,7 @@ mod tests {
         );
         assert_eq!(f.allocations.size(1), 50);
         assert_eq!(f.allocations.last().map(|a| a.alloc_row), Some(2));
-        assert_eq!(
-            f.allocations
-                .partition_point(|a| a.origin() != Origin::Trace),
-            2
-        );
+        assert_eq!(f.allocations.first_traced(), 2);
         assert_eq!(
             std::mem::size_of::<crate::analysis::allocations::Record>(),
             16
