@@ -19,6 +19,7 @@ use wasm_bindgen_futures::JsFuture;
 use web_sys::Blob;
 
 use super::read_ahead::{Missing, ReadAhead};
+use super::runtime::{clock, Outbox};
 use super::{js_error_text, take_bytes};
 
 /// Bytes read at a time, and how many parts are asked for ahead of the decoder. Measured with
@@ -40,25 +41,24 @@ const READ_AHEAD_FROM: u64 = PARTS_AHEAD as u64 * PART_BYTES;
 const LOAD_START: &str = "memsight:worker-load";
 const FINISH_START: &str = "memsight:worker-finish";
 
-/// Reads `blob` (of `total` bytes) part by part into `session`, posting progress and failures
-/// through `post`, then the `Loaded` event (with `first_frame` painted, see
-/// `runtime::loaded`).
+/// Reads `blob` (of `total` bytes) part by part into `session`, sending progress and failures
+/// to `outbox`, then the `Loaded` event (with `first_frame` painted, see `runtime::loaded`).
 pub async fn load(
     session: Rc<RefCell<Session>>,
     blob: Blob,
     total: u64,
     first_frame: Option<FirstFrame>,
-    now: impl Fn() -> f64,
-    post: impl Fn(FileEvent),
+    outbox: Outbox,
 ) {
     super::runtime::mark(LOAD_START);
-    let mut on_progress = |event| post(event);
+    let now = clock;
+    let mut on_progress = |event| outbox.event(event);
     let started = session
         .borrow_mut()
         .start_feeding(total, &now, &mut on_progress);
     let mut feeding = match started {
         Ok(feeding) => feeding,
-        Err(report) => return post(FileEvent::Failed(report)),
+        Err(report) => return outbox.event(FileEvent::Failed(report)),
     };
     let mut parts = Parts::new(blob, total);
     let mut offset = 0;
@@ -67,7 +67,7 @@ pub async fn load(
         let bytes = match parts.next(offset).await {
             Ok(bytes) => bytes,
             Err(message) => {
-                return post(FileEvent::Failed(ErrorReport::message(format!(
+                return outbox.event(FileEvent::Failed(ErrorReport::message(format!(
                     "The file could not be read at byte {offset}: {message}"
                 ))))
             }
@@ -75,14 +75,14 @@ pub async fn load(
         feeding.waited(now() - waiting);
         let expected = PART_BYTES.min(total - offset);
         if bytes.len() as u64 != expected {
-            return post(FileEvent::Failed(ErrorReport::message(format!(
+            return outbox.event(FileEvent::Failed(ErrorReport::message(format!(
                 "The file changed while it was read: {expected} bytes were asked for at byte {offset}, {} came.",
                 bytes.len()
             ))));
         }
         offset += expected;
         if let Err(report) = feeding.push(bytes, &mut on_progress) {
-            return post(FileEvent::Failed(report));
+            return outbox.event(FileEvent::Failed(report));
         }
     }
     // The reading worker has read everything: it goes.
@@ -91,7 +91,7 @@ pub async fn load(
     super::runtime::mark(FINISH_START);
     let event = session.borrow_mut().finish_feeding(feeding, &now);
     super::runtime::measure_since(FINISH_START, "decoding finished and analysed");
-    super::runtime::loaded(&session, event, first_frame, &now);
+    super::runtime::loaded(&session, event, first_frame, &now, outbox);
 }
 
 fn warn_reading_here(why: &str) {

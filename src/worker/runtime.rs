@@ -6,9 +6,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use js_sys::{Array, Reflect};
-use memsight_core::protocol::{
-    ErrorReport, FileEvent, FromWorker, Request, RequestId, ToWorker, ViewError,
-};
+use memsight_core::protocol::{ErrorReport, FileEvent, FromWorker, RequestId, ToWorker, ViewError};
 use memsight_core::service::Reply;
 use memsight_core::session::Session;
 use memsight_core::timeline::service::FirstFrame;
@@ -51,16 +49,62 @@ fn post(message: &FromWorker, attachment: Option<Vec<u8>>) {
     let _ = scope().post_message_with_transfer(&message, &transfer);
 }
 
+/// The worker's clock in milliseconds: `performance.now()`, sub-millisecond unlike
+/// `Date.now()`. Every load passes this one function to the core, the warm-up's too: the core
+/// calls it through `&dyn Fn() -> f64`, and a call that reaches a function other than the one
+/// the warm-up's loads called throws away the optimised code around it (V8 inlines the target
+/// it saw, then de-optimises on "wrong call target" and compiles again during the load).
+pub(super) fn clock() -> f64 {
+    scope()
+        .performance()
+        .map_or_else(js_sys::Date::now, |performance| performance.now())
+}
+
+/// Where a load's events go: to the page, or, for the warm-up's loads, nowhere (they are
+/// only encoded, as posting would). One type for both, so that a warm-up load runs the very
+/// functions and callbacks a file's load runs (see [`clock`]).
+#[derive(Clone, Copy)]
+pub(super) enum Outbox {
+    Page,
+    Nowhere,
+}
+
+impl Outbox {
+    /// Sends a load's progress or failure.
+    pub(super) fn event(self, event: FileEvent) {
+        match self {
+            Outbox::Page => post_event(event),
+            Outbox::Nowhere => {
+                if let FileEvent::Failed(report) = &event {
+                    console_error(&format!(
+                        "the warm-up snapshot did not load: {}",
+                        report.message
+                    ));
+                }
+                encode_only(&FromWorker::Event(event));
+            }
+        }
+    }
+
+    /// Sends the end of a load, with the first frame's pixels when it brings one.
+    fn end(self, event: FileEvent, pixels: Option<Vec<u8>>) {
+        match self {
+            Outbox::Page => post(&FromWorker::Event(event), pixels),
+            Outbox::Nowhere => encode_only(&FromWorker::Event(event)),
+        }
+    }
+}
+
+/// Encodes a message as [`post`] does, and drops it.
+fn encode_only(message: &FromWorker) {
+    let _ = serde_json::to_string(message);
+}
+
 fn post_event(event: FileEvent) {
     if let FileEvent::Progress { bytes_read, total } = event {
         memory::loading(bytes_read, total);
     }
     post(&FromWorker::Event(event), None);
-}
-
-/// Posts the end of a load, with the first frame's pixels when it brings one.
-fn post_end(event: FileEvent, pixels: Option<Vec<u8>>) {
-    post(&FromWorker::Event(event), pixels);
 }
 
 fn post_answer(id: RequestId, result: Result<Reply<memsight_core::protocol::Answer>, ViewError>) {
@@ -133,14 +177,27 @@ pub fn start() {
     // than it saves (the decoder's hot functions are optimised during a large file's first
     // parts anyway).
     if !busy.get() {
-        mark(WARM_UP_START);
-        warm_up_from(0, busy);
+        match warm_up_blob() {
+            Some(snapshot) => {
+                mark(WARM_UP_START);
+                warm_up_from(0, busy, snapshot);
+            }
+            None => console_error("the warm-up snapshot cannot be made a Blob"),
+        }
     }
 }
 
 /// A small generated snapshot (`tests/python/gen_snapshot.py --entries 1000 --seed 11
-/// --depth-min 6 --depth-max 10`), decoded a few times at start-up.
+/// --depth-min 6 --depth-max 10`), loaded a few times at start-up.
 const WARM_UP_SNAPSHOT: &[u8] = include_bytes!("warmup.pickle");
+
+/// The first frame the warm-up's loads paint: about the timeline of a 1920×1080 window.
+const WARM_UP_FRAME: FirstFrame = FirstFrame {
+    width: 1856,
+    height: 560,
+    dark: false,
+    line_width: 1,
+};
 
 /// Loads the warm-up snapshot a few times. WebAssembly engines compile a function the first
 /// time it runs, from a quick baseline compiler, and switch it to optimised code only once it
@@ -148,68 +205,40 @@ const WARM_UP_SNAPSHOT: &[u8] = include_bytes!("warmup.pickle");
 /// started with: the page starts the next file's worker ahead of need, so this makes the
 /// decoder's hot functions fast before a real file arrives, and with them everything else a
 /// load runs before the first frame (the analysis, the overview, the first view prepared and
-/// painted, the messages as JSON), so none of it runs unoptimised while someone waits. Loaded
-/// the way a pickle file is: pushed into the session part by part. One round per task, from
-/// `round` on, until `busy`: a file that arrives meanwhile waits for one round at most.
-fn warm_up_from(round: usize, busy: Rc<Cell<bool>>) {
+/// painted, the messages as JSON), so none of it runs unoptimised while someone waits. Each
+/// round loads the snapshot as a file is loaded, through [`feed::load`] from a `Blob`, with
+/// the same clock and callbacks: the optimised code then expects the calls a file's load
+/// makes (see [`clock`]). One round per task, from `round` on, until `busy`: a file that
+/// arrives meanwhile waits for one round at most.
+fn warm_up_from(round: usize, busy: Rc<Cell<bool>>, snapshot: Blob) {
     if busy.get() || round == WARM_UP_ROUNDS {
         return measure_since(WARM_UP_START, "warm-up");
     }
-    if warm_up_round().is_err() {
-        return console_error("the warm-up snapshot did not load");
-    }
-    gloo_timers::callback::Timeout::new(0, move || warm_up_from(round + 1, busy)).forget();
+    let session = Rc::new(RefCell::new(Session::new()));
+    let total = WARM_UP_SNAPSHOT.len() as u64;
+    wasm_bindgen_futures::spawn_local(async move {
+        feed::load(
+            session,
+            snapshot.clone(),
+            total,
+            Some(WARM_UP_FRAME),
+            Outbox::Nowhere,
+        )
+        .await;
+        gloo_timers::callback::Timeout::new(0, move || warm_up_from(round + 1, busy, snapshot))
+            .forget();
+    });
 }
 
-/// One load of the warm-up snapshot, up to its first frame.
-fn warm_up_round() -> Result<(), ()> {
-    let now = || 0.0;
-    let json = |message: &FromWorker| {
-        let _ = serde_json::to_string(message);
-    };
-    let mut session = Session::new();
-    let mut progress = |event: FileEvent| json(&FromWorker::Event(event));
-    let total = WARM_UP_SNAPSHOT.len() as u64;
-    let mut feeding = session
-        .start_feeding(total, &now, &mut progress)
-        .map_err(drop)?;
-    feeding
-        .push(WARM_UP_SNAPSHOT.to_vec(), &mut progress)
-        .map_err(drop)?;
-    let event = session.finish_feeding(feeding, &now);
-    let FileEvent::Loaded(summary) = &event else {
-        return Err(());
-    };
-    let device = summary.default_device;
-    json(&FromWorker::Event(event.clone()));
-    session.prepare_first_view(&now);
-    for request in first_requests(device) {
-        let result = session.answer(request, &now).map(|reply| reply.answer);
-        json(&FromWorker::Answer { id: 0, result });
-    }
-    Ok(())
+/// The warm-up snapshot as a `Blob`, as a file is.
+fn warm_up_blob() -> Option<Blob> {
+    let bytes = js_sys::Uint8Array::from(WARM_UP_SNAPSHOT);
+    Blob::new_with_u8_array_sequence(&Array::of1(&bytes)).ok()
 }
 
 const WARM_UP_ROUNDS: usize = 24;
 
 const WARM_UP_START: &str = "memsight:worker-warm-up";
-
-/// What the page asks first of a file's default device: its timeline's layout and a frame of
-/// the whole run.
-fn first_requests(device: u32) -> [Request; 2] {
-    use memsight_core::timeline::service::{FrameRequest, TimelineRequest};
-    use memsight_core::timeline::TimelineKind;
-    [
-        Request::Timeline(TimelineRequest::Layout {
-            device,
-            kind: TimelineKind::Allocations,
-            detail: None,
-        }),
-        Request::Timeline(TimelineRequest::Frame(FrameRequest::first(
-            device, 640, 320,
-        ))),
-    ]
-}
 
 /// Posts the end of a load. With a `first_frame` to paint, prepares the first view and paints
 /// that frame first, so the page gets it with the news and shows the timeline at once;
@@ -220,12 +249,13 @@ pub(super) fn loaded(
     event: FileEvent,
     first_frame: Option<FirstFrame>,
     now: &dyn Fn() -> f64,
+    outbox: Outbox,
 ) {
     let FileEvent::Loaded(mut summary) = event else {
-        return post_end(event, None);
+        return outbox.end(event, None);
     };
     let Some(first_frame) = first_frame else {
-        post_end(FileEvent::Loaded(summary), None);
+        outbox.end(FileEvent::Loaded(summary), None);
         return prepare(session, now);
     };
     prepare(session, now);
@@ -238,7 +268,7 @@ pub(super) fn loaded(
         summary.first_view = Some(Box::new(view));
         pixels
     });
-    post_end(FileEvent::Loaded(summary), pixels);
+    outbox.end(FileEvent::Loaded(summary), pixels);
 }
 
 fn prepare(session: &RefCell<Session>, now: &dyn Fn() -> f64) {
@@ -278,9 +308,7 @@ fn handle(session: &Rc<RefCell<Session>>, data: JsValue) {
     let Some(json) = message.get(0).as_string() else {
         return console_error("received a message that is not text");
     };
-    // performance.now(): sub-millisecond, unlike Date.now().
-    let clock = scope().performance();
-    let now = move || clock.as_ref().map_or_else(js_sys::Date::now, |p| p.now());
+    let now = clock;
     match ToWorker::parse(&json) {
         Ok(ToWorker::Ask { id, request }) => {
             mark(ANSWER_START);
@@ -322,8 +350,7 @@ fn handle(session: &Rc<RefCell<Session>>, data: JsValue) {
                     blob,
                     total,
                     first_frame,
-                    now,
-                    post_event,
+                    Outbox::Page,
                 ));
                 return;
             }
@@ -331,7 +358,7 @@ fn handle(session: &Rc<RefCell<Session>>, data: JsValue) {
             let event = session
                 .borrow_mut()
                 .load_event(reader, total, &now, &mut post_event);
-            loaded(session, event, first_frame, &now);
+            loaded(session, event, first_frame, &now, Outbox::Page);
         }
         // Not understood: that request's view shows the error; nothing else changes.
         Err((Some(id), error)) => post_answer(id, Err(error)),

@@ -44,6 +44,46 @@ describe('start-up', () => {
     }
   });
 
+  it('warms the next worker up unseen: a file opened meanwhile shows its own numbers, and nothing else shows', async () => {
+    const example = tempFile('warming.pickle', fs.readFileSync(path.join(DIST, 'example.pickle')));
+    // The numbers of the example opened once every worker has finished warming up.
+    const settled = await app.open();
+    let expected;
+    try {
+      await settled.page.waitForTimeout(3000);
+      assert.equal(await settled.page.isVisible('#welcome'), true, 'the warm-up showed something');
+      assert.equal(await settled.page.locator('.file-item').count(), 0);
+      assert.deepEqual(settled.errors, []);
+      await openFiles(settled.page, example);
+      assert.equal(await waitSettled(settled.page), 'ready');
+      expected = await metrics(settled.page);
+    } finally {
+      await settled.context.close();
+    }
+    // The same file, opened while the spare worker loads its warm-up snapshot (the mark the
+    // warm-up starts from is in the worker's timeline until it ends).
+    const { context, page, errors } = await app.open();
+    try {
+      const warming = () => page.workers().map((worker) =>
+        worker.evaluate(() => performance.getEntriesByName('memsight:worker-warm-up').length > 0).catch(() => false));
+      let caught = false;
+      for (let tries = 0; tries < 400 && !caught; tries++) {
+        caught = (await Promise.all(warming())).some(Boolean);
+      }
+      assert.ok(caught, 'the spare worker never started warming up');
+      await openFiles(page, example);
+      assert.equal(await waitSettled(page), 'ready');
+      assert.deepEqual(await metrics(page), expected);
+      await page.waitForTimeout(1500);
+      assert.equal(await page.locator('.file-item').count(), 1);
+      assert.deepEqual(await metrics(page), expected, 'a warm-up load reached the page');
+      assert.equal((await marks(page, 'memsight:decoded')).length, 1, 'the page heard of more than one load');
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
+
   it('blocks any attempt to send data to another origin', async () => {
     const { context, page } = await app.open();
     try {
