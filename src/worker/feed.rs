@@ -1,9 +1,9 @@
-//! Reading a plain pickle while decoding it: the `File` is read part by part, the next parts
-//! asked for before the current one is decoded: a large file's by a reading worker started for
-//! it (`read_ahead.rs`), a small one's (or any, if that worker cannot start) with
-//! `Blob.arrayBuffer()` here. Each part is pushed into the core's
-//! [`Feeding`]. Not the place for decoding (the core's `PickleFeed`) nor for the formats
-//! decoded from a reader (gzip, JSON: `reader.rs` over `blob.rs`).
+//! Reading a file part by part, the next parts asked for before the current one is decoded: a
+//! large file's by a reading worker started for it (`read_ahead.rs`), a small one's (or any,
+//! if that worker cannot start) with `Blob.arrayBuffer()` here. The first part tells the
+//! format: a plain pickle's parts are pushed into the core's [`Feeding`] as they come; any
+//! other file goes to the formats decoded from a reader (gzip, JSON: `runtime::load_read`,
+//! `reader.rs` over `blob.rs`). Not the place for decoding (the core's `PickleFeed`).
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -11,6 +11,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 
+use memsight_core::decode::feeds;
 use memsight_core::protocol::{ErrorReport, FileEvent};
 use memsight_core::session::Session;
 use memsight_core::timeline::service::FirstFrame;
@@ -41,8 +42,12 @@ const READ_AHEAD_FROM: u64 = PARTS_AHEAD as u64 * PART_BYTES;
 const LOAD_START: &str = "memsight:worker-load";
 const FINISH_START: &str = "memsight:worker-finish";
 
-/// Reads `blob` (of `total` bytes) part by part into `session`, sending progress and failures
-/// to `outbox`, then the `Loaded` event (with `first_frame` painted, see `runtime::loaded`).
+/// Loads `blob` (of `total` bytes) into `session`, sending progress and failures to
+/// `outbox`, then the `Loaded` event (with `first_frame` painted, see `runtime::loaded`). The
+/// first part tells the file's format: a plain pickle is decoded part by part as it is read;
+/// any other file is loaded from a synchronous reader (`runtime::load_read`), and the parts
+/// read ahead (and, over 12 MiB, the reading worker) are dropped: a few parts read twice for
+/// a gzip or JSON file, so that no pickle waits for the file twice before it decodes.
 pub async fn load(
     session: Rc<RefCell<Session>>,
     blob: Blob,
@@ -52,6 +57,19 @@ pub async fn load(
 ) {
     super::runtime::mark(LOAD_START);
     let now = clock;
+    if total == 0 {
+        return super::runtime::load_read(&session, blob, first_frame, outbox);
+    }
+    let mut parts = Parts::new(blob.clone(), total);
+    let waiting = now();
+    let mut bytes = match parts.next(0).await {
+        Ok(bytes) => bytes,
+        Err(message) => return outbox.event(unreadable(0, &message)),
+    };
+    if !feeds(&bytes) {
+        drop(parts);
+        return super::runtime::load_read(&session, blob, first_frame, outbox);
+    }
     let mut on_progress = |event| outbox.event(event);
     let started = session
         .borrow_mut()
@@ -60,19 +78,9 @@ pub async fn load(
         Ok(feeding) => feeding,
         Err(report) => return outbox.event(FileEvent::Failed(report)),
     };
-    let mut parts = Parts::new(blob, total);
+    feeding.waited_before_start(now() - waiting);
     let mut offset = 0;
-    while offset < total {
-        let waiting = now();
-        let bytes = match parts.next(offset).await {
-            Ok(bytes) => bytes,
-            Err(message) => {
-                return outbox.event(FileEvent::Failed(ErrorReport::message(format!(
-                    "The file could not be read at byte {offset}: {message}"
-                ))))
-            }
-        };
-        feeding.waited(now() - waiting);
+    loop {
         let expected = PART_BYTES.min(total - offset);
         if bytes.len() as u64 != expected {
             return outbox.event(FileEvent::Failed(ErrorReport::message(format!(
@@ -84,6 +92,15 @@ pub async fn load(
         if let Err(report) = feeding.push(bytes, &mut on_progress) {
             return outbox.event(FileEvent::Failed(report));
         }
+        if offset == total {
+            break;
+        }
+        let waiting = now();
+        bytes = match parts.next(offset).await {
+            Ok(bytes) => bytes,
+            Err(message) => return outbox.event(unreadable(offset, &message)),
+        };
+        feeding.waited(now() - waiting);
     }
     // The reading worker has read everything: it goes.
     drop(parts);
@@ -92,6 +109,13 @@ pub async fn load(
     let event = session.borrow_mut().finish_feeding(feeding, &now);
     super::runtime::measure_since(FINISH_START, "decoding finished and analysed");
     super::runtime::loaded(&session, event, first_frame, &now, outbox);
+}
+
+/// The failure of a part that could not be read at byte `offset`.
+fn unreadable(offset: u64, message: &str) -> FileEvent {
+    FileEvent::Failed(ErrorReport::message(format!(
+        "The file could not be read at byte {offset}: {message}"
+    )))
 }
 
 fn warn_reading_here(why: &str) {

@@ -17,7 +17,6 @@ use super::blob::BlobSource;
 use super::feed;
 use super::memory::{self, Shortage};
 use super::reader::{ChunkSource, ChunkedReader, CHUNK_BYTES};
-use memsight_core::decode::feeds;
 
 /// Name of the queue `static/worker_loader.js` fills while the module loads.
 const EARLY_QUEUE: &str = "__memsightQueue";
@@ -240,6 +239,31 @@ const WARM_UP_ROUNDS: usize = 24;
 
 const WARM_UP_START: &str = "memsight:worker-warm-up";
 
+/// Loads a file that is not a plain pickle (gzip, JSON, or no snapshot at all, which the core
+/// tells) from a synchronous reader over `blob`, sending its events to `outbox`.
+pub(super) fn load_read(
+    session: &RefCell<Session>,
+    blob: Blob,
+    first_frame: Option<FirstFrame>,
+    outbox: Outbox,
+) {
+    let source = match BlobSource::new(blob) {
+        Ok(source) => source,
+        Err(error) => {
+            return outbox.event(FileEvent::Failed(ErrorReport::message(format!(
+                "The file cannot be read in this browser: {error}"
+            ))))
+        }
+    };
+    let total = source.size();
+    let reader = ChunkedReader::new(source, CHUNK_BYTES);
+    let now = clock;
+    let event = session
+        .borrow_mut()
+        .load_event(reader, total, &now, &mut |event| outbox.event(event));
+    loaded(session, event, first_frame, &now, outbox);
+}
+
 /// Posts the end of a load. With a `first_frame` to paint, prepares the first view and paints
 /// that frame first, so the page gets it with the news and shows the timeline at once;
 /// without one, posts first and then prepares what the page asks for next (while the page
@@ -326,39 +350,19 @@ fn handle(session: &Rc<RefCell<Session>>, data: JsValue) {
                     "The load request came without a file.",
                 )));
             };
-            let source = match BlobSource::new(blob.clone()) {
-                Ok(source) => source,
-                Err(error) => {
-                    return post_event(FileEvent::Failed(ErrorReport::message(format!(
-                        "The file cannot be read in this browser: {error}"
-                    ))))
-                }
-            };
             if session.borrow().is_loaded() {
                 // A page bug, not a broken file: the loaded file stays.
                 return console_error("refused a second file: each file has its own worker");
             }
             // The blob's own length is authoritative.
-            let total = source.size();
-            let mut source = source;
-            let head = source.read_range(0, total.min(4)).unwrap_or_default();
-            if feeds(&head) {
-                // Decoded while it is read: the rest of the file comes in parts.
-                let session = session.clone();
-                wasm_bindgen_futures::spawn_local(feed::load(
-                    session,
-                    blob,
-                    total,
-                    first_frame,
-                    Outbox::Page,
-                ));
-                return;
-            }
-            let reader = ChunkedReader::new(source, CHUNK_BYTES);
-            let event = session
-                .borrow_mut()
-                .load_event(reader, total, &now, &mut post_event);
-            loaded(session, event, first_frame, &now, Outbox::Page);
+            let total = blob.size() as u64;
+            wasm_bindgen_futures::spawn_local(feed::load(
+                session.clone(),
+                blob,
+                total,
+                first_frame,
+                Outbox::Page,
+            ));
         }
         // Not understood: that request's view shows the error; nothing else changes.
         Err((Some(id), error)) => post_answer(id, Err(error)),

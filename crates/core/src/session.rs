@@ -333,6 +333,14 @@ impl Feeding {
     pub fn waited(&mut self, ms: f64) {
         self.read_ms += ms;
     }
+
+    /// Counts `ms` spent waiting for the file's first bytes before this feeding started (a
+    /// reader that learns the file's format from its first part starts feeding only then):
+    /// the load started that much earlier, and waited that long for its bytes.
+    pub fn waited_before_start(&mut self, ms: f64) {
+        self.start -= ms;
+        self.read_ms += ms;
+    }
 }
 
 /// The progress events of a file of `total` bytes: one per [`PROGRESS_STEP_BYTES`] at most,

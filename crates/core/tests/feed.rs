@@ -158,3 +158,37 @@ fn a_fed_session_loads_what_a_read_session_loads() {
     other.load_event(&bytes[..], bytes.len() as u64, &clock, &mut |_| {});
     assert!(other.start_feeding(1, &clock, &mut |_| {}).is_err());
 }
+
+#[test]
+fn a_wait_for_the_first_part_before_feeding_counts_as_reading_in_the_load() {
+    let bytes = std::fs::read(repo().join("static/example.pickle")).unwrap();
+    // Each reading of the clock is 10 ms after the last.
+    let ticks = std::cell::Cell::new(0.0);
+    let clock = || {
+        ticks.set(ticks.get() + 10.0);
+        ticks.get()
+    };
+    let load = |waited_first: Option<f64>| {
+        ticks.set(0.0);
+        let mut session = Session::new();
+        let mut feeding = session
+            .start_feeding(bytes.len() as u64, &clock, &mut |_| {})
+            .unwrap();
+        if let Some(ms) = waited_first {
+            feeding.waited_before_start(ms);
+        }
+        feeding.waited(3.0);
+        feeding.push(bytes.clone(), &mut |_| {}).unwrap();
+        let FileEvent::Loaded(summary) = session.finish_feeding(feeding, &clock) else {
+            panic!("the example loads fed")
+        };
+        summary
+    };
+    let plain = load(None);
+    let waited = load(Some(25.0));
+    assert_eq!(plain.read_ms, 3.0);
+    assert_eq!(waited.read_ms, 28.0);
+    assert_eq!(waited.decode_ms, plain.decode_ms + 25.0);
+    assert_eq!(waited.analyse_ms, plain.analyse_ms);
+    assert_eq!(waited.overview, plain.overview);
+}
