@@ -190,7 +190,7 @@ pub fn start() {
 /// --depth-min 6 --depth-max 10`), loaded a few times at start-up.
 const WARM_UP_SNAPSHOT: &[u8] = include_bytes!("warmup.pickle");
 
-/// The first frame the warm-up's loads paint: about the timeline of a 1920×1080 window.
+/// The first frame the warm-up's loads paint: its size only sets how much painting is trained.
 const WARM_UP_FRAME: FirstFrame = FirstFrame {
     width: 1856,
     height: 560,
