@@ -217,13 +217,17 @@ fn warm_up_from(round: usize, busy: Rc<Cell<bool>>, snapshot: Blob) {
     let total = WARM_UP_SNAPSHOT.len() as u64;
     wasm_bindgen_futures::spawn_local(async move {
         feed::load(
-            session,
+            session.clone(),
             snapshot.clone(),
             total,
             Some(WARM_UP_FRAME),
             Outbox::Nowhere,
         )
         .await;
+        // A round that failed has said why (`Outbox::Nowhere`); the next would fail alike.
+        if !session.borrow().is_loaded() {
+            return measure_since(WARM_UP_START, "warm-up");
+        }
         gloo_timers::callback::Timeout::new(0, move || warm_up_from(round + 1, busy, snapshot))
             .forget();
     });
