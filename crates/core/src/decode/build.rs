@@ -68,6 +68,77 @@ pub enum Scalar {
     Other,
 }
 
+/// A trace entry as the parser's fast path reads it, one key and scalar value at a time,
+/// before [`Builder::push_scalar_row`] stores it: [`Builder::trace_row`] for the common case of
+/// an entry whose keys are all known and whose values are plain scalars or interned stacks,
+/// without a list of its pairs in between.
+#[derive(Clone, Debug)]
+pub struct ScalarRow {
+    row: TraceRow,
+    has_action: bool,
+    stream: u64,
+    /// The format features this entry shows.
+    seen: RowFeatures,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct RowFeatures {
+    time_us: bool,
+    trace_frames: bool,
+    compile_context: bool,
+    user_metadata: bool,
+}
+
+impl Default for ScalarRow {
+    fn default() -> Self {
+        ScalarRow {
+            row: TraceRow::new(Action::Other),
+            has_action: false,
+            stream: 0,
+            seen: RowFeatures::default(),
+        }
+    }
+}
+
+impl ScalarRow {
+    /// Sets the field `key` names; false when the key, or its value's kind, is one only the
+    /// general path reads (the entry then goes there whole).
+    #[inline(always)]
+    pub fn set(&mut self, key: StrId, value: Scalar) -> bool {
+        let row = &mut self.row;
+        match (key, value) {
+            (key::ACTION, Scalar::Str(name)) => {
+                row.action = action_of(name);
+                if row.action == Action::Other {
+                    return false;
+                }
+                self.has_action = true;
+            }
+            (key::ADDR | key::DEVICE_FREE, Scalar::Int(i)) if i >= 0 => row.addr = i as u64,
+            (key::SIZE, Scalar::Int(i)) if i >= 0 => row.size = i as u64,
+            (key::STREAM, Scalar::Int(i)) if i >= 0 => self.stream = i as u64,
+            (key::TIME_US, Scalar::Int(i)) => {
+                row.time_us = i;
+                self.seen.time_us = true;
+            }
+            (key::FRAMES, Scalar::Stack(s)) => {
+                row.stack = s;
+                self.seen.trace_frames |= s != NO_STACK;
+            }
+            (key::COMPILE_CONTEXT, Scalar::Str(s)) => {
+                row.compile_context = (s != key::NA).then_some(s);
+                self.seen.compile_context = true;
+            }
+            (key::USER_METADATA, Scalar::Str(s)) => {
+                row.user_metadata = (s != key::EMPTY).then_some(s);
+                self.seen.user_metadata = true;
+            }
+            _ => return false,
+        }
+        true
+    }
+}
+
 macro_rules! keys {
     ($($name:ident = $text:literal),* $(,)?) => {
         /// Strings interned first, so their ids are constants.
@@ -115,6 +186,9 @@ pub struct Builder {
     pub stacks: Stacks,
     streams: Vec<u64>,
     stream_index: FxHashMap<u64, u16>,
+    /// The stream the last trace row went to and its index, as the next row nearly always
+    /// goes to the same.
+    last_stream: Option<(u64, u16)>,
     pools: Vec<(i64, i64)>,
     /// Rows converted as they were decoded, before they are assigned to devices.
     pub staging: Trace,
@@ -149,6 +223,7 @@ impl Builder {
             stacks: Stacks::default(),
             streams: Vec::new(),
             stream_index: FxHashMap::default(),
+            last_stream: None,
             pools: Vec::new(),
             staging: Trace::default(),
             features: Features::default(),
@@ -370,56 +445,32 @@ impl Builder {
         Ok(row_index)
     }
 
-    /// [`Builder::trace_row`] for the common case of a trace entry whose keys are all known
-    /// and whose values are plain scalars or interned stacks. Returns `None` (changing
-    /// nothing) when the entry needs the general path.
+    /// Stores a trace entry the fast path read field by field ([`ScalarRow`]) as a row of the
+    /// staging trace and returns its index; `None` (changing nothing) when it has no action.
     #[inline]
-    pub fn trace_row_scalars(&mut self, pairs: &[(StrId, Scalar)]) -> Option<u32> {
-        let mut row = TraceRow::new(Action::Other);
-        let mut has_action = false;
-        let mut stream = 0u64;
-        let mut features = self.features;
-        for &(k, v) in pairs {
-            match (k, v) {
-                (key::ACTION, Scalar::Str(name)) => {
-                    row.action = action_of(name);
-                    if row.action == Action::Other {
-                        return None;
-                    }
-                    has_action = true;
-                }
-                (key::ADDR | key::DEVICE_FREE, Scalar::Int(i)) if i >= 0 => row.addr = i as u64,
-                (key::SIZE, Scalar::Int(i)) if i >= 0 => row.size = i as u64,
-                (key::STREAM, Scalar::Int(i)) if i >= 0 => stream = i as u64,
-                (key::TIME_US, Scalar::Int(i)) => {
-                    row.time_us = i;
-                    features.time_us = true;
-                }
-                (key::FRAMES, Scalar::Stack(s)) => {
-                    row.stack = s;
-                    features.trace_frames |= s != NO_STACK;
-                }
-                (key::COMPILE_CONTEXT, Scalar::Str(s)) => {
-                    row.compile_context = (s != key::NA).then_some(s);
-                    features.compile_context = true;
-                }
-                (key::USER_METADATA, Scalar::Str(s)) => {
-                    row.user_metadata = (s != key::EMPTY).then_some(s);
-                    features.user_metadata = true;
-                }
-                _ => return None,
-            }
-        }
-        if !has_action {
+    pub fn push_scalar_row(&mut self, fields: &ScalarRow) -> Option<u32> {
+        if !fields.has_action {
             return None;
         }
-        row.stream = match self.stream_index.get(&stream) {
-            Some(&i) => i,
-            None => self.stream(stream, At(None)).ok()?,
+        let stream = match self.last_stream {
+            Some((raw, i)) if raw == fields.stream => i,
+            _ => {
+                let i = self.stream(fields.stream, At(None)).ok()?;
+                self.last_stream = Some((fields.stream, i));
+                i
+            }
         };
-        self.features = features;
+        let seen = &fields.seen;
+        let features = &mut self.features;
+        features.time_us |= seen.time_us;
+        features.trace_frames |= seen.trace_frames;
+        features.compile_context |= seen.compile_context;
+        features.user_metadata |= seen.user_metadata;
         let index = self.staging.len() as u32;
-        self.staging.push(row);
+        self.staging.push(TraceRow {
+            stream,
+            ..fields.row
+        });
         Some(index)
     }
 

@@ -11,7 +11,7 @@
 
 use std::io::Read;
 
-use super::build::{At, Builder, Node, Scalar, MAX_DEPTH};
+use super::build::{At, Builder, Node, Scalar, ScalarRow, MAX_DEPTH};
 use super::input::{truncated, Input, Queue};
 use super::DecodeError;
 use crate::model::{FrameId, StackId, StrId};
@@ -655,15 +655,14 @@ impl<R: Read> Parser<R> {
         let start = self.input.pos + 3;
         let memo_len = self.memo.len();
         self.memo.push(Slot::HOLE);
-        let mut pairs = [(0u32, Scalar::Other); 16];
-        let mut n = 0;
+        let mut fields = ScalarRow::default();
         let mut i = 0;
         let ok = 'scan: {
             let buf = &self.input.bytes()[start..];
             loop {
                 // Key: a memoized string, or a short string (memoized right after).
                 let key = match buf.get(i) {
-                    Some(b'u') if n > 0 => break 'scan true,
+                    Some(b'u') => break 'scan true,
                     Some(b'h' | b'j') => {
                         let Some((idx, len)) = get_index(buf, i) else {
                             break 'scan false;
@@ -683,9 +682,6 @@ impl<R: Read> Parser<R> {
                     }
                     _ => break 'scan false,
                 };
-                if n == pairs.len() {
-                    break 'scan false;
-                }
                 let value = match buf.get(i) {
                     Some(b'K') if i + 1 < buf.len() => {
                         i += 2;
@@ -760,12 +756,13 @@ impl<R: Read> Parser<R> {
                     }
                     _ => break 'scan false,
                 };
-                pairs[n] = (key, value);
-                n += 1;
+                if !fields.set(key, value) {
+                    break 'scan false;
+                }
             }
         };
         let row = if ok {
-            self.builder.trace_row_scalars(&pairs[..n])
+            self.builder.push_scalar_row(&fields)
         } else {
             None
         };
@@ -823,6 +820,19 @@ impl<R: Read> Parser<R> {
     fn op_appends(&mut self, at: u64) -> Result<(), DecodeError> {
         let mark = self.pop_mark(at)?;
         let target = self.obj_below(mark, Container::List, "APPENDS", at)?;
+        // Nearly every APPENDS of a snapshot adds a batch of trace rows, each already stored:
+        // they join the list's runs of rows straight from the stack.
+        if self.stack[mark..]
+            .iter()
+            .all(|v| matches!(v, Val::Rows(..)))
+        {
+            let items = &mut self.objs[target as usize].items;
+            for &item in &self.stack[mark..] {
+                push_rows(items, item);
+            }
+            self.stack.truncate(mark);
+            return Ok(());
+        }
         self.scratch.clear();
         self.scratch.extend_from_slice(&self.stack[mark..]);
         self.stack.truncate(mark);
@@ -1069,10 +1079,7 @@ impl<R: Read> Parser<R> {
         obj.height = height;
         if kind == Container::List && items.iter().any(|v| matches!(v, Val::Rows(..))) {
             for item in items.drain(..) {
-                match (item, obj.items.last_mut()) {
-                    (Val::Rows(s, n), Some(Val::Rows(ls, ln))) if *ls + *ln == s => *ln += n,
-                    (item, _) => obj.items.push(item),
-                }
+                push_rows(&mut obj.items, item);
             }
         } else {
             obj.items.extend_from_slice(&items);
@@ -1161,11 +1168,7 @@ impl<R: Read> Parser<R> {
     /// A trace entry dict of plain keys and scalar values, converted without building nodes.
     fn trace_row_fast(&mut self, o: u32) -> Option<u32> {
         let items = &self.objs[o as usize].items;
-        if items.len() > 2 * 16 {
-            return None;
-        }
-        let mut pairs = [(0u32, Scalar::Other); 16];
-        let mut n = 0;
+        let mut fields = ScalarRow::default();
         for kv in items.chunks_exact(2) {
             let Val::Str(k) = kv[0] else { return None };
             let v = match kv[1] {
@@ -1174,10 +1177,11 @@ impl<R: Read> Parser<R> {
                 Val::Stack(s) => Scalar::Stack(s),
                 _ => return None,
             };
-            pairs[n] = (k, v);
-            n += 1;
+            if !fields.set(k, v) {
+                return None;
+            }
         }
-        self.builder.trace_row_scalars(&pairs[..n])
+        self.builder.push_scalar_row(&fields)
     }
 
     /// Records that container `o` became `new`: the memo now yields `new`, and the slot is
@@ -1476,6 +1480,16 @@ impl<R: Read> Parser<R> {
                 }
             }
         })
+    }
+}
+
+/// Appends `item` to a list's items, extending the last run of trace rows when `item` is the
+/// run of rows that follows it.
+#[inline(always)]
+fn push_rows(items: &mut Vec<Val>, item: Val) {
+    match (item, items.last_mut()) {
+        (Val::Rows(s, n), Some(Val::Rows(ls, ln))) if *ls + *ln == s => *ln += n,
+        (item, _) => items.push(item),
     }
 }
 

@@ -75,17 +75,23 @@ pub struct LazyColumn {
 }
 
 impl LazyColumn {
-    /// Sets `row` (the next row, or one after a gap of defaults). The first value that is not
-    /// the default makes room for `rows_expected` rows at once, as the columns every row fills
-    /// have: a column of a large file grown by doubling would leave its grown-out copies
-    /// behind in a WebAssembly memory, which never shrinks.
+    /// Sets `row` (the next row, or one after a gap of defaults). A default is not stored:
+    /// the rows after the last value stored read as the default, and [`LazyColumn::finish`]
+    /// pads them, so the rows of a column nearly all defaults cost nothing while they come.
+    #[inline(always)]
     fn set(&mut self, row: usize, value: u32, default: u32, rows_expected: usize) {
+        if value != default {
+            self.store(row, value, default, rows_expected);
+        }
+    }
+
+    /// The first value stored makes room for `rows_expected` rows at once, as the columns
+    /// every row fills have: a column of a large file grown by doubling would leave its
+    /// grown-out copies behind in a WebAssembly memory, which never shrinks.
+    #[inline(never)]
+    fn store(&mut self, row: usize, value: u32, default: u32, rows_expected: usize) {
         if self.values.is_empty() {
-            if value == default {
-                return;
-            }
             self.values.reserve_exact(rows_expected.max(row + 1));
-            self.values.resize(row, default);
         }
         if self.values.len() < row {
             self.values.resize(row, default);
@@ -199,6 +205,7 @@ impl Trace {
         self.stack.reserve_exact(rows);
     }
 
+    #[inline]
     pub fn push(&mut self, row: TraceRow) {
         let index = self.action.len();
         self.action.push(row.action);
