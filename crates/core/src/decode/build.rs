@@ -105,36 +105,64 @@ impl ScalarRow {
     /// general path reads (the entry then goes there whole).
     #[inline(always)]
     pub fn set(&mut self, key: StrId, value: Scalar) -> bool {
+        match value {
+            Scalar::Int(i) => self.set_int(key, i),
+            Scalar::Str(s) => self.set_str(key, s),
+            Scalar::Stack(s) => self.set_stack(key, s),
+            Scalar::Other => false,
+        }
+    }
+
+    /// [`ScalarRow::set`] for an integer value.
+    #[inline(always)]
+    pub fn set_int(&mut self, key: StrId, i: i64) -> bool {
         let row = &mut self.row;
-        match (key, value) {
-            (key::ACTION, Scalar::Str(name)) => {
-                row.action = action_of(name);
+        match key {
+            key::ADDR | key::DEVICE_FREE if i >= 0 => row.addr = i as u64,
+            key::SIZE if i >= 0 => row.size = i as u64,
+            key::STREAM if i >= 0 => self.stream = i as u64,
+            key::TIME_US => {
+                row.time_us = i;
+                self.seen.time_us = true;
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// [`ScalarRow::set`] for a string value.
+    #[inline(always)]
+    pub fn set_str(&mut self, key: StrId, s: StrId) -> bool {
+        let row = &mut self.row;
+        match key {
+            key::ACTION => {
+                row.action = action_of(s);
                 if row.action == Action::Other {
                     return false;
                 }
                 self.has_action = true;
             }
-            (key::ADDR | key::DEVICE_FREE, Scalar::Int(i)) if i >= 0 => row.addr = i as u64,
-            (key::SIZE, Scalar::Int(i)) if i >= 0 => row.size = i as u64,
-            (key::STREAM, Scalar::Int(i)) if i >= 0 => self.stream = i as u64,
-            (key::TIME_US, Scalar::Int(i)) => {
-                row.time_us = i;
-                self.seen.time_us = true;
-            }
-            (key::FRAMES, Scalar::Stack(s)) => {
-                row.stack = s;
-                self.seen.trace_frames |= s != NO_STACK;
-            }
-            (key::COMPILE_CONTEXT, Scalar::Str(s)) => {
+            key::COMPILE_CONTEXT => {
                 row.compile_context = (s != key::NA).then_some(s);
                 self.seen.compile_context = true;
             }
-            (key::USER_METADATA, Scalar::Str(s)) => {
+            key::USER_METADATA => {
                 row.user_metadata = (s != key::EMPTY).then_some(s);
                 self.seen.user_metadata = true;
             }
             _ => return false,
         }
+        true
+    }
+
+    /// [`ScalarRow::set`] for an interned stack.
+    #[inline(always)]
+    pub fn set_stack(&mut self, key: StrId, s: StackId) -> bool {
+        if key != key::FRAMES {
+            return false;
+        }
+        self.row.stack = s;
+        self.seen.trace_frames |= s != NO_STACK;
         true
     }
 }

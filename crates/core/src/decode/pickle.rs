@@ -682,23 +682,22 @@ impl<R: Read> Parser<R> {
                     }
                     _ => break 'scan false,
                 };
-                let value = match buf.get(i) {
+                let set = match buf.get(i) {
                     Some(b'K') if i + 1 < buf.len() => {
                         i += 2;
-                        Scalar::Int(buf[i - 1] as i64)
+                        fields.set_int(key, buf[i - 1] as i64)
                     }
                     Some(b'M') if i + 2 < buf.len() => {
                         i += 3;
-                        Scalar::Int(u16::from_le_bytes([buf[i - 2], buf[i - 1]]) as i64)
+                        fields.set_int(key, u16::from_le_bytes([buf[i - 2], buf[i - 1]]) as i64)
                     }
                     Some(b'J') if i + 4 < buf.len() => {
                         i += 5;
-                        Scalar::Int(i32::from_le_bytes([
-                            buf[i - 4],
-                            buf[i - 3],
-                            buf[i - 2],
-                            buf[i - 1],
-                        ]) as i64)
+                        fields.set_int(
+                            key,
+                            i32::from_le_bytes([buf[i - 4], buf[i - 3], buf[i - 2], buf[i - 1]])
+                                as i64,
+                        )
                     }
                     Some(0x8a)
                         if i + 1 < buf.len()
@@ -714,7 +713,7 @@ impl<R: Read> Parser<R> {
                         };
                         le[..len].copy_from_slice(bytes);
                         i += 2 + len;
-                        Scalar::Int(i64::from_le_bytes(le))
+                        fields.set_int(key, i64::from_le_bytes(le))
                     }
                     Some(b'h' | b'j') => {
                         let Some((idx, len)) = get_index(buf, i) else {
@@ -723,10 +722,10 @@ impl<R: Read> Parser<R> {
                         i += len;
                         match self.memo.get(idx) {
                             Some(slot) if slot.0 >> 29 == Slot::T_STR => {
-                                Scalar::Str(slot.0 & Slot::PAYLOAD)
+                                fields.set_str(key, slot.0 & Slot::PAYLOAD)
                             }
                             Some(slot) if slot.0 >> 29 == Slot::T_STACK => {
-                                Scalar::Stack(slot.0 & Slot::PAYLOAD)
+                                fields.set_stack(key, slot.0 & Slot::PAYLOAD)
                             }
                             _ => break 'scan false,
                         }
@@ -736,7 +735,7 @@ impl<R: Read> Parser<R> {
                         else {
                             break 'scan false;
                         };
-                        Scalar::Str(id)
+                        fields.set_str(key, id)
                     }
                     Some(b']')
                         if buf.get(i + 1) == Some(&0x94) && buf.get(i + 2) == Some(&b'(') =>
@@ -752,11 +751,11 @@ impl<R: Read> Parser<R> {
                             break 'scan false;
                         };
                         self.memo.push(slot);
-                        Scalar::Stack(stack)
+                        fields.set_stack(key, stack)
                     }
                     _ => break 'scan false,
                 };
-                if !fields.set(key, value) {
+                if !set {
                     break 'scan false;
                 }
             }
