@@ -58,16 +58,6 @@ impl Node {
     }
 }
 
-/// A scalar dict value, for the trace-entry fast path.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Scalar {
-    Int(i64),
-    Str(StrId),
-    Stack(StackId),
-    /// Anything else: the general path decides.
-    Other,
-}
-
 /// A trace entry as the parser's fast path reads it, one key and scalar value at a time,
 /// before [`Builder::push_scalar_row`] stores it: [`Builder::trace_row`] for the common case of
 /// an entry whose keys are all known and whose values are plain scalars or interned stacks,
@@ -101,19 +91,8 @@ impl Default for ScalarRow {
 }
 
 impl ScalarRow {
-    /// Sets the field `key` names; false when the key, or its value's kind, is one only the
-    /// general path reads (the entry then goes there whole).
-    #[inline(always)]
-    pub fn set(&mut self, key: StrId, value: Scalar) -> bool {
-        match value {
-            Scalar::Int(i) => self.set_int(key, i),
-            Scalar::Str(s) => self.set_str(key, s),
-            Scalar::Stack(s) => self.set_stack(key, s),
-            Scalar::Other => false,
-        }
-    }
-
-    /// [`ScalarRow::set`] for an integer value.
+    /// Sets the field `key` names to an integer; false when the key, or a value of this kind,
+    /// is one only the general path reads (the entry then goes there whole).
     #[inline(always)]
     pub fn set_int(&mut self, key: StrId, i: i64) -> bool {
         let row = &mut self.row;
@@ -130,7 +109,7 @@ impl ScalarRow {
         true
     }
 
-    /// [`ScalarRow::set`] for a string value.
+    /// [`ScalarRow::set_int`] for a string value.
     #[inline(always)]
     pub fn set_str(&mut self, key: StrId, s: StrId) -> bool {
         let row = &mut self.row;
@@ -155,7 +134,7 @@ impl ScalarRow {
         true
     }
 
-    /// [`ScalarRow::set`] for an interned stack.
+    /// [`ScalarRow::set_int`] for an interned stack.
     #[inline(always)]
     pub fn set_stack(&mut self, key: StrId, s: StackId) -> bool {
         if key != key::FRAMES {
@@ -380,7 +359,19 @@ impl Builder {
         }
     }
 
+    #[inline]
     fn stream(&mut self, raw: u64, at: At) -> Result<u16, DecodeError> {
+        match self.last_stream {
+            Some((last, i)) if last == raw => Ok(i),
+            _ => {
+                let i = self.stream_slow(raw, at)?;
+                self.last_stream = Some((raw, i));
+                Ok(i)
+            }
+        }
+    }
+
+    fn stream_slow(&mut self, raw: u64, at: At) -> Result<u16, DecodeError> {
         if let Some(&i) = self.stream_index.get(&raw) {
             return Ok(i);
         }
@@ -480,14 +471,7 @@ impl Builder {
         if !fields.has_action {
             return None;
         }
-        let stream = match self.last_stream {
-            Some((raw, i)) if raw == fields.stream => i,
-            _ => {
-                let i = self.stream(fields.stream, At(None)).ok()?;
-                self.last_stream = Some((fields.stream, i));
-                i
-            }
-        };
+        let stream = self.stream(fields.stream, At(None)).ok()?;
         let seen = &fields.seen;
         let features = &mut self.features;
         features.time_us |= seen.time_us;

@@ -11,7 +11,7 @@
 
 use std::io::Read;
 
-use super::build::{At, Builder, Node, Scalar, ScalarRow, MAX_DEPTH};
+use super::build::{At, Builder, Node, ScalarRow, MAX_DEPTH};
 use super::input::{truncated, Input, Queue};
 use super::DecodeError;
 use crate::model::{FrameId, StackId, StrId};
@@ -1170,13 +1170,13 @@ impl<R: Read> Parser<R> {
         let mut fields = ScalarRow::default();
         for kv in items.chunks_exact(2) {
             let Val::Str(k) = kv[0] else { return None };
-            let v = match kv[1] {
-                Val::Int(i) => Scalar::Int(i),
-                Val::Str(s) => Scalar::Str(s),
-                Val::Stack(s) => Scalar::Stack(s),
-                _ => return None,
+            let set = match kv[1] {
+                Val::Int(i) => fields.set_int(k, i),
+                Val::Str(s) => fields.set_str(k, s),
+                Val::Stack(s) => fields.set_stack(k, s),
+                _ => false,
             };
-            if !fields.set(k, v) {
+            if !set {
                 return None;
             }
         }
