@@ -28,22 +28,15 @@ import zlib from 'node:zlib';
 
 import { DIST, launchBrowser, marks, openApp, waitSettled } from '../tests/e2e/helpers.mjs';
 import { serveStatic } from '../tests/e2e/server.mjs';
-import { dataFile, launchedBrowserPid, mb, median, openFileAndWaitForMark, option, parseCount, openMeasuredApp, residentMiB } from './common.mjs';
+import { generatedCase, launchedBrowserPid, mb, median, openFileAndWaitForMark, option, openMeasuredApp, residentMiB } from './common.mjs';
 
-const cases = option('--cases', '100k,1M,1M@30-40,6M,12M').split(',').filter(Boolean).map(parseCase);
+const cases = option('--cases', '100k,1M,1M@30-40,6M,12M').split(',').filter(Boolean).map(generatedCase);
 const files = option('--files', '').split(',').filter(Boolean);
 const runs = Number(option('--runs', '3'));
 // Milliseconds between the page being ready (its service worker in control) and the file's
 // `change`: a person takes a moment to pick a file; 0 is a file dropped on a page just opened.
 const pickAfter = Number(option('--pick-after', '1000'));
 const against = option('--against', '');
-
-/** `1M` or `1M@30-40`: entries and frames per traceback. */
-function parseCase(text) {
-  const [count, depth = '6-10'] = text.split('@');
-  const [depthMin, depthMax] = depth.split('-').map(Number);
-  return { entries: parseCount(count), depthMin, depthMax };
-}
 
 /**
  * Milliseconds from `change` to the first timeline frame on screen, as the issue that set them
@@ -126,11 +119,7 @@ const builds = [{ name: 'this build', dist: DIST }];
 if (against) builds.push({ name: path.relative(process.cwd(), path.resolve(against)) || against, dist: path.resolve(against) });
 
 const inputs = [
-  ...cases.map((c) => {
-    const file = dataFile(c.entries, c.depthMin, c.depthMax);
-    const label = `${c.entries.toLocaleString('en')} entries${c.depthMin >= 30 ? `, ${c.depthMin}–${c.depthMax}-frame stacks` : ''}`;
-    return { ...c, file, label, bytes: fs.statSync(file).size };
-  }),
+  ...cases.map((c) => ({ ...c, bytes: fs.statSync(c.file).size })),
   ...files.map((file) => ({ file, label: path.basename(file), bytes: fs.statSync(file).size })),
 ];
 

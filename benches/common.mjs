@@ -37,6 +37,20 @@ export function dataFile(entries, depthMin, depthMax) {
   return file;
 }
 
+/**
+ * A generated case of the browser benchmarks, `1M` or `1M@30-40` (trace entries, then frames
+ * per traceback, 6–10 unless given): its entries, depths, file (generated when missing) and
+ * label.
+ */
+export function generatedCase(text) {
+  const [count, depth = '6-10'] = text.split('@');
+  const [depthMin, depthMax] = depth.split('-').map(Number);
+  const entries = parseCount(count);
+  const file = dataFile(entries, depthMin, depthMax);
+  const label = `${entries.toLocaleString('en')} entries${depthMin >= 30 ? `, ${depthMin}–${depthMax}-frame stacks` : ''}`;
+  return { entries, depthMin, depthMax, file, label };
+}
+
 /** Parent process id of `pid`, or 0. */
 function parentOf(pid) {
   try {

@@ -25,7 +25,7 @@ import path from 'node:path';
 
 import { DIST, launchBrowser, openApp } from '../tests/e2e/helpers.mjs';
 import { serveStatic } from '../tests/e2e/server.mjs';
-import { dataFile, median, mb, openFileAndWaitForMark, option, parseCount } from './common.mjs';
+import { generatedCase, median, mb, openFileAndWaitForMark, option } from './common.mjs';
 
 const cases = option('--cases', '100k,1M').split(',').filter(Boolean);
 const files = option('--files', '').split(',').filter(Boolean);
@@ -33,12 +33,7 @@ const runs = Number(option('--runs', '5'));
 const pickAfter = Number(option('--pick-after', '1000'));
 
 const inputs = [
-  ...cases.map((text) => {
-    const [count, depth = '6-10'] = text.split('@');
-    const [depthMin, depthMax] = depth.split('-').map(Number);
-    const entries = parseCount(count);
-    return { file: dataFile(entries, depthMin, depthMax), label: `${entries.toLocaleString('en')} entries${depthMin >= 30 ? `, ${depth}-frame stacks` : ''}` };
-  }),
+  ...cases.map(generatedCase),
   ...files.map((file) => ({ file, label: path.basename(file) })),
 ];
 
