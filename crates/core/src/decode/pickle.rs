@@ -1455,27 +1455,29 @@ impl<R: Read> Parser<R> {
                 if let Some(c) = obj.converted {
                     return self.to_node(c, depth);
                 }
+                // Collected into vectors made their final size at once: collecting `Result`s
+                // cannot know the length and grows them by doubling.
                 let items = || -> Result<Vec<Node>, DecodeError> {
-                    obj.items
-                        .iter()
-                        .map(|&i| self.to_node(i, depth + 1))
-                        .collect()
+                    let mut nodes = Vec::with_capacity(obj.items.len());
+                    for &item in &obj.items {
+                        nodes.push(self.to_node(item, depth + 1)?);
+                    }
+                    Ok(nodes)
                 };
                 match obj.kind {
                     Container::List => Node::List(items()?),
                     Container::Tuple => Node::Tuple(items()?),
                     Container::Set => Node::Set(items()?),
-                    Container::Dict => Node::Dict(
-                        obj.items
-                            .chunks_exact(2)
-                            .map(|kv| {
-                                Ok((
-                                    self.to_node(kv[0], depth + 1)?,
-                                    self.to_node(kv[1], depth + 1)?,
-                                ))
-                            })
-                            .collect::<Result<_, DecodeError>>()?,
-                    ),
+                    Container::Dict => {
+                        let mut pairs = Vec::with_capacity(obj.items.len() / 2);
+                        for kv in obj.items.chunks_exact(2) {
+                            pairs.push((
+                                self.to_node(kv[0], depth + 1)?,
+                                self.to_node(kv[1], depth + 1)?,
+                            ));
+                        }
+                        Node::Dict(pairs)
+                    }
                 }
             }
         })
