@@ -12,7 +12,7 @@
 //   the release bundle size (wasm + JS, gzipped).
 //
 // Usage: node benches/browser.mjs [--cases 100k,1M,1M@30-40,6M,12M] [--runs 3]
-//                                 [--files A,B] [--against DIR] [--pick-after 1000]
+//                                 [--files A,B] [--against DIR] [--pick-after 3000]
 // A case is a number of trace entries of a generated snapshot, with 6-10 frames per traceback
 // (about 94 bytes per entry, close to the files pytorch.org/memory_viz was timed on) or
 // `@MIN-MAX` frames (30-40 is a deep, realistic stack: about 164 bytes per entry).
@@ -35,7 +35,10 @@ const files = option('--files', '').split(',').filter(Boolean);
 const runs = Number(option('--runs', '3'));
 // Milliseconds between the page being ready (its service worker in control) and the file's
 // `change`: a person takes a moment to pick a file; 0 is a file dropped on a page just opened.
-const pickAfter = Number(option('--pick-after', '1000'));
+// 3 s by default, the pause after the page opened with which pytorch.org/memory_viz was timed
+// for the targets (a second after it opened, the page may still be rehearsing a first load and
+// its spare worker warming up, on the same two cores as the file's load).
+const pickAfter = Number(option('--pick-after', '3000'));
 const against = option('--against', '');
 
 /**

@@ -16,7 +16,7 @@
 //                          (`memsight:timeline-painted`), and how much of it the page was busy
 // A stage the load did not go through (no first frame sent with the file) is "–".
 //
-// Usage: node benches/stages.mjs [--cases 100k,1M] [--files A,B] [--runs 5] [--pick-after 1000]
+// Usage: node benches/stages.mjs [--cases 100k,1M] [--files A,B] [--runs 5] [--pick-after 3000]
 // Needs a release build in dist/ (./x build) and Debian's chromium (./x setup test). Tracing
 // slows the page a little: compare stages with each other here, and totals in browser.mjs.
 
@@ -30,7 +30,7 @@ import { generatedCase, median, mb, openFileAndWaitForMark, option } from './com
 const cases = option('--cases', '100k,1M').split(',').filter(Boolean);
 const files = option('--files', '').split(',').filter(Boolean);
 const runs = Number(option('--runs', '5'));
-const pickAfter = Number(option('--pick-after', '1000'));
+const pickAfter = Number(option('--pick-after', '3000')); // as benches/browser.mjs
 
 const inputs = [
   ...cases.map(generatedCase),
