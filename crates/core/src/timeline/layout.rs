@@ -185,9 +185,9 @@ fn cut(elements: &impl Elements, k: u32) -> (u64, u32) {
 }
 
 /// The live drawn elements while the checkpoints are built: [`Cursor::apply`]'s stack, as a
-/// list linked in rank order, so a push or a removal anywhere takes the same few steps
-/// instead of a search and a shift of the ranks above (the live stack of a large trace holds
-/// hundreds, and building visits every event once).
+/// list linked in rank order, so a removal anywhere, and a push in stack order, take a few
+/// steps instead of a search and a shift of the ranks above (a real snapshot's live stack
+/// holds hundreds to thousands, and building visits every event once).
 struct LiveList {
     /// Neighbours of each live rank in rank order; `drawn` (one past the last rank) is the
     /// list's head and tail.
