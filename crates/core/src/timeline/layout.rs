@@ -189,39 +189,40 @@ fn cut(elements: &impl Elements, k: u32) -> (u64, u32) {
 /// steps instead of a search and a shift of the ranks above (a real snapshot's live stack
 /// holds hundreds to thousands, and building visits every event once).
 struct LiveList {
-    /// Neighbours of each live rank in rank order; `drawn` (one past the last rank) is the
-    /// list's head and tail.
+    /// Neighbours of each live rank in rank order ([`OUT`] for a rank not live); `end` (one
+    /// past the last rank) is the list's head and tail.
     next: Vec<u32>,
     prev: Vec<u32>,
-    live: Vec<bool>,
+    end: u32,
     drawn_total: u64,
 }
 
+/// [`LiveList::next`] of a rank that is not live.
+const OUT: u32 = u32::MAX;
+
 impl LiveList {
     fn new(drawn: u32) -> Self {
-        let ends = drawn as usize + 1;
+        let mut next = vec![OUT; drawn as usize + 1];
+        next[drawn as usize] = drawn;
         LiveList {
-            next: vec![drawn; ends],
-            prev: vec![drawn; ends],
-            live: vec![false; drawn as usize],
+            next,
+            prev: vec![drawn; drawn as usize + 1],
+            end: drawn,
             drawn_total: 0,
         }
-    }
-
-    fn end(&self) -> u32 {
-        self.live.len() as u32
     }
 
     fn apply(&mut self, e: u64, sizes: &[u64]) {
         let rank = e as u32;
         let r = rank as usize;
+        let live = self.next[r] != OUT;
         if e & PUSH != 0 {
-            if self.live[r] {
+            if live {
                 return;
             }
             // Pushes come in stack order: the rank before is almost always the last.
-            let mut before = self.prev[self.end() as usize];
-            while before != self.end() && before > rank {
+            let mut before = self.prev[self.end as usize];
+            while before != self.end && before > rank {
                 before = self.prev[before as usize];
             }
             let after = self.next[before as usize];
@@ -229,21 +230,20 @@ impl LiveList {
             self.prev[after as usize] = rank;
             self.prev[r] = before;
             self.next[r] = after;
-            self.live[r] = true;
             self.drawn_total += sizes[r];
-        } else if self.live[r] {
+        } else if live {
             let (before, after) = (self.prev[r], self.next[r]);
             self.next[before as usize] = after;
             self.prev[after as usize] = before;
-            self.live[r] = false;
+            self.next[r] = OUT;
             self.drawn_total -= sizes[r];
         }
     }
 
     /// Appends the live ranks, in rank order.
     fn copy_to(&self, out: &mut Vec<u32>) {
-        let mut rank = self.next[self.end() as usize];
-        while rank != self.end() {
+        let mut rank = self.next[self.end as usize];
+        while rank != self.end {
             out.push(rank);
             rank = self.next[rank as usize];
         }
