@@ -28,17 +28,11 @@ import zlib from 'node:zlib';
 
 import { DIST, launchBrowser, marks, openApp, waitSettled } from '../tests/e2e/helpers.mjs';
 import { serveStatic } from '../tests/e2e/server.mjs';
-import { generatedCase, launchedBrowserPid, mb, median, openFileAndWaitForMark, option, openMeasuredApp, residentMiB } from './common.mjs';
+import { generatedCase, launchedBrowserPid, mb, median, openFileAndWaitForMark, option, openMeasuredApp, pickAfter, residentMiB } from './common.mjs';
 
 const cases = option('--cases', '100k,1M,1M@30-40,6M,12M').split(',').filter(Boolean).map(generatedCase);
 const files = option('--files', '').split(',').filter(Boolean);
 const runs = Number(option('--runs', '3'));
-// Milliseconds between the page being ready (its service worker in control) and the file's
-// `change`: a person takes a moment to pick a file; 0 is a file dropped on a page just opened.
-// 3 s by default, the pause after the page opened with which pytorch.org/memory_viz was timed
-// for the targets (a second after it opened, the page may still be rehearsing a first load and
-// its spare worker warming up, on the same two cores as the file's load).
-const pickAfter = Number(option('--pick-after', '3000'));
 const against = option('--against', '');
 
 /**
@@ -72,7 +66,7 @@ async function measure({ browser, server, browserPid }, file) {
   const { context, page, pagePids } = await openMeasuredApp(browser, browserPid, server, openApp);
   // A fresh context has its own renderer: measure memory relative to the idle page.
   // A person takes a moment to pick a file; the page uses it to start a worker ahead of need.
-  await page.waitForTimeout(pickAfter);
+  await page.waitForTimeout(pickAfter());
   const idle = residentMiB(pagePids);
   // The timeline's first frame on screen: what a user waits for.
   const heard = await openFileAndWaitForMark(page, file, 'memsight:timeline-painted', 600_000);

@@ -12,6 +12,15 @@ export const option = (name, fallback) => {
   const i = args.indexOf(name);
   return i >= 0 ? args[i + 1] : fallback;
 };
+/**
+ * Milliseconds between the page being ready (its service worker in control) and the file's
+ * `change` (`--pick-after MS`): a person takes a moment to pick a file; 0 is a file dropped on a
+ * page just opened. 3 s by default, the pause after the page opened with which
+ * pytorch.org/memory_viz was timed for the targets (a second after it opened, the page may still
+ * be rehearsing a first load and its spare worker warming up, on the same two cores as the
+ * file's load).
+ */
+export const pickAfter = () => Number(option('--pick-after', '3000'));
 export const parseCount = (text) => {
   const m = /^(\d+(?:\.\d+)?)([kKmM]?)$/.exec(text.trim());
   if (!m) throw new Error(`bad size ${text}`);

@@ -25,12 +25,11 @@ import path from 'node:path';
 
 import { DIST, launchBrowser, openApp } from '../tests/e2e/helpers.mjs';
 import { serveStatic } from '../tests/e2e/server.mjs';
-import { generatedCase, median, mb, openFileAndWaitForMark, option } from './common.mjs';
+import { generatedCase, median, mb, openFileAndWaitForMark, option, pickAfter } from './common.mjs';
 
 const cases = option('--cases', '100k,1M').split(',').filter(Boolean);
 const files = option('--files', '').split(',').filter(Boolean);
 const runs = Number(option('--runs', '5'));
-const pickAfter = Number(option('--pick-after', '3000')); // as benches/browser.mjs
 
 const inputs = [
   ...cases.map(generatedCase),
@@ -96,7 +95,7 @@ try {
     const results = [];
     for (let r = 0; r < runs; r++) {
       const { context, page } = await openApp(browser, server);
-      await page.waitForTimeout(pickAfter);
+      await page.waitForTimeout(pickAfter());
       await browser.startTracing(page, { categories: ['blink.user_timing', 'disabled-by-default-devtools.timeline'] });
       await openFileAndWaitForMark(page, input.file, 'memsight:timeline-painted', 600_000);
       // The page's last mark is set in an animation frame: let the trace take it in.
