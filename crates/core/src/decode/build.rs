@@ -12,7 +12,7 @@ use super::DecodeError;
 use crate::model::{
     Action, Annotation, AnnotationStage, Block, BlockState, Device, Features, Frame, FrameId,
     FrameInterner, HistoryEntry, Segment, SegmentType, Snapshot, StackId, Stacks, StrId, Strings,
-    TopLevel, Trace, TraceRow, Value, NO_STACK, NO_TIME,
+    TopLevel, TraceRow, TraceStaging, Value, NO_STACK, NO_TIME,
 };
 
 /// The deepest nesting accepted anywhere (snapshots need about 6 levels).
@@ -198,7 +198,7 @@ pub struct Builder {
     last_stream: Option<(u64, u16)>,
     pools: Vec<(i64, i64)>,
     /// Rows converted as they were decoded, before they are assigned to devices.
-    pub staging: Trace,
+    pub staging: TraceStaging,
     features: Features,
     scratch_frames: Vec<FrameId>,
 }
@@ -232,7 +232,7 @@ impl Builder {
             stream_index: FxHashMap::default(),
             last_stream: None,
             pools: Vec::new(),
-            staging: Trace::default(),
+            staging: TraceStaging::default(),
             features: Features::default(),
             scratch_frames: Vec::new(),
         }
@@ -246,13 +246,13 @@ impl Builder {
     /// How many trace rows fit without growing.
     #[cfg(test)]
     pub fn row_capacity(&self) -> usize {
-        self.staging.addr.capacity()
+        self.staging.capacity()
     }
 
     /// The addresses of the trace rows staged so far, in the order they were staged.
     #[cfg(test)]
     pub fn staged_addresses(&self) -> &[u64] {
-        &self.staging.addr
+        self.staging.addresses()
     }
 
     fn text(&self, id: StrId) -> &str {
@@ -452,7 +452,7 @@ impl Builder {
                 }
                 other => {
                     let value = self.value(v, 0)?;
-                    self.staging.extra.push((row_index, other, value));
+                    self.staging.push_extra(row_index, other, value);
                 }
             }
         }
@@ -586,29 +586,28 @@ impl Builder {
     }
 
     fn row_value(&self, row: usize) -> Value {
-        let t = &self.staging;
+        let r = self.staging.row(row);
         let s = |t: &str| Value::Str(t.to_string());
-        let action = match t.row(row).unknown_action {
+        let action = match r.unknown_action {
             Some(name) => self.text(name).to_string(),
-            None => t.action[row].name().to_string(),
+            None => r.action.name().to_string(),
         };
         let mut pairs = vec![
             (s("action"), Value::Str(action)),
-            (s("addr"), Value::Int(t.addr[row] as i64)),
-            (s("size"), Value::Int(t.size[row] as i64)),
+            (s("addr"), Value::Int(r.addr as i64)),
+            (s("size"), Value::Int(r.size as i64)),
             (
                 s("stream"),
-                Value::Int(self.streams[t.stream[row] as usize] as i64),
+                Value::Int(self.streams[r.stream as usize] as i64),
             ),
         ];
-        if t.time_us[row] != NO_TIME {
-            pairs.push((s("time_us"), Value::Int(t.time_us[row])));
+        if r.time_us != NO_TIME {
+            pairs.push((s("time_us"), Value::Int(r.time_us)));
         }
-        if t.stack[row] != NO_STACK {
+        if r.stack != NO_STACK {
             pairs.push((
                 s("frames"),
-                self.value(&Node::Stack(t.stack[row]), 0)
-                    .unwrap_or(Value::None),
+                self.value(&Node::Stack(r.stack), 0).unwrap_or(Value::None),
             ));
         }
         Value::Dict(pairs)
@@ -692,7 +691,7 @@ impl Builder {
         let owners: Vec<&(u32, Vec<(u32, u32)>)> =
             device_rows.iter().filter(|(_, r)| !r.is_empty()).collect();
         let runs: Vec<&[(u32, u32)]> = owners.iter().map(|(_, r)| &r[..]).collect();
-        let traces = std::mem::take(&mut self.staging).split(&runs);
+        let traces = std::mem::take(&mut self.staging).into_trace().split(&runs);
         for ((id, _), trace) in owners.iter().zip(traces) {
             device_mut(&mut devices, *id).trace = trace;
         }

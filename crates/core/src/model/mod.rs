@@ -11,7 +11,7 @@ mod trace;
 mod value;
 
 pub use intern::{Frame, FrameId, FrameInterner, StackId, Stacks, StrId, Strings, NO_STACK};
-pub use trace::{Action, Trace, TraceRow, NO_TIME};
+pub use trace::{Action, Trace, TraceRow, TraceStaging, NO_TIME};
 pub use value::Value;
 
 /// What produced the model: an allocator snapshot, or another of the profiler's memory
