@@ -21,7 +21,9 @@ use web_sys::Blob;
 
 use super::read_ahead::{Missing, ReadAhead};
 use super::runtime::{clock, Outbox};
-use super::{js_error_text, take_bytes};
+use memsight_core::decode::Part;
+
+use super::{js_error_text, JsPart};
 
 /// Bytes read at a time, and how many parts are asked for ahead of the decoder. Measured with
 /// `benches/browser.mjs` at 1M entries (see the README): one 8 MiB part ahead left 230 ms of
@@ -37,6 +39,9 @@ const READ_AHEAD_PARTS: usize = 4;
 /// against 3124 ms); a small file gained nothing from it, and a reading worker started with
 /// every worker, idle until a file came, cost small files about 10 ms.
 const READ_AHEAD_FROM: u64 = PARTS_AHEAD as u64 * PART_BYTES;
+
+/// Bytes of a file's start that tell its format (`feeds` needs 4).
+const FORMAT_HEAD_BYTES: usize = 16;
 
 /// Marks the load's measures start from.
 const LOAD_START: &str = "memsight:worker-load";
@@ -66,7 +71,7 @@ pub async fn load(
         Ok(bytes) => bytes,
         Err(message) => return outbox.event(unreadable(0, &message)),
     };
-    if !feeds(&bytes) {
+    if !feeds(&bytes.head(FORMAT_HEAD_BYTES)) {
         drop(parts);
         return super::runtime::load_read(&session, blob, first_frame, outbox);
     }
@@ -82,10 +87,10 @@ pub async fn load(
     let mut offset = 0;
     loop {
         let expected = PART_BYTES.min(total - offset);
-        if bytes.len() as u64 != expected {
+        if Part::len(&bytes) as u64 != expected {
             return outbox.event(FileEvent::Failed(ErrorReport::message(format!(
                 "The file changed while it was read: {expected} bytes were asked for at byte {offset}, {} came.",
-                bytes.len()
+                Part::len(&bytes)
             ))));
         }
         offset += expected;
@@ -125,7 +130,7 @@ fn warn_reading_here(why: &str) {
 }
 
 /// A part being read.
-type PartRead = Pin<Box<dyn Future<Output = Result<Vec<u8>, String>>>>;
+type PartRead = Pin<Box<dyn Future<Output = Result<JsPart, String>>>>;
 
 /// Where a pickle's parts come from, in order.
 enum Parts {
@@ -158,7 +163,7 @@ impl Parts {
     }
 
     /// The part that starts at `offset` (the one after the last part taken).
-    async fn next(&mut self, offset: u64) -> Result<Vec<u8>, String> {
+    async fn next(&mut self, offset: u64) -> Result<JsPart, String> {
         loop {
             match self {
                 Parts::Own(own) => return own.next().await,
@@ -212,7 +217,7 @@ impl OwnReads {
     }
 
     /// The next part.
-    async fn next(&mut self) -> Result<Vec<u8>, String> {
+    async fn next(&mut self) -> Result<JsPart, String> {
         let part = self
             .reading
             .pop_front()
@@ -228,7 +233,7 @@ fn read_part(
     blob: &Blob,
     start: u64,
     total: u64,
-) -> impl std::future::Future<Output = Result<Vec<u8>, String>> {
+) -> impl std::future::Future<Output = Result<JsPart, String>> {
     let end = total.min(start + PART_BYTES);
     let promise = blob
         .slice_with_f64_and_f64(start as f64, end as f64)
@@ -238,6 +243,6 @@ fn read_part(
             .map_err(|e| js_error_text(&e))?
             .await
             .map_err(|e| js_error_text(&e))?;
-        Ok(take_bytes(buffer.unchecked_ref()))
+        Ok(JsPart::new(buffer.unchecked_ref()))
     }
 }

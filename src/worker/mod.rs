@@ -47,6 +47,53 @@ fn js_error_text(value: &JsValue) -> String {
 }
 
 #[cfg(target_arch = "wasm32")]
+/// A part of a file just read, left in the `ArrayBuffer` the browser read it into: the decoder
+/// copies its bytes straight into its window as it reads them ([`Part`]), one copy where
+/// taking them into a `Vec` first ([`take_bytes`]) made two, and the module's memory never
+/// holds a whole part. Dropped once the decoder has read it, it detaches its buffer, which
+/// frees it at once (see [`take_bytes`]).
+///
+/// [`Part`]: memsight_core::decode::Part
+struct JsPart {
+    bytes: js_sys::Uint8Array,
+    len: usize,
+}
+
+#[cfg(target_arch = "wasm32")]
+impl JsPart {
+    fn new(buffer: &js_sys::ArrayBuffer) -> JsPart {
+        let bytes = js_sys::Uint8Array::new(buffer);
+        let len = bytes.length() as usize;
+        JsPart { bytes, len }
+    }
+
+    /// Its first bytes (at most `n`), to tell the file's format.
+    fn head(&self, n: usize) -> Vec<u8> {
+        self.bytes.subarray(0, n.min(self.len) as u32).to_vec()
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+impl memsight_core::decode::Part for JsPart {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn copy_to(&self, from: usize, out: &mut [u8]) {
+        self.bytes
+            .subarray(from as u32, (from + out.len()) as u32)
+            .copy_to(out);
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+impl Drop for JsPart {
+    fn drop(&mut self) {
+        let _ = self.bytes.buffer().transfer_with_length(0);
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
 /// The bytes of a part just read, copied into the module's memory, and the part's own memory
 /// given back at once: a spent `ArrayBuffer` is otherwise freed only when the garbage
 /// collector next runs, so what a large file's hundreds of parts hold is bounded by the

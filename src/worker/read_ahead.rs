@@ -15,7 +15,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{Blob, Event, MessageEvent, Worker};
 
-use super::{js_error_text, take_bytes};
+use super::{js_error_text, JsPart};
 
 /// Relative to the decoding worker's own script, so the site works under any sub-path.
 const READER_URL: &str = "./reader.js";
@@ -119,7 +119,7 @@ impl ReadAhead {
 
     /// The part that starts at `offset`, once it has been read; the reading worker may then
     /// read another.
-    pub async fn take(&self, offset: u64) -> Result<Vec<u8>, Missing> {
+    pub async fn take(&self, offset: u64) -> Result<JsPart, Missing> {
         let buffer = std::future::poll_fn(|cx| {
             let mut inbox = self.inbox.borrow_mut();
             if let Some(part) = inbox.parts.remove(&offset) {
@@ -135,7 +135,7 @@ impl ReadAhead {
         let taken = Object::new();
         let _ = Reflect::set(&taken, &"taken".into(), &JsValue::from(1));
         let _ = self.worker.post_message(&taken);
-        Ok(take_bytes(&buffer))
+        Ok(JsPart::new(&buffer))
     }
 }
 

@@ -13,7 +13,7 @@ use crate::analysis::{Analysed, DeviceChoice};
 use crate::breakdown::categorised::Categorised;
 use crate::breakdown::service::BreakdownService;
 use crate::compare::service::DigestService;
-use crate::decode::{decode_reader, ErrorReport, PickleFeed};
+use crate::decode::{decode_reader, ErrorReport, Part, PickleFeed};
 use crate::overview::service::OverviewService;
 use crate::phases::service::PhasesService;
 use crate::protocol::{Answer, FileEvent, LoadedSummary, Request, RulesApplied};
@@ -321,10 +321,10 @@ impl Feeding {
     /// Decodes the next bytes of the file as far as they allow; reports progress.
     pub fn push(
         &mut self,
-        chunk: Vec<u8>,
+        part: impl Part + 'static,
         on_progress: &mut dyn FnMut(FileEvent),
     ) -> Result<(), ErrorReport> {
-        self.feed.push(chunk).map_err(|e| e.into_report())?;
+        self.feed.push(part).map_err(|e| e.into_report())?;
         self.progress.at(self.feed.pushed(), on_progress);
         Ok(())
     }

@@ -145,20 +145,44 @@ impl<R: Read> Input<R> {
     }
 }
 
-/// The bytes pushed so far, read in order: `WouldBlock` when all are read and more are to
+/// A part of a file pushed to a [`Queue`], which copies its bytes out as the decoder needs
+/// them: a `Vec<u8>`, or bytes held outside this program (a browser's `ArrayBuffer`), which are
+/// then copied once, straight into the decoder's window, rather than into a vector first.
+pub trait Part {
+    fn len(&self) -> usize;
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Copies bytes `from..from + out.len()` of the part into `out`.
+    fn copy_to(&self, from: usize, out: &mut [u8]);
+}
+
+impl Part for Vec<u8> {
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+
+    fn copy_to(&self, from: usize, out: &mut [u8]) {
+        out.copy_from_slice(&self[from..from + out.len()]);
+    }
+}
+
+/// The parts pushed so far, read in order: `WouldBlock` when all are read and more are to
 /// come, the end of the stream once [`Queue::end`] is called.
 #[derive(Default)]
 pub struct Queue {
-    chunks: std::collections::VecDeque<Vec<u8>>,
-    /// Bytes of the front chunk already read.
+    parts: std::collections::VecDeque<Box<dyn Part>>,
+    /// Bytes of the front part already read.
     head: usize,
     ended: bool,
 }
 
 impl Queue {
-    pub fn push(&mut self, chunk: Vec<u8>) {
-        if !chunk.is_empty() {
-            self.chunks.push_back(chunk);
+    pub fn push(&mut self, part: Box<dyn Part>) {
+        if !part.is_empty() {
+            self.parts.push_back(part);
         }
     }
 
@@ -170,15 +194,16 @@ impl Queue {
 
 impl Read for Queue {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        while let Some(front) = self.chunks.front() {
-            let rest = &front[self.head..];
-            if !rest.is_empty() {
-                let n = rest.len().min(out.len());
-                out[..n].copy_from_slice(&rest[..n]);
+        while let Some(front) = self.parts.front() {
+            let rest = front.len() - self.head;
+            if rest > 0 {
+                let n = rest.min(out.len());
+                front.copy_to(self.head, &mut out[..n]);
                 self.head += n;
                 return Ok(n);
             }
-            self.chunks.pop_front();
+            // Dropped as soon as it is read: a part held outside this program is given back.
+            self.parts.pop_front();
             self.head = 0;
         }
         if self.ended {

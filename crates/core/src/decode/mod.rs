@@ -23,6 +23,7 @@ mod pickle;
 mod profiled;
 
 pub use error::{DecodeError, ErrorReport};
+pub use input::Part;
 use input::{Counting, Input};
 
 /// What the first bytes of a stream say it is.
@@ -67,10 +68,10 @@ impl PickleFeed {
         self.parser.expect_bytes(bytes);
     }
 
-    /// Decodes as far as the next bytes of the file, `chunk`, allow.
-    pub fn push(&mut self, chunk: Vec<u8>) -> Result<(), DecodeError> {
-        self.pushed += chunk.len() as u64;
-        self.parser.push(chunk)
+    /// Decodes as far as the next bytes of the file, `part`, allow.
+    pub fn push(&mut self, part: impl Part + 'static) -> Result<(), DecodeError> {
+        self.pushed += part.len() as u64;
+        self.parser.push(part)
     }
 
     /// Bytes pushed so far.

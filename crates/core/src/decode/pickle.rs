@@ -12,7 +12,7 @@
 use std::io::Read;
 
 use super::build::{At, Builder, Node, ScalarRow, MAX_DEPTH};
-use super::input::{truncated, Input, Queue};
+use super::input::{truncated, Input, Part, Queue};
 use super::DecodeError;
 use crate::model::{FrameId, StackId, StrId};
 
@@ -115,9 +115,9 @@ impl Resumable {
         self.parser.size_hint = Some(bytes);
     }
 
-    /// Decodes as far as `chunk` (the next bytes of the stream) allows.
-    pub fn push(&mut self, chunk: Vec<u8>) -> Result<(), DecodeError> {
-        self.parser.input.reader_mut().push(chunk);
+    /// Decodes as far as `part` (the next bytes of the stream) allows.
+    pub fn push(&mut self, part: impl Part + 'static) -> Result<(), DecodeError> {
+        self.parser.input.reader_mut().push(Box::new(part));
         self.resume()
     }
 
