@@ -60,7 +60,9 @@ mod wasm {
             let Some(feeding) = self.feeding.as_mut() else {
                 return false;
             };
-            feeding.push(part.to_vec(), &mut |_: FileEvent| {}).is_ok()
+            feeding
+                .push(part.to_vec(), &now_ms, &mut |_: FileEvent| {})
+                .is_ok()
         }
 
         /// Finishes the load and prepares and asks for the first view, and returns one line

@@ -94,7 +94,7 @@ pub async fn load(
             ))));
         }
         offset += expected;
-        if let Err(report) = feeding.push(bytes, &mut on_progress) {
+        if let Err(report) = feeding.push(bytes, &now, &mut on_progress) {
             return outbox.event(FileEvent::Failed(report));
         }
         if offset == total {

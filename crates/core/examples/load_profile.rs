@@ -103,7 +103,7 @@ fn run(bytes: &[u8]) -> Vec<Step> {
         .expect("a first load");
     for part in bytes.chunks(PART) {
         feeding
-            .push(part.to_vec(), &mut ignore)
+            .push(part.to_vec(), &now, &mut ignore)
             .expect("a snapshot");
     }
     lap(&mut steps, "decode (parts pushed)");

@@ -28,6 +28,11 @@ use crate::timeline::TimelineKind;
 /// page gets a smooth bar without a flood of messages.
 pub const PROGRESS_STEP_BYTES: u64 = 1024 * 1024;
 
+/// And at most once per this many milliseconds after the first bytes: each report re-renders
+/// the page, whose thread and cores the load shares (a 1M-entry file sent 40 reports in a
+/// third of a second, and the page was busy a fifth of that time).
+pub const PROGRESS_INTERVAL_MS: f64 = 100.0;
+
 /// Every feature's service.
 #[derive(Default)]
 struct Services {
@@ -81,10 +86,10 @@ impl Session {
             spent: &read_ms,
         };
         let snapshot = decode_reader(reader, &mut |bytes_read| {
-            progress.at(bytes_read, on_progress)
+            progress.at(bytes_read, now(), on_progress)
         })
         .map_err(|error| error.into_report())?;
-        progress.at(total, on_progress);
+        progress.at(total, now(), on_progress);
         Ok(self.keep(snapshot, total, start, read_ms.get(), now))
     }
 
@@ -318,14 +323,16 @@ pub struct Feeding {
 }
 
 impl Feeding {
-    /// Decodes the next bytes of the file as far as they allow; reports progress.
+    /// Decodes the next bytes of the file as far as they allow; reports progress (`now`: the
+    /// clock in milliseconds).
     pub fn push(
         &mut self,
         part: impl Part + 'static,
+        now: &dyn Fn() -> f64,
         on_progress: &mut dyn FnMut(FileEvent),
     ) -> Result<(), ErrorReport> {
         self.feed.push(part).map_err(|e| e.into_report())?;
-        self.progress.at(self.feed.pushed(), on_progress);
+        self.progress.at(self.feed.pushed(), now(), on_progress);
         Ok(())
     }
 
@@ -343,24 +350,35 @@ impl Feeding {
     }
 }
 
-/// The progress events of a file of `total` bytes: one per [`PROGRESS_STEP_BYTES`] at most,
-/// and one once it is all read.
+/// The progress events of a file of `total` bytes: one per [`PROGRESS_STEP_BYTES`] and
+/// [`PROGRESS_INTERVAL_MS`] at most (the first as soon as a step is read), and one once it is
+/// all read.
 struct Progress {
     total: u64,
     reported: u64,
+    /// When bytes were last reported, in the clock's milliseconds.
+    reported_at: Option<f64>,
 }
 
 impl Progress {
     fn new(total: u64) -> Self {
-        Progress { total, reported: 0 }
+        Progress {
+            total,
+            reported: 0,
+            reported_at: None,
+        }
     }
 
-    /// `bytes_read` of the file are read: reports them when due.
-    fn at(&mut self, bytes_read: u64, on_progress: &mut dyn FnMut(FileEvent)) {
-        let due = bytes_read >= self.reported.saturating_add(PROGRESS_STEP_BYTES)
-            || bytes_read >= self.total;
+    /// `bytes_read` of the file are read at `now_ms`: reports them when due.
+    fn at(&mut self, bytes_read: u64, now_ms: f64, on_progress: &mut dyn FnMut(FileEvent)) {
+        let step_read = bytes_read >= self.reported.saturating_add(PROGRESS_STEP_BYTES)
+            && self
+                .reported_at
+                .is_none_or(|at| now_ms - at >= PROGRESS_INTERVAL_MS);
+        let due = step_read || bytes_read >= self.total;
         if due && bytes_read > self.reported {
             self.reported = bytes_read;
+            self.reported_at = Some(now_ms);
             on_progress(FileEvent::Progress {
                 bytes_read: bytes_read.min(self.total),
                 total: self.total,
@@ -487,6 +505,40 @@ mod tests {
                 offset: Some(12),
                 hint: Some("this pickle contains code".into()),
             }
+        );
+    }
+
+    #[test]
+    fn progress_is_reported_per_step_at_most_every_interval_and_at_the_end() {
+        const MIB: u64 = 1 << 20;
+        // A 40 MiB file read a MiB at a time, every `ms_per_step` ms: (bytes, ms) reported.
+        let reports = |ms_per_step: f64| {
+            let mut progress = Progress::new(40 * MIB + 5);
+            let mut reported = Vec::new();
+            for step in 1..=41u64 {
+                let now = step as f64 * ms_per_step;
+                progress.at((step * MIB).min(40 * MIB + 5), now, &mut |event| {
+                    let FileEvent::Progress { bytes_read, .. } = event else {
+                        panic!("only progress: {event:?}")
+                    };
+                    reported.push((bytes_read, now));
+                });
+            }
+            reported
+        };
+        let fast = reports(10.0);
+        assert_eq!(fast.first(), Some(&(MIB, 10.0)), "the first step at once");
+        assert_eq!(fast.last(), Some(&(40 * MIB + 5, 410.0)), "the end always");
+        assert_eq!(
+            fast.iter().map(|r| r.0 / MIB).collect::<Vec<_>>(),
+            vec![1, 11, 21, 31, 40],
+            "one per 100 ms"
+        );
+        let slow = reports(150.0);
+        assert_eq!(
+            slow.len(),
+            41,
+            "every step when steps are slower than the interval"
         );
     }
 

@@ -129,7 +129,7 @@ fn a_fed_session_loads_what_a_read_session_loads() {
         .unwrap();
     for chunk in bytes.chunks(100_000) {
         feeding
-            .push(chunk.to_vec(), &mut |e| events.push(e))
+            .push(chunk.to_vec(), &clock, &mut |e| events.push(e))
             .unwrap();
     }
     assert!(
@@ -178,7 +178,7 @@ fn a_wait_for_the_first_part_before_feeding_counts_as_reading_in_the_load() {
             feeding.waited_before_start(ms);
         }
         feeding.waited(3.0);
-        feeding.push(bytes.clone(), &mut |_| {}).unwrap();
+        feeding.push(bytes.clone(), &clock, &mut |_| {}).unwrap();
         let FileEvent::Loaded(summary) = session.finish_feeding(feeding, &clock) else {
             panic!("the example loads fed")
         };
