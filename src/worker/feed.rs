@@ -11,7 +11,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
 
-use memsight_core::decode::feeds;
+use memsight_core::decode::{feeds, Part};
 use memsight_core::protocol::{ErrorReport, FileEvent};
 use memsight_core::session::Session;
 use memsight_core::timeline::service::FirstFrame;
@@ -21,8 +21,6 @@ use web_sys::Blob;
 
 use super::read_ahead::{Missing, ReadAhead};
 use super::runtime::{clock, Outbox};
-use memsight_core::decode::Part;
-
 use super::{js_error_text, JsPart};
 
 /// Bytes read at a time, and how many parts are asked for ahead of the decoder. Measured with
