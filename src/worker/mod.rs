@@ -71,6 +71,11 @@ impl JsPart {
     fn head(&self, n: usize) -> Vec<u8> {
         self.bytes.subarray(0, n.min(self.len) as u32).to_vec()
     }
+
+    /// All its bytes, copied into the module's memory (its buffer detached as it goes).
+    fn into_vec(self) -> Vec<u8> {
+        self.bytes.to_vec()
+    }
 }
 
 #[cfg(target_arch = "wasm32")]
@@ -101,7 +106,5 @@ impl Drop for JsPart {
 /// measurably either way, README). Detaching (`transfer(0)`) frees it; a browser without
 /// `transfer` keeps it for the collector.
 fn take_bytes(buffer: &js_sys::ArrayBuffer) -> Vec<u8> {
-    let bytes = js_sys::Uint8Array::new(buffer).to_vec();
-    let _ = buffer.transfer_with_length(0);
-    bytes
+    JsPart::new(buffer).into_vec()
 }

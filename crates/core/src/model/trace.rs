@@ -195,14 +195,8 @@ impl Trace {
         self.action.is_empty()
     }
 
-    /// Makes room for exactly `rows` more rows in the columns every row fills.
-    pub fn reserve(&mut self, rows: usize) {
-        Arc::make_mut(&mut self.addr).reserve_exact(rows);
-        Arc::make_mut(&mut self.size).reserve_exact(rows);
-        self.reserve_unshared(rows);
-    }
-
-    /// [`Trace::reserve`] but for `addr` and `size`.
+    /// Makes room for exactly `rows` more rows in the columns every row fills but `addr` and
+    /// `size`, which a [`TraceStaging`] keeps.
     fn reserve_unshared(&mut self, rows: usize) {
         self.action.reserve_exact(rows);
         self.stream.reserve_exact(rows);
@@ -579,15 +573,16 @@ mod tests {
 
     #[test]
     fn a_column_first_used_late_takes_the_room_made_for_the_rows() {
-        let mut trace = Trace::default();
-        trace.reserve(1000);
+        let mut staging = TraceStaging::default();
+        staging.reserve(1000);
         for i in 0..1000u32 {
             let mut row = TraceRow::new(Action::Alloc);
             row.compile_context = (i >= 10).then_some(i);
-            trace.push(row);
+            staging.push(row);
         }
-        assert_eq!(trace.compile_context.values.capacity(), 1000);
-        assert!(!trace.user_metadata.is_used());
+        assert_eq!(staging.rest.compile_context.values.capacity(), 1000);
+        assert!(!staging.rest.user_metadata.is_used());
+        let mut trace = staging.into_trace();
         trace.finish();
         assert_eq!(trace.compile_context.values.len(), 1000);
         assert_eq!(trace.compile_context.get(9, NONE_U32), NONE_U32);
