@@ -585,19 +585,46 @@ describe('large files', () => {
   });
 
   it('a file changed on disk while it is read is that file\'s error, and the file open before it stays', { skip, timeout: 180_000 }, async () => {
-    const { context, page } = await app.open();
+    // The built site served on its own, its reading worker made to hold every part but the
+    // first (parts may be read out of order) until a `release` file appears beside it: the
+    // file is then changed while its load certainly waits for parts, whatever the machine's
+    // speed (left to race, a busy machine's page may hear of the first part only once the
+    // last one is read, and the file then opens).
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'memsight-site-'));
+    for (const name of fs.readdirSync(DIST)) fs.copyFileSync(path.join(DIST, name), path.join(dir, name));
+    const gate = `{
+      const post = self.postMessage.bind(self);
+      const held = [];
+      let released = false;
+      const poll = () => fetch('./release', { cache: 'no-store' }).then(
+        (answer) => answer.ok ? (released = true, held.splice(0).forEach((args) => post(...args))) : setTimeout(poll, 10),
+        () => setTimeout(poll, 10),
+      );
+      self.postMessage = (...args) => {
+        if (released || args[0].offset === 0) return post(...args);
+        if (held.push(args) === 1) poll();
+      };
+    }
+`;
+    fs.writeFileSync(path.join(dir, 'reader.js'), gate + fs.readFileSync(path.join(DIST, 'reader.js'), 'utf8'));
+    const server = await serveStatic(dir, SUB_PATH);
+    const context = await app.browser.newContext({ serviceWorkers: 'block' });
     const changing = path.join(os.tmpdir(), `memsight-e2e-changing-${process.pid}.pickle`);
     fs.copyFileSync(big, changing);
     try {
+      const page = await context.newPage();
+      await page.goto(server.url);
       await page.click('#open-example');
       assert.equal(await waitSettled(page), 'ready');
       const exampleValues = await metrics(page);
       await page.setInputFiles('#file-input', changing);
+      await page.waitForFunction(() => Number(document.querySelector('#load-progress')?.dataset.bytesRead) > 0, null, { polling: 10 });
       // Changed once its first part is decoded: the browser then refuses to read the rest of
       // a picked file, as when a run overwrites the snapshot a user is opening.
-      await page.waitForFunction(() => Number(document.querySelector('#load-progress')?.dataset.bytesRead) > 0, null, { polling: 1 });
       fs.appendFileSync(changing, Buffer.alloc(1));
+      fs.writeFileSync(path.join(dir, 'release'), '');
       assert.equal(await waitSettled(page, 120_000), 'failed');
+      assert.ok(server.requests.some((url) => url.endsWith('/release')), 'the reading worker was not the gated one');
       const message = (await page.textContent('#error-report .error-message')).trim();
       const at = /^The file could not be read at byte (\d+): /.exec(message);
       assert.ok(at, message);
@@ -612,6 +639,8 @@ describe('large files', () => {
       assert.equal(await page.isHidden('#panic-banner'), true);
     } finally {
       await context.close();
+      await server.close();
+      fs.rmSync(dir, { recursive: true });
       fs.rmSync(changing, { force: true });
     }
   });
