@@ -28,6 +28,8 @@ mod read_ahead;
 #[cfg(target_arch = "wasm32")]
 mod runtime;
 #[cfg(target_arch = "wasm32")]
+mod touch_ahead;
+#[cfg(target_arch = "wasm32")]
 pub use runtime::start;
 
 #[cfg(target_arch = "wasm32")]
