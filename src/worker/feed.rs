@@ -1,6 +1,6 @@
 //! Reading a file part by part, the next parts asked for before the current one is decoded: a
-//! large file's by a reading worker started for it (`read_ahead.rs`), a small one's (or any,
-//! if that worker cannot start) with `Blob.arrayBuffer()` here. The first part tells the
+//! large file's by a reading worker (`read_ahead.rs`; the spare worker starts one once warmed
+//! up), a small one's (or any, if that worker cannot start) with `Blob.arrayBuffer()` here. The first part tells the
 //! format: a plain pickle's parts are pushed into the core's [`Feeding`] as they come; any
 //! other file goes to the formats decoded from a reader (gzip, JSON: `runtime::load_read`,
 //! `reader.rs` over `blob.rs`). Not the place for decoding (the core's `PickleFeed`).
@@ -31,12 +31,13 @@ pub const PART_BYTES: u64 = 4 * 1024 * 1024;
 const PARTS_AHEAD: usize = 3;
 /// Parts the reading worker may hold read and not yet decoded.
 const READ_AHEAD_PARTS: usize = 4;
-/// Files larger than the parts this worker asks for at once are read by a reading worker,
-/// started for them. Measured (README, "A reading worker"): a file of 94 MB or more waits less
-/// for its bytes (6M entries: 216 against 681 ms) and loads sooner in most runs (6M 2722
-/// against 3124 ms); a small file gained nothing from it, and a reading worker started with
-/// every worker, idle until a file came, cost small files about 10 ms.
-const READ_AHEAD_FROM: u64 = PARTS_AHEAD as u64 * PART_BYTES;
+/// Files larger than the parts this worker asks for at once are read by a reading worker: the
+/// one the spare worker started once warmed up, or one started for them. Measured (README, "A
+/// reading worker"): a file of 94 MB or more waits less for its bytes (6M entries: 216 against
+/// 681 ms) and loads sooner in most runs (6M 2722 against 3124 ms), and one started ahead
+/// saves 1M entries another 10 ms; a small file gained nothing from it, and ending the idle
+/// one during a small file's load cost it a few ms (so it is left idle).
+pub(super) const READ_AHEAD_FROM: u64 = PARTS_AHEAD as u64 * PART_BYTES;
 
 /// Bytes of a file's start that tell its format (`feeds` needs 4).
 const FORMAT_HEAD_BYTES: usize = 16;
@@ -50,20 +51,22 @@ const FINISH_START: &str = "memsight:worker-finish";
 /// first part tells the file's format: a plain pickle is decoded part by part as it is read;
 /// any other file is loaded from a synchronous reader (`runtime::load_read`), and the parts
 /// read ahead (and, over 12 MiB, the reading worker) are dropped: a few parts read twice for
-/// a gzip or JSON file, so that no pickle waits for the file twice before it decodes.
+/// a gzip or JSON file, so that no pickle waits for the file twice before it decodes. A
+/// `reader` started ahead reads a file over 12 MiB; without one, one is started for it.
 pub async fn load(
     session: Rc<RefCell<Session>>,
     blob: Blob,
     total: u64,
     first_frame: Option<FirstFrame>,
     outbox: Outbox,
+    reader: Option<ReadAhead>,
 ) {
     super::runtime::mark(LOAD_START);
     let now = clock;
     if total == 0 {
         return super::runtime::load_read(&session, blob, first_frame, outbox);
     }
-    let mut parts = Parts::new(blob.clone(), total);
+    let mut parts = Parts::new(blob.clone(), total, reader);
     let waiting = now();
     let mut bytes = match parts.next(0).await {
         Ok(bytes) => bytes,
@@ -143,8 +146,13 @@ enum Parts {
 }
 
 impl Parts {
-    fn new(blob: Blob, total: u64) -> Parts {
-        let read_ahead = (total > READ_AHEAD_FROM).then(ReadAhead::start).flatten();
+    /// The parts of `blob`; a large file's read by `reader` if one was started for it.
+    fn new(blob: Blob, total: u64, reader: Option<ReadAhead>) -> Parts {
+        let read_ahead = if total > READ_AHEAD_FROM {
+            reader.or_else(ReadAhead::start)
+        } else {
+            None
+        };
         if let Some(read_ahead) = read_ahead {
             match read_ahead.read(&blob, total, PART_BYTES, READ_AHEAD_PARTS) {
                 Ok(()) => {

@@ -16,6 +16,7 @@ use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent};
 use super::blob::BlobSource;
 use super::feed;
 use super::memory::{self, Shortage};
+use super::read_ahead::ReadAhead;
 use super::reader::{ChunkSource, ChunkedReader, CHUNK_BYTES};
 
 /// Name of the queue `static/worker_loader.js` fills while the module loads.
@@ -145,12 +146,15 @@ pub fn start() {
     let session = Rc::new(RefCell::new(Session::new()));
     // Set by the first message: the worker then has a file, and warms up no more.
     let busy = Rc::new(Cell::new(false));
+    // A reading worker started once the warm-up is over, for the file to come.
+    let reader: Rc<RefCell<Option<ReadAhead>>> = Rc::default();
     let on_message = {
         let session = session.clone();
         let busy = busy.clone();
+        let reader = reader.clone();
         Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
             busy.set(true);
-            handle(&session, event.data());
+            handle(&session, &reader, event.data());
         })
     };
     let scope = scope();
@@ -163,7 +167,7 @@ pub fn start() {
             for event in queue.iter() {
                 if let Ok(event) = event.dyn_into::<MessageEvent>() {
                     busy.set(true);
-                    handle(&session, event.data());
+                    handle(&session, &reader, event.data());
                 }
             }
         }
@@ -179,7 +183,7 @@ pub fn start() {
         match warm_up_blob() {
             Some(snapshot) => {
                 mark(WARM_UP_START);
-                warm_up_from(0, busy, snapshot);
+                warm_up_from(0, busy, snapshot, reader);
             }
             None => console_error("the warm-up snapshot cannot be made a Blob"),
         }
@@ -208,13 +212,20 @@ const WARM_UP_FRAME: FirstFrame = FirstFrame {
 /// round loads the snapshot as a file is loaded, through [`feed::load`] from a `Blob`, with
 /// the same clock and callbacks: the optimised code then expects the calls a file's load
 /// makes (see [`clock`]). One round per task, from `round` on, until `busy`: a file that
-/// arrives meanwhile waits for one round at most.
-fn warm_up_from(round: usize, busy: Rc<Cell<bool>>, snapshot: Blob) {
+/// arrives meanwhile waits for one round at most. After the last round, starts the reading
+/// worker a large file will use (into `reader`) and touches memory ahead (`touch_ahead`).
+fn warm_up_from(
+    round: usize,
+    busy: Rc<Cell<bool>>,
+    snapshot: Blob,
+    reader: Rc<RefCell<Option<ReadAhead>>>,
+) {
     if busy.get() {
         return measure_since(WARM_UP_START, "warm-up");
     }
     if round == WARM_UP_ROUNDS {
         measure_since(WARM_UP_START, "warm-up");
+        *reader.borrow_mut() = ReadAhead::start();
         return super::touch_ahead::touch_from(Vec::new(), busy);
     }
     let session = Rc::new(RefCell::new(Session::new()));
@@ -226,14 +237,17 @@ fn warm_up_from(round: usize, busy: Rc<Cell<bool>>, snapshot: Blob) {
             total,
             Some(WARM_UP_FRAME),
             Outbox::Nowhere,
+            None,
         )
         .await;
         // A round that failed has said why (`Outbox::Nowhere`); the next would fail alike.
         if !session.borrow().is_loaded() {
             return measure_since(WARM_UP_START, "warm-up");
         }
-        gloo_timers::callback::Timeout::new(0, move || warm_up_from(round + 1, busy, snapshot))
-            .forget();
+        gloo_timers::callback::Timeout::new(0, move || {
+            warm_up_from(round + 1, busy, snapshot, reader)
+        })
+        .forget();
     });
 }
 
@@ -335,7 +349,7 @@ pub(super) fn measure_since(start: &str, what: &str) {
 }
 
 /// Handles one message from the page: `[json, file?]`.
-fn handle(session: &Rc<RefCell<Session>>, data: JsValue) {
+fn handle(session: &Rc<RefCell<Session>>, reader: &RefCell<Option<ReadAhead>>, data: JsValue) {
     let message = Array::from(&data);
     let Some(json) = message.get(0).as_string() else {
         return console_error("received a message that is not text");
@@ -370,6 +384,13 @@ fn handle(session: &Rc<RefCell<Session>>, data: JsValue) {
                 total,
                 first_frame,
                 Outbox::Page,
+                // A smaller file leaves it idle: ending it during the load would cost the
+                // load a few ms, and it ends with this worker.
+                if total > feed::READ_AHEAD_FROM {
+                    reader.borrow_mut().take()
+                } else {
+                    None
+                },
             ));
         }
         // Not understood: that request's view shows the error; nothing else changes.

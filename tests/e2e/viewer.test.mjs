@@ -262,11 +262,12 @@ describe('opening files', () => {
       const [painted] = await marks(page, 'memsight:first-paint');
       assert.ok(start <= decoded && decoded <= painted, `marks out of order: ${start} ${decoded} ${painted}`);
 
-      // After the site's own assets, the only requests are the example and the worker's files.
+      // After the site's own assets, the only requests are the example and the worker's files
+      // (with the reading worker's, which the spare worker starts once warmed up).
       const later = requests.slice(assetsLoaded).map((url) => new URL(url).pathname.replace(/.*\//, ''));
       // (The browser may ask for the site's favicon again when the address's fragment follows
       // the view.)
-      const allowed = new Set(['example.pickle', 'worker_loader.js', 'worker.js', 'worker_bg.wasm']);
+      const allowed = new Set(['example.pickle', 'worker_loader.js', 'worker.js', 'worker_bg.wasm', 'reader.js']);
       const favicon = /^favicon-[0-9a-f]+\.svg$/;
       assert.ok(later.every((name) => allowed.has(name) || favicon.test(name)), `unexpected requests: ${later}`);
       assert.ok(later.includes('example.pickle'));
