@@ -1,9 +1,10 @@
 //! Reading a file part by part, the next parts asked for before the current one is decoded: a
 //! large file's by a reading worker (`read_ahead.rs`; the spare worker starts one once warmed
-//! up), a small one's (or any, if that worker cannot start) with `Blob.arrayBuffer()` here. The first part tells the
-//! format: a plain pickle's parts are pushed into the core's [`Feeding`] as they come; any
-//! other file goes to the formats decoded from a reader (gzip, JSON: `runtime::load_read`,
-//! `reader.rs` over `blob.rs`). Not the place for decoding (the core's `PickleFeed`).
+//! up), a small one's (or any, if that worker cannot start) with `Blob.arrayBuffer()` here.
+//! The first part tells the format: a plain pickle's parts are pushed into the core's
+//! [`Feeding`] as they come; any other file goes to the formats decoded from a reader (gzip,
+//! JSON: `runtime::load_read`, `reader.rs` over `blob.rs`). Not the place for decoding (the
+//! core's `PickleFeed`).
 
 use std::cell::RefCell;
 use std::collections::VecDeque;

@@ -13,7 +13,7 @@ use std::rc::Rc;
 
 /// What the spare worker touches: a 1M-entry file's load (the largest the tightest target is
 /// set for) fits in it.
-pub const AHEAD_BYTES: usize = 64 << 20;
+const AHEAD_BYTES: usize = 64 << 20;
 
 /// Touched per task, so that a file arriving meanwhile waits for one step at most (a few ms).
 const STEP_BYTES: usize = 8 << 20;
