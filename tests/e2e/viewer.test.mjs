@@ -447,9 +447,51 @@ describe('large files', () => {
     }
   });
 
+  /**
+   * The built site served on its own, its reading worker made to hold every part but the
+   * first (parts may be read out of order) until `release()`: a large file's load then
+   * certainly waits for parts, whatever the machine's speed (left to race, a busy machine's
+   * page may hear of a load only once it is over). `released()`: whether the reading worker
+   * was the gated one and saw the release.
+   */
+  async function gatedSite() {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'memsight-site-'));
+    for (const name of fs.readdirSync(DIST)) fs.copyFileSync(path.join(DIST, name), path.join(dir, name));
+    const gate = `{
+      const post = self.postMessage.bind(self);
+      const held = [];
+      let released = false;
+      const poll = () => fetch('./release', { cache: 'no-store' }).then(
+        (answer) => answer.ok ? (released = true, held.splice(0).forEach((args) => post(...args))) : setTimeout(poll, 10),
+        () => setTimeout(poll, 10),
+      );
+      self.postMessage = (...args) => {
+        if (released || args[0].offset === 0) return post(...args);
+        if (held.push(args) === 1) poll();
+      };
+    }
+`;
+    fs.writeFileSync(path.join(dir, 'reader.js'), gate + fs.readFileSync(path.join(DIST, 'reader.js'), 'utf8'));
+    const server = await serveStatic(dir, SUB_PATH);
+    return {
+      url: server.url,
+      release: () => fs.writeFileSync(path.join(dir, 'release'), ''),
+      released: () => server.requests.some((url) => url.endsWith('/release')),
+      close: async () => {
+        await server.close();
+        fs.rmSync(dir, { recursive: true });
+      },
+    };
+  }
+
   it('the page stays responsive while a large file loads', { skip, timeout: 180_000 }, async () => {
-    const { context, page, errors } = await app.open();
+    // The load waits for its parts until the click below has happened.
+    const site = await gatedSite();
+    const context = await app.browser.newContext({ serviceWorkers: 'block' });
     try {
+      const page = await context.newPage();
+      const errors = recordErrors(page);
+      await page.goto(site.url);
       await page.click('#open-example');
       assert.equal(await waitSettled(page), 'ready');
       const exampleValues = await metrics(page);
@@ -474,13 +516,18 @@ describe('large files', () => {
       assert.deepEqual(await metrics(page), exampleValues, 'the clicked file is shown while the other loads');
       assert.equal(await page.evaluate(() => window.__clicksDuringLoad), 1, 'the click happened during the load');
 
+      site.release();
       await page.click('.file-item:nth-child(2) .file-select');
       const status = await waitSettled(page, 120_000);
+      // Its own views, not the example's still on screen (its load may end before the click).
+      await page.waitForFunction(() => document.querySelector('#snapshot')?.dataset.fileId
+        === document.querySelector('.file-item:nth-child(2)').dataset.fileId);
       const maxGap = await page.evaluate(() => {
         clearInterval(window.__heartbeat);
         return Math.max(...window.__gaps);
       });
       assert.equal(status, 'ready', await page.textContent('#main'));
+      assert.ok(site.released(), 'the reading worker was not the gated one');
       assert.ok(maxGap < 300, `the main thread was blocked for ${maxGap.toFixed(0)} ms`);
       const size = fs.statSync(big).size;
       assert.equal(await page.getAttribute('.file-item:nth-child(2)', 'data-status'), 'ready');
@@ -495,6 +542,7 @@ describe('large files', () => {
       assert.deepEqual(errors, []);
     } finally {
       await context.close();
+      await site.close();
     }
   });
 
@@ -586,35 +634,14 @@ describe('large files', () => {
   });
 
   it('a file changed on disk while it is read is that file\'s error, and the file open before it stays', { skip, timeout: 180_000 }, async () => {
-    // The built site served on its own, its reading worker made to hold every part but the
-    // first (parts may be read out of order) until a `release` file appears beside it: the
-    // file is then changed while its load certainly waits for parts, whatever the machine's
-    // speed (left to race, a busy machine's page may hear of the first part only once the
-    // last one is read, and the file then opens).
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'memsight-site-'));
-    for (const name of fs.readdirSync(DIST)) fs.copyFileSync(path.join(DIST, name), path.join(dir, name));
-    const gate = `{
-      const post = self.postMessage.bind(self);
-      const held = [];
-      let released = false;
-      const poll = () => fetch('./release', { cache: 'no-store' }).then(
-        (answer) => answer.ok ? (released = true, held.splice(0).forEach((args) => post(...args))) : setTimeout(poll, 10),
-        () => setTimeout(poll, 10),
-      );
-      self.postMessage = (...args) => {
-        if (released || args[0].offset === 0) return post(...args);
-        if (held.push(args) === 1) poll();
-      };
-    }
-`;
-    fs.writeFileSync(path.join(dir, 'reader.js'), gate + fs.readFileSync(path.join(DIST, 'reader.js'), 'utf8'));
-    const server = await serveStatic(dir, SUB_PATH);
+    // The file is changed while its load certainly waits for parts.
+    const site = await gatedSite();
     const context = await app.browser.newContext({ serviceWorkers: 'block' });
     const changing = path.join(os.tmpdir(), `memsight-e2e-changing-${process.pid}.pickle`);
     fs.copyFileSync(big, changing);
     try {
       const page = await context.newPage();
-      await page.goto(server.url);
+      await page.goto(site.url);
       await page.click('#open-example');
       assert.equal(await waitSettled(page), 'ready');
       const exampleValues = await metrics(page);
@@ -623,9 +650,9 @@ describe('large files', () => {
       // Changed once its first part is decoded: the browser then refuses to read the rest of
       // a picked file, as when a run overwrites the snapshot a user is opening.
       fs.appendFileSync(changing, Buffer.alloc(1));
-      fs.writeFileSync(path.join(dir, 'release'), '');
+      site.release();
       assert.equal(await waitSettled(page, 120_000), 'failed');
-      assert.ok(server.requests.some((url) => url.endsWith('/release')), 'the reading worker was not the gated one');
+      assert.ok(site.released(), 'the reading worker was not the gated one');
       const message = (await page.textContent('#error-report .error-message')).trim();
       const at = /^The file could not be read at byte (\d+): /.exec(message);
       assert.ok(at, message);
@@ -640,8 +667,7 @@ describe('large files', () => {
       assert.equal(await page.isHidden('#panic-banner'), true);
     } finally {
       await context.close();
-      await server.close();
-      fs.rmSync(dir, { recursive: true });
+      await site.close();
       fs.rmSync(changing, { force: true });
     }
   });
