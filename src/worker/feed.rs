@@ -38,7 +38,7 @@ const READ_AHEAD_PARTS: usize = 4;
 /// 681 ms) and loads sooner in most runs (6M 2722 against 3124 ms), and one started ahead
 /// saves 1M entries another 10 ms; a small file gained nothing from it, and ending the idle
 /// one during a small file's load cost it a few ms (so it is left idle).
-pub(super) const READ_AHEAD_FROM: u64 = PARTS_AHEAD as u64 * PART_BYTES;
+const READ_AHEAD_FROM: u64 = PARTS_AHEAD as u64 * PART_BYTES;
 
 /// Bytes of a file's start that tell its format (`feeds` needs 4).
 const FORMAT_HEAD_BYTES: usize = 16;
@@ -52,22 +52,22 @@ const FINISH_START: &str = "memsight:worker-finish";
 /// first part tells the file's format: a plain pickle is decoded part by part as it is read;
 /// any other file is loaded from a synchronous reader (`runtime::load_read`), and the parts
 /// read ahead (and, over 12 MiB, the reading worker) are dropped: a few parts read twice for
-/// a gzip or JSON file, so that no pickle waits for the file twice before it decodes. A
-/// `reader` started ahead reads a file over 12 MiB; without one, one is started for it.
+/// a gzip or JSON file, so that no pickle waits for the file twice before it decodes. A file
+/// over 12 MiB takes the reading worker started ahead in `reader`, or starts one.
 pub async fn load(
     session: Rc<RefCell<Session>>,
     blob: Blob,
     total: u64,
     first_frame: Option<FirstFrame>,
     outbox: Outbox,
-    reader: Option<ReadAhead>,
+    reader: Rc<RefCell<Option<ReadAhead>>>,
 ) {
     super::runtime::mark(LOAD_START);
     let now = clock;
     if total == 0 {
         return super::runtime::load_read(&session, blob, first_frame, outbox);
     }
-    let mut parts = Parts::new(blob.clone(), total, reader);
+    let mut parts = Parts::new(blob.clone(), total, &reader);
     let waiting = now();
     let mut bytes = match parts.next(0).await {
         Ok(bytes) => bytes,
@@ -147,10 +147,12 @@ enum Parts {
 }
 
 impl Parts {
-    /// The parts of `blob`; a large file's read by `reader` if one was started for it.
-    fn new(blob: Blob, total: u64, reader: Option<ReadAhead>) -> Parts {
+    /// The parts of `blob`; a large file's read by the reading worker in `reader` if one was
+    /// started ahead. A smaller file leaves it idle there: ending it during the load cost the
+    /// load a few ms, and it ends with this worker.
+    fn new(blob: Blob, total: u64, reader: &RefCell<Option<ReadAhead>>) -> Parts {
         let read_ahead = if total > READ_AHEAD_FROM {
-            reader.or_else(ReadAhead::start)
+            reader.borrow_mut().take().or_else(ReadAhead::start)
         } else {
             None
         };

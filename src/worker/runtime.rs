@@ -237,7 +237,7 @@ fn warm_up_from(
             total,
             Some(WARM_UP_FRAME),
             Outbox::Nowhere,
-            None,
+            Rc::default(),
         )
         .await;
         // A round that failed has said why (`Outbox::Nowhere`); the next would fail alike.
@@ -349,7 +349,7 @@ pub(super) fn measure_since(start: &str, what: &str) {
 }
 
 /// Handles one message from the page: `[json, file?]`.
-fn handle(session: &Rc<RefCell<Session>>, reader: &RefCell<Option<ReadAhead>>, data: JsValue) {
+fn handle(session: &Rc<RefCell<Session>>, reader: &Rc<RefCell<Option<ReadAhead>>>, data: JsValue) {
     let message = Array::from(&data);
     let Some(json) = message.get(0).as_string() else {
         return console_error("received a message that is not text");
@@ -384,13 +384,7 @@ fn handle(session: &Rc<RefCell<Session>>, reader: &RefCell<Option<ReadAhead>>, d
                 total,
                 first_frame,
                 Outbox::Page,
-                // A smaller file leaves it idle: ending it during the load would cost the
-                // load a few ms, and it ends with this worker.
-                if total > feed::READ_AHEAD_FROM {
-                    reader.borrow_mut().take()
-                } else {
-                    None
-                },
+                reader.clone(),
             ));
         }
         // Not understood: that request's view shows the error; nothing else changes.
