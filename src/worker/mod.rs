@@ -49,24 +49,42 @@ fn js_error_text(value: &JsValue) -> String {
 }
 
 #[cfg(target_arch = "wasm32")]
-/// A part of a file just read, left in the `ArrayBuffer` the browser read it into: the decoder
+/// A part of a file just read, left in the `ArrayBuffer` it was read into: the decoder
 /// copies its bytes straight into its window as it reads them ([`Part`]), one copy where
 /// taking them into a `Vec` first ([`take_bytes`]) made two, and the module's memory never
-/// holds a whole part. Dropped once the decoder has read it, it detaches its buffer (see
+/// holds a whole part. Dropped once the decoder has read it, its buffer goes back to the
+/// reading worker that read it (to read another part into), or is detached (see
 /// [`take_bytes`]).
 ///
 /// [`Part`]: memsight_core::decode::Part
 struct JsPart {
     bytes: js_sys::Uint8Array,
     len: usize,
+    /// The reading worker the buffer goes back to.
+    give_back: Option<web_sys::Worker>,
 }
 
 #[cfg(target_arch = "wasm32")]
 impl JsPart {
+    /// All of `buffer`, detached once read.
     fn new(buffer: &js_sys::ArrayBuffer) -> JsPart {
         let bytes = js_sys::Uint8Array::new(buffer);
         let len = bytes.length() as usize;
-        JsPart { bytes, len }
+        JsPart {
+            bytes,
+            len,
+            give_back: None,
+        }
+    }
+
+    /// The first `len` bytes of `buffer`, which goes back to `reader` once read.
+    fn given_back_to(buffer: &js_sys::ArrayBuffer, len: usize, reader: &web_sys::Worker) -> JsPart {
+        let len = len.min(buffer.byte_length() as usize);
+        JsPart {
+            bytes: js_sys::Uint8Array::new_with_byte_offset_and_length(buffer, 0, len as u32),
+            len,
+            give_back: Some(reader.clone()),
+        }
     }
 
     /// Its first bytes (at most `n`), to tell the file's format.
@@ -96,7 +114,18 @@ impl memsight_core::decode::Part for JsPart {
 #[cfg(target_arch = "wasm32")]
 impl Drop for JsPart {
     fn drop(&mut self) {
-        let _ = self.bytes.buffer().transfer_with_length(0);
+        let buffer = self.bytes.buffer();
+        match &self.give_back {
+            Some(reader) => {
+                let taken = js_sys::Object::new();
+                let _ = js_sys::Reflect::set(&taken, &"taken".into(), &JsValue::TRUE);
+                let _ = js_sys::Reflect::set(&taken, &"buffer".into(), &buffer);
+                let _ = reader.post_message_with_transfer(&taken, &js_sys::Array::of1(&buffer));
+            }
+            None => {
+                let _ = buffer.transfer_with_length(0);
+            }
+        }
     }
 }
 

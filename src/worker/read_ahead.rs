@@ -23,8 +23,9 @@ const READER_URL: &str = "./reader.js";
 /// What the reading worker has sent and the decoder has not taken yet.
 #[derive(Default)]
 struct Inbox {
-    /// Parts by their offset in the file (reads may finish out of order).
-    parts: BTreeMap<u64, Result<ArrayBuffer, String>>,
+    /// Parts by their offset in the file (reads may finish out of order): the buffer read
+    /// into, and how many of its bytes are the part's.
+    parts: BTreeMap<u64, Result<(ArrayBuffer, usize), String>>,
     /// The reading worker failed (its script did not load, or threw).
     failed: Option<String>,
     /// The decoder, waiting for a part.
@@ -67,13 +68,13 @@ impl ReadAhead {
                 let Some(offset) = field(&data, "offset").as_f64() else {
                     return;
                 };
-                let part = field(&data, "buffer")
-                    .dyn_into::<ArrayBuffer>()
-                    .map_err(|_| {
-                        field(&data, "error")
-                            .as_string()
-                            .unwrap_or_else(|| "the reading worker sent no bytes".into())
-                    });
+                let length = field(&data, "length").as_f64();
+                let part = match (field(&data, "buffer").dyn_into::<ArrayBuffer>(), length) {
+                    (Ok(buffer), Some(length)) => Ok((buffer, length as usize)),
+                    _ => Err(field(&data, "error")
+                        .as_string()
+                        .unwrap_or_else(|| "the reading worker sent no bytes".into())),
+                };
                 let mut inbox = inbox.borrow_mut();
                 inbox.parts.insert(offset as u64, part);
                 inbox.wake();
@@ -100,15 +101,15 @@ impl ReadAhead {
         })
     }
 
-    /// Asks for `blob` (of `total` bytes) in parts of `part` bytes, at most `ahead` of them
-    /// read and not yet taken.
-    pub fn read(&self, blob: &Blob, total: u64, part: u64, ahead: usize) -> Result<(), String> {
+    /// Asks for `blob` (of `total` bytes) in parts of `part` bytes, read into `buffers`
+    /// buffers: the parts read and not yet decoded are at most that many.
+    pub fn read(&self, blob: &Blob, total: u64, part: u64, buffers: usize) -> Result<(), String> {
         let message = Object::new();
         for (key, value) in [
             ("file", JsValue::from(blob)),
             ("total", JsValue::from(total as f64)),
             ("part", JsValue::from(part as f64)),
-            ("ahead", JsValue::from(ahead as f64)),
+            ("buffers", JsValue::from(buffers as f64)),
         ] {
             Reflect::set(&message, &key.into(), &value).map_err(|e| js_error_text(&e))?;
         }
@@ -117,10 +118,10 @@ impl ReadAhead {
             .map_err(|e| js_error_text(&e))
     }
 
-    /// The part that starts at `offset`, once it has been read; the reading worker may then
-    /// read another.
+    /// The part that starts at `offset`, once it has been read. Its buffer goes back to the
+    /// reading worker, for another part, once the part is dropped (decoded).
     pub async fn take(&self, offset: u64) -> Result<JsPart, Missing> {
-        let buffer = std::future::poll_fn(|cx| {
+        let (buffer, length) = std::future::poll_fn(|cx| {
             let mut inbox = self.inbox.borrow_mut();
             if let Some(part) = inbox.parts.remove(&offset) {
                 return Poll::Ready(part.map_err(Missing::Unreadable));
@@ -132,10 +133,7 @@ impl ReadAhead {
             Poll::Pending
         })
         .await?;
-        let taken = Object::new();
-        let _ = Reflect::set(&taken, &"taken".into(), &JsValue::from(1));
-        let _ = self.worker.post_message(&taken);
-        Ok(JsPart::new(&buffer))
+        Ok(JsPart::given_back_to(&buffer, length, &self.worker))
     }
 }
 

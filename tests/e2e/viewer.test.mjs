@@ -588,36 +588,43 @@ describe('large files', () => {
     assert.deepEqual(own.values, ahead.values);
   });
 
-  it('the reading worker holds at most the parts it may read ahead, and reads on as they are taken', async () => {
+  it('the reading worker reads into the buffers it has, and reads on as they come back', async () => {
     const context = await app.browser.newContext({ serviceWorkers: 'block' });
     try {
       const page = await context.newPage();
       await page.goto(app.server.url);
       // The reading worker on its own, as the decoding worker drives it (src/worker/read_ahead.rs):
-      // ten parts of a file whose every byte names its part, four allowed ahead.
+      // nine and a half parts of a file whose every byte names its part, four buffers.
       const heard = await page.evaluate(async () => {
         const PART = 1024;
-        const bytes = new Uint8Array(10 * PART).map((_, i) => Math.floor(i / PART));
+        const bytes = new Uint8Array(9.5 * PART).map((_, i) => Math.floor(i / PART));
         const file = new File([bytes], 'parts.bin');
         const worker = new Worker('reader.js');
         const parts = [];
+        const unread = [];
         worker.onmessage = ({ data }) => {
-          const part = new Uint8Array(data.buffer ?? []);
-          parts.push({ offset: data.offset, length: part.length, names: [...new Set(part)], error: data.error });
+          const part = data.buffer ? new Uint8Array(data.buffer, 0, data.length) : new Uint8Array();
+          parts.push({ offset: data.offset, length: part.length, bufferBytes: data.buffer?.byteLength, names: [...new Set(part)], error: data.error });
+          unread.push(data.buffer);
+        };
+        const giveBack = (n) => {
+          for (const buffer of unread.splice(0, n)) worker.postMessage({ taken: true, buffer }, [buffer]);
         };
         // Long enough for any number of reads of a few bytes to come back.
         const settle = () => new Promise((done) => setTimeout(done, 400));
         const counts = [];
-        worker.postMessage({ file, total: file.size, part: PART, ahead: 4 });
+        worker.postMessage({ file, total: file.size, part: PART, buffers: 4 });
         await settle();
         counts.push(parts.length);
-        worker.postMessage({ taken: 2 });
+        giveBack(2);
         await settle();
         counts.push(parts.length);
-        worker.postMessage({ taken: 4 });
+        // A part taken whose buffer did not come back (detached elsewhere) frees its place too.
+        giveBack(3);
+        worker.postMessage({ taken: true });
         await settle();
         counts.push(parts.length);
-        worker.postMessage({ taken: 4 });
+        giveBack(4);
         await settle();
         counts.push(parts.length);
         worker.terminate();
@@ -626,7 +633,13 @@ describe('large files', () => {
       assert.deepEqual(heard.counts, [4, 6, 10, 10], 'parts heard after each step');
       assert.deepEqual(
         heard.parts,
-        Array.from({ length: 10 }, (_, n) => ({ offset: n * 1024, length: 1024, names: [n], error: undefined })),
+        Array.from({ length: 10 }, (_, n) => ({
+          offset: n * 1024,
+          length: n === 9 ? 512 : 1024,
+          bufferBytes: 1024,
+          names: [n],
+          error: undefined,
+        })),
       );
     } finally {
       await context.close();
