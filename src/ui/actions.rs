@@ -44,6 +44,11 @@ pub struct Actions {
     /// Acting for the rehearsal of a first load (`rehearsal.rs`): no performance marks and no
     /// worker started ahead of need.
     rehearsal: bool,
+    /// A worker is started ahead of the next file once a load ends. Not in an embedded
+    /// viewer: a docs page with several would hold an idle worker per frame, each with the
+    /// memory it touched ahead (72 MiB, README "An embedded viewer's idle memory"), for
+    /// a second file that an embed seldom opens.
+    spare_after_load: bool,
     /// The plot's width the page has laid out, shared with the rehearsal's actions, which lay
     /// one out before any file is opened.
     plot_widths: StoredValue<PlotWidths, LocalStorage>,
@@ -57,6 +62,14 @@ impl Actions {
     pub fn new(state: RwSignal<AppState>) -> Self {
         let plot_widths = StoredValue::new_local(PlotWidths::default());
         Self::with(state, WorkerPool::warm(), false, plot_widths)
+    }
+
+    /// The actions of an embedded viewer: a worker started ahead for its first file only.
+    pub fn embedded(state: RwSignal<AppState>) -> Self {
+        Actions {
+            spare_after_load: false,
+            ..Self::new(state)
+        }
     }
 
     /// The actions of a rehearsal (`rehearsal.rs`): its own workers, none started ahead of
@@ -83,6 +96,7 @@ impl Actions {
             blobs: StoredValue::new_local(Default::default()),
             downloads: StoredValue::new_local(Default::default()),
             rehearsal,
+            spare_after_load: !rehearsal,
             plot_widths,
             first_views: StoredValue::new_local(Default::default()),
         }
@@ -397,7 +411,7 @@ impl Actions {
     /// loading then), so its start-up competes neither with a load nor with drawing the file
     /// that just arrived.
     fn prepare_spare_when_idle(self) {
-        if self.rehearsal {
+        if !self.spare_after_load {
             return;
         }
         set_timeout(

@@ -24,12 +24,16 @@ pub fn App() -> impl IntoView {
         .map(|w| w.navigator().hardware_concurrency() as usize)
         .unwrap_or(2);
     let state = RwSignal::new(AppState::with_parallel_loads(cores.clamp(2, 8)));
-    let actions = Actions::new(state);
-    let link = DeepLink::new(state, actions);
     let search = web_sys::window()
         .and_then(|w| w.location().search().ok())
         .unwrap_or_default();
     let query = PageQuery::parse(&search);
+    let actions = if query.embed {
+        Actions::embedded(state)
+    } else {
+        Actions::new(state)
+    };
+    let link = DeepLink::new(state, actions);
     if !query.urls.is_empty() {
         actions.open_urls(&query.urls);
     }

@@ -371,6 +371,28 @@ describe('the embedded viewer', () => {
     }
   });
 
+  it('an embedded viewer starts no worker ahead of a second file once its file is loaded; the full page does', async () => {
+    const decodingWorkers = (page) => page.workers().filter((w) => w.url().endsWith('/worker_loader.js')).length;
+    const full = await visit(`${server.url}?url=runs/example.pickle`);
+    try {
+      await timelineReady(full.page);
+      // The next file's worker, started a moment after the load.
+      for (let i = 0; i < 100 && decodingWorkers(full.page) < 2; i++) await full.page.waitForTimeout(100);
+      assert.equal(decodingWorkers(full.page), 2, 'the full page keeps a worker ready for the next file');
+    } finally {
+      await full.context.close();
+    }
+    const embedded = await visit(`${server.url}?embed=1&url=runs/example.pickle`);
+    try {
+      await timelineReady(embedded.page);
+      // Longer than the full page took to start its next worker.
+      await embedded.page.waitForTimeout(3_000);
+      assert.equal(decodingWorkers(embedded.page), 1, 'only the loaded file\'s worker');
+    } finally {
+      await embedded.context.close();
+    }
+  });
+
   it('a host on another origin is heard only when the frame names it, and told only of the files it handed over', async () => {
     const hostDir = fs.mkdtempSync(path.join(os.tmpdir(), 'memsight-host-'));
     const hostServer = await serveStatic(hostDir, '/');
