@@ -447,6 +447,15 @@ describe('large files', () => {
     }
   });
 
+  /** A copy of the built site (one flat folder) in a temporary folder, but for the files named in `leaveOut`. */
+  function copyOfSite(leaveOut = []) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'memsight-site-'));
+    for (const name of fs.readdirSync(DIST)) {
+      if (!leaveOut.includes(name)) fs.copyFileSync(path.join(DIST, name), path.join(dir, name));
+    }
+    return dir;
+  }
+
   /**
    * The built site served on its own, its reading worker made to hold every part but the
    * first (parts may be read out of order) until `release()`: a large file's load then
@@ -455,8 +464,7 @@ describe('large files', () => {
    * was the gated one and saw the release.
    */
   async function gatedSite() {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'memsight-site-'));
-    for (const name of fs.readdirSync(DIST)) fs.copyFileSync(path.join(DIST, name), path.join(dir, name));
+    const dir = copyOfSite();
     const gate = `{
       const post = self.postMessage.bind(self);
       const held = [];
@@ -550,11 +558,7 @@ describe('large files', () => {
     // The built site served on its own (every request reaches this server), whole or without
     // the reading worker's script (a broken deployment).
     const read = async (withoutReader) => {
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'memsight-site-'));
-      // The built site is one flat folder.
-      for (const name of fs.readdirSync(DIST)) {
-        if (!(withoutReader && name === 'reader.js')) fs.copyFileSync(path.join(DIST, name), path.join(dir, name));
-      }
+      const dir = copyOfSite(withoutReader ? ['reader.js'] : []);
       const server = await serveStatic(dir, SUB_PATH);
       const context = await app.browser.newContext({ serviceWorkers: 'block' });
       try {
