@@ -592,14 +592,18 @@ describe('large files', () => {
     assert.deepEqual(own.values, ahead.values);
   });
 
-  it('the reading worker reads into the buffers it has, and reads on as they come back', async () => {
+  /**
+   * The reading worker of the site at `url` on its own, as the decoding worker drives it
+   * (src/worker/read_ahead.rs): nine and a half parts of a file whose every byte names its
+   * part, four buffers, given back two, then three and one `taken` without its buffer, then
+   * four. What it sent after each step, and each part.
+   */
+  async function driveReader(url) {
     const context = await app.browser.newContext({ serviceWorkers: 'block' });
     try {
       const page = await context.newPage();
-      await page.goto(app.server.url);
-      // The reading worker on its own, as the decoding worker drives it (src/worker/read_ahead.rs):
-      // nine and a half parts of a file whose every byte names its part, four buffers.
-      const heard = await page.evaluate(async () => {
+      await page.goto(url);
+      return await page.evaluate(async () => {
         const PART = 1024;
         const bytes = new Uint8Array(9.5 * PART).map((_, i) => Math.floor(i / PART));
         const file = new File([bytes], 'parts.bin');
@@ -634,19 +638,46 @@ describe('large files', () => {
         worker.terminate();
         return { counts, parts: parts.sort((a, b) => a.offset - b.offset) };
       });
-      assert.deepEqual(heard.counts, [4, 6, 10, 10], 'parts heard after each step');
-      assert.deepEqual(
-        heard.parts,
-        Array.from({ length: 10 }, (_, n) => ({
-          offset: n * 1024,
-          length: n === 9 ? 512 : 1024,
-          bufferBytes: 1024,
-          names: [n],
-          error: undefined,
-        })),
-      );
     } finally {
       await context.close();
+    }
+  }
+
+  /** The parts `driveReader` hears, in order: part `n` in a buffer of `bufferBytes(n)` bytes. */
+  const partsHeard = (bufferBytes) => Array.from({ length: 10 }, (_, n) => ({
+    offset: n * 1024,
+    length: n === 9 ? 512 : 1024,
+    bufferBytes: bufferBytes(n),
+    names: [n],
+    error: undefined,
+  }));
+
+  it('the reading worker reads into the buffers it has, and reads on as they come back', async () => {
+    const heard = await driveReader(app.server.url);
+    assert.deepEqual(heard.counts, [4, 6, 10, 10], 'parts heard after each step');
+    assert.deepEqual(heard.parts, partsHeard(() => 1024));
+  });
+
+  it('in a browser that cannot read a stream into a given buffer, the reading worker reads each part anew, as many at once', async () => {
+    const dir = copyOfSite();
+    const noByob = `{
+      const getReader = ReadableStream.prototype.getReader;
+      ReadableStream.prototype.getReader = function (options) {
+        if (options?.mode === 'byob') throw new TypeError('no byob reader here');
+        return getReader.call(this, options);
+      };
+    }
+`;
+    fs.writeFileSync(path.join(dir, 'reader.js'), noByob + fs.readFileSync(path.join(DIST, 'reader.js'), 'utf8'));
+    const server = await serveStatic(dir, SUB_PATH);
+    try {
+      const heard = await driveReader(server.url);
+      assert.deepEqual(heard.counts, [4, 6, 10, 10], 'parts heard after each step');
+      // Each part in a buffer of its own size: read by Blob.arrayBuffer().
+      assert.deepEqual(heard.parts, partsHeard((n) => (n === 9 ? 512 : 1024)));
+    } finally {
+      await server.close();
+      fs.rmSync(dir, { recursive: true });
     }
   });
 
