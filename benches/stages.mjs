@@ -17,7 +17,8 @@
 // A stage the load did not go through (no first frame sent with the file) is "–".
 //
 // Usage: node benches/stages.mjs [--cases 100k,1M] [--files A,B] [--runs 5] [--pick-after 3000]
-// Needs a release build in dist/ (./x build) and Debian's chromium (./x setup test). Tracing
+// Needs a release build in dist/ (./x build; MEMSIGHT_DIST=DIR measures the site in DIR instead)
+// and Debian's chromium (./x setup test). Tracing
 // slows the page a little: compare stages with each other here, and totals in browser.mjs.
 
 import fs from 'node:fs';
@@ -88,7 +89,7 @@ function stages(events) {
 }
 
 const browser = await launchBrowser();
-const server = await serveStatic(DIST, '/memsight/');
+const server = await serveStatic(process.env.MEMSIGHT_DIST ?? DIST, '/memsight/');
 const rows = [];
 try {
   for (const input of inputs) {

@@ -1,10 +1,10 @@
-//! Reading a file part by part, the next parts asked for before the current one is decoded: a
+//! Reading a file part by part, the next part asked for before the current one is decoded: a
 //! large file's by a reading worker (`read_ahead.rs`; the spare worker starts one once warmed
-//! up), a small one's (or any, if that worker cannot start) with `Blob.arrayBuffer()` here.
-//! The first part tells the format: a plain pickle's parts are pushed into the core's
-//! [`Feeding`] as they come; any other file goes to the formats decoded from a reader (gzip,
-//! JSON: `runtime::load_read`, `reader.rs` over `blob.rs`). Not the place for decoding (the
-//! core's `PickleFeed`).
+//! up), a small one's from one stream here (`streamed.rs`), and any (if neither can be used)
+//! in slices read with `Blob.arrayBuffer()` here. The first part tells the format: a plain
+//! pickle's parts are pushed into the core's [`Feeding`] as they come; any other file goes to
+//! the formats decoded from a reader (gzip, JSON: `runtime::load_read`, `reader.rs` over
+//! `blob.rs`). Not the place for decoding (the core's `PickleFeed`).
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -22,6 +22,7 @@ use web_sys::Blob;
 
 use super::read_ahead::{Missing, ReadAhead};
 use super::runtime::{clock, Outbox};
+use super::streamed::{StreamedReads, Streaming, STREAM_PART_BYTES};
 use super::{js_error_text, JsPart};
 
 /// Bytes read at a time, and how many parts are asked for ahead of the decoder. Measured with
@@ -55,21 +56,22 @@ const FINISH_START: &str = "memsight:worker-finish";
 /// any other file is loaded from a synchronous reader (`runtime::load_read`), and the parts
 /// read ahead (and, over 12 MiB, the reading worker) are dropped: a few parts read twice for
 /// a gzip or JSON file, so that no pickle waits for the file twice before it decodes. A file
-/// over 12 MiB takes the reading worker started ahead in `reader`, or starts one.
+/// over 12 MiB takes the reading worker started ahead in `readers`, or starts one; a smaller
+/// one is read into its buffers.
 pub async fn load(
     session: Rc<RefCell<Session>>,
     blob: Blob,
     total: u64,
     first_frame: Option<FirstFrame>,
     outbox: Outbox,
-    reader: Rc<RefCell<Option<ReadAhead>>>,
+    readers: Readers,
 ) {
     super::runtime::mark(LOAD_START);
     let now = clock;
     if total == 0 {
         return super::runtime::load_read(&session, blob, first_frame, outbox);
     }
-    let mut parts = Parts::new(blob.clone(), total, &reader);
+    let mut parts = Parts::new(blob.clone(), total, readers);
     let waiting = now();
     let mut bytes = match parts.next(0).await {
         Ok(bytes) => bytes,
@@ -90,7 +92,7 @@ pub async fn load(
     feeding.waited_before_start(now() - waiting);
     let mut offset = 0;
     loop {
-        let expected = PART_BYTES.min(total - offset);
+        let expected = parts.bytes_each().min(total - offset);
         if Part::len(&bytes) as u64 != expected {
             return outbox.event(FileEvent::Failed(ErrorReport::message(format!(
                 "The file changed while it was read: {expected} bytes were asked for at byte {offset}, {} came.",
@@ -120,6 +122,14 @@ pub async fn load(
     super::runtime::loaded(&session, event, first_frame, &now, outbox);
 }
 
+/// What a worker keeps ahead for reading its file: the reading worker a large file takes,
+/// started once the worker is warmed up, and the buffers a small file's parts are read into.
+#[derive(Clone, Default)]
+pub struct Readers {
+    pub ahead: Rc<RefCell<Option<ReadAhead>>>,
+    pub streaming: Streaming,
+}
+
 /// The failure of a part that could not be read at byte `offset`.
 fn unreadable(offset: u64, message: &str) -> FileEvent {
     FileEvent::Failed(ErrorReport::message(format!(
@@ -144,17 +154,24 @@ enum Parts {
         blob: Blob,
         total: u64,
     },
-    /// This worker reads them.
+    /// This worker reads them from one stream (a small file).
+    Streamed(StreamedReads),
+    /// This worker reads them in slices.
     Own(OwnReads),
 }
 
 impl Parts {
-    /// The parts of `blob`; a large file's read by the reading worker in `reader` if one was
-    /// started ahead. A smaller file leaves it idle there: ending it during the load cost the
-    /// load a few ms, and it ends with this worker.
-    fn new(blob: Blob, total: u64, reader: &RefCell<Option<ReadAhead>>) -> Parts {
+    /// The parts of `blob`; a large file's read by the reading worker in `readers` if one was
+    /// started ahead. A smaller file leaves it idle there (ending it during the load cost the
+    /// load a few ms, and it ends with this worker) and is read into the buffers there.
+    fn new(blob: Blob, total: u64, readers: Readers) -> Parts {
+        if total <= READ_AHEAD_FROM {
+            if let Some(streamed) = StreamedReads::new(&blob, total, readers.streaming) {
+                return Parts::Streamed(streamed);
+            }
+        }
         let read_ahead = if total > READ_AHEAD_FROM {
-            reader.borrow_mut().take().or_else(ReadAhead::start)
+            readers.ahead.borrow_mut().take().or_else(ReadAhead::start)
         } else {
             None
         };
@@ -173,10 +190,19 @@ impl Parts {
         Parts::Own(OwnReads::from(blob, total, 0))
     }
 
+    /// Bytes of each part but the last.
+    fn bytes_each(&self) -> u64 {
+        match self {
+            Parts::Streamed(_) => STREAM_PART_BYTES as u64,
+            Parts::Ahead { .. } | Parts::Own(_) => PART_BYTES,
+        }
+    }
+
     /// The part that starts at `offset` (the one after the last part taken).
     async fn next(&mut self, offset: u64) -> Result<JsPart, String> {
         loop {
             match self {
+                Parts::Streamed(streamed) => return streamed.next().await,
                 Parts::Own(own) => return own.next().await,
                 Parts::Ahead {
                     read_ahead,

@@ -28,6 +28,8 @@ mod read_ahead;
 #[cfg(target_arch = "wasm32")]
 mod runtime;
 #[cfg(target_arch = "wasm32")]
+mod streamed;
+#[cfg(target_arch = "wasm32")]
 mod touch_ahead;
 #[cfg(target_arch = "wasm32")]
 pub use runtime::start;
@@ -53,15 +55,25 @@ fn js_error_text(value: &JsValue) -> String {
 /// copies its bytes straight into its window as it reads them ([`Part`]), one copy where
 /// taking them into a `Vec` first ([`take_bytes`]) made two, and the module's memory never
 /// holds a whole part. Dropped once the decoder has read it, its buffer goes back to the
-/// reading worker that read it (to read another part into), or is detached (see
-/// [`take_bytes`]).
+/// reading worker that read it or to the buffers this worker reads into (to read another part
+/// into), or is detached (see [`take_bytes`]).
 ///
 /// [`Part`]: memsight_core::decode::Part
 struct JsPart {
     bytes: js_sys::Uint8Array,
     len: usize,
-    /// The reading worker the buffer goes back to.
-    give_back: Option<web_sys::Worker>,
+    /// Where the buffer goes once read.
+    home: Home,
+}
+
+#[cfg(target_arch = "wasm32")]
+enum Home {
+    /// Nowhere: it is detached.
+    None,
+    /// The reading worker that read it.
+    Reader(web_sys::Worker),
+    /// This worker's buffers for a stream's parts.
+    Streaming(streamed::Streaming),
 }
 
 #[cfg(target_arch = "wasm32")]
@@ -73,17 +85,30 @@ impl JsPart {
         JsPart {
             bytes,
             len,
-            give_back: None,
+            home: Home::None,
         }
     }
 
     /// The first `len` bytes of `buffer`, which goes back to `reader` once read.
     fn given_back_to(buffer: &js_sys::ArrayBuffer, len: usize, reader: &web_sys::Worker) -> JsPart {
+        JsPart::first_bytes(buffer, len, Home::Reader(reader.clone()))
+    }
+
+    /// The first `len` bytes of `buffer`, which goes back to `streaming`'s buffers once read.
+    fn kept_in(
+        buffer: &js_sys::ArrayBuffer,
+        len: usize,
+        streaming: &streamed::Streaming,
+    ) -> JsPart {
+        JsPart::first_bytes(buffer, len, Home::Streaming(streaming.clone()))
+    }
+
+    fn first_bytes(buffer: &js_sys::ArrayBuffer, len: usize, home: Home) -> JsPart {
         let len = len.min(buffer.byte_length() as usize);
         JsPart {
             bytes: js_sys::Uint8Array::new_with_byte_offset_and_length(buffer, 0, len as u32),
             len,
-            give_back: Some(reader.clone()),
+            home,
         }
     }
 
@@ -115,14 +140,15 @@ impl memsight_core::decode::Part for JsPart {
 impl Drop for JsPart {
     fn drop(&mut self) {
         let buffer = self.bytes.buffer();
-        match &self.give_back {
-            Some(reader) => {
+        match &self.home {
+            Home::Reader(reader) => {
                 let taken = js_sys::Object::new();
                 let _ = js_sys::Reflect::set(&taken, &"taken".into(), &JsValue::TRUE);
                 let _ = js_sys::Reflect::set(&taken, &"buffer".into(), &buffer);
                 let _ = reader.post_message_with_transfer(&taken, &js_sys::Array::of1(&buffer));
             }
-            None => {
+            Home::Streaming(streaming) => streaming.give_back(buffer),
+            Home::None => {
                 let _ = buffer.transfer_with_length(0);
             }
         }

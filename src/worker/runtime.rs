@@ -14,7 +14,7 @@ use wasm_bindgen::prelude::*;
 use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent};
 
 use super::blob::BlobSource;
-use super::feed;
+use super::feed::{self, Readers};
 use super::memory::{self, Shortage};
 use super::read_ahead::ReadAhead;
 use super::reader::{ChunkSource, ChunkedReader, CHUNK_BYTES};
@@ -146,15 +146,15 @@ pub fn start() {
     let session = Rc::new(RefCell::new(Session::new()));
     // Set by the first message: the worker then has a file, and warms up no more.
     let busy = Rc::new(Cell::new(false));
-    // A reading worker started once the warm-up is over, for the file to come.
-    let reader: Rc<RefCell<Option<ReadAhead>>> = Rc::default();
+    // A reading worker started once the warm-up is over, and buffers, for the file to come.
+    let readers = Readers::default();
     let on_message = {
         let session = session.clone();
         let busy = busy.clone();
-        let reader = reader.clone();
+        let readers = readers.clone();
         Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
             busy.set(true);
-            handle(&session, &reader, event.data());
+            handle(&session, &readers, event.data());
         })
     };
     let scope = scope();
@@ -167,7 +167,7 @@ pub fn start() {
             for event in queue.iter() {
                 if let Ok(event) = event.dyn_into::<MessageEvent>() {
                     busy.set(true);
-                    handle(&session, &reader, event.data());
+                    handle(&session, &readers, event.data());
                 }
             }
         }
@@ -183,7 +183,7 @@ pub fn start() {
         match warm_up_blob() {
             Some(snapshot) => {
                 mark(WARM_UP_START);
-                warm_up_from(0, busy, snapshot, reader);
+                warm_up_from(0, busy, snapshot, readers);
             }
             None => console_error("the warm-up snapshot cannot be made a Blob"),
         }
@@ -213,19 +213,16 @@ const WARM_UP_FRAME: FirstFrame = FirstFrame {
 /// the same clock and callbacks: the optimised code then expects the calls a file's load
 /// makes (see [`clock`]). One round per task, from `round` on, until `busy`: a file that
 /// arrives meanwhile waits for one round at most. After the last round, starts the reading
-/// worker a large file will use (into `reader`) and touches memory ahead (`touch_ahead`).
-fn warm_up_from(
-    round: usize,
-    busy: Rc<Cell<bool>>,
-    snapshot: Blob,
-    reader: Rc<RefCell<Option<ReadAhead>>>,
-) {
+/// worker a large file will use and touches the buffers a small one is read into (both kept
+/// in `readers`), and touches memory ahead (`touch_ahead`).
+fn warm_up_from(round: usize, busy: Rc<Cell<bool>>, snapshot: Blob, readers: Readers) {
     if busy.get() {
         return measure_since(WARM_UP_START, "warm-up");
     }
     if round == WARM_UP_ROUNDS {
         measure_since(WARM_UP_START, "warm-up");
-        *reader.borrow_mut() = ReadAhead::start();
+        *readers.ahead.borrow_mut() = ReadAhead::start();
+        readers.streaming.touch();
         return super::touch_ahead::touch_from(Vec::new(), busy);
     }
     let session = Rc::new(RefCell::new(Session::new()));
@@ -237,7 +234,10 @@ fn warm_up_from(
             total,
             Some(WARM_UP_FRAME),
             Outbox::Nowhere,
-            Rc::default(),
+            Readers {
+                ahead: Rc::default(),
+                streaming: readers.streaming.clone(),
+            },
         )
         .await;
         // A round that failed has said why (`Outbox::Nowhere`); the next would fail alike.
@@ -245,7 +245,7 @@ fn warm_up_from(
             return measure_since(WARM_UP_START, "warm-up");
         }
         gloo_timers::callback::Timeout::new(0, move || {
-            warm_up_from(round + 1, busy, snapshot, reader)
+            warm_up_from(round + 1, busy, snapshot, readers)
         })
         .forget();
     });
@@ -349,7 +349,7 @@ pub(super) fn measure_since(start: &str, what: &str) {
 }
 
 /// Handles one message from the page: `[json, file?]`.
-fn handle(session: &Rc<RefCell<Session>>, reader: &Rc<RefCell<Option<ReadAhead>>>, data: JsValue) {
+fn handle(session: &Rc<RefCell<Session>>, readers: &Readers, data: JsValue) {
     let message = Array::from(&data);
     let Some(json) = message.get(0).as_string() else {
         return console_error("received a message that is not text");
@@ -384,7 +384,7 @@ fn handle(session: &Rc<RefCell<Session>>, reader: &Rc<RefCell<Option<ReadAhead>>
                 total,
                 first_frame,
                 Outbox::Page,
-                reader.clone(),
+                readers.clone(),
             ));
         }
         // Not understood: that request's view shows the error; nothing else changes.

@@ -23,6 +23,33 @@ const HOSTILE_PICKLE = Buffer.from('\x80\x02cposix\nsystem\nq\x00X\x0a\x00\x00\x
 
 const app = sharedBrowser();
 
+/** A copy of the built site (one flat folder) in a temporary folder, but for the files named in `leaveOut`. */
+function copyOfSite(leaveOut = []) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'memsight-site-'));
+  for (const name of fs.readdirSync(DIST)) {
+    if (!leaveOut.includes(name)) fs.copyFileSync(path.join(DIST, name), path.join(dir, name));
+  }
+  return dir;
+}
+
+/**
+ * A copy of the built site whose decoding workers run `prelude` first (to stand for another
+ * browser), served on its own; `close()` ends both.
+ */
+async function siteWithWorkerPrelude(prelude) {
+  const dir = copyOfSite();
+  const loader = path.join(dir, 'worker_loader.js');
+  fs.writeFileSync(loader, `${prelude}\n${fs.readFileSync(loader, 'utf8')}`);
+  const server = await serveStatic(dir, SUB_PATH);
+  return {
+    url: server.url,
+    close: async () => {
+      await server.close();
+      fs.rmSync(dir, { recursive: true });
+    },
+  };
+}
+
 describe('start-up', () => {
   it('boots under a sub-path with the strict Content-Security-Policy and no errors', async () => {
     const { context, page, requests, errors } = await app.open();
@@ -431,30 +458,28 @@ describe('bad files', () => {
   });
 });
 
+const GENERATOR = path.join(ROOT, 'tests/python/gen_snapshot.py');
+const NO_GENERATOR = fs.existsSync(GENERATOR) ? false : 'tests/python/gen_snapshot.py not found';
+
+/** A generated snapshot of `entries` trace entries from `seed`, made once per machine and reused. */
+function generated(entries, seed) {
+  const file = path.join(os.tmpdir(), `memsight-e2e-${entries / 1000}k-s${seed}.pickle`);
+  if (!fs.existsSync(file)) {
+    const partial = `${file}.${process.pid}.part`;
+    execFileSync('python3', [GENERATOR, '--entries', String(entries), '--seed', String(seed), '--quiet', '-o', partial], { stdio: 'inherit' });
+    fs.renameSync(partial, file);
+  }
+  return file;
+}
+
 describe('large files', () => {
-  const generator = path.join(ROOT, 'tests/python/gen_snapshot.py');
-  const skip = fs.existsSync(generator) ? false : 'tests/python/gen_snapshot.py not found';
+  const skip = NO_GENERATOR;
   let big;
 
   before(() => {
-    if (skip) return;
-    // Generated once per machine and reused (about 49 MB, 20 s to make).
-    big = path.join(os.tmpdir(), 'memsight-e2e-300k-s1.pickle');
-    if (!fs.existsSync(big)) {
-      const partial = `${big}.${process.pid}.part`;
-      execFileSync('python3', [generator, '--entries', '300000', '--seed', '1', '--quiet', '-o', partial], { stdio: 'inherit' });
-      fs.renameSync(partial, big);
-    }
+    // About 49 MB, 20 s to make.
+    if (!skip) big = generated(300_000, 1);
   });
-
-  /** A copy of the built site (one flat folder) in a temporary folder, but for the files named in `leaveOut`. */
-  function copyOfSite(leaveOut = []) {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'memsight-site-'));
-    for (const name of fs.readdirSync(DIST)) {
-      if (!leaveOut.includes(name)) fs.copyFileSync(path.join(DIST, name), path.join(dir, name));
-    }
-    return dir;
-  }
 
   /**
    * The built site served on its own, its reading worker made to hold every part but the
@@ -744,6 +769,106 @@ describe('large files', () => {
       assert.equal(await page.locator('.file-item').count(), 0);
     } finally {
       await context.close();
+    }
+  });
+});
+
+describe('a small file read from one stream', () => {
+  const skip = NO_GENERATOR;
+  const MIB = 1024 * 1024;
+  let small;
+
+  before(() => {
+    if (!skip) small = generated(30_000, 2);
+  });
+
+  /** Opens `file` on the site at `url`: how it settled, its numbers, its error, the workers' warnings of how they read it, and the console's errors. */
+  async function open(url, file) {
+    const context = await app.browser.newContext({ serviceWorkers: 'block' });
+    try {
+      const page = await context.newPage();
+      const warnings = [];
+      const errors = recordErrors(page);
+      page.on('console', (message) => {
+        if (message.type() === 'warning' && /is read in slices|cannot read the file/.test(message.text())) warnings.push(message.text());
+      });
+      await page.goto(url);
+      await page.waitForSelector('#open-file');
+      await openFiles(page, file);
+      const status = await waitSettled(page, 60_000);
+      const error = status === 'failed' ? (await page.textContent('#error-report .error-message')).trim() : null;
+      return { status, values: status === 'ready' ? await metrics(page) : null, error, warnings, errors };
+    } finally {
+      await context.close();
+    }
+  }
+
+  it('reads the same where Blob streams cannot read into a given buffer (read in slices then)', { skip, timeout: 120_000 }, async () => {
+    const size = fs.statSync(small).size;
+    assert.ok(size > 3 * MIB && size <= 12 * MIB, `${size} bytes: several parts, and not the reading worker's`);
+    const streamed = await open(app.server.url, small);
+    assert.equal(streamed.status, 'ready', streamed.error);
+    assert.deepEqual(streamed.warnings, []);
+    assert.deepEqual(streamed.errors, []);
+    assert.equal(streamed.values['trace-entries'], 30000n);
+
+    const site = await siteWithWorkerPrelude(`self.ReadableStreamBYOBReader = class {
+      constructor() { throw new TypeError('no byob reader here'); }
+    };`);
+    try {
+      const sliced = await open(site.url, small);
+      assert.equal(sliced.status, 'ready', sliced.error);
+      assert.ok(sliced.warnings.some((w) => /cannot be read into buffers \(TypeError: no byob reader here\): it is read in slices/.test(w)), sliced.warnings.join('\n'));
+      assert.deepEqual(sliced.errors, []);
+      assert.deepEqual(sliced.values, streamed.values);
+    } finally {
+      await site.close();
+    }
+  });
+
+  it('a stream that ends before the file does is that file\'s error, naming the part and the bytes', { skip, timeout: 120_000 }, async () => {
+    // As when the file shrinks while it is read: its stream ends 100 bytes early.
+    const site = await siteWithWorkerPrelude(`{
+      const stream = Blob.prototype.stream;
+      Blob.prototype.stream = function () { return stream.call(this.slice(0, Math.max(0, this.size - 100))); };
+    }`);
+    try {
+      const size = fs.statSync(small).size;
+      const last = Math.floor(size / MIB) * MIB;
+      const shrunk = await open(site.url, small);
+      assert.equal(shrunk.status, 'failed');
+      assert.equal(shrunk.error, `The file changed while it was read: ${size - last} bytes were asked for at byte ${last}, ${size - last - 100} came.`);
+    } finally {
+      await site.close();
+    }
+  });
+
+  it('a stream the browser stops reading is that file\'s error, at the part it stopped in', { skip, timeout: 120_000 }, async () => {
+    // As when the file changes on disk while it is read: after its first MiB, the stream errs.
+    const site = await siteWithWorkerPrelude(`{
+      const stream = Blob.prototype.stream;
+      Blob.prototype.stream = function () {
+        const inner = stream.call(this).getReader();
+        let sent = 0;
+        return new ReadableStream({
+          type: 'bytes',
+          async pull(controller) {
+            if (sent >= ${MIB}) return controller.error(new DOMException('the file changed', 'NotReadableError'));
+            const { value, done } = await inner.read();
+            if (done) return controller.close();
+            const bytes = value.subarray(0, ${MIB} - sent);
+            sent += bytes.length;
+            controller.enqueue(bytes);
+          },
+        });
+      };
+    }`);
+    try {
+      const stopped = await open(site.url, small);
+      assert.equal(stopped.status, 'failed');
+      assert.equal(stopped.error, `The file could not be read at byte ${MIB}: NotReadableError: the file changed`);
+    } finally {
+      await site.close();
     }
   });
 });
