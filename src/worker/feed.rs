@@ -1,7 +1,8 @@
-//! Reading a file part by part, the next part asked for before the current one is decoded: a
-//! large file's by a reading worker (`read_ahead.rs`; the spare worker starts one once warmed
-//! up), a small one's from one stream here (`streamed.rs`), and any (if neither can be used)
-//! in slices read with `Blob.arrayBuffer()` here. The first part tells the format: a plain
+//! Reading a file part by part, the next parts read while the current one decodes: a large
+//! file's by a reading worker (`read_ahead.rs`; the spare worker starts one once warmed up), a
+//! small one's by this worker from one stream, the browser filling it meanwhile
+//! (`streamed.rs`), and any (if neither can be used) in slices read with `Blob.arrayBuffer()`
+//! here, asked for ahead of the decoder. The first part tells the format: a plain
 //! pickle's parts are pushed into the core's [`Feeding`] as they come; any other file goes to
 //! the formats decoded from a reader (gzip, JSON: `runtime::load_read`, `reader.rs` over
 //! `blob.rs`). Not the place for decoding (the core's `PickleFeed`).

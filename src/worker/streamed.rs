@@ -138,7 +138,12 @@ impl StreamedReads {
 
 impl Drop for StreamedReads {
     fn drop(&mut self) {
-        // A read left unfinished (the load failed or the format is read another way).
-        let _ = self.reader.cancel();
+        // The rest of the stream is not wanted (the file is read, the load failed, or its
+        // format is read another way). Cancelling a stream that failed fails too: that was
+        // the load's error already, not another one for the console.
+        let cancelled = JsFuture::from(self.reader.cancel());
+        wasm_bindgen_futures::spawn_local(async move {
+            let _ = cancelled.await;
+        });
     }
 }
