@@ -4,7 +4,7 @@
 //   a rule added in the editor: the worker's re-categorising, and the time from the click on
 //     "Apply" to the timeline repainted and the pie redrawn in the new categories;
 //   a moment picked by a click on the timeline: the worker's breakdown at that moment, and the
-//     time from the click to every chart of the moment drawn;
+//     time from the click to every chart of the moment near the screen drawn;
 //   timeline frames while zooming and panning (the scripted gesture of benches/gesture.mjs),
 //     coloured by role, by component and by allocation, in one run so they compare.
 //
@@ -49,11 +49,16 @@ const clockRead = (page) => page
   .waitForFunction(() => window.__clock.end > 0 && window.__clock.end - window.__clock.start, null, { timeout: 30_000 })
   .then((h) => h.jsonValue());
 
-/** Every chart of the moment shown has been drawn (at `state` when given). */
+/**
+ * Every chart of the moment shown that is near the screen has been drawn; those further below
+ * are drawn once scrolled to (`src/ui/near_screen.rs`). At a new `state` when given, which the
+ * timeline is scrolled to: at least one chart is near it then.
+ */
 const MOMENT_DRAWN = `(clock) => {
   const moment = document.querySelector('#breakdown-moment');
   if (!moment || (clock.state !== undefined && moment.dataset.state === clock.state)) return false;
-  return [...moment.querySelectorAll('.chart-card[data-draws]')].every((c) => Number(c.dataset.draws) >= 1);
+  const near = [...moment.querySelectorAll('.chart-card[data-near="true"]')];
+  return (clock.state === undefined || near.length > 0) && near.every((c) => Number(c.dataset.draws) >= 1);
 }`;
 
 async function settle(page, quiet = 300) {
@@ -67,7 +72,7 @@ async function settle(page, quiet = 300) {
   }
 }
 
-/** A click on the timeline at `fx` of its width: the time until the moment's charts are drawn. */
+/** A click on the timeline at `fx` of its width: the time until the moment's charts near the screen are drawn. */
 async function pickMoment(page, fx) {
   const box = await page.$eval('#timeline-canvas', (c) => {
     c.scrollIntoView({ block: 'center' });

@@ -99,7 +99,7 @@ pub fn ChartCard(
     };
     view! {
         <section class="chart-card" class:wide=wide id=id data-draws=move || draws.get().to_string()
-            data-draw-ms=move || draw_ms.get().to_string()>
+            data-draw-ms=move || draw_ms.get().to_string() data-near=move || near.get().to_string()>
             <header class="chart-header">
                 <h3>{title}</h3>
                 <button type="button" class="button quiet chart-png" title="Download this chart as PNG" on:click=download>
