@@ -17,8 +17,8 @@
 // A stage the load did not go through (no first frame sent with the file) is "–".
 //
 // Usage: node benches/stages.mjs [--cases 100k,1M] [--files A,B] [--runs 5] [--pick-after 3000]
-// Needs a release build in dist/ (./x build; MEMSIGHT_DIST=DIR measures the site in DIR instead)
-// and Debian's chromium (./x setup test). Tracing
+// [--dist DIR]. Needs a release build in dist/ (./x build; --dist traces the site in DIR instead,
+// e.g. a copy of another build's dist/) and Debian's chromium (./x setup test). Tracing
 // slows the page a little: compare stages with each other here, and totals in browser.mjs.
 
 import fs from 'node:fs';
@@ -31,6 +31,7 @@ import { generatedCase, median, mb, openFileAndWaitForMark, option, pickAfter } 
 const cases = option('--cases', '100k,1M').split(',').filter(Boolean);
 const files = option('--files', '').split(',').filter(Boolean);
 const runs = Number(option('--runs', '5'));
+const site = option('--dist', DIST);
 
 const inputs = [
   ...cases.map(generatedCase),
@@ -89,7 +90,7 @@ function stages(events) {
 }
 
 const browser = await launchBrowser();
-const server = await serveStatic(process.env.MEMSIGHT_DIST ?? DIST, '/memsight/');
+const server = await serveStatic(site, '/memsight/');
 const rows = [];
 try {
   for (const input of inputs) {

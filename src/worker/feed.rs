@@ -170,13 +170,8 @@ impl Parts {
             if let Some(streamed) = StreamedReads::new(&blob, total, readers.streaming) {
                 return Parts::Streamed(streamed);
             }
-        }
-        let read_ahead = if total > READ_AHEAD_FROM {
-            readers.ahead.borrow_mut().take().or_else(ReadAhead::start)
-        } else {
-            None
-        };
-        if let Some(read_ahead) = read_ahead {
+        } else if let Some(read_ahead) = readers.ahead.borrow_mut().take().or_else(ReadAhead::start)
+        {
             match read_ahead.read(&blob, total, PART_BYTES, READ_AHEAD_BUFFERS) {
                 Ok(()) => {
                     return Parts::Ahead {
