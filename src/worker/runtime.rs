@@ -202,27 +202,30 @@ const WARM_UP_FRAME: FirstFrame = FirstFrame {
     line_width: 1,
 };
 
-/// Loads the warm-up snapshot a few times. WebAssembly engines compile a function the first
-/// time it runs, from a quick baseline compiler, and switch it to optimised code only once it
-/// has run for a while, and a long loop in a function called once runs from the code it
-/// started with: the page starts the next file's worker ahead of need, so this makes the
+/// Loads the warm-up snapshot [`WARM_UP_ROUNDS`] times. WebAssembly engines compile a function
+/// the first time it runs, from a quick baseline compiler, and switch it to optimised code only
+/// once it has run for a while, and a long loop in a function called once runs from the code
+/// it started with: the page starts the next file's worker ahead of need, so this makes the
 /// decoder's hot functions fast before a real file arrives, and with them everything else a
 /// load runs before the first frame (the analysis, the overview, the first view prepared and
-/// painted, the messages as JSON), so none of it runs unoptimised while someone waits. Each
-/// round loads the snapshot as a file is loaded, through [`feed::load`] from a `Blob`, with
-/// the same clock and callbacks: the optimised code then expects the calls a file's load
-/// makes (see [`clock`]). One round per task, from `round` on, until `busy`: a file that
-/// arrives meanwhile waits for one round at most. After the last round, starts the reading
-/// worker a large file will use and touches the buffers a small one is read into (both kept
-/// in `readers`), and touches memory ahead (`touch_ahead`).
+/// painted, the messages as JSON), so none of it runs unoptimised while someone waits, nor is
+/// optimised then on the other core. Each round loads the snapshot as a file is loaded,
+/// through [`feed::load`] from a `Blob`, with the same clock and callbacks: the optimised code
+/// then expects the calls a file's load makes (see [`clock`]). One round per task, from
+/// `round` on, until `busy`: a file that arrives meanwhile waits for one round at most. Once
+/// the decoder is warm ([`READERS_AFTER_ROUNDS`]), starts the reading worker a large file will
+/// use and touches the buffers a small one is read into (both kept in `readers`); after the
+/// last round, touches memory ahead (`touch_ahead`).
 fn warm_up_from(round: usize, busy: Rc<Cell<bool>>, snapshot: Blob, readers: Readers) {
     if busy.get() {
         return measure_since(WARM_UP_START, "warm-up");
     }
-    if round == WARM_UP_ROUNDS {
-        measure_since(WARM_UP_START, "warm-up");
+    if round == READERS_AFTER_ROUNDS {
         *readers.ahead.borrow_mut() = ReadAhead::start();
         readers.streaming.touch();
+    }
+    if round == WARM_UP_ROUNDS {
+        measure_since(WARM_UP_START, "warm-up");
         return super::touch_ahead::touch_from(Vec::new(), busy);
     }
     let session = Rc::new(RefCell::new(Session::new()));
@@ -257,7 +260,19 @@ fn warm_up_blob() -> Option<Blob> {
     Blob::new_with_u8_array_sequence(&Array::of1(&bytes)).ok()
 }
 
-const WARM_UP_ROUNDS: usize = 24;
+/// Rounds of the warm-up. V8 optimises a function once it has run a budget of code (about
+/// 13 MB of WebAssembly executed): in 24 rounds the decoder's functions reach it, but the
+/// ones that run once per load over every allocation (the overview, the timeline's layout and
+/// band, their sorting) reached it only during the next file's load, and a 100k-entry load
+/// then spent ~60 ms optimising them on the other core while the worker and the page needed
+/// both (Chromium's `--js-flags=--trace-wasm-compilation-times`). After 160 rounds (~0.7 s in
+/// all, off the page's thread) such a load optimises ~9 ms of code (README, "The warm-up runs
+/// until the views' functions are optimised").
+const WARM_UP_ROUNDS: usize = 160;
+
+/// Rounds after which the decoder is warm and the readers are readied (`warm_up_from`), so
+/// that a file that comes during the rest of the warm-up has them.
+const READERS_AFTER_ROUNDS: usize = 24;
 
 const WARM_UP_START: &str = "memsight:worker-warm-up";
 
