@@ -245,7 +245,11 @@ impl Timeline {
     /// The timeline's part of the view's link (tracked); `None` until its layout has arrived
     /// (and while a link's part waits for it), so a link's ranges are not written over.
     fn link_part(&self) -> Option<(TimelineLink, Option<u32>)> {
-        let info = self.info.get()?;
+        // Not `get`: the layout's description holds every phase's name, and this runs on
+        // each move of the view.
+        let (detail, default_detail) = self
+            .info
+            .with(|i| i.as_ref().map(|i| (i.detail, i.default_detail)))?;
         if self.restore.with_value(Option::is_some) {
             return None;
         }
@@ -262,7 +266,7 @@ impl Timeline {
             axis: self.mode.get(),
             x: (!whole).then_some((range.x0, range.x1)),
             y: self.y_range.get().map(|y| (y.min, y.max)),
-            detail: (info.detail != info.default_detail).then_some(info.detail),
+            detail: (detail != default_detail).then_some(detail),
             colour: self.colour_by.get(),
             search: self.categories.search.get(),
         };
