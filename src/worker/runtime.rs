@@ -6,10 +6,14 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use js_sys::{Array, Reflect};
-use memsight_core::protocol::{ErrorReport, FileEvent, FromWorker, RequestId, ToWorker, ViewError};
+use memsight_core::breakdown::service::{BreakdownRequest, Moment};
+use memsight_core::protocol::{
+    Answer, ErrorReport, FileEvent, FromWorker, Request, RequestId, ToWorker, ViewError,
+};
 use memsight_core::service::Reply;
 use memsight_core::session::Session;
-use memsight_core::timeline::service::FirstFrame;
+use memsight_core::timeline::service::{FirstFrame, TimelineRequest};
+use memsight_core::timeline::{AxisMode, TimelineKind};
 use wasm_bindgen::prelude::*;
 use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent};
 
@@ -93,6 +97,19 @@ impl Outbox {
             Outbox::Nowhere => encode_only(&FromWorker::Event(event)),
         }
     }
+
+    /// Sends the answer to request `id`, with its attachment.
+    fn answer(self, id: RequestId, result: Result<Reply<Answer>, ViewError>) {
+        let (result, attachment) = match result {
+            Ok(reply) => (Ok(reply.answer), reply.attachment),
+            Err(error) => (Err(error), None),
+        };
+        let message = FromWorker::Answer { id, result };
+        match self {
+            Outbox::Page => post(&message, attachment),
+            Outbox::Nowhere => encode_only(&message),
+        }
+    }
 }
 
 /// Encodes a message as [`post`] does, and drops it.
@@ -105,14 +122,6 @@ fn post_event(event: FileEvent) {
         memory::loading(bytes_read, total);
     }
     post(&FromWorker::Event(event), None);
-}
-
-fn post_answer(id: RequestId, result: Result<Reply<memsight_core::protocol::Answer>, ViewError>) {
-    let (result, attachment) = match result {
-        Ok(reply) => (Ok(reply.answer), reply.attachment),
-        Err(error) => (Err(error), None),
-    };
-    post(&FromWorker::Answer { id, result }, attachment);
 }
 
 /// Entry point of the worker binary (`src/bin/worker.rs`).
@@ -247,11 +256,37 @@ fn warm_up_from(round: usize, busy: Rc<Cell<bool>>, snapshot: Blob, readers: Rea
         if !session.borrow().is_loaded() {
             return measure_since(WARM_UP_START, "warm-up");
         }
+        let asked = asked_after_first_frame(&session.borrow());
+        for request in asked {
+            answer(&session, 0, request, Outbox::Nowhere);
+        }
         gloo_timers::callback::Timeout::new(0, move || {
             warm_up_from(round + 1, busy, snapshot, readers)
         })
         .forget();
     });
+}
+
+/// What the page asks as soon as a file's first frame is on screen (the timeline's minimap
+/// and its legend's totals at the peak, `ui/timeline`), of the default device, so that the
+/// warm-up trains those answers too: the totals' first build of their index is otherwise
+/// optimised on the other core during the first file's load. None without a loaded file.
+fn asked_after_first_frame(session: &Session) -> Vec<Request> {
+    let Some((device, _)) = session.analysed().and_then(|a| a.default_device()) else {
+        return Vec::new();
+    };
+    vec![
+        Request::Timeline(TimelineRequest::Minimap {
+            device,
+            kind: TimelineKind::Allocations,
+            mode: AxisMode::Events,
+            width: WARM_UP_FRAME.width,
+        }),
+        Request::Breakdown(BreakdownRequest::Totals {
+            device,
+            moment: Moment::Peak,
+        }),
+    ]
 }
 
 /// The warm-up snapshot as a `Blob`, as a file is.
@@ -344,6 +379,19 @@ const PREPARE_START: &str = "memsight:worker-prepare";
 /// The mark each answer's measure starts from.
 const ANSWER_START: &str = "memsight:worker-ask";
 
+/// Answers request `id` to `outbox`, measured (`memsight:worker <feature>`).
+fn answer(session: &RefCell<Session>, id: RequestId, request: Request, outbox: Outbox) {
+    mark(ANSWER_START);
+    let now = clock;
+    let result = session.borrow_mut().answer(request, &now);
+    let name = match &result {
+        Ok(reply) => reply.answer.feature(),
+        Err(_) => "view error",
+    };
+    outbox.answer(id, result);
+    measure_since(ANSWER_START, name);
+}
+
 /// `performance.mark(name)` in the worker.
 pub(super) fn mark(name: &str) {
     if let Some(performance) = scope().performance() {
@@ -369,18 +417,8 @@ fn handle(session: &Rc<RefCell<Session>>, readers: &Readers, data: JsValue) {
     let Some(json) = message.get(0).as_string() else {
         return console_error("received a message that is not text");
     };
-    let now = clock;
     match ToWorker::parse(&json) {
-        Ok(ToWorker::Ask { id, request }) => {
-            mark(ANSWER_START);
-            let result = session.borrow_mut().answer(request, &now);
-            let name = match &result {
-                Ok(reply) => reply.answer.feature(),
-                Err(_) => "view error",
-            };
-            post_answer(id, result);
-            measure_since(ANSWER_START, name);
-        }
+        Ok(ToWorker::Ask { id, request }) => answer(session, id, request, Outbox::Page),
         Ok(ToWorker::Load { first_frame, .. }) => {
             let Ok(blob) = message.get(1).dyn_into::<Blob>() else {
                 return post_event(FileEvent::Failed(ErrorReport::message(
@@ -403,7 +441,7 @@ fn handle(session: &Rc<RefCell<Session>>, readers: &Readers, data: JsValue) {
             ));
         }
         // Not understood: that request's view shows the error; nothing else changes.
-        Err((Some(id), error)) => post_answer(id, Err(error)),
+        Err((Some(id), error)) => Outbox::Page.answer(id, Err(error)),
         Err((None, error)) => console_error(&format!("received a bad message: {error:?}")),
     }
 }
