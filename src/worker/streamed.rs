@@ -138,9 +138,14 @@ impl StreamedReads {
 
 impl Drop for StreamedReads {
     fn drop(&mut self) {
-        // The rest of the stream is not wanted (the file is read, the load failed, or its
-        // format is read another way). Cancelling a stream that failed fails too: that was
-        // the load's error already, not another one for the console.
+        // A file read to its end leaves nothing to cancel, and its load drops these reads
+        // before it finishes decoding: no call and no task there.
+        if self.read >= self.total {
+            return;
+        }
+        // The rest of the stream is not wanted (the load failed, or the file's format is read
+        // another way). Cancelling a stream that failed fails too: that was the load's error
+        // already, not another one for the console.
         let cancelled = JsFuture::from(self.reader.cancel());
         wasm_bindgen_futures::spawn_local(async move {
             let _ = cancelled.await;
