@@ -8,6 +8,8 @@ use std::process::ExitCode;
 use memsight_core::analysis::categories::rules::CompiledRules;
 use memsight_core::analysis::categories::{categorise, totals_at, Component, Role, Totals};
 use memsight_core::analysis::DeviceFacts;
+use memsight_core::breakdown::index::CategoryIndex;
+use memsight_core::breakdown::physics::{physics, Physics};
 use memsight_core::format;
 use serde_json::{json, Map, Value};
 
@@ -74,17 +76,20 @@ pub fn run(
     for_each_file(files, as_json, |path, opened| {
         let analysed = &opened.analysed;
         let categories = categorise(analysed, rules);
-        let devices: Vec<(u32, Result<Totals, String>)> = analysed
+        let devices: Vec<Counted> = analysed
             .snapshot
             .devices
             .iter()
             .zip(&analysed.facts)
             .zip(&categories.devices)
             .map(|((device, facts), cats)| {
-                (
-                    device.id,
-                    at.state(facts).map(|s| totals_at(facts, cats, s)),
-                )
+                let index = CategoryIndex::new(facts, cats);
+                let peak = Moment::Peak.state(facts).unwrap_or(0);
+                Counted {
+                    device: device.id,
+                    totals: at.state(facts).map(|s| totals_at(facts, cats, s)),
+                    physics: physics(index.lookup(facts, cats), cats, peak),
+                }
             })
             .collect();
         if as_json {
@@ -95,13 +100,23 @@ pub fn run(
     })
 }
 
+/// One device's categories at the moment asked for, and its training terms.
+struct Counted {
+    device: u32,
+    totals: Result<Totals, String>,
+    physics: Physics,
+}
+
 /// `{"file", "devices": {"<device>": {"moment", "state", "event", "count", "live_bytes",
-/// "roles": {"<role>": bytes}, "components": {"<component>": bytes}}}}`; the roles and the
-/// components each add up to `live_bytes`.
-fn to_json(path: &Path, at: Moment, devices: &[(u32, Result<Totals, String>)]) -> Value {
+/// "roles": {"<role>": bytes}, "inferred_roles": {"<role>": bytes}, "components":
+/// {"<component>": bytes}, "training": {…}}}}`; the roles and the components each add up to
+/// `live_bytes`; `inferred_roles` holds, of each role's bytes, those deduced rather than
+/// observed; `training` the most bytes parameters, gradients and optimizer state held and
+/// the checks of training's arithmetic that apply.
+fn to_json(path: &Path, at: Moment, devices: &[Counted]) -> Value {
     let mut out = Map::new();
-    for (device, totals) in devices {
-        let value = match totals {
+    for counted in devices {
+        let value = match &counted.totals {
             Ok(t) => json!({
                 "moment": at.name(),
                 "state": t.state,
@@ -109,21 +124,28 @@ fn to_json(path: &Path, at: Moment, devices: &[(u32, Result<Totals, String>)]) -
                 "count": t.count,
                 "live_bytes": t.live_bytes,
                 "roles": Role::ALL.iter().map(|&r| (r.key().to_string(), json!(t.role(r)))).collect::<Map<_, _>>(),
+                "inferred_roles": Role::ALL.iter().map(|&r| (r.key().to_string(), json!(t.inferred(r)))).collect::<Map<_, _>>(),
                 "components": Component::ALL.iter().map(|&c| (c.key().to_string(), json!(t.component(c)))).collect::<Map<_, _>>(),
+                "training": counted.physics,
             }),
             Err(why) => json!({"moment": at.name(), "error": why}),
         };
-        out.insert(device.to_string(), value);
+        out.insert(counted.device.to_string(), value);
     }
     json!({"file": path.display().to_string(), "devices": out})
 }
 
-fn to_text(path: &Path, at: Moment, devices: &[(u32, Result<Totals, String>)]) -> String {
+fn to_text(path: &Path, at: Moment, devices: &[Counted]) -> String {
     let mut out = format!("{}\n", path.display());
     if devices.is_empty() {
         out.push_str("This snapshot holds no device.\n");
     }
-    for (device, totals) in devices {
+    for Counted {
+        device,
+        totals,
+        physics,
+    } in devices
+    {
         let t = match totals {
             Ok(t) => t,
             Err(why) => {
@@ -141,12 +163,17 @@ fn to_text(path: &Path, at: Moment, devices: &[(u32, Result<Totals, String>)]) -
             format::bytes(t.live_bytes),
             t.count
         ));
-        let mut table = |title: &str, rows: Vec<(&str, u64)>| {
+        let mut table = |title: &str, rows: Vec<(&str, u64, u64)>| {
             out.push_str(&format!("  {title}\n"));
-            let width = rows.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
-            for (name, bytes) in rows.into_iter().filter(|&(_, b)| b > 0) {
+            let width = rows.iter().map(|(n, _, _)| n.len()).max().unwrap_or(0);
+            for (name, bytes, inferred) in rows.into_iter().filter(|&(_, b, _)| b > 0) {
+                let inferred = match inferred {
+                    0 => String::new(),
+                    i if i == bytes => "  inferred".to_string(),
+                    i => format!("  {} inferred", format::bytes(i)),
+                };
                 out.push_str(&format!(
-                    "    {name:<width$}  {:>10}  {:>3}%\n",
+                    "    {name:<width$}  {:>10}  {:>3}%{inferred}\n",
                     format::bytes(bytes),
                     format::percent_of(bytes, t.live_bytes)
                 ));
@@ -154,15 +181,21 @@ fn to_text(path: &Path, at: Moment, devices: &[(u32, Result<Totals, String>)]) -
         };
         table(
             "by role",
-            Role::ALL.iter().map(|&r| (r.key(), t.role(r))).collect(),
+            Role::ALL
+                .iter()
+                .map(|&r| (r.key(), t.role(r), t.inferred(r)))
+                .collect(),
         );
         table(
             "by component",
             Component::ALL
                 .iter()
-                .map(|&c| (c.key(), t.component(c)))
+                .map(|&c| (c.key(), t.component(c), 0))
                 .collect(),
         );
+        if let Some(line) = format::breakdown::training_line(physics) {
+            out.push_str(&format!("  training: {line}\n"));
+        }
     }
     out
 }

@@ -11,8 +11,8 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use memsight_core::analysis::categories::rules::Rules;
-use memsight_core::analysis::categories::{Component, Role};
-use memsight_core::format::breakdown::{component_label, phase_label, role_label};
+use memsight_core::analysis::categories::{Component, Explainer, Role};
+use memsight_core::format::breakdown::{component_label, phase_label, role_label, role_reason};
 use memsight_core::format::{self, table::cell};
 use memsight_core::table::groups::{every_group, share};
 use memsight_core::table::service::{Table, TableService};
@@ -133,7 +133,14 @@ fn tables_of(
             match output {
                 Output::Csv => text.push_str(&csv(&table)),
                 Output::Json => {
-                    json_devices.insert(d.to_string(), as_json(&table));
+                    let position = cx.analysed.device_position(d).unwrap_or_default();
+                    let mut explainer = Explainer::new(
+                        cx.analysed,
+                        position,
+                        cx.categorised.device(position),
+                        cx.categorised.rules(),
+                    );
+                    json_devices.insert(d.to_string(), as_json(&table, &mut explainer));
                 }
                 Output::Text { limit } => {
                     if !text.is_empty() {
@@ -162,14 +169,20 @@ fn csv(table: &Table<'_>) -> String {
     }
 }
 
-/// `{"totals": {…}, "rows": [{…}]}` or `{"totals", "groups": [{"path": […], …}]}`.
-fn as_json(table: &Table<'_>) -> Value {
+/// `{"totals": {…}, "rows": [{…}]}` or `{"totals", "groups": [{"path": […], …}]}`; each row
+/// with its `role_reason` in words.
+fn as_json(table: &Table<'_>, explainer: &mut Explainer<'_>) -> Value {
     match table.tree {
         None => {
             let rows: Vec<Value> = table
                 .sorted
                 .iter()
-                .map(|&i| serde_json::to_value(table.rows.row(i)).expect("rows serialize"))
+                .map(|&i| {
+                    let mut row = serde_json::to_value(table.rows.row(i)).expect("rows serialize");
+                    let reason = explainer.explain(i as usize);
+                    row["role_reason"] = json!(role_reason(&reason));
+                    row
+                })
                 .collect();
             json!({ "totals": table.totals, "rows": rows })
         }

@@ -7,6 +7,7 @@ mod allocations;
 pub mod categories;
 pub mod keywords;
 pub mod replay;
+pub mod scopes;
 pub mod stacks;
 pub mod warning;
 

@@ -21,28 +21,45 @@ pub const CHECKPOINT_STATES: u32 = 1024;
 const ROLES: usize = Role::ALL.len();
 const COMPONENTS: usize = Component::ALL.len();
 
-/// Running totals: count, bytes, bytes by role, bytes by component.
+/// Running totals: count, bytes, bytes by role, bytes by component, and of each role's
+/// bytes those whose role was deduced.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Sums {
     count: u32,
     bytes: u64,
     roles: [u64; ROLES],
     components: [u64; COMPONENTS],
+    inferred: [u64; ROLES],
+}
+
+/// What an allocation adds to the sums.
+#[derive(Clone, Copy)]
+struct Parts {
+    size: u64,
+    role: Role,
+    component: Component,
+    inferred: bool,
 }
 
 impl Sums {
-    fn add(&mut self, size: u64, role: Role, component: Component) {
+    fn add(&mut self, p: Parts) {
         self.count += 1;
-        self.bytes += size;
-        self.roles[role as usize] += size;
-        self.components[component as usize] += size;
+        self.bytes += p.size;
+        self.roles[p.role as usize] += p.size;
+        self.components[p.component as usize] += p.size;
+        if p.inferred {
+            self.inferred[p.role as usize] += p.size;
+        }
     }
 
-    fn remove(&mut self, size: u64, role: Role, component: Component) {
+    fn remove(&mut self, p: Parts) {
         self.count -= 1;
-        self.bytes -= size;
-        self.roles[role as usize] -= size;
-        self.components[component as usize] -= size;
+        self.bytes -= p.size;
+        self.roles[p.role as usize] -= p.size;
+        self.components[p.component as usize] -= p.size;
+        if p.inferred {
+            self.inferred[p.role as usize] -= p.size;
+        }
     }
 }
 
@@ -193,13 +210,14 @@ pub struct Lookup<'a> {
 
 impl Lookup<'_> {
     /// The size, role and component of the allocation `entry` stands for.
-    fn parts(&self, entry: Entry) -> (u64, Role, Component) {
+    fn parts(&self, entry: Entry) -> Parts {
         let i = entry.allocation as usize;
-        (
-            self.allocations.size(i),
-            self.categories.roles[i],
-            self.categories.components[i],
-        )
+        Parts {
+            size: self.allocations.size(i),
+            role: self.categories.roles[i],
+            component: self.categories.components[i],
+            inferred: self.categories.is_inferred(i),
+        }
     }
 
     /// Moves `at` from its state to `state` (not before it).
@@ -220,9 +238,8 @@ impl Lookup<'_> {
             match (start, end) {
                 (Some(s), Some(e)) if e <= s => self.end_next(at),
                 (Some(_), _) => {
-                    let (size, role, component) =
-                        self.parts(self.index.by_start[at.next_start as usize]);
-                    at.sums.add(size, role, component);
+                    at.sums
+                        .add(self.parts(self.index.by_start[at.next_start as usize]));
                     at.next_start += 1;
                 }
                 (None, Some(_)) => self.end_next(at),
@@ -233,9 +250,8 @@ impl Lookup<'_> {
 
     fn end_next(&self, at: &mut Checkpoint) {
         let index = self.index;
-        let (size, role, component) =
-            self.parts(index.by_start[index.by_end[at.next_end as usize] as usize]);
-        at.sums.remove(size, role, component);
+        at.sums
+            .remove(self.parts(index.by_start[index.by_end[at.next_end as usize] as usize]));
         at.next_end += 1;
     }
 
@@ -262,6 +278,7 @@ impl Lookup<'_> {
             live_bytes: sums.bytes,
             roles: sums.roles.to_vec(),
             components: sums.components.to_vec(),
+            inferred_roles: sums.inferred.to_vec(),
         }
     }
 
@@ -307,7 +324,7 @@ impl Lookup<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::categories::totals_at;
+    use crate::analysis::categories::{totals_at, Deduced};
     use crate::analysis::{categories, Analysed};
     use crate::model::Action;
     use crate::timeline::test_traces;
@@ -327,10 +344,21 @@ mod tests {
             let facts = &analysed.facts[0];
             // Every role and component, mixed (the trace has no stacks to infer them from).
             let n = facts.allocations.len();
+            // Half the allocations from before the trace deduced, half observed.
+            let before = (0..facts.allocations.first_traced())
+                .map(|i| {
+                    if i % 2 == 0 {
+                        Deduced::ModelState
+                    } else {
+                        Deduced::Observed
+                    }
+                })
+                .collect();
             let cats = &DeviceCategories {
                 roles: (0..n).map(|i| Role::ALL[i * 7 % ROLES]).collect(),
                 components: (0..n).map(|i| Component::ALL[i % COMPONENTS]).collect(),
-                phases: Default::default(),
+                before,
+                ..Default::default()
             };
             let built = CategoryIndex::new(facts, cats);
             let ending = built.by_start.iter().filter(|e| e.end != u32::MAX).count();
@@ -358,7 +386,7 @@ mod tests {
         let cats = &DeviceCategories {
             roles: (0..n).map(|i| Role::ALL[i % 3]).collect(),
             components: (0..n).map(|i| Component::ALL[i % 2]).collect(),
-            phases: Default::default(),
+            ..Default::default()
         };
         let built = CategoryIndex::new(facts, cats);
         let index = built.lookup(facts, cats);

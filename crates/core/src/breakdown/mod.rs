@@ -10,5 +10,6 @@ pub mod categorised;
 pub mod estimate;
 pub mod findings;
 pub mod index;
+pub mod physics;
 pub mod service;
 pub mod sizes;

@@ -4,9 +4,13 @@
 //! Labels only: the bytes by category, the estimate and its side come from
 //! [`crate::breakdown`].
 
+use super::{bytes, count};
 use crate::analysis::categories::signals::Phase;
-use crate::analysis::categories::{Component, Role};
+use crate::analysis::categories::{
+    Basis, Component, FreedHow, Role, RoleReason, Unexplained, Witness,
+};
 use crate::breakdown::estimate::PeakSide;
+use crate::breakdown::physics::{Physics, PhysicsKind};
 
 /// What a role is called: `Optimizer state`, `Forward temporaries`.
 pub fn role_label(role: Role) -> &'static str {
@@ -57,6 +61,243 @@ pub fn side_label(side: PeakSide) -> &'static str {
         PeakSide::GradientsAndStep => "gradients + optimizer temporaries (the optimizer step)",
         PeakSide::Activations => "activations (the end of the forward)",
     }
+}
+
+/// What a phase of training is called inside a sentence: `the forward`, `zero_grad`.
+fn phase_in_sentence(phase: Phase) -> &'static str {
+    match phase {
+        Phase::Other => "no phase of training",
+        Phase::Setup => "setup",
+        Phase::Forward => "the forward",
+        Phase::Backward => "the backward",
+        Phase::OptimizerStep => "the optimizer step",
+        Phase::ZeroGrad => "zero_grad",
+    }
+}
+
+/// Where a witness of a deduction shows: `one made at event 5,272`.
+fn witnessed(witness: &Witness) -> String {
+    match witness.event {
+        Some(event) => {
+            let what = if witness.made { "made" } else { "freed" };
+            format!("one {what} at event {}", count(event as u64))
+        }
+        None => "one alive before recording, as its own frames show".to_string(),
+    }
+}
+
+/// Why an allocation has its role, in words a user can check against the trace.
+pub fn role_reason(reason: &RoleReason) -> String {
+    const BEFORE: &str = "alive since before recording and never freed";
+    let event = |e: u32| format!("event {}", count(e as u64));
+    match &reason.basis {
+        Basis::Rule {
+            index,
+            name,
+            pattern,
+        } => match name {
+            Some(name) => format!("rule {} ({name}): `{pattern}`", index + 1),
+            None => format!("rule {}: `{pattern}`", index + 1),
+        },
+        Basis::Annotation { event: at, text } => {
+            format!("annotated \u{201c}{text}\u{201d} at {}", event(*at))
+        }
+        Basis::Frame { frame } => format!("its stack runs {frame}"),
+        Basis::AccumulateGrad {
+            event: at,
+            outlives,
+        } => {
+            let kept = if *outlives {
+                "kept past the backward"
+            } else {
+                "freed within the backward"
+            };
+            format!("made by AccumulateGrad at {}, {kept}", event(*at))
+        }
+        Basis::Phase {
+            event: at,
+            phase,
+            scope,
+            outlives,
+            freed,
+        } => {
+            let scope = scope
+                .as_ref()
+                .map(|s| format!(" ({s})"))
+                .unwrap_or_default();
+            let life = match (outlives, freed) {
+                (true, Some(f)) => format!(", kept past it until {}", event(*f)),
+                (true, None) => ", kept past it to the end".to_string(),
+                (false, Some(f)) => format!(", freed within it at {}", event(*f)),
+                (false, None) => String::new(),
+            };
+            format!(
+                "made in {}{scope} at {}{life}",
+                phase_in_sentence(*phase),
+                event(*at)
+            )
+        }
+        Basis::OwnFrames { phase, frame } => {
+            let frame = frame
+                .as_ref()
+                .map(|f| format!(" by {f}"))
+                .unwrap_or_default();
+            match phase {
+                Some(p) => format!(
+                    "made before recording{frame}, in {}, as the frames recorded with it show",
+                    phase_in_sentence(*p)
+                ),
+                None => format!("made before recording{frame}, as the frames recorded with it show"),
+            }
+        }
+        Basis::Parameter {
+            size,
+            parameters,
+            gradients,
+            states,
+            witness,
+        } => {
+            let counted = if *gradients >= *parameters && *gradients > 0 {
+                format!(
+                    "the run holds {} gradients of that size at once, one per parameter",
+                    count(*gradients as u64)
+                )
+            } else {
+                format!(
+                    "the optimizer keeps {} states of that size",
+                    count(*states as u64)
+                )
+            };
+            format!(
+                "{BEFORE}; one of the {} parameters of its size ({}): {counted} ({})",
+                count(*parameters as u64),
+                bytes(*size),
+                witnessed(witness)
+            )
+        }
+        Basis::GradientBefore {
+            size,
+            parameters,
+            made,
+            witness,
+        } => format!(
+            "{BEFORE}; the optimizer steps {} parameters of its size ({}) ({}), each with its gradient, and the trace makes {} gradients of that size: the others were made before recording",
+            count(*parameters as u64),
+            bytes(*size),
+            witnessed(witness),
+            count(*made as u64)
+        ),
+        Basis::OptimizerStateBeyond {
+            size,
+            parameters,
+            witness,
+            optimizer,
+            states_per_parameter,
+        } => {
+            let keeps = match (optimizer, states_per_parameter) {
+                (Some(o), Some(k)) => format!("{o} keeps {k} states per parameter"),
+                (Some(o), None) => format!("{o} keeps states per parameter"),
+                (None, _) => "the optimizer keeps states per parameter".to_string(),
+            };
+            format!(
+                "{BEFORE}; beyond the {} parameters of its size ({}) and their gradients ({}): {keeps}",
+                count(*parameters as u64),
+                bytes(*size),
+                witnessed(witness)
+            )
+        }
+        Basis::ModelState => {
+            format!("{BEFORE}; no gradients in this run: the model's weights and buffers")
+        }
+        Basis::Unpaired { size } => format!(
+            "{BEFORE}; nothing of its size ({}) in this run pairs with it: a frozen weight or buffer of the model, or another tensor kept from before",
+            bytes(*size)
+        ),
+        Basis::FreedLike { event: at, like } => format!(
+            "made before recording; freed at {} by the same code that frees {} ({})",
+            event(*at),
+            role_label(like.role).to_lowercase(),
+            witnessed(like)
+        ),
+        Basis::FreedBy { event: at, how } => match how {
+            FreedHow::SavedReleased => format!(
+                "made before recording; freed at {} as autograd released what it saved for the backward",
+                event(*at)
+            ),
+            FreedHow::InPhase {
+                phase: Phase::ZeroGrad,
+            } => format!(
+                "made before recording; freed by zero_grad at {}: a gradient of the step before",
+                event(*at)
+            ),
+            FreedHow::InPhase { phase } => format!(
+                "made before recording; freed within {} at {}",
+                phase_in_sentence(*phase),
+                event(*at)
+            ),
+        },
+        Basis::KeptLike { size, like } => format!(
+            "{BEFORE}; the trace makes {} of its size ({}) and keeps it to the end too ({})",
+            role_label(like.role).to_lowercase(),
+            bytes(*size),
+            witnessed(like)
+        ),
+        Basis::SucceededBy { event: at, like } => format!(
+            "made before recording; freed at {} by code that says nothing of it; {} of its size alive at the end ({}) takes its place",
+            event(*at),
+            role_label(like.role).to_lowercase(),
+            witnessed(like)
+        ),
+        Basis::Unknown { why } => match why {
+            Unexplained::NoTrace => "no stacks recorded and no trace".to_string(),
+            Unexplained::NoStacks => {
+                "made before recording, and the trace records no stacks".to_string()
+            }
+            Unexplained::NoPhase { event: at } => format!(
+                "made at {} outside any phase of training, by code that says nothing of its role",
+                event(*at)
+            ),
+            Unexplained::FreedSilently { event: at } => format!(
+                "made before recording and freed at {} by code that says nothing of its role",
+                event(*at)
+            ),
+        },
+    }
+}
+
+/// The run's training terms and what its checks found, in a line: `None` when no check
+/// applies.
+pub fn training_line(physics: &Physics) -> Option<String> {
+    if physics.checks.is_empty() {
+        return None;
+    }
+    let mut parts = vec![format!(
+        "parameters {}, gradients {}, optimizer state {} (the most each held)",
+        bytes(physics.parameters),
+        bytes(physics.gradients),
+        bytes(physics.optimizer_state)
+    )];
+    for check in &physics.checks {
+        let verdict = if check.passes { "ok" } else { "off" };
+        parts.push(match check.kind {
+            PhysicsKind::GradientsMatchParameters => {
+                format!("gradients {:.2}× parameters ({verdict})", check.ratio)
+            }
+            PhysicsKind::StatePerGradient => format!(
+                "optimizer state {:.2}× gradients, {} keeps {} per parameter ({verdict})",
+                check.ratio,
+                physics.optimizer.as_deref().unwrap_or("the optimizer"),
+                physics.states_per_parameter.unwrap_or(0)
+            ),
+            PhysicsKind::UnknownSmall => {
+                format!(
+                    "unknown {:.1}% of the peak ({verdict})",
+                    100.0 * check.ratio
+                )
+            }
+        });
+    }
+    Some(parts.join("; "))
 }
 
 #[cfg(test)]

@@ -31,7 +31,7 @@ pub fn allocator_totals(segments: u32, t: &Totals) -> String {
 }
 
 /// The header of an allocations CSV.
-pub const ROWS_HEADER: &str = "allocation,element,address,size_bytes,requested_bytes,stream,role,component,phase,alloc_event,alloc_time_us,free_event,free_time_us,lifetime_events,lifetime_us,top_frame,shape";
+pub const ROWS_HEADER: &str = "allocation,element,address,size_bytes,requested_bytes,stream,role,role_inferred,component,phase,alloc_event,alloc_time_us,free_event,free_time_us,lifetime_events,lifetime_us,top_frame,shape";
 
 /// The header of a groups CSV.
 pub const GROUPS_HEADER: &str =
@@ -64,7 +64,7 @@ pub fn rows_csv(rows: &Rows<'_>, sorted: &[u32]) -> String {
         let r = rows.row(i);
         let _ = writeln!(
             out,
-            "{},{},0x{:x},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},0x{:x},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             r.allocation,
             r.index,
             r.address,
@@ -72,6 +72,7 @@ pub fn rows_csv(rows: &Rows<'_>, sorted: &[u32]) -> String {
             r.requested_bytes,
             r.stream,
             r.role.key(),
+            r.role_inferred,
             r.component.key(),
             r.phase.map_or("", |p| p.key()),
             opt(r.alloc_event),

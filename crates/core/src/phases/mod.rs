@@ -16,8 +16,9 @@ use serde::{Deserialize, Serialize};
 use crate::analysis::categories::signals::Phase;
 use crate::analysis::categories::Role;
 use crate::analysis::replay::{DeviceFacts, Origin};
+use crate::analysis::scopes::scope_ranges;
 use crate::breakdown::index::Lookup;
-use crate::model::{AnnotationStage, Device, Snapshot, StrId, NO_TIME};
+use crate::model::{Device, Snapshot, StrId, NO_TIME};
 
 /// What told a report's phases apart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -266,41 +267,20 @@ fn scopes(snapshot: &Snapshot, device: &Device) -> Vec<Scope> {
     if !timed {
         return Vec::new();
     }
-    let mut open: Vec<(StrId, i64)> = Vec::new();
-    let mut out: Vec<Scope> = Vec::new();
-    let close = |name: StrId, start: i64, end: i64, depth: usize, out: &mut Vec<Scope>| {
-        let first = times.partition_point(|&t| t < start);
-        let end = times.partition_point(|&t| t <= end);
-        if first < end {
-            out.push(Scope {
-                name,
-                depth: depth as u32,
+    let mut out: Vec<Scope> = scope_ranges(snapshot, device.id)
+        .into_iter()
+        .filter_map(|s| {
+            let first = times.partition_point(|&t| t < s.start_us);
+            let end = times.partition_point(|&t| t <= s.end_us.unwrap_or(i64::MAX));
+            (first < end).then(|| Scope {
+                name: s.name,
+                depth: s.depth,
                 first,
                 last: end - 1,
-                start,
-            });
-        }
-    };
-    for a in snapshot
-        .annotations
-        .iter()
-        .filter(|a| a.device == device.id)
-    {
-        match a.stage {
-            AnnotationStage::Start => open.push((a.name, a.time_us)),
-            AnnotationStage::End => {
-                let Some(at) = open.iter().rposition(|&(n, _)| n == a.name) else {
-                    continue;
-                };
-                let (name, start) = open.remove(at);
-                close(name, start, a.time_us, at, &mut out);
-            }
-            AnnotationStage::Other(_) => {}
-        }
-    }
-    for (depth, (name, start)) in open.into_iter().enumerate() {
-        close(name, start, i64::MAX, depth, &mut out);
-    }
+                start: s.start_us,
+            })
+        })
+        .collect();
     out.sort_by_key(|s| (s.start, s.depth));
     out
 }

@@ -32,6 +32,9 @@ pub struct TableRow {
     /// The raw `cudaStream_t`.
     pub stream: u64,
     pub role: Role,
+    /// Whether the role was deduced rather than observed (memory made before the trace).
+    #[serde(default)]
+    pub role_inferred: bool,
     pub component: Component,
     /// The phase it was made in; `None` when made before the trace.
     pub phase: Option<Phase>,
@@ -238,6 +241,7 @@ impl<'a> Rows<'a> {
             address: a.addr,
             stream: self.stream(i),
             role: self.role(i),
+            role_inferred: self.categories.is_inferred(i as usize),
             component: self.component(i),
             phase: self.phase(i),
             alloc_event,

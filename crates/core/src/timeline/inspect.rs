@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::elements::{AllocationElements, Elements, SegmentElements};
 use super::live::{live_at, LiveSet};
 use super::{TimelineKind, ALIVE};
+use crate::analysis::categories::RoleReason;
 use crate::analysis::stacks::{stack_text, FrameSearch, FrameText, StackText};
 use crate::analysis::{DeviceFacts, Origin, NO_ROW};
 use crate::model::{Action, Device, Snapshot, StackId};
@@ -49,6 +50,9 @@ pub struct ElementDetail {
     pub frame_count: u32,
     pub compile_context: Option<String>,
     pub user_metadata: Option<String>,
+    /// An allocation's role and why (set by the service, which has the categories).
+    #[serde(default)]
+    pub role: Option<RoleReason>,
 }
 
 /// The block size the caching allocator uses for a request of `size` bytes.
@@ -143,6 +147,7 @@ pub fn detail(
                 frame_count,
                 compile_context,
                 user_metadata,
+                role: None,
             })
         }
         TimelineKind::Segments => {
@@ -180,6 +185,7 @@ pub fn detail(
                 frame_count,
                 compile_context: None,
                 user_metadata: None,
+                role: None,
             })
         }
     }

@@ -16,9 +16,11 @@ use super::inspect::{self, ElementDetail, OomDetail, Query};
 use super::layout::{Cursor, Layout};
 use super::raster::{self, ByElement, Hit, Marks, Style, Track, YRange};
 use super::{AxisMode, TimelineKind, Viewport};
+use crate::analysis::categories::Explainer;
+use crate::analysis::scopes::scope_ranges;
 use crate::analysis::{Analysed, DeviceFacts};
 use crate::breakdown::index::CategoryIndex;
-use crate::model::{Action, AnnotationStage, Device};
+use crate::model::{Action, Device};
 use crate::service::{Context, Prerequisite, Reply, Service, ViewError};
 
 /// What a timeline view asks for.
@@ -377,7 +379,7 @@ impl Service for TimelineService {
                 device,
                 kind,
                 index,
-            } => self.element(analysed, device, kind, index),
+            } => self.element(cx, device, kind, index),
             TimelineRequest::Search {
                 device,
                 kind,
@@ -389,7 +391,7 @@ impl Service for TimelineService {
                     .and_then(|e| e.found.as_ref())
                     .and_then(|f| f.ids.get(nth as usize).copied());
                 match index {
-                    Some(index) => self.element(analysed, device, kind, index),
+                    Some(index) => self.element(cx, device, kind, index),
                     None => Ok(TimelineAnswer::Element(None).into()),
                 }
             }
@@ -668,18 +670,26 @@ impl TimelineService {
     }
 
     #[inline(never)]
-    fn element(
-        &self,
-        analysed: &Analysed,
-        device: u32,
-        kind: TimelineKind,
-        index: u32,
-    ) -> Answered {
+    fn element(&self, cx: &Context<'_>, device: u32, kind: TimelineKind, index: u32) -> Answered {
+        let analysed = cx.analysed;
         let (dev, facts) = analysed
             .device_facts(device)
             .ok_or(ViewError::NoSuchDevice { device })?;
         let segments = self.entry(device, kind).and_then(|e| e.segments.as_ref());
-        let detail = inspect::detail(&analysed.snapshot, dev, facts, segments, kind, index, true);
+        let mut detail =
+            inspect::detail(&analysed.snapshot, dev, facts, segments, kind, index, true);
+        if let (Some(detail), TimelineKind::Allocations) = (detail.as_mut(), kind) {
+            let position = analysed.device_position(device).unwrap_or_default();
+            let allocation = AllocationElements::new(facts).allocation_index(index);
+            let categorised = cx.categorised;
+            let mut explainer = Explainer::new(
+                analysed,
+                position,
+                categorised.device(position),
+                categorised.rules(),
+            );
+            detail.role = Some(explainer.explain(allocation));
+        }
         Ok(TimelineAnswer::Element(detail).into())
     }
 
@@ -891,30 +901,16 @@ fn phases(analysed: &Analysed, dev: &Device, axis: &Axis<'_>) -> Vec<Phase> {
         let t = (t as f64).clamp(first, end - 1.0);
         axis.state_at(AxisMode::Time, t).unwrap_or(0)
     };
-    let mut open: FxHashMap<u32, Vec<usize>> = FxHashMap::default();
-    let mut phases: Vec<Phase> = Vec::new();
-    for a in snapshot.annotations.iter().filter(|a| a.device == dev.id) {
-        match a.stage {
-            AnnotationStage::Start => {
-                open.entry(a.name).or_default().push(phases.len());
-                phases.push(Phase {
-                    name: snapshot.str(a.name).to_string(),
-                    start_state: state_at(a.time_us),
-                    end_state: None,
-                    start_time_us: a.time_us,
-                    end_time_us: None,
-                });
-            }
-            AnnotationStage::End => {
-                if let Some(i) = open.get_mut(&a.name).and_then(Vec::pop) {
-                    phases[i].end_state = Some(state_at(a.time_us));
-                    phases[i].end_time_us = Some(a.time_us);
-                }
-            }
-            AnnotationStage::Other(_) => {}
-        }
-    }
-    phases
+    scope_ranges(snapshot, dev.id)
+        .into_iter()
+        .map(|s| Phase {
+            name: snapshot.str(s.name).to_string(),
+            start_state: state_at(s.start_us),
+            end_state: s.end_us.map(state_at),
+            start_time_us: s.start_us,
+            end_time_us: s.end_us,
+        })
+        .collect()
 }
 
 fn ooms(dev: &Device, axis: &Axis<'_>) -> Vec<OomMark> {

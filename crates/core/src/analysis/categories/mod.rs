@@ -9,14 +9,19 @@
 //! after it is an activation, made in a backward and alive after it a gradient, made in an
 //! optimizer step and kept is optimizer state, made and freed in one run of a phase is that
 //! phase's temporary. Allocations from before the trace window use their block's stack when
-//! there is one; one known only by its free is Unknown (its stack is where it was freed).
-//! The user's [`rules`] come first. A component comes from keywords in the innermost frame
-//! that has one ([`signals`]).
+//! there is one; the others are deduced from what the trace shows of them and of training
+//! ([`before`]): their frees, and sizes paired with the gradients and optimizer states the
+//! window makes. What users wrote comes first: the rules ([`rules`]), then annotations on an
+//! allocation ([`annotations`]). A component comes from keywords in the innermost frame that
+//! has one ([`signals`]). Each role has its reason ([`explain`]), worked out when asked.
 //!
-//! Pure and computed in one pass per device (each distinct frame and stack read once). Not
-//! the place for colours or words.
+//! Pure and computed in one pass per device (each distinct frame and stack read once), then
+//! one over the allocations from before the trace. Not the place for colours or words.
 
+mod annotations;
+mod before;
 pub mod phases;
+mod reason;
 pub mod rules;
 pub mod signals;
 
@@ -27,7 +32,10 @@ use super::replay::{DeviceFacts, Origin, NO_ROW};
 use super::stacks::{classify, FrameClass};
 use super::Analysed;
 use crate::model::{Device, Snapshot, StackId, NO_STACK};
+pub use annotations::metadata_role;
+pub use before::{states_per_parameter, Deduced, OptimizerEvidence, RunEvidence, SizeEvidence};
 use phases::{row_phases, RowPhases, RunEnds, StackPhase};
+pub use reason::{Basis, Explainer, FreedHow, RoleReason, Unexplained, Witness};
 use rules::CompiledRules;
 use signals::{frame_signal, FrameSignal, Phase};
 
@@ -202,6 +210,13 @@ pub struct DeviceCategories {
     pub components: Vec<Component>,
     /// The phase of each trace row.
     pub phases: RowPhases,
+    /// How the role of each allocation from before the trace (the first
+    /// [`crate::analysis::Allocations::first_traced`] allocations) was found.
+    pub before: Vec<Deduced>,
+    /// Roles annotations give allocations: `(allocation, trace row, role)`, by allocation.
+    pub annotated: Vec<(u32, u32, Role)>,
+    /// What the run shows of training, the evidence the deductions weighed.
+    pub run: RunEvidence,
 }
 
 impl DeviceCategories {
@@ -217,6 +232,12 @@ impl DeviceCategories {
     /// Whether allocation `i` is in `category`.
     pub fn is_in(&self, category: Category, i: usize) -> bool {
         self.category(category.dimension, i) == category.index as usize
+    }
+
+    /// Whether the role of allocation `i` was deduced rather than observed: it was made
+    /// before the trace, and neither its own frames, an annotation nor a rule say what it is.
+    pub fn is_inferred(&self, i: usize) -> bool {
+        self.before.get(i).is_some_and(|d| d.is_inferred())
     }
 }
 
@@ -241,20 +262,26 @@ pub fn categorise(analysed: &Analysed, rules: &CompiledRules) -> Categories {
 
 /// What a whole stack says: combined from its frames, innermost first.
 #[derive(Clone, Copy, Debug, Default)]
-struct StackSignal {
-    phase: Option<Phase>,
-    role: Option<Role>,
-    component: Option<Component>,
-    accumulates_gradient: bool,
-    user_code: bool,
-    empty: bool,
-    /// What the user's rules say, when they say anything.
-    ruled: (Option<Role>, Option<Component>),
+pub(crate) struct StackSignal {
+    pub phase: Option<Phase>,
+    pub role: Option<Role>,
+    pub component: Option<Component>,
+    pub accumulates_gradient: bool,
+    pub user_code: bool,
+    pub empty: bool,
+    /// Made inside a closure an optimizer's `step` runs: the optimizer's phase does not apply.
+    pub in_closure: bool,
+    /// Freed by autograd releasing what it saved for the backward.
+    pub releases_saved: bool,
+    /// Recorded in the allocator's `malloc`: where the memory was made.
+    pub allocator_malloc: bool,
+    /// What the user's rules say, when they say anything: `(rule, role)`, `(rule, component)`.
+    pub ruled: rules::Ruled,
 }
 
 /// Each distinct frame read once, shared by the devices of a snapshot.
 #[derive(Default)]
-struct FrameSignals {
+pub(crate) struct FrameSignals {
     frames: Vec<Option<(FrameSignal, FrameClass)>>,
 }
 
@@ -271,7 +298,20 @@ impl FrameSignals {
     }
 }
 
-fn stack_signal(
+/// The phase of a stack whose frame `inner` names a phase inside one further out naming
+/// `outer`: the innermost says what runs (a forward or backward an optimizer's closure runs is
+/// a forward or backward; the optimizer's step inside a backward hook is the optimizer's),
+/// but a forward recomputed inside a backward (activation checkpointing) is the backward's,
+/// and setting up (a `.to()`) inside a phase of training is that phase's.
+fn combine_phases(inner: Phase, outer: Phase) -> Phase {
+    match (inner, outer) {
+        (Phase::Forward, Phase::Backward) => Phase::Backward,
+        (Phase::Setup | Phase::Other, outer) => outer,
+        (inner, _) => inner,
+    }
+}
+
+pub(crate) fn stack_signal(
     snapshot: &Snapshot,
     stack: StackId,
     frames: &mut FrameSignals,
@@ -286,45 +326,77 @@ fn stack_signal(
         empty: ids.is_empty(),
         ..Default::default()
     };
-    // A phase named further out still counts, by strength: an optimizer step, then a
-    // backward (a forward recomputed inside it is the backward's), then a forward.
-    let strength = |p: Phase| match p {
-        Phase::OptimizerStep => 5,
-        Phase::ZeroGrad => 4,
-        Phase::Backward => 3,
-        Phase::Forward => 2,
-        Phase::Setup => 1,
-        Phase::Other => 0,
-    };
+    let mut closure = false;
     for &id in ids {
         let (signal, class) = frames.get(snapshot, id);
         if let Some(p) = signal.phase {
-            if out.phase.is_none_or(|q| strength(p) > strength(q)) {
-                out.phase = Some(p);
+            // The optimizer running a closure is not what the closure runs.
+            if !(closure && p == Phase::OptimizerStep) {
+                out.phase = Some(out.phase.map_or(p, |inner| combine_phases(inner, p)));
             }
         }
+        closure |= signal.closure;
         out.role = out.role.or(signal.role);
         if class.is_code() {
             out.component = out.component.or(signal.component);
         }
         out.accumulates_gradient |= signal.accumulates_gradient;
+        out.releases_saved |= signal.releases_saved;
+        out.allocator_malloc |= signal.allocator_malloc;
         out.user_code |= class == FrameClass::UserPython;
     }
+    out.in_closure = closure;
     if !rules.is_empty() && !ids.is_empty() {
-        let texts: Vec<String> = snapshot
-            .stack_frames(stack)
-            .map(|f| {
-                format!(
-                    "{}:{}:{}",
-                    snapshot.str(f.filename),
-                    f.line,
-                    snapshot.str(f.name)
-                )
-            })
-            .collect();
-        out.ruled = rules.apply(&texts);
+        out.ruled = rules.apply_indexed(&stack_texts(snapshot, stack));
     }
     out
+}
+
+/// A stack's frames as rules read them, `file:line:function`, innermost first.
+pub(crate) fn stack_texts(snapshot: &Snapshot, stack: StackId) -> Vec<String> {
+    snapshot
+        .stack_frames(stack)
+        .map(|f| {
+            format!(
+                "{}:{}:{}",
+                snapshot.str(f.filename),
+                f.line,
+                snapshot.str(f.name)
+            )
+        })
+        .collect()
+}
+
+/// Stack signals of one device, each stack read once.
+pub(crate) struct DeviceSignals<'a> {
+    snapshot: &'a Snapshot,
+    rules: &'a CompiledRules,
+    frames: &'a mut FrameSignals,
+    stacks: FxHashMap<StackId, StackSignal>,
+}
+
+impl<'a> DeviceSignals<'a> {
+    pub(crate) fn new(
+        snapshot: &'a Snapshot,
+        rules: &'a CompiledRules,
+        frames: &'a mut FrameSignals,
+    ) -> Self {
+        DeviceSignals {
+            snapshot,
+            rules,
+            frames,
+            stacks: FxHashMap::default(),
+        }
+    }
+
+    pub(crate) fn of(&mut self, stack: StackId) -> StackSignal {
+        let (snapshot, rules) = (self.snapshot, self.rules);
+        let frames = &mut *self.frames;
+        *self
+            .stacks
+            .entry(stack)
+            .or_insert_with(|| stack_signal(snapshot, stack, frames, rules))
+    }
 }
 
 fn categorise_device(
@@ -334,69 +406,107 @@ fn categorise_device(
     rules: &CompiledRules,
     frames: &mut FrameSignals,
 ) -> DeviceCategories {
-    let mut stacks: FxHashMap<StackId, StackSignal> = FxHashMap::default();
-    let mut signal_of = |stack: StackId| {
-        *stacks
-            .entry(stack)
-            .or_insert_with(|| stack_signal(snapshot, stack, frames, rules))
-    };
+    let mut signals = DeviceSignals::new(snapshot, rules, frames);
     let phases = row_phases(snapshot, device, &mut |stack| {
-        let s = signal_of(stack);
+        let s = signals.of(stack);
         StackPhase {
             phase: s.phase,
             empty: s.empty,
+            in_closure: s.in_closure,
         }
     });
+    let annotated = annotations::annotated_roles(snapshot, device, facts);
     let mut roles = Vec::with_capacity(facts.allocations.len());
     let mut components = Vec::with_capacity(facts.allocations.len());
     let mut run_ends = phases.run_ends();
-    for a in &facts.allocations {
-        let signal = signal_of(a.stack);
-        let role = signal.ruled.0.unwrap_or_else(|| match a.origin() {
-            Origin::Trace => trace_role(&signal, &phases, &mut run_ends, a.alloc_row, a.free_row),
-            Origin::LiveBlock => kept_role(&signal),
-            // Its stack is where it was freed, not where it was made.
+    let mut annotation = annotated.iter().peekable();
+    for (i, a) in facts.allocations.iter().enumerate() {
+        let signal = signals.of(a.stack);
+        let mut role = match a.origin() {
+            Origin::Trace => trace_role(&signal, &phases, &mut run_ends, a.alloc_row, a.free_row).0,
+            Origin::LiveBlock => kept_role(&signal).0,
+            // Its stack is where it was freed, not where it was made: deduced below.
             Origin::FreedBeforeAlloc => Role::Unknown,
-        });
-        let component = signal.ruled.1.unwrap_or(match a.origin() {
-            Origin::FreedBeforeAlloc => Component::Other,
-            _ => signal.component.unwrap_or(Component::Other),
-        });
+        };
+        // Annotations then rules: what a user wrote comes before what is inferred.
+        while annotation
+            .next_if(|&&(at, _, _)| (at as usize) < i)
+            .is_some()
+        {}
+        if let Some(&&(_, _, said)) = annotation.peek().filter(|&&&(at, _, _)| at as usize == i) {
+            role = said;
+        }
+        if let Some((_, ruled)) = signal.ruled.role {
+            role = ruled;
+        }
+        let component = signal.ruled.component.map_or(
+            match a.origin() {
+                Origin::FreedBeforeAlloc => Component::Other,
+                _ => signal.component.unwrap_or(Component::Other),
+            },
+            |(_, c)| c,
+        );
         roles.push(role);
         components.push(component);
     }
+    let (before, run) = before::deduce(
+        snapshot,
+        device,
+        facts,
+        &phases,
+        &annotated,
+        &mut signals,
+        &mut roles,
+    );
     DeviceCategories {
         roles,
         components,
         phases,
+        before,
+        annotated,
+        run,
     }
+}
+
+/// What settled the role of an allocation from its own stack, phase and lifetime.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Why {
+    /// A frame settles it whatever the phase (communication, a workspace, data loading).
+    Frame,
+    /// Made by an `AccumulateGrad` step; `outlives` its run of the backward.
+    AccumulateGrad { outlives: bool },
+    /// Made in `phase`; `outlives` the run of that phase it was made in.
+    Phase { phase: Phase, outlives: bool },
+    /// No phase and no frame says anything.
+    Nothing,
 }
 
 /// The role of an allocation made in the trace window, from its stack, its phase and whether
 /// it outlives the run of the phase it was made in.
-fn trace_role(
+pub(crate) fn trace_role(
     signal: &StackSignal,
     phases: &RowPhases,
     run_ends: &mut RunEnds<'_>,
     alloc_row: u32,
     free_row: u32,
-) -> Role {
+) -> (Role, Why) {
     if let Some(role) = signal.role {
-        return role;
+        return (role, Why::Frame);
     }
     let at = alloc_row as usize;
     let (Some(&phase), Some(run_end)) = (phases.phase.get(at), run_ends.after(at)) else {
-        return Role::Unknown;
+        return (Role::Unknown, Why::Nothing);
     };
     let outlives = free_row == NO_ROW || free_row as usize >= run_end;
     if signal.accumulates_gradient {
-        return if outlives {
+        let role = if outlives {
             Role::Gradients
         } else {
             Role::BackwardTemporaries
         };
+        return (role, Why::AccumulateGrad { outlives });
     }
-    match (phase, outlives) {
+    let role = match (phase, outlives) {
         (Phase::Forward, true) => Role::Activations,
         (Phase::Forward, false) => Role::ForwardTemporaries,
         (Phase::Backward, true) => Role::Gradients,
@@ -407,25 +517,34 @@ fn trace_role(
         (Phase::Setup, true) => Role::Parameters,
         // The training loop's own tensors that live into the step: its inputs.
         (Phase::Other, true) if signal.user_code => Role::Inputs,
-        _ => Role::Unknown,
-    }
+        _ => return (Role::Unknown, Why::Phase { phase, outlives }),
+    };
+    (role, Why::Phase { phase, outlives })
 }
 
 /// The role of an allocation alive since before the trace window, from its block's stack.
-fn kept_role(signal: &StackSignal) -> Role {
+pub(crate) fn kept_role(signal: &StackSignal) -> (Role, Why) {
     if let Some(role) = signal.role {
-        return role;
+        return (role, Why::Frame);
     }
     if signal.accumulates_gradient {
-        return Role::Gradients;
+        return (Role::Gradients, Why::AccumulateGrad { outlives: true });
     }
-    match signal.phase {
+    let role = match signal.phase {
         Some(Phase::Setup) => Role::Parameters,
         Some(Phase::OptimizerStep) => Role::OptimizerState,
         Some(Phase::Backward | Phase::ZeroGrad) => Role::Gradients,
         Some(Phase::Forward) => Role::Activations,
-        _ => Role::Unknown,
-    }
+        _ => return (Role::Unknown, Why::Nothing),
+    };
+    let phase = signal.phase.unwrap_or(Phase::Other);
+    (
+        role,
+        Why::Phase {
+            phase,
+            outlives: true,
+        },
+    )
 }
 
 /// Bytes by category of the allocations alive at one state.
@@ -439,6 +558,10 @@ pub struct Totals {
     pub roles: Vec<u64>,
     /// Indexed like [`Component::ALL`].
     pub components: Vec<u64>,
+    /// Of each role's bytes, those whose role was deduced rather than observed (memory made
+    /// before the trace, [`DeviceCategories::is_inferred`]); indexed like [`Role::ALL`].
+    #[serde(default)]
+    pub inferred_roles: Vec<u64>,
 }
 
 impl Totals {
@@ -449,6 +572,11 @@ impl Totals {
     pub fn component(&self, component: Component) -> u64 {
         self.components[component as usize]
     }
+
+    /// The bytes of `role` whose role was deduced (0 when none, or not counted).
+    pub fn inferred(&self, role: Role) -> u64 {
+        self.inferred_roles.get(role as usize).copied().unwrap_or(0)
+    }
 }
 
 /// Bytes by role and component alive at `state` (state 0 is before the first row).
@@ -457,6 +585,7 @@ pub fn totals_at(facts: &DeviceFacts, categories: &DeviceCategories, state: u32)
         state,
         roles: vec![0; Role::ALL.len()],
         components: vec![0; Component::ALL.len()],
+        inferred_roles: vec![0; Role::ALL.len()],
         ..Default::default()
     };
     for (i, a) in facts.allocations.iter().enumerate() {
@@ -465,6 +594,9 @@ pub fn totals_at(facts: &DeviceFacts, categories: &DeviceCategories, state: u32)
             totals.live_bytes += a.size;
             totals.roles[categories.roles[i] as usize] += a.size;
             totals.components[categories.components[i] as usize] += a.size;
+            if categories.is_inferred(i) {
+                totals.inferred_roles[categories.roles[i] as usize] += a.size;
+            }
         }
     }
     totals

@@ -10,7 +10,8 @@
 //! its backward).
 
 use super::signals::Phase;
-use crate::model::{Action, AnnotationStage, Device, Snapshot, StackId, NO_TIME};
+use crate::analysis::scopes::scope_ranges;
+use crate::model::{Action, Device, Snapshot, StackId, NO_TIME};
 
 /// One phase per trace row, and its runs: stretches of rows in one phase.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -81,11 +82,13 @@ impl RunEnds<'_> {
     }
 }
 
-/// What a stack says of its phase: the phase its frames name, and whether it has no frame.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What a stack says of its phase: the phase its frames name, whether it has no frame, and
+/// whether it runs inside a closure an optimizer's step runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StackPhase {
     pub phase: Option<Phase>,
     pub empty: bool,
+    pub in_closure: bool,
 }
 
 /// The phase a scope's name stands for, if any.
@@ -105,6 +108,12 @@ pub fn scope_phase(name: &str) -> Option<Phase> {
 }
 
 /// The phase of every row of `device`'s trace.
+///
+/// A row's own stack comes first when it names a phase of training: a `forward` is a forward
+/// whatever scope it runs in (an optimizer's step running a closure that runs the forward
+/// and the backward, as PyTorch Lightning does, is annotated as the optimizer's step). Scopes
+/// fill what stacks leave open, but for a scope of the optimizer's step around a closure:
+/// there only the optimizer's own frames are its step.
 pub fn row_phases(
     snapshot: &Snapshot,
     device: &Device,
@@ -112,7 +121,13 @@ pub fn row_phases(
 ) -> RowPhases {
     let trace = &device.trace;
     let rows = trace.len();
-    let annotated = annotated_rows(snapshot, device);
+    let mut annotated = annotated_rows(snapshot, device);
+    drop_closure_steps(&mut annotated, |r| {
+        trace.action[r] == Action::Alloc && {
+            let own = stack_phase(trace.stack[r]);
+            own.in_closure || matches!(own.phase, Some(Phase::Forward | Phase::Backward))
+        }
+    });
     let records_stacks =
         (0..rows).any(|r| trace.action[r] == Action::Alloc && !stack_phase(trace.stack[r]).empty);
     let mut phases = Vec::with_capacity(rows);
@@ -126,26 +141,30 @@ pub fn row_phases(
             current = Phase::Other;
         }
         was_annotated = scope.is_some();
-        let phase = match (scope, trace.action[r]) {
-            (Some(p), _) => p,
-            (None, Action::Alloc) => {
+        let phase = match trace.action[r] {
+            Action::Alloc => {
                 let own = stack_phase(trace.stack[r]);
-                match own.phase {
-                    Some(p @ (Phase::Forward | Phase::Backward | Phase::OptimizerStep)) => {
+                match (own.phase, scope) {
+                    (Some(p @ (Phase::Forward | Phase::Backward | Phase::OptimizerStep)), _) => {
                         current = p;
                         p
                     }
-                    Some(p) => {
+                    (Some(Phase::ZeroGrad), _) => {
+                        current = Phase::Other;
+                        Phase::ZeroGrad
+                    }
+                    (_, Some(p)) => p,
+                    (Some(p), None) => {
                         current = Phase::Other;
                         p
                     }
-                    None if own.empty => {
+                    (None, None) if own.empty => {
                         if records_stacks && matches!(current, Phase::Forward | Phase::Backward) {
                             current = Phase::Backward;
                         }
                         current
                     }
-                    None => {
+                    (None, None) => {
                         // Code outside any phase's frames continues a forward (the loss, in
                         // the training script) and ends any other phase.
                         if current != Phase::Forward {
@@ -155,11 +174,34 @@ pub fn row_phases(
                     }
                 }
             }
-            (None, _) => current,
+            _ => scope.unwrap_or(current),
         };
         phases.push(phase);
     }
     RowPhases::new(phases)
+}
+
+/// Forgets the scopes of the optimizer's step that ran a closure (a row in it `runs_closure`):
+/// the rows in them keep the phase their own stacks, or what came before, give them.
+fn drop_closure_steps(
+    annotated: &mut [Option<Phase>],
+    mut runs_closure: impl FnMut(usize) -> bool,
+) {
+    let mut r = 0;
+    while r < annotated.len() {
+        if annotated[r] != Some(Phase::OptimizerStep) {
+            r += 1;
+            continue;
+        }
+        let end = r + annotated[r..]
+            .iter()
+            .take_while(|&&p| p == Some(Phase::OptimizerStep))
+            .count();
+        if (r..end).any(&mut runs_closure) {
+            annotated[r..end].fill(None);
+        }
+        r = end;
+    }
 }
 
 /// The phase of the innermost recognised scope around each row, when the trace has times.
@@ -173,31 +215,19 @@ fn annotated_rows(snapshot: &Snapshot, device: &Device) -> Vec<Option<Phase>> {
         return Vec::new();
     }
     let mut rows = vec![None; times.len()];
-    // Scopes open by name, with their start time; a scope paints its rows when it ends, and
-    // inner scopes end first, so outer ones fill only what inner ones left.
-    let mut open: Vec<(crate::model::StrId, i64)> = Vec::new();
-    for a in snapshot
-        .annotations
-        .iter()
-        .filter(|a| a.device == device.id)
-    {
-        match a.stage {
-            AnnotationStage::Start => open.push((a.name, a.time_us)),
-            AnnotationStage::End => {
-                let Some(at) = open.iter().rposition(|&(name, _)| name == a.name) else {
-                    continue;
-                };
-                let (name, start) = open.remove(at);
-                let Some(phase) = scope_phase(snapshot.str(name)) else {
-                    continue;
-                };
-                let first = times.partition_point(|&t| t < start);
-                let end = times.partition_point(|&t| t <= a.time_us);
-                for row in rows.iter_mut().take(end).skip(first) {
-                    row.get_or_insert(phase);
-                }
-            }
-            AnnotationStage::Other(_) => {}
+    // Inner scopes first, so outer ones fill only what inner ones left; a scope never closed
+    // says nothing of where it ends.
+    let mut scopes = scope_ranges(snapshot, device.id);
+    scopes.sort_by_key(|s| std::cmp::Reverse(s.depth));
+    for scope in scopes {
+        let (Some(end_us), Some(phase)) = (scope.end_us, scope_phase(snapshot.str(scope.name)))
+        else {
+            continue;
+        };
+        let first = times.partition_point(|&t| t < scope.start_us);
+        let end = times.partition_point(|&t| t <= end_us);
+        for row in rows.iter_mut().take(end).skip(first) {
+            row.get_or_insert(phase);
         }
     }
     rows

@@ -44,6 +44,13 @@ enum Matcher {
     Regex(regex_lite::Regex),
 }
 
+/// What the rules say of a stack: each dimension they set, with the position of the rule.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ruled {
+    pub role: Option<(u32, Role)>,
+    pub component: Option<(u32, Component)>,
+}
+
 /// Rules ready to match frames.
 pub struct CompiledRules {
     rules: Vec<(Matcher, Option<Role>, Option<Component>)>,
@@ -91,10 +98,16 @@ impl CompiledRules {
 
     /// The role and component the rules give a stack of `frames` (each `file:line:function`).
     pub fn apply(&self, frames: &[String]) -> (Option<Role>, Option<Component>) {
+        let ruled = self.apply_indexed(frames);
+        (ruled.role.map(|(_, r)| r), ruled.component.map(|(_, c)| c))
+    }
+
+    /// [`Self::apply`], each with the position of the rule that set it.
+    pub fn apply_indexed(&self, frames: &[String]) -> Ruled {
         let mut role = None;
         let mut component = None;
         let mut lowered: Option<Vec<String>> = None;
-        for (matcher, r, c) in &self.rules {
+        for (index, (matcher, r, c)) in self.rules.iter().enumerate() {
             if (role.is_some() || r.is_none()) && (component.is_some() || c.is_none()) {
                 continue;
             }
@@ -106,11 +119,12 @@ impl CompiledRules {
                     .any(|f| f.contains(k.as_str())),
             };
             if hit {
-                role = role.or(*r);
-                component = component.or(*c);
+                let index = index as u32;
+                role = role.or(r.map(|r| (index, r)));
+                component = component.or(c.map(|c| (index, c)));
             }
         }
-        (role, component)
+        Ruled { role, component }
     }
 }
 

@@ -55,6 +55,16 @@ pub struct FrameSignal {
     pub component: Option<Component>,
     /// The frame is an `AccumulateGrad` step: what it makes is a parameter's gradient.
     pub accumulates_gradient: bool,
+    /// The frame is a closure an optimizer's `step(closure)` runs (PyTorch Lightning's
+    /// automatic optimisation, LBFGS): what runs inside it is a forward and a backward, not
+    /// the optimizer.
+    pub closure: bool,
+    /// The frame releases a tensor autograd saved for the backward (`SavedVariable`,
+    /// a node's `release_variables`): what is freed under it was saved by a forward.
+    pub releases_saved: bool,
+    /// The frame is the allocator making memory (`malloc`, `allocate`): a stack with it was
+    /// recorded where the memory was made, even when a free carries it.
+    pub allocator_malloc: bool,
 }
 
 /// Reads one frame (`filename`, function `name`).
@@ -77,6 +87,11 @@ pub fn frame_signal(filename: &str, name: &str) -> FrameSignal {
         role: role_of(&file, &text, found),
         component: component_of(&file, &text, found),
         accumulates_gradient: func.contains("accumulategrad"),
+        closure: file.ends_with(".py")
+            && (func == "closure" || func.ends_with("_closure") || func.starts_with("closure_")),
+        releases_saved: name.contains("SavedVariable::") || name.contains("::release_variables("),
+        allocator_malloc: name.contains("CachingAllocator")
+            && (func.contains("::malloc(") || func.contains("::allocate(")),
     }
 }
 
@@ -125,6 +140,7 @@ fn profiler_phase(name: &str) -> FrameSignal {
 
 fn phase_of(file: &str, func: &str, name: &str) -> Option<Phase> {
     let module_py = file.ends_with("torch/nn/modules/module.py");
+    let python = file.ends_with(".py");
     if func == "zero_grad" || func.contains("optimizer.zero_grad") {
         return Some(Phase::ZeroGrad);
     }
@@ -134,16 +150,19 @@ fn phase_of(file: &str, func: &str, name: &str) -> Option<Phase> {
     {
         return Some(Phase::OptimizerStep);
     }
+    // A Python `backward` is `Tensor.backward`, autograd's, a custom autograd function's or
+    // a trainer's that calls them; a Python `forward` is a module's (called through
+    // `_call_impl` or directly, as a trainer's `training_step` may).
     let autograd_engine = name.starts_with("torch::autograd::Engine")
         || name.starts_with("torch::autograd::InputMetadata")
         || (name.starts_with("torch::autograd::") && name.contains("::apply("))
-        || (file.ends_with("torch/_tensor.py") && func == "backward")
-        || (file.contains("torch/autograd/")
-            && matches!(func, "backward" | "_engine_run_backward"));
+        || (python && matches!(func, "backward" | "_engine_run_backward"));
     if autograd_engine {
         return Some(Phase::Backward);
     }
-    if module_py && matches!(func, "_call_impl" | "_wrapped_call_impl") {
+    if (module_py && matches!(func, "_call_impl" | "_wrapped_call_impl"))
+        || (python && func == "forward")
+    {
         return Some(Phase::Forward);
     }
     let setup = (module_py
@@ -168,16 +187,9 @@ const COMMUNICATION: &[&str] = &[
     "deepep",
     "symmetric_memory",
 ];
-/// Keywords of libraries' workspaces.
-const WORKSPACE: &[&str] = &[
-    "cublas",
-    "cudablas",
-    "cudnn",
-    "workspace",
-    "cufft",
-    "cusolver",
-    "cusparse",
-];
+/// Keywords of libraries' workspaces: frames that make one, not every call into a library
+/// (cuDNN's convolution and batch norm make their outputs too).
+const WORKSPACE: &[&str] = &["workspace", "blashandle"];
 
 /// The parts of the model by keywords, in the order they are tried: the first that matches
 /// wins, so `log_softmax` is the loss's before `softmax` is attention's. `norm` is looked for

@@ -1,0 +1,563 @@
+//! Roles of memory made before the trace: blocks alive from before the first event (no
+//! frames when recording started after they were made), and allocations the trace only
+//! frees. Their making was not recorded, but the trace holds evidence of what they are, and
+//! training says how to read it:
+//!
+//! - **Freed in the trace**: the code that frees it tells. Where the trace frees its own
+//!   allocations with the same stack, it is what those are (the same line frees the same kind
+//!   of tensor every iteration); else autograd releasing what it saved is an activation's
+//!   free, `zero_grad` a gradient's, a free in a phase that phase's temporary; else the
+//!   trace's own allocations of its size still alive at the end (its successors, which the
+//!   next iteration will free the same way) say what it is.
+//! - **Alive throughout** (never freed): one gradient per trainable parameter, of its size,
+//!   so each gradient the run makes pairs with one block of its size: a parameter. An
+//!   optimizer keeps its states per parameter at the parameter's size (Adam and AdamW two),
+//!   so further blocks of a gradient's size, up to that many per parameter, are optimizer
+//!   state when the run shows an optimizer. In a run with no gradient (a forward, inference),
+//!   memory alive throughout is the model's weights and buffers. Which of several blocks of
+//!   one size is the parameter and which its states is not recorded; the bytes of each role
+//!   are the same either way.
+//!
+//! Each deduction is kept ([`Deduced`]) so its reason can be told ([`super::explain`]).
+//! Blocks whose own frames say what they are, annotations and rules are not deduced. Not the
+//! place for roles of memory made in the trace ([`super::trace_role`]).
+
+use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
+
+use super::phases::RowPhases;
+use super::signals::Phase;
+use super::{DeviceSignals, Role};
+use crate::analysis::{DeviceFacts, Origin, NO_ROW};
+use crate::model::{Action, Device, Snapshot, StackId, NO_STACK};
+
+/// How the role of an allocation made before the trace was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Deduced {
+    /// Observed: its block's frames (or the frames its free carries, recorded where it was
+    /// made), an annotation or a rule say what it is.
+    Observed,
+    /// Alive throughout; one of the parameters of its size, which the run's gradients (or its
+    /// optimizer's states) of that size count; allocation `evidence` is one of those.
+    Parameter { evidence: u32 },
+    /// Alive throughout; a gradient made before the trace: the run's optimizer steps every
+    /// parameter of its size (allocation `evidence` is one of their states or gradients), and
+    /// the trace makes fewer gradients of that size than there are parameters.
+    Gradient { evidence: u32 },
+    /// Alive throughout; beyond the parameters of its size (allocation `evidence` is one of
+    /// their gradients or states): one of the optimizer's states.
+    OptimizerState { evidence: u32 },
+    /// Alive throughout a run that makes no gradient: the model's weights and buffers.
+    ModelState,
+    /// Alive throughout a run of training (it makes gradients or steps an optimizer) in
+    /// which nothing pairs with it: a frozen weight or a buffer of the model, or another
+    /// tensor kept from before.
+    Unpaired,
+    /// Freed where the trace frees its own allocation `like` (with the same stack).
+    FreedLike { like: u32 },
+    /// Freed by code or in a phase that says what it is.
+    FreedBy,
+    /// Alive throughout, of the size of what the trace makes and keeps to the end in a role
+    /// any phase has (a workspace, a communication buffer, an input): allocation `like` is one.
+    KeptLike { like: u32 },
+    /// Freed at a stack no other memory of the trace is freed at; the trace's allocation
+    /// `like`, of its size and still alive at the end, is its successor.
+    SucceededBy { like: u32 },
+    /// Nothing in the trace says what it is.
+    Unknown,
+}
+
+impl Deduced {
+    /// Whether the role was deduced rather than observed (and not left unknown).
+    pub fn is_inferred(self) -> bool {
+        !matches!(self, Deduced::Observed | Deduced::Unknown)
+    }
+}
+
+/// The optimizer a run shows.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OptimizerEvidence {
+    /// Whether the trace runs its step (else only its `zero_grad`, say).
+    pub steps: bool,
+    /// Its class, from the profiler scopes every `torch.optim.Optimizer` records
+    /// (`Optimizer.step#AdamW.step`) or the module its step runs in (`torch/optim/adamw.py`).
+    pub name: Option<String>,
+    /// The states it keeps per parameter at the parameter's size, when its name says.
+    pub states_per_parameter: Option<u32>,
+}
+
+/// What a device's trace shows of training: the evidence memory from before it is read by.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunEvidence {
+    /// Whether the trace records stacks (without them no phase can be told).
+    pub records_stacks: bool,
+    /// Gradients the run holds: per size, the most alive at once (one per parameter).
+    pub gradients: u32,
+    /// Whether the trace trains: it makes gradients or steps an optimizer.
+    pub trains: bool,
+    pub optimizer: Option<OptimizerEvidence>,
+    /// The sizes of blocks alive throughout that were paired, ascending.
+    pub sizes: Vec<SizeEvidence>,
+}
+
+/// What one size of blocks alive throughout was paired with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SizeEvidence {
+    pub size: u64,
+    /// Gradients of this size that the rest of the memory holds, the most alive at once.
+    pub gradients: u32,
+    /// Optimizer states of this size that the rest of the memory holds, the most at once.
+    pub states: u32,
+    /// Parameters of this size: one per gradient, or per so many states.
+    pub parameters: u32,
+    /// Blocks alive throughout deduced to be parameters, gradients and optimizer states.
+    pub paired_parameters: u32,
+    pub paired_gradients: u32,
+    pub paired_states: u32,
+}
+
+impl RunEvidence {
+    /// What blocks of `size` were paired with (zeros for a size none was).
+    pub fn size(&self, size: u64) -> SizeEvidence {
+        self.sizes.binary_search_by_key(&size, |s| s.size).map_or(
+            SizeEvidence {
+                size,
+                ..Default::default()
+            },
+            |k| self.sizes[k],
+        )
+    }
+}
+
+/// The states an optimizer keeps per parameter at the parameter's size, by its class name.
+/// Factored or quantised states (Adafactor, 8-bit optimizers) have other sizes: none here.
+pub fn states_per_parameter(name: &str) -> Option<u32> {
+    let name = name.to_ascii_lowercase();
+    if name.contains("8bit") || name.contains("factor") {
+        return Some(0);
+    }
+    if name.contains("adam") || name.contains("lamb") || name.contains("adadelta") {
+        Some(2)
+    } else if name.contains("lion") || name.contains("adagrad") || name.contains("muon") {
+        Some(1)
+    } else {
+        // SGD (momentum or not), RMSprop (momentum, centred) and the rest: their options say.
+        None
+    }
+}
+
+/// The most states per parameter assumed of an optimizer whose name does not say.
+const STATES_ASSUMED: u32 = 2;
+
+/// Deduces the roles of `device`'s allocations from before its trace, filling `roles`;
+/// returns how each was found and what the run shows.
+pub(super) fn deduce(
+    snapshot: &Snapshot,
+    device: &Device,
+    facts: &DeviceFacts,
+    phases: &RowPhases,
+    annotated: &[(u32, u32, Role)],
+    signals: &mut DeviceSignals<'_>,
+    roles: &mut [Role],
+) -> (Vec<Deduced>, RunEvidence) {
+    let trace = &device.trace;
+    let allocations = &facts.allocations;
+    let first_traced = allocations.first_traced();
+    let records_stacks =
+        (0..trace.len()).any(|r| trace.action[r] == Action::Alloc && trace.stack[r] != NO_STACK);
+    let mut before = vec![Deduced::Unknown; first_traced];
+    // What users wrote and what blocks' own frames say are observed.
+    let mut annotation = annotated.iter().map(|&(i, _, _)| i as usize).peekable();
+    for (i, deduced) in before.iter_mut().enumerate() {
+        while annotation.next_if(|&at| at < i).is_some() {}
+        let a = allocations.at(i);
+        let signal = signals.of(a.stack);
+        let annotated = annotation.peek() == Some(&i);
+        let own_frames = a.origin() == Origin::LiveBlock && roles[i] != Role::Unknown;
+        if annotated || signal.ruled.role.is_some() || own_frames {
+            *deduced = Deduced::Observed;
+        } else if a.origin() == Origin::FreedBeforeAlloc && signal.allocator_malloc {
+            // Recorded with the context `alloc`, a free carries the stack it was made with.
+            let (role, _) = super::kept_role(&signal);
+            if role != Role::Unknown {
+                roles[i] = role;
+                *deduced = Deduced::Observed;
+            }
+        }
+    }
+
+    deduce_freed(trace, facts, phases, signals, roles, &mut before);
+
+    let optimizer = optimizer_evidence(snapshot, device, phases, roles);
+    let gradients = most_alive_by_size(facts, |i| {
+        roles[i] == Role::Gradients && before.get(i) != Some(&Deduced::Unknown)
+    });
+    let states = most_alive_by_size(facts, |i| {
+        roles[i] == Role::OptimizerState && before.get(i) != Some(&Deduced::Unknown)
+    });
+    let first = first_traced as u32;
+    let trains = optimizer.as_ref().is_some_and(|o| o.steps)
+        || gradients
+            .values()
+            .any(|g| g.allocations.iter().any(|&i| i >= first));
+    let mut run = RunEvidence {
+        records_stacks,
+        gradients: gradients.values().map(|g| g.most).sum(),
+        trains,
+        optimizer,
+        sizes: Vec::new(),
+    };
+    if records_stacks {
+        run.sizes = pair_alive_throughout(facts, &gradients, &states, &run, roles, &mut before);
+        kept_like_the_trace(facts, roles, &mut before);
+    }
+    (before, run)
+}
+
+/// Roles a tensor kept to the end has whatever the phase: a library's workspace (cuBLAS keeps
+/// one per handle and stream), a communication buffer, the training loop's inputs.
+const KEPT_ROLES: [Role; 3] = [Role::Workspace, Role::Communication, Role::Inputs];
+
+/// Blocks alive throughout that nothing paired, of the size of what the trace makes and
+/// keeps to the end in one of [`KEPT_ROLES`]: one of those, made before recording (the
+/// forward's cuBLAS workspace, when the trace makes the backward's).
+fn kept_like_the_trace(facts: &DeviceFacts, roles: &mut [Role], before: &mut [Deduced]) {
+    let allocations = &facts.allocations;
+    let first_traced = allocations.first_traced();
+    let mut kept: FxHashMap<u64, Tally> = FxHashMap::default();
+    for (i, &role) in roles.iter().enumerate().skip(first_traced) {
+        let a = allocations.at(i);
+        if a.free_row == NO_ROW && KEPT_ROLES.contains(&role) {
+            kept.entry(a.size).or_default().add(role, i);
+        }
+    }
+    if kept.is_empty() {
+        return;
+    }
+    for (i, deduced) in before.iter_mut().enumerate() {
+        if !matches!(deduced, Deduced::Unpaired | Deduced::ModelState) {
+            continue;
+        }
+        if let Some((role, like)) = kept.get(&allocations.size(i)).and_then(Tally::most) {
+            roles[i] = role;
+            *deduced = Deduced::KeptLike { like: like as u32 };
+        }
+    }
+}
+
+/// Roles of the allocations the trace frees but did not make.
+fn deduce_freed(
+    trace: &crate::model::Trace,
+    facts: &DeviceFacts,
+    phases: &RowPhases,
+    signals: &mut DeviceSignals<'_>,
+    roles: &mut [Role],
+    before: &mut [Deduced],
+) {
+    let allocations = &facts.allocations;
+    let first_traced = allocations.first_traced();
+    let freed: Vec<usize> = (0..first_traced)
+        .filter(|&i| {
+            before[i] == Deduced::Unknown && allocations.at(i).origin() == Origin::FreedBeforeAlloc
+        })
+        .collect();
+    if freed.is_empty() {
+        return;
+    }
+    // The roles of the trace's own allocations by the stack of their free, and by size for
+    // those alive at the end: the first of each role seen, and how many.
+    let mut by_free_stack: FxHashMap<StackId, Tally> = FxHashMap::default();
+    let mut alive_by_size: FxHashMap<u64, Tally> = FxHashMap::default();
+    for (i, &role) in roles.iter().enumerate().skip(first_traced) {
+        let a = allocations.at(i);
+        if role == Role::Unknown {
+            continue;
+        }
+        if a.free_row == NO_ROW {
+            alive_by_size.entry(a.size).or_default().add(role, i);
+        } else {
+            let stack = trace.stack[a.free_row as usize];
+            if stack != NO_STACK {
+                by_free_stack.entry(stack).or_default().add(role, i);
+            }
+        }
+    }
+    for i in freed {
+        let a = allocations.at(i);
+        let free_row = a.free_row as usize;
+        if let Some((role, like)) = by_free_stack.get(&a.stack).and_then(Tally::most) {
+            roles[i] = role;
+            before[i] = Deduced::FreedLike { like: like as u32 };
+            continue;
+        }
+        if let Some(role) = freed_role(&signals.of(a.stack), phases.phase[free_row]) {
+            roles[i] = role;
+            before[i] = Deduced::FreedBy;
+            continue;
+        }
+        if let Some((role, like)) = alive_by_size.get(&a.size).and_then(Tally::most) {
+            roles[i] = role;
+            before[i] = Deduced::SucceededBy { like: like as u32 };
+        }
+    }
+}
+
+/// The role the code that frees an allocation says it had, if it says: autograd releasing
+/// what it saved frees activations; `zero_grad` frees gradients; a free inside a forward,
+/// backward or optimizer step frees that phase's temporary.
+pub(super) fn freed_role(free: &super::StackSignal, phase: Phase) -> Option<Role> {
+    if free.releases_saved {
+        return Some(Role::Activations);
+    }
+    match free.phase.unwrap_or(phase) {
+        Phase::ZeroGrad => Some(Role::Gradients),
+        Phase::Forward if free.phase == Some(Phase::Forward) => Some(Role::ForwardTemporaries),
+        Phase::Backward => Some(Role::BackwardTemporaries),
+        Phase::OptimizerStep => Some(Role::OptimizerTemporaries),
+        _ => None,
+    }
+}
+
+/// Roles seen, each with how many and its first allocation.
+#[derive(Default)]
+struct Tally {
+    counts: Vec<(Role, u32, usize)>,
+}
+
+impl Tally {
+    fn add(&mut self, role: Role, allocation: usize) {
+        match self.counts.iter_mut().find(|(r, _, _)| *r == role) {
+            Some((_, n, _)) => *n += 1,
+            None => self.counts.push((role, 1, allocation)),
+        }
+    }
+
+    /// The role seen most (the first seen of those seen as often), with its first allocation.
+    fn most(&self) -> Option<(Role, usize)> {
+        let mut best: Option<&(Role, u32, usize)> = None;
+        for entry in &self.counts {
+            if best.is_none_or(|b| entry.1 > b.1) {
+                best = Some(entry);
+            }
+        }
+        best.map(|&(role, _, first)| (role, first))
+    }
+}
+
+/// Allocations of one size: the most alive at once, and all of them in order.
+#[derive(Default)]
+struct BySize {
+    most: u32,
+    allocations: Vec<u32>,
+}
+
+/// For each size, how many allocations passing `counted` are alive at once at most.
+fn most_alive_by_size(
+    facts: &DeviceFacts,
+    counted: impl Fn(usize) -> bool,
+) -> FxHashMap<u64, BySize> {
+    let mut changes: Vec<(u32, i32, u64)> = Vec::new();
+    let mut sizes: FxHashMap<u64, BySize> = FxHashMap::default();
+    for (i, a) in facts.allocations.iter().enumerate() {
+        if !counted(i) {
+            continue;
+        }
+        let (start, end) = a.alive_states();
+        changes.push((start, 1, a.size));
+        if end != u32::MAX {
+            changes.push((end, -1, a.size));
+        }
+        sizes.entry(a.size).or_default().allocations.push(i as u32);
+    }
+    // Ends before starts at one state: a gradient freed as the next one is made is not two.
+    changes.sort_unstable_by_key(|&(state, delta, _)| (state, delta));
+    let mut alive: FxHashMap<u64, u32> = FxHashMap::default();
+    for (_, delta, size) in changes {
+        let n = alive.entry(size).or_default();
+        *n = n.saturating_add_signed(delta);
+        let entry = sizes.entry(size).or_default();
+        entry.most = entry.most.max(*n);
+    }
+    sizes
+}
+
+/// The optimizer the run shows, if it shows one: a profiler scope of a `torch.optim`
+/// optimizer, a row in its step, or memory it made.
+fn optimizer_evidence(
+    snapshot: &Snapshot,
+    device: &Device,
+    phases: &RowPhases,
+    roles: &[Role],
+) -> Option<OptimizerEvidence> {
+    let from_scope = snapshot
+        .annotations
+        .iter()
+        .filter(|a| a.device == device.id)
+        .find_map(|a| optimizer_in_scope(snapshot.str(a.name)));
+    let trace = &device.trace;
+    let steps = phases.phase.contains(&Phase::OptimizerStep)
+        || roles
+            .iter()
+            .any(|&r| matches!(r, Role::OptimizerState | Role::OptimizerTemporaries));
+    let name = from_scope.or_else(|| {
+        (0..trace.len())
+            .filter(|&r| {
+                trace.action[r] == Action::Alloc && phases.phase[r] == Phase::OptimizerStep
+            })
+            .take(64)
+            .find_map(|r| optimizer_in_stack(snapshot, trace.stack[r]))
+    });
+    if name.is_none() && !steps {
+        return None;
+    }
+    let steps = steps
+        || snapshot
+            .annotations
+            .iter()
+            .any(|a| a.device == device.id && snapshot.str(a.name).starts_with("Optimizer.step#"));
+    Some(OptimizerEvidence {
+        steps,
+        states_per_parameter: name.as_deref().and_then(states_per_parameter),
+        name,
+    })
+}
+
+/// `AdamW` of `Optimizer.step#AdamW.step` or `Optimizer.zero_grad#AdamW.zero_grad`.
+fn optimizer_in_scope(scope: &str) -> Option<String> {
+    let rest = scope
+        .strip_prefix("Optimizer.step#")
+        .or_else(|| scope.strip_prefix("Optimizer.zero_grad#"))?;
+    let class = rest.split('.').next()?;
+    (!class.is_empty()).then(|| class.to_string())
+}
+
+/// The optimizer whose module (`torch/optim/adamw.py`) a stack runs in.
+fn optimizer_in_stack(snapshot: &Snapshot, stack: StackId) -> Option<String> {
+    const CLASSES: [(&str, &str); 12] = [
+        ("adamw", "AdamW"),
+        ("adam", "Adam"),
+        ("adamax", "Adamax"),
+        ("nadam", "NAdam"),
+        ("radam", "RAdam"),
+        ("sparse_adam", "SparseAdam"),
+        ("sgd", "SGD"),
+        ("rmsprop", "RMSprop"),
+        ("adagrad", "Adagrad"),
+        ("adadelta", "Adadelta"),
+        ("asgd", "ASGD"),
+        ("lbfgs", "LBFGS"),
+    ];
+    snapshot.stack_frames(stack).find_map(|f| {
+        let file = snapshot.str(f.filename).replace('\\', "/");
+        let stem = file.split("torch/optim/").nth(1)?.strip_suffix(".py")?;
+        CLASSES
+            .iter()
+            .find(|(s, _)| *s == stem)
+            .map(|(_, class)| class.to_string())
+    })
+}
+
+/// Pairs the blocks alive throughout whose role nothing observed with the gradients and
+/// optimizer states of their sizes; the rest are the model's state. Returns what each size
+/// was paired with.
+///
+/// Per size: the parameters are as many as the gradients of that size alive at once, or the
+/// optimizer's states over the states it keeps per parameter, whichever is more. Blocks
+/// alive throughout are, in turn, those parameters; when the run steps an optimizer, the
+/// gradients of the parameters the trace made none for (the step needs every one); up to
+/// the optimizer's states per parameter of the states the trace holds too few of.
+fn pair_alive_throughout(
+    facts: &DeviceFacts,
+    gradients: &FxHashMap<u64, BySize>,
+    states: &FxHashMap<u64, BySize>,
+    run: &RunEvidence,
+    roles: &mut [Role],
+    before: &mut [Deduced],
+) -> Vec<SizeEvidence> {
+    let allocations = &facts.allocations;
+    let mut by_size: FxHashMap<u64, Vec<usize>> = FxHashMap::default();
+    for (i, deduced) in before.iter().enumerate() {
+        let a = allocations.at(i);
+        if *deduced == Deduced::Unknown && a.origin() == Origin::LiveBlock {
+            by_size.entry(a.size).or_default().push(i);
+        }
+    }
+    let named = run.optimizer.as_ref().and_then(|o| o.states_per_parameter);
+    let per_parameter = run.optimizer.as_ref().map_or(0, |o| {
+        o.states_per_parameter.unwrap_or(STATES_ASSUMED) as usize
+    });
+    let steps = run.optimizer.as_ref().is_some_and(|o| o.steps);
+    let none = BySize::default();
+    let mut evidence = Vec::with_capacity(by_size.len());
+    for (size, blocks) in by_size {
+        let grads = gradients.get(&size).unwrap_or(&none);
+        let kept = states.get(&size).unwrap_or(&none);
+        let from_states = match named {
+            Some(k) if k > 0 => kept.most.div_ceil(k),
+            _ => 0,
+        };
+        let parameters = grads.most.max(from_states) as usize;
+        // What one of them is known by: a gradient, else a state, of this size.
+        // Those made in the trace first: their making is what a reason can point at.
+        let first_traced = allocations.first_traced() as u32;
+        let mut known: Vec<u32> = grads
+            .allocations
+            .iter()
+            .chain(&kept.allocations)
+            .copied()
+            .collect();
+        known.sort_by_key(|&j| (j < first_traced, j));
+        let made = known.iter().filter(|&&j| j >= first_traced).count();
+        let witnesses = if made > 0 { made } else { known.len() };
+        let paired_parameters = parameters.min(blocks.len());
+        let gradients_before = if steps {
+            (parameters - grads.most as usize).min(blocks.len() - paired_parameters)
+        } else {
+            0
+        };
+        let states_room = (per_parameter * parameters).saturating_sub(kept.most as usize);
+        let paired_states = states_room.min(blocks.len() - paired_parameters - gradients_before);
+        evidence.push(SizeEvidence {
+            size,
+            gradients: grads.most,
+            states: kept.most,
+            parameters: parameters as u32,
+            paired_parameters: paired_parameters as u32,
+            paired_gradients: gradients_before as u32,
+            paired_states: paired_states as u32,
+        });
+        for (n, &i) in blocks.iter().enumerate() {
+            let evidence = || known[n % witnesses];
+            let (role, deduced) = if n < paired_parameters {
+                (
+                    Role::Parameters,
+                    Deduced::Parameter {
+                        evidence: evidence(),
+                    },
+                )
+            } else if n < paired_parameters + gradients_before {
+                (
+                    Role::Gradients,
+                    Deduced::Gradient {
+                        evidence: evidence(),
+                    },
+                )
+            } else if n < paired_parameters + gradients_before + paired_states {
+                (
+                    Role::OptimizerState,
+                    Deduced::OptimizerState {
+                        evidence: evidence(),
+                    },
+                )
+            } else if run.trains {
+                (Role::Parameters, Deduced::Unpaired)
+            } else {
+                (Role::Parameters, Deduced::ModelState)
+            };
+            roles[i] = role;
+            before[i] = deduced;
+        }
+    }
+    evidence.sort_unstable_by_key(|e| e.size);
+    evidence
+}
