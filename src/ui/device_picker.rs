@@ -1,12 +1,17 @@
-//! Picks which CUDA device of a snapshot is shown, when the snapshot has several.
+//! Picks which device of a snapshot is shown, when the snapshot has several; names them as
+//! PyTorch does (`cuda:0`, `npu:1`).
 //!
 //! Shows nothing for a single-device snapshot; the choice is reported through `on_pick`.
 
 use leptos::prelude::*;
 
+use crate::format;
+use crate::model::DeviceKind;
+
 #[component]
 pub fn DevicePicker(
     devices: Memo<Vec<u32>>,
+    kind: Memo<DeviceKind>,
     device: Memo<Option<u32>>,
     on_pick: impl Fn(u32) + Copy + Send + Sync + 'static,
 ) -> impl IntoView {
@@ -24,7 +29,7 @@ pub fn DevicePicker(
                 >
                     <For each=move || devices.get() key=|d| *d let:d>
                         <option value=d.to_string() selected=move || device.get() == Some(d)>
-                            {format!("cuda:{d}")}
+                            {move || format::device(kind.get(), d)}
                         </option>
                     </For>
                 </select>
@@ -32,7 +37,7 @@ pub fn DevicePicker(
         </Show>
         <Show when=move || devices.with(|d| d.len() == 1)>
             <span class="device-single" id="device-single">
-                {move || devices.with(|d| d.first().map(|d| format!("cuda:{d}")).unwrap_or_default())}
+                {move || devices.with(|d| d.first().map(|&d| format::device(kind.get(), d)).unwrap_or_default())}
             </span>
         </Show>
     }

@@ -61,6 +61,7 @@ pub fn SnapshotView(
                             summary.categorise_ms,
                         ),
                         format::overview::device_choice(
+                            summary.device_kind,
                             summary.default_device,
                             summary.default_reason,
                         ),
@@ -78,6 +79,8 @@ pub fn SnapshotView(
     let devices = Memo::new(move |_| {
         state.with(|s| s.file(id).map(|f| f.devices().to_vec()).unwrap_or_default())
     });
+    let kind =
+        Memo::new(move |_| state.with(|s| s.file(id).map(|f| f.device_kind()).unwrap_or_default()));
     let device = Memo::new(move |_| state.with(|s| s.file(id).and_then(|f| f.device)));
     let overview =
         Memo::new(move |_| state.with(|s| s.file(id).and_then(|f| f.overview().cloned())));
@@ -165,6 +168,7 @@ pub fn SnapshotView(
                 </div>
                 <DevicePicker
                     devices=devices
+                    kind=kind
                     device=device
                     on_pick=move |d| actions.select_device(id, d)
                 />
@@ -221,7 +225,7 @@ pub fn SnapshotView(
                     }
                     .into_any(),
                     Some(Ok(overview)) if overview.unused => view! {
-                        <p class="unused-device" id="unused-device">{format::overview::unused_device(device)}</p>
+                        <p class="unused-device" id="unused-device">{format::overview::unused_device(overview.device_kind, device)}</p>
                         <OverviewPanel overview=overview />
                     }
                     .into_any(),

@@ -15,6 +15,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::model::DeviceKind;
 use crate::overview::service::OverviewRequest;
 use crate::overview::Overview;
 use crate::protocol::{Answer, ErrorReport, FileEvent, LoadedSummary, Request, ViewError};
@@ -77,6 +78,14 @@ impl OpenFile {
         match &self.status {
             Status::Ready(summary) => &summary.devices,
             _ => &[],
+        }
+    }
+
+    /// The kind of device its memory is on (CUDA until it is decoded).
+    pub fn device_kind(&self) -> DeviceKind {
+        match &self.status {
+            Status::Ready(summary) => summary.device_kind,
+            _ => DeviceKind::default(),
         }
     }
 
@@ -562,6 +571,7 @@ mod tests {
     fn summary(devices: Vec<u32>, default_device: u32) -> LoadedSummary {
         LoadedSummary {
             devices,
+            device_kind: DeviceKind::Cuda,
             default_device,
             default_reason: crate::protocol::DeviceChoice::Only,
             file_bytes: 100,
@@ -585,6 +595,7 @@ mod tests {
     fn overview(device: u32) -> Overview {
         Overview {
             device,
+            device_kind: DeviceKind::Cuda,
             metrics: vec![Metric {
                 key: MetricKey::ReservedEndBytes,
                 value: 42,

@@ -87,6 +87,7 @@ pub fn run(
                 let peak = Moment::Peak.state(facts).unwrap_or(0);
                 Counted {
                     device: device.id,
+                    name: analysed.snapshot.device_name(device.id),
                     totals: at.state(facts).map(|s| totals_at(facts, cats, s)),
                     physics: physics(index.lookup(facts, cats), cats, peak),
                 }
@@ -103,6 +104,8 @@ pub fn run(
 /// One device's categories at the moment asked for, and its training terms.
 struct Counted {
     device: u32,
+    /// What the device is called (`cuda:0`).
+    name: String,
     totals: Result<Totals, String>,
     physics: Physics,
 }
@@ -141,15 +144,16 @@ fn to_text(path: &Path, at: Moment, devices: &[Counted]) -> String {
         out.push_str("This snapshot holds no device.\n");
     }
     for Counted {
-        device,
+        name,
         totals,
         physics,
+        ..
     } in devices
     {
         let t = match totals {
             Ok(t) => t,
             Err(why) => {
-                out.push_str(&format!("\ncuda:{device}: {why}\n"));
+                out.push_str(&format!("\n{name}: {why}\n"));
                 continue;
             }
         };
@@ -158,7 +162,7 @@ fn to_text(path: &Path, at: Moment, devices: &[Counted]) -> String {
             s => format!("after event {}", s - 1),
         };
         out.push_str(&format!(
-            "\ncuda:{device} at {} ({when}): {} in {} allocations\n",
+            "\n{name} at {} ({when}): {} in {} allocations\n",
             at.name(),
             format::bytes(t.live_bytes),
             t.count

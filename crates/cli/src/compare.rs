@@ -72,11 +72,11 @@ fn side(path: &Path, device: Option<u32>, rules: &Rules) -> Option<Digest> {
 
 fn text(a: &Path, da: &Digest, b: &Path, db: &Digest, c: &Comparison) -> String {
     let mut out = format!(
-        "A: {} (cuda:{})\nB: {} (cuda:{})\n\n",
+        "A: {} ({})\nB: {} ({})\n\n",
         a.display(),
-        da.device,
+        format::device(da.device_kind, da.device),
         b.display(),
-        db.device
+        format::device(db.device_kind, db.device)
     );
     let mut table = |title: &str, rows: Vec<[String; 4]>| {
         if rows.is_empty() {

@@ -111,7 +111,7 @@ fn to_text(path: &Path, opened: &Opened, overviews: &[Overview]) -> String {
         .max()
         .unwrap_or(0);
     for o in overviews {
-        out.push_str(&format!("\ncuda:{}\n", o.device));
+        out.push_str(&format!("\n{}\n", format::device(o.device_kind, o.device)));
         for group in Group::ALL {
             let metrics: Vec<_> = o
                 .metrics

@@ -47,7 +47,11 @@ pub fn run(
                         serde_json::to_value(&report).expect("reports serialize"),
                     );
                 } else {
-                    text.push_str(&format!("## {} · cuda:{d}\n\n", path.display()));
+                    text.push_str(&format!(
+                        "## {} · {}\n\n",
+                        path.display(),
+                        cx.analysed.snapshot.device_name(d)
+                    ));
                     text.push_str(&words::markdown(&report));
                     text.push('\n');
                 }

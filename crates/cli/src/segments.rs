@@ -42,7 +42,11 @@ pub fn run(files: &[impl AsRef<Path>], device: Option<u32>, at: Moment, as_json:
                     Ok(state) => state,
                     Err(why) => {
                         failed = true;
-                        eprintln!("memsight: {}: cuda:{d}: {why}", path.display());
+                        eprintln!(
+                            "memsight: {}: {}: {why}",
+                            path.display(),
+                            cx.analysed.snapshot.device_name(d)
+                        );
                         continue;
                     }
                 };
@@ -59,7 +63,11 @@ pub fn run(files: &[impl AsRef<Path>], device: Option<u32>, at: Moment, as_json:
                     let answer = service.answer(cx, request).map(|r| Answer::Table(r.answer));
                     let Ok(Answer::Table(TableAnswer::Allocator(page))) = answer else {
                         failed = true;
-                        eprintln!("memsight: {}: cuda:{d}: no allocator state", path.display());
+                        eprintln!(
+                            "memsight: {}: {}: no allocator state",
+                            path.display(),
+                            cx.analysed.snapshot.device_name(d)
+                        );
                         break;
                     };
                     let done = page.segments.is_empty()
@@ -80,8 +88,9 @@ pub fn run(files: &[impl AsRef<Path>], device: Option<u32>, at: Moment, as_json:
                     );
                 } else {
                     text.push_str(&format!(
-                        "{} — cuda:{d}, {} (event {}): {}\n",
+                        "{} — {}, {} (event {}): {}\n",
                         path.display(),
+                        cx.analysed.snapshot.device_name(d),
                         at.name(),
                         view.event.map_or("none".to_string(), |e| e.to_string()),
                         format::table::allocator_totals(view.segment_count, &view.totals),

@@ -146,7 +146,8 @@ fn tables_of(
                     if !text.is_empty() {
                         text.push('\n');
                     }
-                    text.push_str(&as_text(path, d, query, &table, limit));
+                    let name = cx.analysed.snapshot.device_name(d);
+                    text.push_str(&as_text(path, &name, query, &table, limit));
                 }
             }
         }
@@ -218,14 +219,14 @@ fn scope_name(scope: Scope) -> String {
 
 fn as_text(
     path: &Path,
-    device: u32,
+    device: &str,
     query: &TableQuery,
     table: &Table<'_>,
     limit: usize,
 ) -> String {
     let t = table.totals;
     let mut out = format!(
-        "{} — cuda:{device}, {}: {} allocations, {} requested ({} in blocks), {:.1}% of {} in scope\n",
+        "{} — {device}, {}: {} allocations, {} requested ({} in blocks), {:.1}% of {} in scope\n",
         path.display(),
         scope_name(query.scope),
         format::count(t.count as u64),

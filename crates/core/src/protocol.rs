@@ -138,6 +138,9 @@ pub enum FileEvent {
 pub struct LoadedSummary {
     /// Device indices present in the snapshot, ascending.
     pub devices: Vec<u32>,
+    /// The kind of device they are (`cuda`, `npu`…).
+    #[serde(default)]
+    pub device_kind: crate::model::DeviceKind,
     /// The device to show first: where an allocation failed, else where memory peaked highest.
     pub default_device: u32,
     /// Why that device.

@@ -157,6 +157,7 @@ impl Session {
         now: &dyn Fn() -> f64,
     ) -> LoadedSummary {
         let devices = snapshot.device_ids();
+        let device_kind = snapshot.device_kind;
         let analyse_start = now();
         let analysed = Analysed::new(snapshot);
         let (default_device, default_reason) =
@@ -170,6 +171,7 @@ impl Session {
         let end = now();
         LoadedSummary {
             devices,
+            device_kind,
             default_device,
             default_reason,
             file_bytes: total,

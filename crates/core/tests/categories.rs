@@ -191,3 +191,234 @@ fn rules_come_before_the_inference_and_move_totals() {
         .sum();
     assert_eq!(moved, lost);
 }
+
+/// A frame as the JSON snapshot writes it.
+fn frame_json(file: &str, line: u32, name: &str) -> String {
+    format!(r#"{{"filename":"{file}","line":{line},"name":"{name}"}}"#)
+}
+
+/// A step as PyTorch Lightning runs it: `optimizer.step(closure)`, the closure running the
+/// forward (a DiT's blocks) and the backward inside Adam's `step`, all inside the profiler
+/// scope `Optimizer.step#Adam.step`; then Adam's own state and temporaries. Recording started
+/// after the model was built: its two weights are blocks without frames.
+fn lightning_step() -> Vec<u8> {
+    let outer = [
+        frame_json(
+            "/env/site-packages/lightning/pytorch/loops/optimization/automatic.py",
+            146,
+            "closure",
+        ),
+        frame_json(
+            "/env/site-packages/lightning/pytorch/loops/optimization/automatic.py",
+            137,
+            "__call__",
+        ),
+        frame_json(
+            "/env/site-packages/lightning/pytorch/plugins/precision/precision.py",
+            122,
+            "_wrap_closure",
+        ),
+        frame_json("/env/site-packages/torch/optim/adam.py", 218, "step"),
+        frame_json(
+            "/env/site-packages/torch/optim/optimizer.py",
+            493,
+            "wrapper",
+        ),
+        frame_json(
+            "/env/site-packages/lightning/pytorch/core/optimizer.py",
+            154,
+            "step",
+        ),
+        frame_json("/home/u/train.py", 40, "main"),
+    ]
+    .join(",");
+    let training_step = [
+        frame_json("/home/u/dit/lit.py", 31, "training_step"),
+        frame_json(
+            "/env/site-packages/lightning/pytorch/strategies/strategy.py",
+            390,
+            "training_step",
+        ),
+        frame_json(
+            "/env/site-packages/lightning/pytorch/loops/optimization/automatic.py",
+            321,
+            "_training_step",
+        ),
+    ]
+    .join(",");
+    let forward = format!(
+        "[{},{},{},{training_step},{outer}]",
+        frame_json("/home/u/dit/dit.py", 88, "forward"),
+        frame_json(
+            "/env/site-packages/torch/nn/modules/module.py",
+            1750,
+            "_call_impl"
+        ),
+        frame_json("/home/u/dit/dit.py", 200, "forward"),
+    );
+    // The DiT's own forward called directly by the training step, without `_call_impl`.
+    let direct = format!(
+        "[{},{training_step},{outer}]",
+        frame_json("/home/u/dit/dit.py", 190, "forward")
+    );
+    let loss = format!(
+        "[{},{training_step},{outer}]",
+        frame_json(
+            "/env/site-packages/torch/nn/functional.py",
+            3479,
+            "cross_entropy"
+        )
+    );
+    let backward = format!(
+        "[{},{},{outer}]",
+        frame_json("??", 0, "torch::autograd::generated::MmBackward0::apply(std::vector<at::Tensor>&&)"),
+        frame_json("??", 0, "torch::autograd::Engine::evaluate_function(std::shared_ptr<torch::autograd::GraphTask>&)"),
+    );
+    let adam = [
+        frame_json(
+            "/env/site-packages/torch/optim/adam.py",
+            560,
+            "_multi_tensor_adam",
+        ),
+        frame_json("/env/site-packages/torch/optim/adam.py", 218, "step"),
+        frame_json(
+            "/env/site-packages/torch/optim/optimizer.py",
+            493,
+            "wrapper",
+        ),
+        frame_json(
+            "/env/site-packages/lightning/pytorch/core/optimizer.py",
+            154,
+            "step",
+        ),
+        frame_json("/home/u/train.py", 40, "main"),
+    ]
+    .join(",");
+    let adam = format!("[{adam}]");
+    let rows: Vec<(&str, u64, u64, &str)> = vec![
+        ("alloc", 0x10000, 4096, &forward), // 0: saved for the backward
+        ("alloc", 0x20000, 512, &forward),  // 1: a temporary of the forward
+        ("free_completed", 0x20000, 512, &forward),
+        ("alloc", 0x30000, 1024, &direct), // 3: made by the DiT's forward, saved
+        ("alloc", 0x40000, 4, &loss),      // 4: the loss
+        ("alloc", 0x50000, 1 << 20, &backward), // 5: the first weight's gradient
+        ("alloc", 0x60000, 2 << 20, &backward), // 6: the second's
+        ("free_completed", 0x10000, 4096, &backward),
+        ("free_completed", 0x30000, 1024, &backward),
+        ("alloc", 0x70000, 1 << 20, &adam), // 9: Adam's states of the first weight
+        ("alloc", 0x80000, 1 << 20, &adam),
+        ("alloc", 0x90000, 2 << 20, &adam), // 11: and of the second
+        ("alloc", 0xa0000, 2 << 20, &adam),
+        ("alloc", 0xb0000, 2 << 20, &adam), // 13: a temporary of the step
+        ("free_completed", 0xb0000, 2 << 20, &adam),
+    ];
+    let trace: Vec<String> = rows
+        .iter()
+        .enumerate()
+        .map(|(r, (action, addr, size, frames))| {
+            format!(
+                r#"{{"action":"{action}","addr":{addr},"size":{size},"stream":0,"time_us":{},"frames":{frames}}}"#,
+                100 * (r + 1)
+            )
+        })
+        .collect();
+    // Blocks alive at the end: the weights (no frames), then every allocation alive.
+    let mut blocks = vec![
+        format!(
+            r#"{{"address":{},"size":{},"requested_size":{},"state":"active_allocated","frames":[]}}"#,
+            0x100000,
+            1 << 20,
+            1 << 20
+        ),
+        format!(
+            r#"{{"address":{},"size":{},"requested_size":{},"state":"active_allocated","frames":[]}}"#,
+            0x200000,
+            2 << 20,
+            2 << 20
+        ),
+    ];
+    for (addr, size) in [
+        (0x40000u64, 4u64),
+        (0x50000, 1 << 20),
+        (0x60000, 2 << 20),
+        (0x70000, 1 << 20),
+        (0x80000, 1 << 20),
+        (0x90000, 2 << 20),
+        (0xa0000, 2 << 20),
+    ] {
+        blocks.push(format!(
+            r#"{{"address":{addr},"size":{},"requested_size":{size},"state":"active_allocated","frames":[]}}"#,
+            size.max(512)
+        ));
+    }
+    let segment = format!(
+        r#"{{"device":0,"address":{},"total_size":{},"stream":0,"segment_type":"large","blocks":[{}]}}"#,
+        0x10000,
+        64 << 20,
+        blocks.join(",")
+    );
+    let annotations = r#"{"name":"Optimizer.step#Adam.step","stage":"START","device":0,"time_us":50},{"name":"Optimizer.step#Adam.step","stage":"END","device":0,"time_us":2000}"#;
+    format!(
+        r#"{{"segments":[{segment}],"device_traces":[[{}]],"external_annotations":[{annotations}]}}"#,
+        trace.join(",")
+    )
+    .into_bytes()
+}
+
+#[test]
+fn an_optimizer_step_running_a_closure_runs_a_forward_and_a_backward() {
+    let snapshot = memsight_core::decode::decode_bytes(&lightning_step()).unwrap();
+    let analysed = Analysed::new(snapshot);
+    let categories = categorise(&analysed, &CompiledRules::none());
+    let facts = &analysed.facts[0];
+    let cats = &categories.devices[0];
+    let role_made_at = |row: u32| {
+        let i = facts
+            .allocations
+            .iter()
+            .position(|a| a.alloc_row == row)
+            .unwrap();
+        cats.roles[i]
+    };
+    use memsight_core::analysis::categories::signals::Phase;
+    // The closure's forward, though the optimizer's scope holds it and its frames run
+    // inside Adam's step.
+    assert_eq!(cats.phases.phase[0], Phase::Forward);
+    assert_eq!(role_made_at(0), Role::Activations);
+    assert_eq!(role_made_at(1), Role::ForwardTemporaries);
+    // A module's forward called directly, without `_call_impl`.
+    assert_eq!(role_made_at(3), Role::Activations);
+    // The loss, computed by the training step outside any module, continues the forward.
+    assert_eq!(cats.phases.phase[4], Phase::Forward);
+    assert_eq!(role_made_at(4), Role::Activations);
+    assert_eq!(cats.phases.phase[5], Phase::Backward);
+    assert_eq!(role_made_at(5), Role::Gradients);
+    assert_eq!(role_made_at(6), Role::Gradients);
+    // What Adam itself makes is the optimizer's.
+    for row in 9..=12 {
+        assert_eq!(role_made_at(row), Role::OptimizerState, "row {row}");
+    }
+    assert_eq!(role_made_at(13), Role::OptimizerTemporaries);
+    // The weights from before recording pair with their gradients.
+    let end = facts.allocated.len() as u32;
+    let totals = totals_at(facts, cats, end);
+    assert_eq!(totals.role(Role::Parameters), 3 << 20);
+    assert_eq!(totals.inferred(Role::Parameters), 3 << 20);
+    assert_eq!(totals.role(Role::OptimizerState), 6 << 20);
+    assert_eq!(totals.inferred(Role::OptimizerState), 0);
+    // Each with its reason.
+    let rules = Rules::default();
+    let mut explainer =
+        memsight_core::analysis::categories::Explainer::new(&analysed, 0, cats, &rules);
+    let weight = facts
+        .allocations
+        .iter()
+        .position(|a| a.size == 2 << 20 && a.alloc_row == memsight_core::analysis::NO_ROW)
+        .unwrap();
+    let reason = memsight_core::format::breakdown::role_reason(&explainer.explain(weight));
+    assert!(
+        reason.contains("one of the 1 parameters of its size (2.00 MiB)")
+            && reason.contains("event 6"),
+        "{reason}"
+    );
+}

@@ -53,9 +53,10 @@ pub fn CompareView(
                 .filter(|f| f.is_ready())
                 .flat_map(|f| {
                     let several = f.devices().len() > 1;
+                    let kind = f.device_kind();
                     f.devices().iter().map(move |&d| {
                         let name = if several {
-                            format!("{} · cuda:{d}", f.title())
+                            format!("{} · {}", f.title(), format::device(kind, d))
                         } else {
                             f.title().to_string()
                         };

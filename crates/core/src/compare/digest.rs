@@ -57,6 +57,9 @@ pub struct Curve {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Digest {
     pub device: u32,
+    /// The kind of device it is (`cuda`, `npu`…).
+    #[serde(default)]
+    pub device_kind: crate::model::DeviceKind,
     /// The overview's numbers, under its keys.
     pub metrics: Vec<Metric>,
     /// The device used no memory.
@@ -135,6 +138,7 @@ pub fn digest(cx: &Context<'_>, device: u32, detail: bool) -> Result<Digest, Vie
     };
     Ok(Digest {
         device,
+        device_kind: cx.analysed.snapshot.device_kind,
         metrics: overview.metrics,
         unused: overview.unused,
         peak_state,

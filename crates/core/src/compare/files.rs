@@ -21,6 +21,9 @@ pub struct FileRow {
     /// What the user calls it (`ctx 512 / bf16`); the name when not set.
     pub label: String,
     pub device: u32,
+    /// The kind of device it is (`cuda`, `npu`…).
+    #[serde(default)]
+    pub device_kind: crate::model::DeviceKind,
     pub rank: Option<u32>,
     pub iteration: Option<u32>,
     pub peak_allocated_bytes: u64,
@@ -49,6 +52,7 @@ impl FileRow {
                 .unwrap_or(name)
                 .to_string(),
             device: digest.device,
+            device_kind: digest.device_kind,
             rank,
             iteration,
             peak_allocated_bytes: metric(MetricKey::PeakAllocatedBytes),
@@ -90,6 +94,8 @@ pub struct IterationSummary {
     /// `None` for ranks whose names carry no iteration.
     pub iteration: Option<u32>,
     pub device: u32,
+    #[serde(default)]
+    pub device_kind: crate::model::DeviceKind,
     pub ranks: u32,
     pub min_peak_allocated_bytes: u64,
     pub median_peak_allocated_bytes: u64,
@@ -126,6 +132,7 @@ pub fn iteration_summaries(rows: &[FileRow]) -> Vec<IterationSummary> {
             IterationSummary {
                 iteration,
                 device,
+                device_kind: members[0].device_kind,
                 ranks: members.len() as u32,
                 min_peak_allocated_bytes: peaks[0],
                 median_peak_allocated_bytes: peaks[(peaks.len() - 1) / 2],
@@ -282,6 +289,7 @@ mod tests {
             name: name.into(),
             label: name.into(),
             device: 0,
+            device_kind: Default::default(),
             rank: job_position(name).rank,
             iteration: job_position(name).iteration,
             peak_allocated_bytes: peak,

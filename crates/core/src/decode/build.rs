@@ -664,6 +664,7 @@ impl Builder {
         snapshot.stacks = self.stacks;
         snapshot.streams = self.streams;
         snapshot.pools = self.pools;
+        snapshot.device_kind = snapshot.frames_device_kind();
         Ok(snapshot)
     }
 

@@ -116,6 +116,21 @@ pub fn role_reason(reason: &RoleReason) -> String {
         }
         Basis::Phase {
             event: at,
+            phase: Phase::Other,
+            freed,
+            ..
+        } => {
+            let life = match freed {
+                Some(f) => format!(", freed at {}", event(*f)),
+                None => ", alive at the end".to_string(),
+            };
+            format!(
+                "made by the program's own code at {}, outside any phase of training{life}",
+                event(*at)
+            )
+        }
+        Basis::Phase {
+            event: at,
             phase,
             scope,
             outlives,
@@ -147,7 +162,9 @@ pub fn role_reason(reason: &RoleReason) -> String {
                     "made before recording{frame}, in {}, as the frames recorded with it show",
                     phase_in_sentence(*p)
                 ),
-                None => format!("made before recording{frame}, as the frames recorded with it show"),
+                None => format!(
+                    "made before recording{frame}, outside any phase of training, as the frames recorded with it show"
+                ),
             }
         }
         Basis::Parameter {
@@ -206,6 +223,16 @@ pub fn role_reason(reason: &RoleReason) -> String {
                 witnessed(witness)
             )
         }
+        Basis::Trained {
+            event: at,
+            size,
+            gradient,
+        } => format!(
+            "made by the training loop {}; the run makes a gradient of its size ({}) that nothing else pairs with ({}): the optimizer trains it",
+            at.map_or("before recording".to_string(), |at| format!("at {}", event(at))),
+            bytes(*size),
+            witnessed(gradient)
+        ),
         Basis::ModelState => {
             format!("{BEFORE}; no gradients in this run: the model's weights and buffers")
         }
@@ -224,14 +251,16 @@ pub fn role_reason(reason: &RoleReason) -> String {
                 "made before recording; freed at {} as autograd released what it saved for the backward",
                 event(*at)
             ),
-            FreedHow::InPhase {
-                phase: Phase::ZeroGrad,
-            } => format!(
+            FreedHow::ZeroGrad => format!(
                 "made before recording; freed by zero_grad at {}: a gradient of the step before",
                 event(*at)
             ),
-            FreedHow::InPhase { phase } => format!(
-                "made before recording; freed within {} at {}",
+            FreedHow::InBackward => format!(
+                "made before recording; freed by the backward at {}: what the forward saved for it",
+                event(*at)
+            ),
+            FreedHow::WithinPhase { phase } => format!(
+                "made before recording; freed within {} at {}: a temporary of it",
                 phase_in_sentence(*phase),
                 event(*at)
             ),
@@ -242,6 +271,10 @@ pub fn role_reason(reason: &RoleReason) -> String {
             bytes(*size),
             witnessed(like)
         ),
+        Basis::CublasWorkspace { size } => format!(
+            "{BEFORE}; nothing in this run pairs with it, and {} is the size of the workspace cuBLAS keeps per handle and stream",
+            bytes(*size)
+        ),
         Basis::SucceededBy { event: at, like } => format!(
             "made before recording; freed at {} by code that says nothing of it; {} of its size alive at the end ({}) takes its place",
             event(*at),
@@ -251,7 +284,7 @@ pub fn role_reason(reason: &RoleReason) -> String {
         Basis::Unknown { why } => match why {
             Unexplained::NoTrace => "no stacks recorded and no trace".to_string(),
             Unexplained::NoStacks => {
-                "made before recording, and the trace records no stacks".to_string()
+                "made before recording, and the file records no stacks".to_string()
             }
             Unexplained::NoPhase { event: at } => format!(
                 "made at {} outside any phase of training, by code that says nothing of its role",

@@ -45,7 +45,7 @@ pub fn cell_text(row: &FileRow, column: FilesColumn) -> String {
     let dash = || "—".to_string();
     match column {
         FilesColumn::Label => row.label.clone(),
-        FilesColumn::Device => format!("cuda:{}", row.device),
+        FilesColumn::Device => super::device(row.device_kind, row.device),
         FilesColumn::Rank => row.rank.map_or_else(dash, |r| r.to_string()),
         FilesColumn::Iteration => row.iteration.map_or_else(dash, |i| i.to_string()),
         FilesColumn::PeakAllocated => bytes(row.peak_allocated_bytes),
@@ -137,7 +137,10 @@ pub fn short_label(row: &FileRow) -> String {
             .unwrap_or(&row.name)
             .to_string()
     };
-    super::shorten_middle(&format!("{text} · cuda:{}", row.device), 40)
+    super::shorten_middle(
+        &format!("{text} · {}", super::device(row.device_kind, row.device)),
+        40,
+    )
 }
 
 /// Where a row's file is reported: the relative paths the Markdown and the HTML rendering
@@ -271,8 +274,8 @@ pub fn iteration_sentence(s: &IterationSummary) -> String {
         n => format!("{} ranks", count(u64::from(n))),
     };
     let mut text = format!(
-        "{which} (cuda:{}): {ranks}, peak allocated {}–{} (median {}), peak reserved up to {}",
-        s.device,
+        "{which} ({}): {ranks}, peak allocated {}–{} (median {}), peak reserved up to {}",
+        super::device(s.device_kind, s.device),
         bytes(s.min_peak_allocated_bytes),
         bytes(s.max_peak_allocated_bytes),
         bytes(s.median_peak_allocated_bytes),
@@ -369,6 +372,7 @@ mod tests {
             name: "=cmd|x.pickle".into(),
             label: "ctx 512 | bf16".into(),
             device: 0,
+            device_kind: Default::default(),
             rank: None,
             iteration: None,
             peak_allocated_bytes: 3 << 30,

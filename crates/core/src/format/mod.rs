@@ -20,6 +20,11 @@ pub mod table;
 
 const BYTE_UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
 
+/// What a device is called: `cuda:0`, `npu:3`.
+pub fn device(kind: crate::model::DeviceKind, id: u32) -> String {
+    format!("{}:{id}", kind.name())
+}
+
 /// Bytes in binary units with three significant digits: `512 B`, `1.50 KiB`, `11.0 GiB`.
 pub fn bytes(n: u64) -> String {
     if n < 1024 {

@@ -4,7 +4,7 @@
 
 use super::{bytes, count, duration_us, percent_ppm, timestamp_us};
 use crate::analysis::{DeviceChoice, Warning};
-use crate::model::{ImportNote, Source};
+use crate::model::{DeviceKind, ImportNote, Source};
 use crate::overview::{Era, FormatFacts, Group, Metric, MetricKey, Unit};
 
 /// What a metric is called: `Peak allocated`, `free_requested events`.
@@ -144,23 +144,27 @@ pub fn import_note(note: &ImportNote) -> String {
 }
 
 /// Why a snapshot of several devices opens on `device`; `None` for a single device.
-pub fn device_choice(device: u32, choice: DeviceChoice) -> Option<String> {
+pub fn device_choice(kind: DeviceKind, device: u32, choice: DeviceChoice) -> Option<String> {
+    let name = super::device(kind, device);
     match choice {
         DeviceChoice::Only => None,
         DeviceChoice::Oom { event } => Some(format!(
-            "Opened on cuda:{device}, where an allocation failed (event {}).",
+            "Opened on {name}, where an allocation failed (event {}).",
             count(event as u64)
         )),
         DeviceChoice::HighestPeak { bytes: peak } => Some(format!(
-            "Opened on cuda:{device}, where allocated memory peaked highest ({}).",
+            "Opened on {name}, where allocated memory peaked highest ({}).",
             bytes(peak)
         )),
     }
 }
 
 /// What an unused device shows instead of a timeline.
-pub fn unused_device(device: u32) -> String {
-    format!("cuda:{device} used no memory: no segments and no trace entries were recorded for it.")
+pub fn unused_device(kind: DeviceKind, device: u32) -> String {
+    format!(
+        "{} used no memory: no segments and no trace entries were recorded for it.",
+        super::device(kind, device)
+    )
 }
 
 /// A warning as one or two sentences: what was found and what it means or what to do.
@@ -272,14 +276,19 @@ mod tests {
 
     #[test]
     fn the_device_opened_first_says_why() {
-        assert_eq!(device_choice(0, DeviceChoice::Only), None);
+        assert_eq!(device_choice(DeviceKind::Cuda, 0, DeviceChoice::Only), None);
         assert_eq!(
-            device_choice(1, DeviceChoice::Oom { event: 1420 }).as_deref(),
+            device_choice(DeviceKind::Cuda, 1, DeviceChoice::Oom { event: 1420 }).as_deref(),
             Some("Opened on cuda:1, where an allocation failed (event 1,420).")
         );
         assert_eq!(
-            device_choice(2, DeviceChoice::HighestPeak { bytes: 3 << 30 }).as_deref(),
-            Some("Opened on cuda:2, where allocated memory peaked highest (3.00 GiB).")
+            device_choice(
+                DeviceKind::Npu,
+                2,
+                DeviceChoice::HighestPeak { bytes: 3 << 30 }
+            )
+            .as_deref(),
+            Some("Opened on npu:2, where allocated memory peaked highest (3.00 GiB).")
         );
     }
 

@@ -10,7 +10,7 @@ pub fn view_error(error: &ViewError) -> String {
     match error {
         ViewError::NotLoaded => "No snapshot is loaded.".into(),
         ViewError::NoSuchDevice { device } => {
-            format!("This snapshot has no device cuda:{device}.")
+            format!("This snapshot has no device {device}.")
         }
         ViewError::NotPrepared {
             needs: Prerequisite::TimelineLayout,
@@ -34,7 +34,7 @@ mod tests {
     fn view_errors_and_offsets_read_as_sentences() {
         assert_eq!(
             view_error(&ViewError::NoSuchDevice { device: 3 }),
-            "This snapshot has no device cuda:3."
+            "This snapshot has no device 3."
         );
         for error in [
             ViewError::NotLoaded,

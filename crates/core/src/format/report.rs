@@ -78,7 +78,7 @@ impl DeviceReport<'_> {
             vec![
                 Inline::text("Memory report: "),
                 Inline::text(self.file_name),
-                Inline::text(format!(", cuda:{device}")),
+                Inline::text(format!(", {}", self.analysed.snapshot.device_name(device))),
             ],
         ));
         summary_section(&mut doc, summary, peak);

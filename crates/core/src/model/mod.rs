@@ -6,6 +6,7 @@
 //! so that views can scan, filter and group them cheaply. Nothing here knows about pickle,
 //! JSON or the browser.
 
+pub mod cut;
 mod intern;
 mod trace;
 mod value;
@@ -98,6 +99,55 @@ pub struct Reported {
     pub held_from_before: u64,
 }
 
+/// What kind of device a snapshot's memory is on. Every backend that writes PyTorch's
+/// snapshot format (`torch_npu`, XPU, MTIA) writes it as CUDA does; which one wrote it shows in
+/// its frames: its allocator's C++ names and its Python package.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeviceKind {
+    #[default]
+    Cuda,
+    /// Ascend NPUs (`torch_npu`).
+    Npu,
+    /// Intel GPUs (`torch.xpu`).
+    Xpu,
+    /// Meta's accelerators (`torch.mtia`).
+    Mtia,
+}
+
+impl DeviceKind {
+    /// The name PyTorch gives its devices: `cuda`, `npu`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DeviceKind::Cuda => "cuda",
+            DeviceKind::Npu => "npu",
+            DeviceKind::Xpu => "xpu",
+            DeviceKind::Mtia => "mtia",
+        }
+    }
+
+    /// The kind whose allocator or package a frame (`file`, function `name`) belongs to, if
+    /// any but CUDA's.
+    pub fn of_frame(file: &str, name: &str) -> Option<DeviceKind> {
+        let in_either =
+            |needles: &[&str]| needles.iter().any(|n| file.contains(n) || name.contains(n));
+        if in_either(&["torch_npu", "c10_npu", "NPUCachingAllocator"]) {
+            Some(DeviceKind::Npu)
+        } else if in_either(&[
+            "c10::xpu",
+            "torch/xpu/",
+            "XPUCachingAllocator",
+            "intel_extension_for_pytorch",
+        ]) {
+            Some(DeviceKind::Xpu)
+        } else if in_either(&["c10::mtia", "torch/mtia/", "MTIACachingAllocator"]) {
+            Some(DeviceKind::Mtia)
+        } else {
+            None
+        }
+    }
+}
+
 /// A decoded snapshot: everything `torch.cuda.memory._snapshot()` recorded.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Snapshot {
@@ -124,6 +174,8 @@ pub struct Snapshot {
     pub extra: Vec<(String, Value)>,
     /// Which optional keys the file used, to tell its PyTorch era.
     pub features: Features,
+    /// The kind of device its memory is on.
+    pub device_kind: DeviceKind,
 }
 
 /// Optional keys seen anywhere in the file. Each arrived in a known PyTorch release.
@@ -276,6 +328,20 @@ impl Snapshot {
     /// The text of an interned string.
     pub fn str(&self, id: StrId) -> &str {
         self.strings.get(id)
+    }
+
+    /// The kind of device its frames say its memory is on (CUDA when none says another),
+    /// each distinct frame read once.
+    pub fn frames_device_kind(&self) -> DeviceKind {
+        self.frames
+            .iter()
+            .find_map(|f| DeviceKind::of_frame(self.str(f.filename), self.str(f.name)))
+            .unwrap_or_default()
+    }
+
+    /// What device `id` is called: `cuda:0`, `npu:3`.
+    pub fn device_name(&self, id: u32) -> String {
+        format!("{}:{id}", self.device_kind.name())
     }
 
     /// The frames of a stack, innermost first (empty for [`NO_STACK`]).

@@ -347,6 +347,9 @@ pub struct FormatFacts {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Overview {
     pub device: u32,
+    /// The kind of device it is (`cuda`, `npu`…).
+    #[serde(default)]
+    pub device_kind: crate::model::DeviceKind,
     pub metrics: Vec<Metric>,
     pub format: FormatFacts,
     /// Allocator settings as (name, value) text pairs, in file order.
@@ -516,6 +519,7 @@ pub fn build(analysed: &Analysed, id: u32) -> Option<Overview> {
     warnings.extend(snapshot.notes.iter().cloned().map(Warning::Import));
     Some(Overview {
         device: id,
+        device_kind: snapshot.device_kind,
         metrics: m,
         format: FormatFacts {
             source: snapshot.source,

@@ -26,6 +26,7 @@ use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use super::phases::RowPhases;
+use super::reason::FreedHow;
 use super::signals::Phase;
 use super::{DeviceSignals, Role};
 use crate::analysis::{DeviceFacts, Origin, NO_ROW};
@@ -60,6 +61,8 @@ pub enum Deduced {
     /// Alive throughout, of the size of what the trace makes and keeps to the end in a role
     /// any phase has (a workspace, a communication buffer, an input): allocation `like` is one.
     KeptLike { like: u32 },
+    /// Alive throughout, nothing paired with it, of the size of cuBLAS's default workspace.
+    CublasWorkspace,
     /// Freed at a stack no other memory of the trace is freed at; the trace's allocation
     /// `like`, of its size and still alive at the end, is its successor.
     SucceededBy { like: u32 },
@@ -89,7 +92,8 @@ pub struct OptimizerEvidence {
 /// What a device's trace shows of training: the evidence memory from before it is read by.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunEvidence {
-    /// Whether the trace records stacks (without them no phase can be told).
+    /// Whether the file records stacks, for the trace's allocations or the final blocks
+    /// (without them no phase can be told, nor what was made before recording).
     pub records_stacks: bool,
     /// Gradients the run holds: per size, the most alive at once (one per parameter).
     pub gradients: u32,
@@ -159,12 +163,15 @@ pub(super) fn deduce(
     annotated: &[(u32, u32, Role)],
     signals: &mut DeviceSignals<'_>,
     roles: &mut [Role],
-) -> (Vec<Deduced>, RunEvidence) {
+) -> (Vec<Deduced>, Vec<(u32, u32)>, RunEvidence) {
     let trace = &device.trace;
     let allocations = &facts.allocations;
     let first_traced = allocations.first_traced();
-    let records_stacks =
-        (0..trace.len()).any(|r| trace.action[r] == Action::Alloc && trace.stack[r] != NO_STACK);
+    // Stacks recorded for the trace's allocations or the final blocks: recording was on, and
+    // what carries none was made before it.
+    let records_stacks = (0..trace.len())
+        .any(|r| trace.action[r] == Action::Alloc && trace.stack[r] != NO_STACK)
+        || device.blocks.iter().any(|b| b.stack != NO_STACK);
     let mut before = vec![Deduced::Unknown; first_traced];
     // What users wrote and what blocks' own frames say are observed.
     let mut annotation = annotated.iter().map(|&(i, _, _)| i as usize).peekable();
@@ -210,8 +217,88 @@ pub(super) fn deduce(
     if records_stacks {
         run.sizes = pair_alive_throughout(facts, &gradients, &states, &run, roles, &mut before);
         kept_like_the_trace(facts, roles, &mut before);
+        cublas_workspaces(facts, roles, &mut before);
     }
-    (before, run)
+    let trained = trained_inputs(facts, &gradients, &run, roles);
+    (before, trained, run)
+}
+
+/// Tensors the training loop made (inputs, by their stack) whose size pairs with
+/// gradients no parameter from before the trace pairs with: what the optimizer trains (a
+/// tensor optimised itself, a parameter made outside any module), as parameters. Returns
+/// `(allocation, a gradient of its size)`, by allocation.
+fn trained_inputs(
+    facts: &DeviceFacts,
+    gradients: &FxHashMap<u64, BySize>,
+    run: &RunEvidence,
+    roles: &mut [Role],
+) -> Vec<(u32, u32)> {
+    let allocations = &facts.allocations;
+    let first_traced = allocations.first_traced();
+    let mut trained = Vec::new();
+    if !run.trains {
+        return trained;
+    }
+    for (&size, grads) in gradients {
+        let paired = run.size(size).paired_parameters;
+        let mut wanted = grads.most.saturating_sub(paired) as usize;
+        let Some(&first_gradient) = grads
+            .allocations
+            .iter()
+            .find(|&&g| g as usize >= first_traced)
+        else {
+            continue;
+        };
+        let made_at = allocations.at(first_gradient as usize).alloc_row;
+        for (i, role) in roles.iter_mut().enumerate() {
+            if wanted == 0 {
+                break;
+            }
+            let a = allocations.at(i);
+            // Made before its gradient (or before the trace, its own frames calling it an
+            // input) and alive when the gradient was made.
+            let before_gradient = i < first_traced || a.alloc_row < made_at;
+            if *role == Role::Inputs
+                && a.size == size
+                && before_gradient
+                && (a.free_row == NO_ROW || a.free_row > made_at)
+            {
+                *role = Role::Parameters;
+                trained.push((i as u32, first_gradient));
+                wanted -= 1;
+            }
+        }
+    }
+    trained.sort_unstable();
+    trained
+}
+
+/// The sizes of cuBLAS's default workspace, which PyTorch allocates once per handle and
+/// stream and keeps (`CUBLAS_WORKSPACE_CONFIG` unset): `:4096:8` (32 MiB) on Hopper and later,
+/// `:4096:2:16:8` (8 MiB + 128 KiB) before.
+pub const CUBLAS_WORKSPACE_SIZES: [u64; 2] = [4096 * 1024 * 8, 4096 * 1024 * 2 + 16 * 1024 * 8];
+/// At most this many workspaces of one size (a forward's and a backward's thread, a stream or
+/// two each); more blocks of a size are weights of it (a 4096 × 4096 bf16 weight is 32 MiB).
+const CUBLAS_WORKSPACES_AT_MOST: usize = 4;
+
+/// Blocks alive throughout that nothing paired, a few of one of cuBLAS's workspace sizes:
+/// cuBLAS's workspaces, made before recording.
+fn cublas_workspaces(facts: &DeviceFacts, roles: &mut [Role], before: &mut [Deduced]) {
+    let allocations = &facts.allocations;
+    for size in CUBLAS_WORKSPACE_SIZES {
+        let unpaired: Vec<usize> = (0..before.len())
+            .filter(|&i| {
+                matches!(before[i], Deduced::Unpaired | Deduced::ModelState)
+                    && allocations.size(i) == size
+            })
+            .collect();
+        if unpaired.len() <= CUBLAS_WORKSPACES_AT_MOST {
+            for i in unpaired {
+                roles[i] = Role::Workspace;
+                before[i] = Deduced::CublasWorkspace;
+            }
+        }
+    }
 }
 
 /// Roles a tensor kept to the end has whatever the phase: a library's workspace (cuBLAS keeps
@@ -290,7 +377,10 @@ fn deduce_freed(
             before[i] = Deduced::FreedLike { like: like as u32 };
             continue;
         }
-        if let Some(role) = freed_role(&signals.of(a.stack), phases.phase[free_row]) {
+        let in_first_run = free_row < phases.first_run_end();
+        if let Some((role, _)) =
+            freed_role(&signals.of(a.stack), phases.phase[free_row], in_first_run)
+        {
             roles[i] = role;
             before[i] = Deduced::FreedBy;
             continue;
@@ -302,20 +392,33 @@ fn deduce_freed(
     }
 }
 
-/// The role the code that frees an allocation says it had, if it says: autograd releasing
-/// what it saved frees activations; `zero_grad` frees gradients; a free inside a forward,
-/// backward or optimizer step frees that phase's temporary.
-pub(super) fn freed_role(free: &super::StackSignal, phase: Phase) -> Option<Role> {
+/// The role the code that frees an allocation from before the trace says it had, and how,
+/// if it says: autograd releasing what it saved frees activations; `zero_grad` frees
+/// gradients; a phase frees its own temporaries when the free's stack names it, or when the
+/// trace begins inside that run of the phase (`in_first_run`: the memory was made in it before
+/// recording); anything else a backward frees was saved for it by the forward.
+pub(super) fn freed_role(
+    free: &super::StackSignal,
+    phase: Phase,
+    in_first_run: bool,
+) -> Option<(Role, FreedHow)> {
     if free.releases_saved {
-        return Some(Role::Activations);
+        return Some((Role::Activations, FreedHow::SavedReleased));
     }
-    match free.phase.unwrap_or(phase) {
-        Phase::ZeroGrad => Some(Role::Gradients),
-        Phase::Forward if free.phase == Some(Phase::Forward) => Some(Role::ForwardTemporaries),
-        Phase::Backward => Some(Role::BackwardTemporaries),
-        Phase::OptimizerStep => Some(Role::OptimizerTemporaries),
-        _ => None,
-    }
+    let named = free.phase == Some(phase);
+    // A stack of the training loop's code freeing it in a forward is the loop dropping what
+    // a forward returned (its output, from the iteration before), not the forward's code.
+    let unsaid = named || (in_first_run && free.empty);
+    let within = FreedHow::WithinPhase { phase };
+    let found = match free.phase.unwrap_or(phase) {
+        Phase::ZeroGrad => (Role::Gradients, FreedHow::ZeroGrad),
+        Phase::Forward if unsaid => (Role::ForwardTemporaries, within),
+        Phase::Backward if named => (Role::BackwardTemporaries, within),
+        Phase::Backward => (Role::Activations, FreedHow::InBackward),
+        Phase::OptimizerStep if unsaid => (Role::OptimizerTemporaries, within),
+        _ => return None,
+    };
+    Some(found)
 }
 
 /// Roles seen, each with how many and its first allocation.

@@ -213,6 +213,10 @@ pub struct DeviceCategories {
     /// How the role of each allocation from before the trace (the first
     /// [`crate::analysis::Allocations::first_traced`] allocations) was found.
     pub before: Vec<Deduced>,
+    /// Allocations the training loop made that the optimizer trains (their size
+    /// pairs with a gradient nothing else does): `(allocation, a gradient of its size)`, by
+    /// allocation. Parameters, deduced.
+    pub trained: Vec<(u32, u32)>,
     /// Roles annotations give allocations: `(allocation, trace row, role)`, by allocation.
     pub annotated: Vec<(u32, u32, Role)>,
     /// What the run shows of training, the evidence the deductions weighed.
@@ -238,6 +242,11 @@ impl DeviceCategories {
     /// before the trace, and neither its own frames, an annotation nor a rule say what it is.
     pub fn is_inferred(&self, i: usize) -> bool {
         self.before.get(i).is_some_and(|d| d.is_inferred())
+            || (!self.trained.is_empty()
+                && self
+                    .trained
+                    .binary_search_by_key(&(i as u32), |&(at, _)| at)
+                    .is_ok())
     }
 }
 
@@ -423,7 +432,16 @@ fn categorise_device(
     for (i, a) in facts.allocations.iter().enumerate() {
         let signal = signals.of(a.stack);
         let mut role = match a.origin() {
-            Origin::Trace => trace_role(&signal, &phases, &mut run_ends, a.alloc_row, a.free_row).0,
+            Origin::Trace => {
+                let freed = (a.free_row != NO_ROW)
+                    .then(|| signals.of(device.trace.stack[a.free_row as usize]));
+                let made = Made {
+                    alloc_row: a.alloc_row,
+                    free_row: a.free_row,
+                    freed_by: freed.as_ref(),
+                };
+                trace_role(&signal, &phases, &mut run_ends, made).0
+            }
             Origin::LiveBlock => kept_role(&signal).0,
             // Its stack is where it was freed, not where it was made: deduced below.
             Origin::FreedBeforeAlloc => Role::Unknown,
@@ -449,7 +467,7 @@ fn categorise_device(
         roles.push(role);
         components.push(component);
     }
-    let (before, run) = before::deduce(
+    let (before, trained, run) = before::deduce(
         snapshot,
         device,
         facts,
@@ -463,6 +481,7 @@ fn categorise_device(
         components,
         phases,
         before,
+        trained,
         annotated,
         run,
     }
@@ -481,23 +500,38 @@ pub(crate) enum Why {
     Nothing,
 }
 
+/// An allocation made in the trace: its rows, and what its free's stack says.
+pub(crate) struct Made<'a> {
+    pub alloc_row: u32,
+    pub free_row: u32,
+    pub freed_by: Option<&'a StackSignal>,
+}
+
 /// The role of an allocation made in the trace window, from its stack, its phase and whether
-/// it outlives the run of the phase it was made in.
+/// it outlives the run of the phase it was made in. What a module's forward makes and code
+/// outside any module frees (the training loop dropping what the forward returned, perhaps
+/// during the next forward) outlived the forward's code: an output, not a temporary.
 pub(crate) fn trace_role(
     signal: &StackSignal,
     phases: &RowPhases,
     run_ends: &mut RunEnds<'_>,
-    alloc_row: u32,
-    free_row: u32,
+    made: Made<'_>,
 ) -> (Role, Why) {
     if let Some(role) = signal.role {
         return (role, Why::Frame);
     }
-    let at = alloc_row as usize;
+    let at = made.alloc_row as usize;
     let (Some(&phase), Some(run_end)) = (phases.phase.get(at), run_ends.after(at)) else {
         return (Role::Unknown, Why::Nothing);
     };
-    let outlives = free_row == NO_ROW || free_row as usize >= run_end;
+    let free_row = made.free_row;
+    let mut outlives = free_row == NO_ROW || free_row as usize >= run_end;
+    let freed_by_the_loop = made
+        .freed_by
+        .is_some_and(|f| !f.empty && f.phase.is_none() && !f.releases_saved);
+    if phase == Phase::Forward && signal.phase == Some(Phase::Forward) && freed_by_the_loop {
+        outlives = true;
+    }
     if signal.accumulates_gradient {
         let role = if outlives {
             Role::Gradients
@@ -515,8 +549,8 @@ pub(crate) fn trace_role(
         (Phase::OptimizerStep | Phase::ZeroGrad, false) => Role::OptimizerTemporaries,
         (Phase::ZeroGrad, true) => Role::Gradients,
         (Phase::Setup, true) => Role::Parameters,
-        // The training loop's own tensors that live into the step: its inputs.
-        (Phase::Other, true) if signal.user_code => Role::Inputs,
+        // The training loop's own tensors, made outside any phase of training: its inputs.
+        (Phase::Other, _) if signal.user_code => Role::Inputs,
         _ => return (Role::Unknown, Why::Phase { phase, outlives }),
     };
     (role, Why::Phase { phase, outlives })
@@ -535,6 +569,8 @@ pub(crate) fn kept_role(signal: &StackSignal) -> (Role, Why) {
         Some(Phase::OptimizerStep) => Role::OptimizerState,
         Some(Phase::Backward | Phase::ZeroGrad) => Role::Gradients,
         Some(Phase::Forward) => Role::Activations,
+        // The training loop's own tensors, kept: its inputs (as in the trace).
+        None | Some(Phase::Other) if signal.user_code => Role::Inputs,
         _ => return (Role::Unknown, Why::Nothing),
     };
     let phase = signal.phase.unwrap_or(Phase::Other);

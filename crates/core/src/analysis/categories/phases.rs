@@ -33,6 +33,13 @@ impl RowPhases {
         RowPhases { phase, run_starts }
     }
 
+    /// The first row after the first run (the run the trace begins in).
+    pub fn first_run_end(&self) -> usize {
+        self.run_starts
+            .first()
+            .map_or(self.phase.len(), |&s| s as usize)
+    }
+
     /// Where runs end, for rows asked about mostly in order.
     pub fn run_ends(&self) -> RunEnds<'_> {
         RunEnds {

@@ -13,7 +13,8 @@ use super::before::{freed_role, Deduced};
 use super::rules::Rules;
 use super::signals::{frame_signal, Phase};
 use super::{
-    kept_role, stack_signal, trace_role, DeviceCategories, FrameSignals, Role, StackSignal, Why,
+    kept_role, stack_signal, trace_role, DeviceCategories, FrameSignals, Made, Role, StackSignal,
+    Why,
 };
 use crate::analysis::scopes::scope_ranges;
 use crate::analysis::stacks::stack_text;
@@ -89,6 +90,14 @@ pub enum Basis {
         optimizer: Option<String>,
         states_per_parameter: Option<u32>,
     },
+    /// Made by the training loop (at `event`; `None`: before the trace), of the `size` of a
+    /// gradient (`gradient`) that no parameter from before the trace pairs with: what the
+    /// optimizer trains.
+    Trained {
+        event: Option<u32>,
+        size: u64,
+        gradient: Witness,
+    },
     /// Alive throughout a run that makes no gradient.
     ModelState,
     /// Alive throughout a run of training in which nothing of its `size` pairs with it.
@@ -100,6 +109,8 @@ pub enum Basis {
     /// Alive throughout, of the size of what the trace makes and keeps to the end as its role
     /// (`like`).
     KeptLike { size: u64, like: Witness },
+    /// Alive throughout, nothing paired with it, of the `size` of cuBLAS's default workspace.
+    CublasWorkspace { size: u64 },
     /// Freed at `event`; the trace's allocation `like`, of its size and alive at the end, is
     /// its successor.
     SucceededBy { event: u32, like: Witness },
@@ -121,20 +132,24 @@ pub struct Witness {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FreedHow {
-    /// Autograd released what it saved for the backward.
+    /// Autograd released what it saved for the backward: an activation.
     SavedReleased,
-    /// Freed in `phase` (`zero_grad`: a gradient; a forward, backward or optimizer step:
-    /// its temporary).
-    InPhase { phase: Phase },
+    /// `zero_grad` freed it: a gradient of the step before.
+    ZeroGrad,
+    /// A backward freed it, not as its own temporary: what the forward saved.
+    InBackward,
+    /// Freed within `phase`, which its stack names or the trace begins inside: a temporary
+    /// of it, made before recording.
+    WithinPhase { phase: Phase },
 }
 
 /// Why nothing says what an allocation is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Unexplained {
-    /// Made before the trace, and the file has no trace (or none with stacks) to read it by.
+    /// Made before the trace; the file records no stacks, and its trace makes nothing.
     NoTrace,
-    /// Made before the trace, which records no stacks.
+    /// Made before the trace; the file records no stacks.
     NoStacks,
     /// Made at `event` outside any phase of training, by code that says nothing of it.
     NoPhase { event: u32 },
@@ -244,16 +259,39 @@ impl<'a> Explainer<'a> {
                 frame: text.top_frame,
             }
         };
+        let witness = |j: u32| {
+            let w = facts.allocations.at(j as usize);
+            let made = w.alloc_row != NO_ROW;
+            let event = if made { w.alloc_row } else { w.free_row };
+            Witness {
+                role: categories.roles[j as usize],
+                event: (event != NO_ROW).then_some(event),
+                made,
+            }
+        };
+        let trained = categories
+            .trained
+            .binary_search_by_key(&(i as u32), |&(at, _)| at)
+            .ok()
+            .map(|k| categories.trained[k].1);
+        if let Some(gradient) = trained {
+            return reason(Basis::Trained {
+                event: (a.alloc_row != NO_ROW).then_some(a.alloc_row),
+                size: a.size,
+                gradient: witness(gradient),
+            });
+        }
         let basis = match a.origin() {
             Origin::Trace => {
                 let mut run_ends = categories.phases.run_ends();
-                let (_, why) = trace_role(
-                    &signal,
-                    &categories.phases,
-                    &mut run_ends,
-                    a.alloc_row,
-                    a.free_row,
-                );
+                let freed = (a.free_row != NO_ROW)
+                    .then(|| self.signal(device.trace.stack[a.free_row as usize]));
+                let made = Made {
+                    alloc_row: a.alloc_row,
+                    free_row: a.free_row,
+                    freed_by: freed.as_ref(),
+                };
+                let (_, why) = trace_role(&signal, &categories.phases, &mut run_ends, made);
                 let event = a.alloc_row;
                 match why {
                     Why::Frame => Basis::Frame {
@@ -279,16 +317,6 @@ impl<'a> Explainer<'a> {
                     .copied()
                     .unwrap_or(Deduced::Unknown);
                 let event = a.free_row;
-                let witness = |j: u32| {
-                    let w = facts.allocations.at(j as usize);
-                    let made = w.alloc_row != NO_ROW;
-                    let event = if made { w.alloc_row } else { w.free_row };
-                    Witness {
-                        role: categories.roles[j as usize],
-                        event: (event != NO_ROW).then_some(event),
-                        made,
-                    }
-                };
                 let size = categories.run.size(a.size);
                 match deduced {
                     Deduced::Observed => own_frames(&signal),
@@ -325,28 +353,25 @@ impl<'a> Explainer<'a> {
                         size: a.size,
                         like: witness(like),
                     },
+                    Deduced::CublasWorkspace => Basis::CublasWorkspace { size: a.size },
                     Deduced::SucceededBy { like } => Basis::SucceededBy {
                         event,
                         like: witness(like),
                     },
                     Deduced::FreedBy => {
                         let phase = categories.phases.phase[event as usize];
-                        let how = if signal.releases_saved {
-                            FreedHow::SavedReleased
-                        } else {
-                            FreedHow::InPhase {
-                                phase: signal.phase.unwrap_or(phase),
-                            }
-                        };
-                        debug_assert!(freed_role(&signal, phase).is_some());
-                        Basis::FreedBy { event, how }
+                        let in_first_run = (event as usize) < categories.phases.first_run_end();
+                        match freed_role(&signal, phase, in_first_run) {
+                            Some((_, how)) => Basis::FreedBy { event, how },
+                            None => Basis::Unknown {
+                                why: Unexplained::FreedSilently { event },
+                            },
+                        }
                     }
                     Deduced::Unknown => Basis::Unknown {
                         why: if a.origin() == Origin::FreedBeforeAlloc {
                             Unexplained::FreedSilently { event }
-                        } else if device.trace.is_empty()
-                            || facts.allocations.first_traced() == facts.allocations.len()
-                        {
+                        } else if facts.allocations.first_traced() == facts.allocations.len() {
                             Unexplained::NoTrace
                         } else {
                             Unexplained::NoStacks

@@ -171,6 +171,7 @@ fn phase_of(file: &str, func: &str, name: &str) -> Option<Phase> {
             "_apply" | "to" | "cuda" | "load_state_dict" | "_load_from_state_dict"
         ))
         || file.ends_with("torch/nn/init.py")
+        || (file.contains("torch/nn/") && func == "__init__")
         || func == "reset_parameters"
         || func.contains("from_pretrained");
     setup.then_some(Phase::Setup)
