@@ -8,12 +8,13 @@
 //
 // Run with `./x test` (which builds dist/ first) or `node --test tests/e2e/training.test.mjs`.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 
 import {
-  EXPECTATIONS, openFiles, REAL_FIXTURES, sharedBrowser, waitSettled,
+  EXPECTATIONS, openFiles, REAL_FIXTURES, ROOT, sharedBrowser, waitSettled,
 } from './helpers.mjs';
 
 /** A CS336 full training step (fp32, 51 GiB, recorded with C++ stacks). */
@@ -256,6 +257,56 @@ describe('stacks on a real training run', { skip: skipWithout(FULL_STEP) }, () =
       assert.equal(await page.evaluate(() => window.scrollY), 0);
       assert.ok(await inView('#timeline-canvas'), 'the plot is on screen');
       assert.ok(await inView('#stack li.frame.user'), 'the user frame of the pinned stack is on screen');
+    } finally {
+      await context.close();
+    }
+  });
+});
+
+describe('roles of memory made before recording', { skip: skipWithout(FULL_STEP) }, () => {
+  it('a parameter from before the trace says it is inferred and why, in the table and pinned, as the command line does', async () => {
+    const { context, page } = await open(FULL_STEP);
+    try {
+      // The breakdown's legend at the peak: 12.7 GiB of parameters, every byte deduced.
+      await page.waitForSelector('#legend-roles [data-category="parameters"]', { timeout: WAIT });
+      const legend = await page.$eval('#legend-roles [data-category="parameters"]', (li) => ({
+        value: Number(li.dataset.value),
+        inferred: Number(li.dataset.inferred),
+        label: li.querySelector('.legend-label').textContent,
+      }));
+      assert.ok(legend.value > 12 * 1024 * MIB, `parameters at the peak: ${legend.value} bytes`);
+      assert.equal(legend.inferred, legend.value);
+      assert.equal(legend.label, 'Parameters (inferred)');
+      const unknown = await page.$eval('#legend-roles [data-category="unknown"]', (li) => Number(li.dataset.value));
+      assert.equal(unknown, 0, 'nothing at the peak is unknown');
+      // Picked in the legend, the table lists the parameters; the largest is selected.
+      await page.click('#legend-roles [data-category="parameters"] button');
+      await page.waitForFunction(() => {
+        const rows = [...document.querySelectorAll('#allocations-table .tr.row')];
+        return rows.length > 0 && rows.every((r) => r.dataset.role === 'parameters');
+      }, null, { timeout: WAIT });
+      const first = await page.$eval('#allocations-table .tr.row', (r) => ({ element: r.dataset.element, allocation: r.dataset.allocation }));
+      await page.click(`#allocations-table .tr.row[data-element="${first.element}"]`);
+      await page.waitForSelector('#table-detail-role', { timeout: WAIT });
+      const inTable = await page.$eval('#table-detail-role', (p) => ({ role: p.dataset.role, inferred: p.dataset.inferred, text: p.textContent }));
+      assert.equal(inTable.role, 'parameters');
+      assert.equal(inTable.inferred, 'true');
+      assert.match(inTable.text, /^Parameters inferred: alive since before recording and never freed; one of the \d+ parameters of its size \(.+\): the run holds \d+ gradients of that size at once, one per parameter \(one made at event [\d,]+\)$/);
+      // Shown on the timeline, the pinned allocation gives the same reason.
+      await page.click('#table-show-on-timeline');
+      await waitAttr(page, '#timeline', 'data-pinned', (v) => v === first.element, 'the row is pinned on the timeline');
+      await page.waitForSelector('#pinned-role', { timeout: WAIT });
+      assert.equal(await page.textContent('#pinned-role'), inTable.text);
+      // The command line gives it the same reason, from the same core.
+      const cli = JSON.parse(execFileSync('cargo', ['run', '-q', '-p', 'memsight-cli', '--', 'table', path.join(REAL_FIXTURES, FULL_STEP), '--scope', 'peak', '--role', 'parameters', '--json'], {
+        cwd: ROOT,
+        encoding: 'utf8',
+        maxBuffer: 64 << 20,
+      })).devices['0'];
+      const row = cli.rows.find((r) => String(r.allocation) === first.allocation);
+      assert.ok(row, `allocation ${first.allocation} in the command line's table`);
+      assert.equal(row.role_inferred, true);
+      assert.equal(`Parameters inferred: ${row.role_reason}`, inTable.text);
     } finally {
       await context.close();
     }

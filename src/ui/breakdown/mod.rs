@@ -252,9 +252,12 @@ pub fn BreakdownPanel(
 
 /// The slices of `bytes` (indexed like the dimension's categories), all but the highlighted
 /// one faded when it is of this dimension.
+/// A chart's slices: each category's bytes, a role's label marked when some or all of its
+/// bytes' role was deduced (`inferred`, indexed like the bytes; empty for components).
 fn slices(
     dimension: Dimension,
     bytes: &[u64],
+    inferred: &[u64],
     dark: bool,
     highlight: Option<Category>,
 ) -> Vec<Slice> {
@@ -262,9 +265,14 @@ fn slices(
         .into_iter()
         .zip(highlighted_colours(dimension, dark, highlight))
         .zip(bytes)
-        .map(|(((key, label, _), colour), &value)| Slice {
+        .enumerate()
+        .map(|(k, (((key, label, _), colour), &value))| Slice {
             key: key.to_string(),
-            label: label.to_string(),
+            label: format::report::inferred_label(
+                label,
+                value,
+                inferred.get(k).copied().unwrap_or(0),
+            ),
             value,
             colour,
         })
@@ -337,13 +345,16 @@ fn histogram_hover(bins: Vec<(u64, u64, u64)>) -> Hover {
 }
 
 /// A legend of exact values; with a `dimension`, each entry is a button that highlights its
-/// category (as a click on the chart does).
+/// category (as a click on the chart does). `inferred` holds, for roles, the bytes of each
+/// whose role was deduced (empty otherwise).
 fn legend(
     id: &'static str,
     slices: Vec<Slice>,
+    inferred: &[u64],
     dimension: Option<Dimension>,
     categories: CategoryView,
 ) -> impl IntoView {
+    let inferred = inferred.to_vec();
     let total: u64 = slices.iter().map(|s| s.value).sum();
     view! {
         <ul class="chart-legend" id=id data-total=total.to_string()>
@@ -356,7 +367,8 @@ fn legend(
                     <span class="legend-bytes">{format::bytes(s.value)}</span>
                 };
                 view! {
-                    <li data-category=s.key.clone() data-value=s.value.to_string() class:empty=s.value == 0>
+                    <li data-category=s.key.clone() data-value=s.value.to_string()
+                        data-inferred=inferred.get(k).copied().unwrap_or(0).to_string() class:empty=s.value == 0>
                         {match category {
                             Some(category) => view! {
                                 <button type="button" class="legend-button" aria-pressed=move || pressed().to_string()
@@ -390,6 +402,7 @@ fn MomentCharts(m: MomentBreakdown, dark: Signal<bool>, categories: CategoryView
             slices(
                 Dimension::Role,
                 &m.roles,
+                &m.inferred_roles,
                 dark.get_untracked(),
                 highlight.get_untracked(),
             )
@@ -401,6 +414,7 @@ fn MomentCharts(m: MomentBreakdown, dark: Signal<bool>, categories: CategoryView
             slices(
                 Dimension::Component,
                 &m.components,
+                &[],
                 dark.get_untracked(),
                 highlight.get_untracked(),
             )
@@ -562,6 +576,7 @@ fn MomentCharts(m: MomentBreakdown, dark: Signal<bool>, categories: CategoryView
     };
     let role_labels = categories_of(Dimension::Role, false);
     let component_labels = categories_of(Dimension::Component, false);
+    let inferred_roles = m.inferred_roles.clone();
     view! {
         <div class="moment" id="breakdown-moment"
             data-state=m.state.to_string()
@@ -579,11 +594,11 @@ fn MomentCharts(m: MomentBreakdown, dark: Signal<bool>, categories: CategoryView
             <div class="chart-grid">
                 <ChartCard id="chart-roles" title="By role" dark=dark draw=draw_roles hover=slice_hover(role_slices.clone(), true, CHART_SIZE)
                     click=slice_click(Dimension::Role, true, role_slices.clone(), categories)>
-                    {legend("legend-roles", roles_legend, Some(Dimension::Role), categories)}
+                    {legend("legend-roles", roles_legend, &inferred_roles, Some(Dimension::Role), categories)}
                 </ChartCard>
                 <ChartCard id="chart-components" title="By component" dark=dark draw=draw_components hover=slice_hover(component_slices.clone(), true, CHART_SIZE)
                     click=slice_click(Dimension::Component, true, component_slices.clone(), categories)>
-                    {legend("legend-components", components_legend, Some(Dimension::Component), categories)}
+                    {legend("legend-components", components_legend, &[], Some(Dimension::Component), categories)}
                 </ChartCard>
                 <ChartCard id="chart-role-bars" title="By role (bars)" dark=dark draw=draw_role_bars hover=slice_hover(role_slices.clone(), false, CHART_SIZE)
                     click=slice_click(Dimension::Role, false, role_slices.clone(), categories)>
@@ -594,7 +609,7 @@ fn MomentCharts(m: MomentBreakdown, dark: Signal<bool>, categories: CategoryView
                     <span></span>
                 </ChartCard>
                 <ChartCard id="chart-reserved" title="Allocated vs cached free" dark=dark draw=draw_reserved hover=slice_hover(reserved_hover, true, CHART_SIZE)>
-                    {legend("legend-reserved", reserved_legend, None, categories)}
+                    {legend("legend-reserved", reserved_legend, &[], None, categories)}
                 </ChartCard>
                 <ChartCard id="chart-sizes" title="Sizes of live allocations" dark=dark draw=draw_sizes hover=sizes_hover>
                     <span></span>
@@ -660,6 +675,7 @@ fn SeriesChart(
             let series: Vec<(Slice, Vec<u64>)> = slices(
                 Dimension::Role,
                 &vec![0; s.values.len()],
+                &[],
                 dark.get(),
                 categories.highlight.get(),
             )

@@ -11,7 +11,7 @@ use crate::timeline::inspect::ElementDetail;
 use crate::timeline::service::{TimelineAnswer, TimelineRequest};
 use crate::timeline::TimelineKind;
 use crate::ui::requests::Latest;
-use crate::ui::timeline::details::{anchor, folded, Stack};
+use crate::ui::timeline::details::{anchor, folded, RoleLine, Stack};
 
 #[component]
 pub fn RowDetail(table: TableState) -> impl IntoView {
@@ -81,7 +81,7 @@ pub fn RowDetail(table: TableState) -> impl IntoView {
                     <dt>"Block"</dt><dd>{format!("{} bytes ({} rounding)", format::count(row.size_bytes), format::bytes(row.size_bytes.saturating_sub(row.requested_bytes)))}</dd>
                     <dt>"Address"</dt><dd><code>{format!("{:#x}", row.address)}</code></dd>
                     <dt>"Stream"</dt><dd><code>{format!("{:#x}", row.stream)}</code></dd>
-                    <dt>"Role"</dt><dd>{role_label(row.role)}</dd>
+                    <dt>"Role"</dt><dd>{role_label(row.role)}{row.role_inferred.then_some(" (inferred)")}</dd>
                     <dt>"Component"</dt><dd>{component_label(row.component)}</dd>
                     <dt>"Phase"</dt><dd>{row.phase.map_or("before the trace", phase_label)}</dd>
                     <dt>"Allocated"</dt><dd>{when(row.alloc_event, row.alloc_time_us, "before the trace")}</dd>
@@ -90,6 +90,10 @@ pub fn RowDetail(table: TableState) -> impl IntoView {
                     <dt>"Made by"</dt><dd><code>{row.top_frame.clone().unwrap_or_else(|| "(no frame recorded)".into())}</code></dd>
                     {row.shape.clone().map(|shape| view! { <dt>"Shape"</dt><dd><code id="detail-shape">{shape}</code></dd> })}
                 </dl>
+                {move || stack.with(|s| match s {
+                    Some(Ok(detail)) => detail.role.clone().map(|reason| view! { <RoleLine reason=reason id="table-detail-role" /> }),
+                    _ => None,
+                })}
                 {move || match stack.get() {
                     None => view! { <p class="pending" aria-busy="true">"Reading its stack…"</p> }.into_any(),
                     Some(Err(why)) => view! { <p class="view-error" role="alert">{why}</p> }.into_any(),

@@ -1,6 +1,6 @@
-//! The pinned element: what made it, its facts, its stack (the user's code first: framework
-//! runs folded, interpreter noise hidden, unless "show all frames"), compile context and user
-//! metadata. Esc or "Unpin" clears it.
+//! The pinned element: what made it, its role and why, its facts, its stack (the user's code
+//! first: framework runs folded, interpreter noise hidden, unless "show all frames"), compile
+//! context and user metadata. Esc or "Unpin" clears it.
 
 use std::collections::BTreeSet;
 
@@ -9,8 +9,10 @@ use leptos::prelude::*;
 use super::folding::{rows, Row, Shown};
 use super::tooltip::{lifetime, made_by, title, when};
 use super::Timeline;
+use crate::analysis::categories::RoleReason;
 use crate::analysis::stacks::{FrameClass, FrameText};
 use crate::format;
+use crate::format::breakdown::{role_label, role_reason};
 use crate::timeline::inspect::OomDetail;
 
 #[component]
@@ -48,8 +50,13 @@ pub fn PinnedDetails(tl: Timeline) -> impl IntoView {
                 {made.map(|(label, name)| view! {
                     <p class="made-by" id="pinned-made-by" data-user=e.top_frame_is_user.to_string()>{label} " " <code>{name}</code></p>
                 })}
+                {e.role.clone().map(|reason| view! { <RoleLine reason=reason id="pinned-role" /> })}
                 <div class="stack-header">
-                    <h4>{if e.origin == "trace" { "Allocated from" } else { "Stack of its free (the alloc was not recorded)" }}</h4>
+                    <h4>{match e.origin.as_str() {
+                        "trace" => "Allocated from",
+                        "live-block" => "Stack recorded with its block (made before the trace)",
+                        _ => "Stack of its free (the alloc was not recorded)",
+                    }}</h4>
                     <label class="check">
                         <input type="checkbox" id="show-all-frames" prop:checked=move || show_all.get() on:change=move |ev| show_all.set(event_target_checked(&ev)) />
                         {format!("Show all frames ({hidden} folded or hidden)")}
@@ -74,6 +81,20 @@ pub fn PinnedDetails(tl: Timeline) -> impl IntoView {
             </section>
         }
         .into_any()
+    }
+}
+
+/// An allocation's role, whether it was deduced rather than observed, and why, in words a user
+/// can check against the trace.
+#[component]
+pub fn RoleLine(reason: RoleReason, id: &'static str) -> impl IntoView {
+    let why = role_reason(&reason);
+    view! {
+        <p class="role-reason" id=id data-role=reason.role.key() data-inferred=reason.inferred.to_string()>
+            <strong>{role_label(reason.role)}</strong>
+            {reason.inferred.then(|| view! { " " <span class="inferred-tag" title="Made before recording: deduced from what the trace shows, not observed">"inferred"</span> })}
+            ": " {why}
+        </p>
     }
 }
 

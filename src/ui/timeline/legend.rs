@@ -61,7 +61,7 @@ pub fn Legend(tl: Timeline) -> impl IntoView {
     move || {
         let dimension = dimension()?;
         let dark = tl.dark.get();
-        let (state, live, bytes) = totals.with(|t| match t {
+        let (state, live, bytes, inferred) = totals.with(|t| match t {
             Some(t) => (
                 Some(t.state),
                 t.live_bytes,
@@ -69,8 +69,12 @@ pub fn Legend(tl: Timeline) -> impl IntoView {
                     Dimension::Role => t.roles.clone(),
                     Dimension::Component => t.components.clone(),
                 },
+                match dimension {
+                    Dimension::Role => t.inferred_roles.clone(),
+                    Dimension::Component => Vec::new(),
+                },
             ),
-            None => (None, 0, Vec::new()),
+            None => (None, 0, Vec::new(), Vec::new()),
         });
         let at = match moment.get() {
             Moment::Peak => "at the peak".to_string(),
@@ -82,6 +86,7 @@ pub fn Legend(tl: Timeline) -> impl IntoView {
             .enumerate()
             .map(|(k, (key, label, colour))| {
                 let value = bytes.get(k).copied().unwrap_or(0);
+                let deduced = inferred.get(k).copied().unwrap_or(0);
                 let category = Category {
                     dimension,
                     index: k as u32,
@@ -100,13 +105,23 @@ pub fn Legend(tl: Timeline) -> impl IntoView {
                             class="legend-button"
                             data-category=key
                             data-value=value.to_string()
+                            data-inferred=deduced.to_string()
                             aria-pressed=move || highlighted().to_string()
-                            title=format!("{label}: {} bytes", format::count(value))
+                            title=if deduced == 0 {
+                                format!("{label}: {} bytes", format::count(value))
+                            } else {
+                                format!(
+                                    "{label}: {} bytes, of which {} deduced (made before recording; pin one to see why)",
+                                    format::count(value),
+                                    format::count(deduced)
+                                )
+                            }
                             on:click=move |_| tl.categories.toggle_highlight(category)
                         >
                             <span class="swatch" style:background=css(colour)></span>
                             <span class="legend-label">{label}</span>
                             <span class="legend-bytes">{format::bytes(value)}</span>
+                            {(deduced > 0).then(|| view! { <span class="inferred-tag">{if deduced >= value { "inferred" } else { "partly inferred" }}</span> })}
                         </button>
                     </li>
                 }

@@ -100,7 +100,7 @@ pub fn physics(index: Lookup<'_>, categories: &DeviceCategories, peak_state: u32
             });
         }
     }
-    if categories.run.records_stacks {
+    if categories.run.trace_stacks {
         let r = ratio(unknown_at_peak, peak);
         checks.push(PhysicsCheck {
             kind: PhysicsKind::UnknownSmall,

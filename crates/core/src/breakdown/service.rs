@@ -90,6 +90,9 @@ pub struct MomentTotals {
     /// Indexed like [`Role::ALL`] and [`Component::ALL`]; each sums to `live_bytes`.
     pub roles: Vec<u64>,
     pub components: Vec<u64>,
+    /// Of each role's bytes, those deduced rather than observed; indexed like [`Role::ALL`].
+    #[serde(default)]
+    pub inferred_roles: Vec<u64>,
     pub generation: u32,
 }
 
@@ -170,6 +173,9 @@ pub struct MomentBreakdown {
     /// Indexed like [`Role::ALL`] and [`Component::ALL`]; each sums to `live_bytes`.
     pub roles: Vec<u64>,
     pub components: Vec<u64>,
+    /// Of each role's bytes, those deduced rather than observed; indexed like [`Role::ALL`].
+    #[serde(default)]
+    pub inferred_roles: Vec<u64>,
     /// The category the largest allocations, call sites and sizes are narrowed to.
     pub only: Option<Category>,
     pub largest: Vec<TopAllocation>,
@@ -257,6 +263,7 @@ impl Service for BreakdownService {
                     live_bytes: totals.live_bytes,
                     roles: totals.roles,
                     components: totals.components,
+                    inferred_roles: totals.inferred_roles,
                     generation: cx.categorised.generation(),
                 })
             }
@@ -467,6 +474,7 @@ fn at(
         reserved: facts.reserved_after(event),
         roles: totals.roles,
         components: totals.components,
+        inferred_roles: totals.inferred_roles,
         only,
         largest,
         call_sites: live.call_sites,

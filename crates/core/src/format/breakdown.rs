@@ -157,13 +157,18 @@ pub fn role_reason(reason: &RoleReason) -> String {
                 .as_ref()
                 .map(|f| format!(" by {f}"))
                 .unwrap_or_default();
+            let nothing = if reason.role == Role::Unknown {
+                ": nothing says what it is for"
+            } else {
+                ""
+            };
             match phase {
                 Some(p) => format!(
-                    "made before recording{frame}, in {}, as the frames recorded with it show",
+                    "made{frame} in {}, as the frames recorded with it show{nothing}",
                     phase_in_sentence(*p)
                 ),
                 None => format!(
-                    "made before recording{frame}, outside any phase of training, as the frames recorded with it show"
+                    "made{frame} outside any phase of training, as the frames recorded with it show{nothing}"
                 ),
             }
         }

@@ -88,7 +88,8 @@ impl DeviceReport<'_> {
             ("roles", "By role at the peak", "Role"),
             Role::ALL.iter().zip(&peak.roles).map(|(&r, &b)| {
                 let colour = light.roles[r as usize];
-                (r.key(), role_label(r), b, colour)
+                let inferred = peak.inferred_roles.get(r as usize).copied().unwrap_or(0);
+                (r.key(), role_label(r), b, colour, Some(inferred))
             }),
             peak.live_bytes,
         );
@@ -97,7 +98,7 @@ impl DeviceReport<'_> {
             ("components", "By component at the peak", "Component"),
             Component::ALL.iter().zip(&peak.components).map(|(&c, &b)| {
                 let colour = light.components[c as usize];
-                (c.key(), component_label(c), b, colour)
+                (c.key(), component_label(c), b, colour, None)
             }),
             peak.live_bytes,
         );
@@ -262,23 +263,37 @@ fn overview_section(doc: &mut Document, overview: &Overview) {
 /// A chart and a table of bytes by category, non-empty categories only, with a total row of
 /// `total`. `names` are the chart's key, the section's title and the first column's header;
 /// `rows` are each category's key, label, bytes and colour (RGBA).
+/// One category's row: its key, label, bytes, colour and, for roles, the bytes of it whose role
+/// was deduced rather than observed.
+type CategoryRow<'a> = (&'static str, &'a str, u64, [u8; 4], Option<u64>);
+
+/// A category's label in a chart, marked when some or all of its bytes' role was deduced.
+pub fn inferred_label(label: &str, bytes: u64, inferred: u64) -> String {
+    match inferred {
+        0 => label.to_string(),
+        i if i >= bytes => format!("{label} (inferred)"),
+        _ => format!("{label} (partly inferred)"),
+    }
+}
+
 fn category_section<'a>(
     doc: &mut Document,
     (key, title, header): (&'static str, &str, &str),
-    rows: impl Iterator<Item = (&'static str, &'a str, u64, [u8; 4])>,
+    rows: impl Iterator<Item = CategoryRow<'a>>,
     total: u64,
 ) {
     doc.heading(2, title);
-    let rows: Vec<_> = rows.filter(|&(_, _, b, _)| b > 0).collect();
+    let rows: Vec<_> = rows.filter(|&(_, _, b, _, _)| b > 0).collect();
+    let deduced = rows.iter().any(|r| r.4.is_some_and(|i| i > 0));
     doc.push(Block::Chart(Chart {
         key,
         title: format!("Bytes by {}", header.to_lowercase()),
         kind: ChartKind::Pie,
         slices: rows
             .iter()
-            .map(|&(key, label, bytes, [r, g, b, _])| ChartSlice {
+            .map(|&(key, label, bytes, [r, g, b, _], inferred)| ChartSlice {
                 key: key.to_string(),
-                label: label.to_string(),
+                label: inferred_label(label, bytes, inferred.unwrap_or(0)),
                 bytes,
                 colour: [r, g, b],
             })
@@ -286,33 +301,48 @@ fn category_section<'a>(
     }));
     let mut table_rows: Vec<_> = rows
         .iter()
-        .map(|&(key, label, b, _)| {
-            let mut row: Row = vec![
+        .map(|&(key, label, b, _, inferred)| {
+            let mut cells = vec![
                 Cell::text(label),
                 bytes_cell(b),
                 count_cell(b),
                 Cell::text(share(b, total)),
-            ]
-            .into();
+            ];
+            if deduced {
+                cells.push(bytes_cell(inferred.unwrap_or(0)));
+            }
+            let mut row: Row = cells.into();
             row.data.push(("category", key.to_string()));
             row
         })
         .collect();
-    table_rows.push(total_row(&[
+    let inferred_total: u64 = rows.iter().filter_map(|r| r.4).sum();
+    let mut totals = vec![
         Cell::text("Total"),
         bytes_cell(total),
         count_cell(total),
         Cell::text(share(total, total)),
-    ]));
+    ];
+    let mut columns = vec![
+        Column::new(header, Align::Left),
+        Column::new("Bytes", Align::Right),
+        Column::new("Exact bytes", Align::Right),
+        Column::new("Share", Align::Right),
+    ];
+    if deduced {
+        totals.push(bytes_cell(inferred_total));
+        columns.push(Column::new("Of which inferred", Align::Right));
+    }
+    table_rows.push(total_row(&totals));
     doc.push(Block::Table(Table {
-        columns: vec![
-            Column::new(header, Align::Left),
-            Column::new("Bytes", Align::Right),
-            Column::new("Exact bytes", Align::Right),
-            Column::new("Share", Align::Right),
-        ],
+        columns,
         rows: table_rows,
     }));
+    if deduced {
+        doc.paragraph(
+            "Inferred: memory made before recording started, whose role is deduced from what the trace shows of it (its free, a gradient or optimizer state of its size), not observed where it was made.",
+        );
+    }
 }
 
 /// A table's total row: its cells in strong text, the row marked `data-total`.
@@ -650,6 +680,7 @@ mod tests {
             reserved: 20 * MIB,
             roles,
             components,
+            inferred_roles: Vec::new(),
             largest: names
                 .iter()
                 .enumerate()

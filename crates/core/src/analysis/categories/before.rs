@@ -95,6 +95,9 @@ pub struct RunEvidence {
     /// Whether the file records stacks, for the trace's allocations or the final blocks
     /// (without them no phase can be told, nor what was made before recording).
     pub records_stacks: bool,
+    /// Whether the trace makes allocations with stacks (phases can be told).
+    #[serde(default)]
+    pub trace_stacks: bool,
     /// Gradients the run holds: per size, the most alive at once (one per parameter).
     pub gradients: u32,
     /// Whether the trace trains: it makes gradients or steps an optimizer.
@@ -169,9 +172,13 @@ pub(super) fn deduce(
     let first_traced = allocations.first_traced();
     // Stacks recorded for the trace's allocations or the final blocks: recording was on, and
     // what carries none was made before it.
-    let records_stacks = (0..trace.len())
-        .any(|r| trace.action[r] == Action::Alloc && trace.stack[r] != NO_STACK)
-        || device.blocks.iter().any(|b| b.stack != NO_STACK);
+    let trace_stacks =
+        (0..trace.len()).any(|r| trace.action[r] == Action::Alloc && trace.stack[r] != NO_STACK);
+    let records_stacks = trace_stacks
+        || device
+            .blocks
+            .iter()
+            .any(|b| b.stack != NO_STACK || b.history.iter().any(|h| h.stack != NO_STACK));
     let mut before = vec![Deduced::Unknown; first_traced];
     // What users wrote and what blocks' own frames say are observed.
     let mut annotation = annotated.iter().map(|&(i, _, _)| i as usize).peekable();
@@ -185,7 +192,7 @@ pub(super) fn deduce(
             *deduced = Deduced::Observed;
         } else if a.origin() == Origin::FreedBeforeAlloc && signal.allocator_malloc {
             // Recorded with the context `alloc`, a free carries the stack it was made with.
-            let (role, _) = super::kept_role(&signal);
+            let (role, _) = super::kept_role(&signal, true);
             if role != Role::Unknown {
                 roles[i] = role;
                 *deduced = Deduced::Observed;
@@ -209,6 +216,7 @@ pub(super) fn deduce(
             .any(|g| g.allocations.iter().any(|&i| i >= first));
     let mut run = RunEvidence {
         records_stacks,
+        trace_stacks,
         gradients: gradients.values().map(|g| g.most).sum(),
         trains,
         optimizer,
@@ -236,7 +244,8 @@ fn trained_inputs(
     let allocations = &facts.allocations;
     let first_traced = allocations.first_traced();
     let mut trained = Vec::new();
-    if !run.trains {
+    // Only an optimizer trains: a tensor with a gradient and no step is not trained.
+    if !run.optimizer.as_ref().is_some_and(|o| o.steps) {
         return trained;
     }
     for (&size, grads) in gradients {
@@ -581,7 +590,8 @@ fn pair_alive_throughout(
     let mut by_size: FxHashMap<u64, Vec<usize>> = FxHashMap::default();
     for (i, deduced) in before.iter().enumerate() {
         let a = allocations.at(i);
-        if *deduced == Deduced::Unknown && a.origin() == Origin::LiveBlock {
+        // A block with frames of its own was made while recording: they say what they say.
+        if *deduced == Deduced::Unknown && a.origin() == Origin::LiveBlock && a.stack == NO_STACK {
             by_size.entry(a.size).or_default().push(i);
         }
     }

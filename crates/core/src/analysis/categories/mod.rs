@@ -429,6 +429,7 @@ fn categorise_device(
     let mut components = Vec::with_capacity(facts.allocations.len());
     let mut run_ends = phases.run_ends();
     let mut annotation = annotated.iter().peekable();
+    let traced = facts.allocations.first_traced() < facts.allocations.len();
     for (i, a) in facts.allocations.iter().enumerate() {
         let signal = signals.of(a.stack);
         let mut role = match a.origin() {
@@ -442,7 +443,7 @@ fn categorise_device(
                 };
                 trace_role(&signal, &phases, &mut run_ends, made).0
             }
-            Origin::LiveBlock => kept_role(&signal).0,
+            Origin::LiveBlock => kept_role(&signal, traced).0,
             // Its stack is where it was freed, not where it was made: deduced below.
             Origin::FreedBeforeAlloc => Role::Unknown,
         };
@@ -557,7 +558,9 @@ pub(crate) fn trace_role(
 }
 
 /// The role of an allocation alive since before the trace window, from its block's stack.
-pub(crate) fn kept_role(signal: &StackSignal) -> (Role, Why) {
+/// `traced`: the trace makes allocations (the program's own code then runs a training loop or
+/// a script around them, whose tensors are its inputs; without one, nothing says).
+pub(crate) fn kept_role(signal: &StackSignal, traced: bool) -> (Role, Why) {
     if let Some(role) = signal.role {
         return (role, Why::Frame);
     }
@@ -570,7 +573,7 @@ pub(crate) fn kept_role(signal: &StackSignal) -> (Role, Why) {
         Some(Phase::Backward | Phase::ZeroGrad) => Role::Gradients,
         Some(Phase::Forward) => Role::Activations,
         // The training loop's own tensors, kept: its inputs (as in the trace).
-        None | Some(Phase::Other) if signal.user_code => Role::Inputs,
+        None | Some(Phase::Other) if signal.user_code && traced => Role::Inputs,
         _ => return (Role::Unknown, Why::Nothing),
     };
     let phase = signal.phase.unwrap_or(Phase::Other);

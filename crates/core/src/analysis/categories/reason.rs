@@ -19,7 +19,7 @@ use super::{
 use crate::analysis::scopes::scope_ranges;
 use crate::analysis::stacks::stack_text;
 use crate::analysis::{Analysed, Origin, NO_ROW};
-use crate::model::{StackId, NO_TIME};
+use crate::model::{StackId, NO_STACK, NO_TIME};
 
 /// An allocation's role and why.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -248,7 +248,8 @@ impl<'a> Explainer<'a> {
         };
         let own_frames = |signal: &super::StackSignal| {
             let text = stack_text(snapshot, a.stack, false);
-            let (_, why) = kept_role(signal);
+            let traced = facts.allocations.first_traced() < facts.allocations.len();
+            let (_, why) = kept_role(signal, traced);
             if why == Why::Frame {
                 return Basis::Frame {
                     frame: settling_frame().unwrap_or_default(),
@@ -367,6 +368,9 @@ impl<'a> Explainer<'a> {
                                 why: Unexplained::FreedSilently { event },
                             },
                         }
+                    }
+                    Deduced::Unknown if a.origin() == Origin::LiveBlock && a.stack != NO_STACK => {
+                        own_frames(&signal)
                     }
                     Deduced::Unknown => Basis::Unknown {
                         why: if a.origin() == Origin::FreedBeforeAlloc {
