@@ -336,11 +336,15 @@ pub(crate) fn stack_signal(
         ..Default::default()
     };
     let mut closure = false;
+    let mut stated = false;
     for &id in ids {
         let (signal, class) = frames.get(snapshot, id);
         if let Some(p) = signal.phase {
-            // The optimizer running a closure is not what the closure runs.
-            if !(closure && p == Phase::OptimizerStep) {
+            if signal.stated {
+                out.phase = Some(p);
+                stated = true;
+            } else if !stated && !(closure && p == Phase::OptimizerStep) {
+                // The optimizer running a closure is not what the closure runs.
                 out.phase = Some(out.phase.map_or(p, |inner| combine_phases(inner, p)));
             }
         }

@@ -65,6 +65,9 @@ pub struct FrameSignal {
     /// The frame is the allocator making memory (`malloc`, `allocate`): a stack with it was
     /// recorded where the memory was made, even when a free carries it.
     pub allocator_malloc: bool,
+    /// The phase is a profiler's own statement (a memory profiler's phase), which the frames of
+    /// the code around it do not override.
+    pub stated: bool,
 }
 
 /// Reads one frame (`filename`, function `name`).
@@ -92,6 +95,7 @@ pub fn frame_signal(filename: &str, name: &str) -> FrameSignal {
         releases_saved: name.contains("SavedVariable::") || name.contains("::release_variables("),
         allocator_malloc: name.contains("CachingAllocator")
             && (func.contains("::malloc(") || func.contains("::allocate(")),
+        stated: false,
     }
 }
 
@@ -134,6 +138,7 @@ fn profiler_phase(name: &str) -> FrameSignal {
     FrameSignal {
         phase: Some(phase),
         role: Some(role),
+        stated: true,
         ..FrameSignal::default()
     }
 }
