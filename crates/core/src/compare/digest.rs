@@ -69,6 +69,9 @@ pub struct Digest {
     /// Bytes alive at the peak by role, in [`Role::ALL`](crate::analysis::categories::Role)'s
     /// order, under the rules of categories' `generation`.
     pub roles: Vec<u64>,
+    /// Of the bytes of each role at the peak, those deduced rather than observed.
+    #[serde(default)]
+    pub inferred_roles: Vec<u64>,
     /// Bytes alive at the peak by component, in
     /// [`Component::ALL`](crate::analysis::categories::Component)'s order.
     pub components: Vec<u64>,
@@ -143,6 +146,7 @@ pub fn digest(cx: &Context<'_>, device: u32, detail: bool) -> Result<Digest, Vie
         unused: overview.unused,
         peak_state,
         roles: totals.roles,
+        inferred_roles: totals.inferred_roles,
         components: totals.components,
         generation: cx.categorised.generation(),
         call_sites,

@@ -37,6 +37,9 @@ pub struct FileRow {
     pub time_span_us: Option<u64>,
     /// Bytes alive at the peak by role, in [`Role::ALL`]'s order.
     pub roles_at_peak: Vec<u64>,
+    /// Of them, the bytes whose role was deduced rather than observed.
+    #[serde(default)]
+    pub inferred_at_peak_bytes: u64,
     /// Its peak is far from the other ranks' of its iteration (see [`super::ranks`]).
     pub outlier: bool,
 }
@@ -64,6 +67,7 @@ impl FileRow {
             trace_entries: metric(MetricKey::TraceEntries),
             time_span_us: digest.metric(MetricKey::TimeSpanUs),
             roles_at_peak: Role::ALL.iter().map(|&r| digest.role(r)).collect(),
+            inferred_at_peak_bytes: digest.inferred_roles.iter().sum(),
             outlier: false,
         }
     }
@@ -195,6 +199,8 @@ pub enum FilesColumn {
     TraceEntries,
     TimeSpan,
     Role(Role),
+    /// Of the bytes at the peak, those whose role was deduced rather than observed.
+    Inferred,
 }
 
 impl FilesColumn {
@@ -214,11 +220,12 @@ impl FilesColumn {
         FilesColumn::TimeSpan,
     ];
 
-    /// Every column: the fixed ones, then one per role.
+    /// Every column: the fixed ones, one per role, and the bytes of roles deduced.
     pub fn all() -> impl Iterator<Item = FilesColumn> {
         Self::FIXED
             .into_iter()
             .chain(Role::ALL.into_iter().map(FilesColumn::Role))
+            .chain([FilesColumn::Inferred])
     }
 
     /// The key in CSV headers, JSON and `data-column` attributes.
@@ -237,6 +244,7 @@ impl FilesColumn {
             FilesColumn::TraceEntries => "trace_entries".into(),
             FilesColumn::TimeSpan => "time_span_us".into(),
             FilesColumn::Role(role) => format!("{}_at_peak_bytes", role.key()),
+            FilesColumn::Inferred => "inferred_at_peak_bytes".into(),
         }
     }
 
@@ -261,6 +269,7 @@ impl FilesColumn {
             FilesColumn::TraceEntries => Some(row.trace_entries),
             FilesColumn::TimeSpan => row.time_span_us,
             FilesColumn::Role(role) => Some(row.role(role)),
+            FilesColumn::Inferred => Some(row.inferred_at_peak_bytes),
         }
     }
 }
@@ -301,6 +310,7 @@ mod tests {
             trace_entries: 0,
             time_span_us: None,
             roles_at_peak: vec![0; Role::ALL.len()],
+            inferred_at_peak_bytes: 0,
             outlier: false,
         }
     }

@@ -37,6 +37,7 @@ pub fn column_title(column: FilesColumn) -> String {
         FilesColumn::TraceEntries => "Trace entries".into(),
         FilesColumn::TimeSpan => "Time span".into(),
         FilesColumn::Role(role) => format!("{} at the peak", role_label(role)),
+        FilesColumn::Inferred => "Inferred at the peak".into(),
     }
 }
 
@@ -57,6 +58,7 @@ pub fn cell_text(row: &FileRow, column: FilesColumn) -> String {
         FilesColumn::TraceEntries => count(row.trace_entries),
         FilesColumn::TimeSpan => row.time_span_us.map_or_else(dash, duration_us),
         FilesColumn::Role(role) => bytes(row.role(role)),
+        FilesColumn::Inferred => bytes(row.inferred_at_peak_bytes),
     }
 }
 
@@ -78,6 +80,7 @@ pub fn cell_exact(row: &FileRow, column: FilesColumn) -> String {
         FilesColumn::TraceEntries => row.trace_entries.to_string(),
         FilesColumn::TimeSpan => opt(row.time_span_us),
         FilesColumn::Role(role) => row.role(role).to_string(),
+        FilesColumn::Inferred => row.inferred_at_peak_bytes.to_string(),
     }
 }
 
@@ -89,6 +92,7 @@ pub fn shown_columns(rows: &[FileRow]) -> Vec<FilesColumn> {
             FilesColumn::Rank => rows.iter().any(|r| r.rank.is_some()),
             FilesColumn::Iteration => rows.iter().any(|r| r.iteration.is_some()),
             FilesColumn::Role(role) => rows.iter().any(|r| r.role(role) > 0),
+            FilesColumn::Inferred => rows.iter().any(|r| r.inferred_at_peak_bytes > 0),
             _ => true,
         })
         .collect()
@@ -384,6 +388,7 @@ mod tests {
             trace_entries: 1234,
             time_span_us: None,
             roles_at_peak: roles,
+            inferred_at_peak_bytes: 0,
             outlier: true,
         }
     }

@@ -18,7 +18,8 @@
 //!   one size is the parameter and which its states is not recorded; the bytes of each role
 //!   are the same either way.
 //!
-//! Each deduction is kept ([`Deduced`]) so its reason can be told ([`super::explain`]).
+//! Each deduction is kept ([`Deduced`]) so its reason can be told ([`super::Explainer`]);
+//! why deduce by size and keep so little: `docs/decisions/0001-roles-of-memory-from-before-the-trace.md`.
 //! Blocks whose own frames say what they are, annotations and rules are not deduced. Not the
 //! place for roles of memory made in the trace ([`super::trace_role`]).
 

@@ -10,10 +10,10 @@
 //! optimizer step and kept is optimizer state, made and freed in one run of a phase is that
 //! phase's temporary. Allocations from before the trace window use their block's stack when
 //! there is one; the others are deduced from what the trace shows of them and of training
-//! ([`before`]): their frees, and sizes paired with the gradients and optimizer states the
+//! (`before.rs`): their frees, and sizes paired with the gradients and optimizer states the
 //! window makes. What users wrote comes first: the rules ([`rules`]), then annotations on an
-//! allocation ([`annotations`]). A component comes from keywords in the innermost frame that
-//! has one ([`signals`]). Each role has its reason ([`explain`]), worked out when asked.
+//! allocation (`annotations.rs`). A component comes from keywords in the innermost frame that
+//! has one ([`signals`]). Each role has its reason ([`Explainer`]), worked out when asked.
 //!
 //! Pure and computed in one pass per device (each distinct frame and stack read once), then
 //! one over the allocations from before the trace. Not the place for colours or words.
@@ -343,8 +343,9 @@ pub(crate) fn stack_signal(
             if signal.stated {
                 out.phase = Some(p);
                 stated = true;
-            } else if !stated && !(closure && p == Phase::OptimizerStep) {
-                // The optimizer running a closure is not what the closure runs.
+            } else if !(stated || closure && p == Phase::OptimizerStep) {
+                // A stated phase stays; the optimizer running a closure is not what the
+                // closure runs.
                 out.phase = Some(out.phase.map_or(p, |inner| combine_phases(inner, p)));
             }
         }

@@ -2,7 +2,8 @@
 //! says so, the frame that settles it, the phase it was made in and whether it outlived it,
 //! the gradient a block from before the trace pairs with, the code that freed it. Worked out
 //! for one allocation when asked (a pinned allocation, a table's row), from the same
-//! functions that categorised it, so the reason and the role cannot disagree.
+//! functions that categorised it, so the reason and the role cannot disagree; none is stored
+//! for the allocations made in the trace (`docs/decisions/0001-roles-of-memory-from-before-the-trace.md`).
 //!
 //! Typed facts only: the words are [`crate::format::breakdown::role_reason`]'s.
 

@@ -2,7 +2,7 @@
 //! its role and/or component before any inference. Kept as data (serde, so the page can store
 //! and export them as JSON); compiled once per edit.
 //!
-//! Not the place for the inference itself ([`super::infer`]) or for storing rules (the page).
+//! Not the place for the inference itself ([`super`]) or for storing rules (the page).
 
 use serde::{Deserialize, Serialize};
 

@@ -3,7 +3,7 @@
 //! library's workspace, a gradient's accumulation…), and the part of the model it is in.
 //!
 //! Read from a frame's file and function names only, once per distinct frame. Combining the
-//! frames of a stack, and lifetimes, is the caller's business ([`super::infer`]).
+//! frames of a stack, and lifetimes, is the caller's business ([`super`]).
 
 use serde::{Deserialize, Serialize};
 
