@@ -17,6 +17,9 @@ use crate::analysis::categories::{DeviceCategories, Role};
 /// Gradients are at least this share of the parameters (buffers and frozen weights make the
 /// parameters larger).
 pub const GRADIENTS_OF_PARAMETERS: f64 = 0.95;
+/// And at most this share: the backward may keep a few bytes more than parameters' gradients
+/// (the loss's own gradient, a scalar).
+pub const GRADIENTS_OVER_PARAMETERS: f64 = 1.001;
 /// How far the optimizer's states may be from their states per parameter times the gradients.
 pub const STATE_TOLERANCE: f64 = 0.05;
 /// The most of the peak whose role may be unknown when the trace records stacks.
@@ -88,7 +91,8 @@ pub fn physics(index: Lookup<'_>, categories: &DeviceCategories, peak_state: u32
         checks.push(PhysicsCheck {
             kind: PhysicsKind::GradientsMatchParameters,
             ratio: r,
-            passes: parameters > 0 && (GRADIENTS_OF_PARAMETERS..=1.0).contains(&r),
+            passes: parameters > 0
+                && (GRADIENTS_OF_PARAMETERS..=GRADIENTS_OVER_PARAMETERS).contains(&r),
         });
         if let Some(k) = states_per_parameter.filter(|&k| k > 0) {
             let r = ratio(optimizer_state, gradients);

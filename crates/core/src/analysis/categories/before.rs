@@ -23,7 +23,10 @@
 //! Blocks whose own frames say what they are, annotations and rules are not deduced. Not the
 //! place for roles of memory made in the trace ([`super::trace_role`]).
 
-use rustc_hash::FxHashMap;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
 
 use super::phases::RowPhases;
@@ -204,17 +207,31 @@ pub(super) fn deduce(
     deduce_freed(trace, facts, phases, signals, roles, &mut before);
 
     let optimizer = optimizer_evidence(snapshot, device, phases, roles);
-    let gradients = most_alive_by_size(facts, |i| {
-        roles[i] == Role::Gradients && before.get(i) != Some(&Deduced::Unknown)
-    });
-    let states = most_alive_by_size(facts, |i| {
-        roles[i] == Role::OptimizerState && before.get(i) != Some(&Deduced::Unknown)
-    });
-    let first = first_traced as u32;
-    let trains = optimizer.as_ref().is_some_and(|o| o.steps)
-        || gradients
-            .values()
-            .any(|g| g.allocations.iter().any(|&i| i >= first));
+    let steps = optimizer.as_ref().is_some_and(|o| o.steps);
+    // Gradients and states are counted only at the sizes of what they may pair with: blocks
+    // without frames, and (in a run that steps an optimizer) what the trace made that nothing
+    // else says the role of.
+    let mut paired_sizes: FxHashSet<u64> = FxHashSet::default();
+    for (i, deduced) in before.iter().enumerate() {
+        let a = allocations.at(i);
+        if *deduced == Deduced::Unknown && a.origin() == Origin::LiveBlock && a.stack == NO_STACK {
+            paired_sizes.insert(a.size);
+        }
+    }
+    if steps {
+        for (i, &role) in roles.iter().enumerate() {
+            if TRAINED_ROLES.contains(&role) {
+                paired_sizes.insert(allocations.size(i));
+            }
+        }
+    }
+    let (known_roles, deduced) = (&*roles, &before);
+    let counted = |role: Role| {
+        move |i: usize| known_roles[i] == role && deduced.get(i) != Some(&Deduced::Unknown)
+    };
+    let gradients = most_alive_by_size(facts, &paired_sizes, counted(Role::Gradients));
+    let states = most_alive_by_size(facts, &paired_sizes, counted(Role::OptimizerState));
+    let trains = steps || roles[first_traced..].contains(&Role::Gradients);
     let mut run = RunEvidence {
         records_stacks,
         trace_stacks,
@@ -228,18 +245,24 @@ pub(super) fn deduce(
         kept_like_the_trace(facts, roles, &mut before);
         cublas_workspaces(facts, roles, &mut before);
     }
-    let trained = trained_inputs(facts, &gradients, &run, roles);
+    let trained = trained_inputs(facts, &gradients, &run, annotated, signals, roles);
     (before, trained, run)
 }
 
-/// Tensors the training loop made (inputs, by their stack) whose size pairs with
+/// What a tensor the optimizer trains may be called until its gradient says otherwise: the
+/// training loop's tensor (an input, by its stack), or one nothing says the role of.
+const TRAINED_ROLES: [Role; 2] = [Role::Inputs, Role::Unknown];
+
+/// Tensors made outside any module (inputs or unknown, by their stack) whose size pairs with
 /// gradients no parameter from before the trace pairs with: what the optimizer trains (a
-/// tensor optimised itself, a parameter made outside any module), as parameters. Returns
-/// `(allocation, a gradient of its size)`, by allocation.
+/// tensor optimised itself, a parameter made outside any module or whose frames say nothing),
+/// as parameters. Returns `(allocation, a gradient of its size)`, by allocation.
 fn trained_inputs(
     facts: &DeviceFacts,
     gradients: &FxHashMap<u64, BySize>,
     run: &RunEvidence,
+    annotated: &[(u32, u32, Role)],
+    signals: &mut DeviceSignals<'_>,
     roles: &mut [Role],
 ) -> Vec<(u32, u32)> {
     let allocations = &facts.allocations;
@@ -249,7 +272,27 @@ fn trained_inputs(
     if !run.optimizer.as_ref().is_some_and(|o| o.steps) {
         return trained;
     }
-    for (&size, grads) in gradients {
+    // What the loop made of each gradient's size, in order.
+    let mut inputs: FxHashMap<u64, Vec<usize>> = FxHashMap::default();
+    for (i, &role) in roles.iter().enumerate() {
+        if TRAINED_ROLES.contains(&role) {
+            let size = allocations.size(i);
+            // A role a frame, a rule or an annotation states is not for a gradient to undo.
+            let mut stated = || {
+                let signal = signals.of(allocations.at(i).stack);
+                signal.role.is_some()
+                    || signal.ruled.role.is_some()
+                    || annotated
+                        .binary_search_by_key(&(i as u32), |&(at, _, _)| at)
+                        .is_ok()
+            };
+            if gradients.contains_key(&size) && !stated() {
+                inputs.entry(size).or_default().push(i);
+            }
+        }
+    }
+    for (size, candidates) in inputs {
+        let grads = &gradients[&size];
         let paired = run.size(size).paired_parameters;
         let mut wanted = grads.most.saturating_sub(paired) as usize;
         let Some(&first_gradient) = grads
@@ -260,7 +303,7 @@ fn trained_inputs(
             continue;
         };
         let made_at = allocations.at(first_gradient as usize).alloc_row;
-        for (i, role) in roles.iter_mut().enumerate() {
+        for i in candidates {
             if wanted == 0 {
                 break;
             }
@@ -268,12 +311,8 @@ fn trained_inputs(
             // Made before its gradient (or before the trace, its own frames calling it an
             // input) and alive when the gradient was made.
             let before_gradient = i < first_traced || a.alloc_row < made_at;
-            if *role == Role::Inputs
-                && a.size == size
-                && before_gradient
-                && (a.free_row == NO_ROW || a.free_row > made_at)
-            {
-                *role = Role::Parameters;
+            if before_gradient && (a.free_row == NO_ROW || a.free_row > made_at) {
+                roles[i] = Role::Parameters;
                 trained.push((i as u32, first_gradient));
                 wanted -= 1;
             }
@@ -319,12 +358,21 @@ const KEPT_ROLES: [Role; 3] = [Role::Workspace, Role::Communication, Role::Input
 /// keeps to the end in one of [`KEPT_ROLES`]: one of those, made before recording (the
 /// forward's cuBLAS workspace, when the trace makes the backward's).
 fn kept_like_the_trace(facts: &DeviceFacts, roles: &mut [Role], before: &mut [Deduced]) {
+    if !before
+        .iter()
+        .any(|d| matches!(d, Deduced::Unpaired | Deduced::ModelState))
+    {
+        return;
+    }
     let allocations = &facts.allocations;
     let first_traced = allocations.first_traced();
     let mut kept: FxHashMap<u64, Tally> = FxHashMap::default();
     for (i, &role) in roles.iter().enumerate().skip(first_traced) {
+        if !KEPT_ROLES.contains(&role) {
+            continue;
+        }
         let a = allocations.at(i);
-        if a.free_row == NO_ROW && KEPT_ROLES.contains(&role) {
+        if a.free_row == NO_ROW {
             kept.entry(a.size).or_default().add(role, i);
         }
     }
@@ -464,32 +512,35 @@ struct BySize {
     allocations: Vec<u32>,
 }
 
-/// For each size, how many allocations passing `counted` are alive at once at most.
+/// For each of `sizes_wanted`, how many allocations passing `counted` are alive at once at
+/// most.
 fn most_alive_by_size(
     facts: &DeviceFacts,
+    sizes_wanted: &FxHashSet<u64>,
     counted: impl Fn(usize) -> bool,
 ) -> FxHashMap<u64, BySize> {
-    let mut changes: Vec<(u32, i32, u64)> = Vec::new();
     let mut sizes: FxHashMap<u64, BySize> = FxHashMap::default();
-    for (i, a) in facts.allocations.iter().enumerate() {
-        if !counted(i) {
+    if sizes_wanted.is_empty() {
+        return sizes;
+    }
+    // Allocations come in the order they start; per size, the ends of those still alive.
+    let allocations = &facts.allocations;
+    let mut alive: FxHashMap<u64, BinaryHeap<Reverse<u32>>> = FxHashMap::default();
+    for i in 0..allocations.len() {
+        if !counted(i) || !sizes_wanted.contains(&allocations.size(i)) {
             continue;
         }
+        let a = allocations.at(i);
         let (start, end) = a.alive_states();
-        changes.push((start, 1, a.size));
-        if end != u32::MAX {
-            changes.push((end, -1, a.size));
+        let ends = alive.entry(a.size).or_default();
+        // One that ends as this one starts is not alive with it.
+        while ends.peek().is_some_and(|&Reverse(e)| e <= start) {
+            ends.pop();
         }
-        sizes.entry(a.size).or_default().allocations.push(i as u32);
-    }
-    // Ends before starts at one state: a gradient freed as the next one is made is not two.
-    changes.sort_unstable_by_key(|&(state, delta, _)| (state, delta));
-    let mut alive: FxHashMap<u64, u32> = FxHashMap::default();
-    for (_, delta, size) in changes {
-        let n = alive.entry(size).or_default();
-        *n = n.saturating_add_signed(delta);
-        let entry = sizes.entry(size).or_default();
-        entry.most = entry.most.max(*n);
+        ends.push(Reverse(end));
+        let entry = sizes.entry(a.size).or_default();
+        entry.most = entry.most.max(ends.len() as u32);
+        entry.allocations.push(i as u32);
     }
     sizes
 }

@@ -439,7 +439,8 @@ fn categorise_device(
         let signal = signals.of(a.stack);
         let mut role = match a.origin() {
             Origin::Trace => {
-                let freed = (a.free_row != NO_ROW)
+                // Only what a module's forward made asks who freed it.
+                let freed = (a.free_row != NO_ROW && signal.phase == Some(Phase::Forward))
                     .then(|| signals.of(device.trace.stack[a.free_row as usize]));
                 let made = Made {
                     alloc_row: a.alloc_row,
