@@ -218,19 +218,21 @@ pub(super) fn deduce(
             paired_sizes.insert(a.size);
         }
     }
-    if steps {
-        for (i, &role) in roles.iter().enumerate() {
-            if TRAINED_ROLES.contains(&role) {
-                paired_sizes.insert(allocations.size(i));
-            }
-        }
-    }
-    let (known_roles, deduced) = (&*roles, &before);
-    let counted = |role: Role| {
-        move |i: usize| known_roles[i] == role && deduced.get(i) != Some(&Deduced::Unknown)
+    let candidates = if steps {
+        trained_candidates(facts, annotated, signals, roles)
+    } else {
+        Vec::new()
     };
-    let gradients = most_alive_by_size(facts, &paired_sizes, counted(Role::Gradients));
-    let states = most_alive_by_size(facts, &paired_sizes, counted(Role::OptimizerState));
+    for &i in &candidates {
+        paired_sizes.insert(allocations.size(i));
+    }
+    let [gradients, states] = most_alive_by_size(
+        facts,
+        &paired_sizes,
+        roles,
+        &before,
+        [Role::Gradients, Role::OptimizerState],
+    );
     let trains = steps || roles[first_traced..].contains(&Role::Gradients);
     let mut run = RunEvidence {
         records_stacks,
@@ -245,13 +247,46 @@ pub(super) fn deduce(
         kept_like_the_trace(facts, roles, &mut before);
         cublas_workspaces(facts, roles, &mut before);
     }
-    let trained = trained_inputs(facts, &gradients, &run, annotated, signals, roles);
+    let trained = trained_inputs(facts, &gradients, &run, &candidates, roles);
     (before, trained, run)
 }
 
 /// What a tensor the optimizer trains may be called until its gradient says otherwise: the
 /// training loop's tensor (an input, by its stack), or one nothing says the role of.
 const TRAINED_ROLES: [Role; 2] = [Role::Inputs, Role::Unknown];
+
+/// The allocations [`trained_inputs`] may find trained, in order: those of
+/// [`TRAINED_ROLES`] alive at the end whose role no frame, rule or annotation states (a
+/// gradient does not undo what is stated).
+fn trained_candidates(
+    facts: &DeviceFacts,
+    annotated: &[(u32, u32, Role)],
+    signals: &mut DeviceSignals<'_>,
+    roles: &[Role],
+) -> Vec<usize> {
+    let allocations = &facts.allocations;
+    let mut candidates = Vec::new();
+    for (i, &role) in roles.iter().enumerate() {
+        if !TRAINED_ROLES.contains(&role) {
+            continue;
+        }
+        // What an optimizer trains lives on past its steps.
+        let a = allocations.at(i);
+        if !a.is_alive_at_end() {
+            continue;
+        }
+        let signal = signals.of(a.stack);
+        let stated = signal.role.is_some()
+            || signal.ruled.role.is_some()
+            || annotated
+                .binary_search_by_key(&(i as u32), |&(at, _, _)| at)
+                .is_ok();
+        if !stated {
+            candidates.push(i);
+        }
+    }
+    candidates
+}
 
 /// Tensors made outside any module (inputs or unknown, by their stack) whose size pairs with
 /// gradients no parameter from before the trace pairs with: what the optimizer trains (a
@@ -261,8 +296,7 @@ fn trained_inputs(
     facts: &DeviceFacts,
     gradients: &FxHashMap<u64, BySize>,
     run: &RunEvidence,
-    annotated: &[(u32, u32, Role)],
-    signals: &mut DeviceSignals<'_>,
+    candidates: &[usize],
     roles: &mut [Role],
 ) -> Vec<(u32, u32)> {
     let allocations = &facts.allocations;
@@ -274,21 +308,10 @@ fn trained_inputs(
     }
     // What the loop made of each gradient's size, in order.
     let mut inputs: FxHashMap<u64, Vec<usize>> = FxHashMap::default();
-    for (i, &role) in roles.iter().enumerate() {
-        if TRAINED_ROLES.contains(&role) {
-            let size = allocations.size(i);
-            // A role a frame, a rule or an annotation states is not for a gradient to undo.
-            let mut stated = || {
-                let signal = signals.of(allocations.at(i).stack);
-                signal.role.is_some()
-                    || signal.ruled.role.is_some()
-                    || annotated
-                        .binary_search_by_key(&(i as u32), |&(at, _, _)| at)
-                        .is_ok()
-            };
-            if gradients.contains_key(&size) && !stated() {
-                inputs.entry(size).or_default().push(i);
-            }
+    for &i in candidates {
+        let size = allocations.size(i);
+        if gradients.contains_key(&size) {
+            inputs.entry(size).or_default().push(i);
         }
     }
     for (size, candidates) in inputs {
@@ -512,33 +535,41 @@ struct BySize {
     allocations: Vec<u32>,
 }
 
-/// For each of `sizes_wanted`, how many allocations passing `counted` are alive at once at
-/// most.
+/// For each of `sizes_wanted` and each of two roles, how many allocations of it (known, not
+/// left unknown by the deductions) are alive at once at most.
 fn most_alive_by_size(
     facts: &DeviceFacts,
     sizes_wanted: &FxHashSet<u64>,
-    counted: impl Fn(usize) -> bool,
-) -> FxHashMap<u64, BySize> {
-    let mut sizes: FxHashMap<u64, BySize> = FxHashMap::default();
+    roles: &[Role],
+    before: &[Deduced],
+    counted: [Role; 2],
+) -> [FxHashMap<u64, BySize>; 2] {
+    let mut sizes: [FxHashMap<u64, BySize>; 2] = Default::default();
     if sizes_wanted.is_empty() {
         return sizes;
     }
     // Allocations come in the order they start; per size, the ends of those still alive.
     let allocations = &facts.allocations;
-    let mut alive: FxHashMap<u64, BinaryHeap<Reverse<u32>>> = FxHashMap::default();
-    for i in 0..allocations.len() {
-        if !counted(i) || !sizes_wanted.contains(&allocations.size(i)) {
+    let mut alive: [FxHashMap<u64, BinaryHeap<Reverse<u32>>>; 2] = Default::default();
+    for (i, &role) in roles.iter().enumerate() {
+        let Some(k) = counted.iter().position(|&r| r == role) else {
+            continue;
+        };
+        if before.get(i) == Some(&Deduced::Unknown) {
             continue;
         }
-        let a = allocations.at(i);
-        let (start, end) = a.alive_states();
-        let ends = alive.entry(a.size).or_default();
+        let size = allocations.size(i);
+        if !sizes_wanted.contains(&size) {
+            continue;
+        }
+        let (start, end) = allocations.at(i).alive_states();
+        let ends = alive[k].entry(size).or_default();
         // One that ends as this one starts is not alive with it.
         while ends.peek().is_some_and(|&Reverse(e)| e <= start) {
             ends.pop();
         }
         ends.push(Reverse(end));
-        let entry = sizes.entry(a.size).or_default();
+        let entry = sizes[k].entry(size).or_default();
         entry.most = entry.most.max(ends.len() as u32);
         entry.allocations.push(i as u32);
     }

@@ -439,13 +439,12 @@ fn categorise_device(
         let signal = signals.of(a.stack);
         let mut role = match a.origin() {
             Origin::Trace => {
-                // Only what a module's forward made asks who freed it.
-                let freed = (a.free_row != NO_ROW && signal.phase == Some(Phase::Forward))
-                    .then(|| signals.of(device.trace.stack[a.free_row as usize]));
+                let free_stack =
+                    (a.free_row != NO_ROW).then(|| device.trace.stack[a.free_row as usize]);
                 let made = Made {
                     alloc_row: a.alloc_row,
                     free_row: a.free_row,
-                    freed_by: freed.as_ref(),
+                    freed_by: &mut || free_stack.map(|s| signals.of(s)),
                 };
                 trace_role(&signal, &phases, &mut run_ends, made).0
             }
@@ -507,11 +506,12 @@ pub(crate) enum Why {
     Nothing,
 }
 
-/// An allocation made in the trace: its rows, and what its free's stack says.
+/// An allocation made in the trace: its rows, and what its free's stack says (asked only
+/// when it decides the role: one lookup less for nearly every allocation).
 pub(crate) struct Made<'a> {
     pub alloc_row: u32,
     pub free_row: u32,
-    pub freed_by: Option<&'a StackSignal>,
+    pub freed_by: &'a mut dyn FnMut() -> Option<StackSignal>,
 }
 
 /// The role of an allocation made in the trace window, from its stack, its phase and whether
@@ -533,11 +533,9 @@ pub(crate) fn trace_role(
     };
     let free_row = made.free_row;
     let mut outlives = free_row == NO_ROW || free_row as usize >= run_end;
-    let freed_by_the_loop = made
-        .freed_by
-        .is_some_and(|f| !f.empty && f.phase.is_none() && !f.releases_saved);
-    if phase == Phase::Forward && signal.phase == Some(Phase::Forward) && freed_by_the_loop {
-        outlives = true;
+    if !outlives && phase == Phase::Forward && signal.phase == Some(Phase::Forward) {
+        outlives =
+            (made.freed_by)().is_some_and(|f| !f.empty && f.phase.is_none() && !f.releases_saved);
     }
     if signal.accumulates_gradient {
         let role = if outlives {

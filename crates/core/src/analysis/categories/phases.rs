@@ -129,12 +129,14 @@ pub fn row_phases(
     let trace = &device.trace;
     let rows = trace.len();
     let mut annotated = annotated_rows(snapshot, device);
-    drop_closure_steps(&mut annotated, |r| {
-        trace.action[r] == Action::Alloc && {
+    drop_closure_steps(
+        &mut annotated,
+        |r| trace.action[r] == Action::Alloc,
+        |r| {
             let own = stack_phase(trace.stack[r]);
             own.in_closure || matches!(own.phase, Some(Phase::Forward | Phase::Backward))
-        }
-    });
+        },
+    );
     let records_stacks =
         (0..rows).any(|r| trace.action[r] == Action::Alloc && !stack_phase(trace.stack[r]).empty);
     let mut phases = Vec::with_capacity(rows);
@@ -188,10 +190,16 @@ pub fn row_phases(
     RowPhases::new(phases)
 }
 
-/// Forgets the scopes of the optimizer's step that ran a closure (a row in it `runs_closure`):
-/// the rows in them keep the phase their own stacks, or what came before, give them.
+/// An optimizer calls its closure first thing in its `step`: the first allocations of a step's
+/// scope tell whether it ran one.
+const CLOSURE_LOOKS: usize = 64;
+
+/// Forgets the scopes of the optimizer's step that ran a closure (one of the first
+/// [`CLOSURE_LOOKS`] allocations, `allocates`, in it `runs_closure`): the rows in them keep
+/// the phase their own stacks, or what came before, give them.
 fn drop_closure_steps(
     annotated: &mut [Option<Phase>],
+    allocates: impl Fn(usize) -> bool,
     mut runs_closure: impl FnMut(usize) -> bool,
 ) {
     let mut r = 0;
@@ -204,7 +212,11 @@ fn drop_closure_steps(
             .iter()
             .take_while(|&&p| p == Some(Phase::OptimizerStep))
             .count();
-        if (r..end).any(&mut runs_closure) {
+        if (r..end)
+            .filter(|&row| allocates(row))
+            .take(CLOSURE_LOOKS)
+            .any(&mut runs_closure)
+        {
             annotated[r..end].fill(None);
         }
         r = end;

@@ -286,12 +286,12 @@ impl<'a> Explainer<'a> {
         let basis = match a.origin() {
             Origin::Trace => {
                 let mut run_ends = categories.phases.run_ends();
-                let freed = (a.free_row != NO_ROW)
-                    .then(|| self.signal(device.trace.stack[a.free_row as usize]));
+                let free_stack =
+                    (a.free_row != NO_ROW).then(|| device.trace.stack[a.free_row as usize]);
                 let made = Made {
                     alloc_row: a.alloc_row,
                     free_row: a.free_row,
-                    freed_by: freed.as_ref(),
+                    freed_by: &mut || free_stack.map(|s| self.signal(s)),
                 };
                 let (_, why) = trace_role(&signal, &categories.phases, &mut run_ends, made);
                 let event = a.alloc_row;
