@@ -422,3 +422,75 @@ fn an_optimizer_step_running_a_closure_runs_a_forward_and_a_backward() {
         "{reason}"
     );
 }
+
+/// What users write on an allocation comes before what is inferred: an `annotate` entry
+/// (PyTorch 2.14's `_annotate_tensor`, keyed to the base address, the latest naming a role
+/// winning) and the metadata stamped when it was made (`_set_memory_metadata`); text that
+/// is not a role (a module path) changes nothing.
+#[test]
+fn annotations_name_roles_before_the_inference() {
+    let forward = format!(
+        "[{},{}]",
+        frame_json("/home/u/model.py", 12, "forward"),
+        frame_json(
+            "/env/site-packages/torch/nn/modules/module.py",
+            1750,
+            "_call_impl"
+        )
+    );
+    let rows = [
+        // 0: made in a forward, kept: an activation, but annotated as a parameter (twice:
+        // the latest wins).
+        ("alloc", 0x1000, 4096, &forward, ""),
+        ("annotate", 0x1000, 0, &forward, "optimizer_state"),
+        (
+            "annotate",
+            0x1000,
+            0,
+            &forward,
+            "{\"role\": \"parameters\", \"layer\": 3}",
+        ),
+        // 3: stamped when it was made.
+        ("alloc", 0x2000, 4096, &forward, "role:gradients"),
+        // 4: a module path is no role.
+        ("alloc", 0x3000, 4096, &forward, "layers.3.input_layernorm"),
+        ("annotate", 0x3000, 0, &forward, "input_layernorm"),
+    ];
+    let trace: Vec<String> = rows
+        .iter()
+        .enumerate()
+        .map(|(r, (action, addr, size, frames, meta))| {
+            format!(
+                r#"{{"action":"{action}","addr":{addr},"size":{size},"stream":0,"time_us":{},"frames":{frames},"user_metadata":{}}}"#,
+                100 * (r + 1),
+                serde_json::to_string(meta).unwrap()
+            )
+        })
+        .collect();
+    let json = format!(
+        r#"{{"segments":[],"device_traces":[[{}]]}}"#,
+        trace.join(",")
+    );
+    let analysed = Analysed::new(memsight_core::decode::decode_bytes(json.as_bytes()).unwrap());
+    let categories = categorise(&analysed, &CompiledRules::none());
+    let cats = &categories.devices[0];
+    let role_made_at = |row: u32| {
+        let facts = &analysed.facts[0];
+        cats.roles[facts
+            .allocations
+            .iter()
+            .position(|a| a.alloc_row == row)
+            .unwrap()]
+    };
+    assert_eq!(role_made_at(0), Role::Parameters);
+    assert_eq!(role_made_at(3), Role::Gradients);
+    assert_eq!(role_made_at(4), Role::Activations);
+    let rules = Rules::default();
+    let mut explainer =
+        memsight_core::analysis::categories::Explainer::new(&analysed, 0, cats, &rules);
+    let reason = memsight_core::format::breakdown::role_reason(&explainer.explain(0));
+    assert_eq!(
+        reason,
+        "annotated \u{201c}{\"role\": \"parameters\", \"layer\": 3}\u{201d} at event 2"
+    );
+}
