@@ -13,10 +13,15 @@
 //!   so each gradient the run makes pairs with one block of its size: a parameter. An
 //!   optimizer keeps its states per parameter at the parameter's size (Adam and AdamW two),
 //!   so further blocks of a gradient's size, up to that many per parameter, are optimizer
-//!   state when the run shows an optimizer. In a run with no gradient (a forward, inference),
-//!   memory alive throughout is the model's weights and buffers. Which of several blocks of
-//!   one size is the parameter and which its states is not recorded; the bytes of each role
-//!   are the same either way.
+//!   state when the run shows an optimizer; when the optimizer steps more parameters of a size
+//!   than the trace makes gradients of it, the others' gradients are from before. In a run with
+//!   no gradient (a forward, inference), memory alive throughout is the model's weights and
+//!   buffers; a few blocks of cuBLAS's workspace size nothing pairs with are its workspaces.
+//!   Which of several blocks of one size is the parameter and which its states is not
+//!   recorded; the bytes of each role are the same either way.
+//! - **Trained in the trace**: what the training loop made (or made with frames that say
+//!   nothing) and lives on, of a gradient's size no parameter from before pairs with, is what
+//!   the optimizer trains.
 //!
 //! Each deduction is kept ([`Deduced`]) so its reason can be told ([`super::Explainer`]);
 //! why deduce by size and keep so little: `docs/decisions/0001-roles-of-memory-from-before-the-trace.md`.
@@ -102,7 +107,8 @@ pub struct RunEvidence {
     /// Whether the trace makes allocations with stacks (phases can be told).
     #[serde(default)]
     pub trace_stacks: bool,
-    /// Gradients the run holds: per size, the most alive at once (one per parameter).
+    /// Gradients the run holds at the sizes something pairs with: per size, the most alive at
+    /// once (one per parameter).
     pub gradients: u32,
     /// Whether the trace trains: it makes gradients or steps an optimizer.
     pub trains: bool,
