@@ -202,6 +202,23 @@ fn frame_json(file: &str, line: u32, name: &str) -> String {
 /// scope `Optimizer.step#Adam.step`; then Adam's own state and temporaries. Recording started
 /// after the model was built: its two weights are blocks without frames.
 fn lightning_step() -> Vec<u8> {
+    // Adam's step as Lightning calls it, outermost part of every stack of the step.
+    let step = [
+        frame_json("/env/site-packages/torch/optim/adam.py", 218, "step"),
+        frame_json(
+            "/env/site-packages/torch/optim/optimizer.py",
+            493,
+            "wrapper",
+        ),
+        frame_json(
+            "/env/site-packages/lightning/pytorch/core/optimizer.py",
+            154,
+            "step",
+        ),
+        frame_json("/home/u/train.py", 40, "main"),
+    ]
+    .join(",");
+    // The closure Adam's step runs.
     let outer = [
         frame_json(
             "/env/site-packages/lightning/pytorch/loops/optimization/automatic.py",
@@ -218,18 +235,7 @@ fn lightning_step() -> Vec<u8> {
             122,
             "_wrap_closure",
         ),
-        frame_json("/env/site-packages/torch/optim/adam.py", 218, "step"),
-        frame_json(
-            "/env/site-packages/torch/optim/optimizer.py",
-            493,
-            "wrapper",
-        ),
-        frame_json(
-            "/env/site-packages/lightning/pytorch/core/optimizer.py",
-            154,
-            "step",
-        ),
-        frame_json("/home/u/train.py", 40, "main"),
+        step.clone(),
     ]
     .join(",");
     let training_step = [
@@ -274,27 +280,14 @@ fn lightning_step() -> Vec<u8> {
         frame_json("??", 0, "torch::autograd::generated::MmBackward0::apply(std::vector<at::Tensor>&&)"),
         frame_json("??", 0, "torch::autograd::Engine::evaluate_function(std::shared_ptr<torch::autograd::GraphTask>&)"),
     );
-    let adam = [
+    let adam = format!(
+        "[{},{step}]",
         frame_json(
             "/env/site-packages/torch/optim/adam.py",
             560,
-            "_multi_tensor_adam",
-        ),
-        frame_json("/env/site-packages/torch/optim/adam.py", 218, "step"),
-        frame_json(
-            "/env/site-packages/torch/optim/optimizer.py",
-            493,
-            "wrapper",
-        ),
-        frame_json(
-            "/env/site-packages/lightning/pytorch/core/optimizer.py",
-            154,
-            "step",
-        ),
-        frame_json("/home/u/train.py", 40, "main"),
-    ]
-    .join(",");
-    let adam = format!("[{adam}]");
+            "_multi_tensor_adam"
+        )
+    );
     let rows: Vec<(&str, u64, u64, &str)> = vec![
         ("alloc", 0x10000, 4096, &forward), // 0: saved for the backward
         ("alloc", 0x20000, 512, &forward),  // 1: a temporary of the forward
