@@ -101,7 +101,7 @@ enum Command {
         #[arg(long, value_name = "role:ROLE|component:COMPONENT", requires = "json")]
         only: Option<Category>,
         /// Print one JSON object per file with the report's numbers, exact:
-        /// {"file": …, "devices": {"<device>": {"summary": {…}, "peak": {…}, "efficiency": …}}}.
+        /// {"file": …, "devices": {"<device>": {"summary": {…}, "peak": {…}, "efficiency_at_peak": …}}}.
         #[arg(long)]
         json: bool,
     },

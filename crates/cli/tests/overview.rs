@@ -89,7 +89,7 @@ fn check_against(dir: &Path, expectations: &Value) -> usize {
             );
             check("cached-free-bytes", Some(reserved - allocated));
             check(
-                "efficiency-ppm",
+                "efficiency-at-end-ppm",
                 (reserved > 0).then(|| (allocated as u128 * 1_000_000 / reserved as u128) as u64),
             );
         }

@@ -26,7 +26,7 @@ pub fn Findings(
         <section class="findings" id="findings" data-count=count.to_string()>
             <h3>"Findings"</h3>
             {(count == 0).then(|| view! {
-                <p class="hint" id="no-findings">"Nothing stands out: no cache overhead, fragmentation, leak, spike or long wait worth a look."</p>
+                <p class="hint" id="no-findings">"Nothing stands out: no out-of-memory, leak, spike, fragmentation, growing cache or long wait worth a look."</p>
             })}
             <ul class="finding-list">
                 {findings.into_iter().zip(allocations.into_iter().chain(std::iter::repeat(Vec::new()))).map(|(f, behind)| {

@@ -735,10 +735,10 @@ fn SeriesChart(
 
 #[component]
 fn SummaryView(s: DeviceSummary, dark: Signal<bool>, categories: CategoryView) -> impl IntoView {
-    let efficiency = s.efficiency();
+    let efficiency = s.efficiency_at_peak();
     let draw_gauge: Draw = Rc::new(move |canvas, theme| {
         dark.track();
-        charts::gauge(canvas, theme, efficiency, "of the reserved peak in use")
+        charts::gauge(canvas, theme, efficiency, "of reserved in use at the peak")
     });
     let bins: Vec<(u64, u64, u64)> = s
         .cached_free
@@ -774,10 +774,12 @@ fn SummaryView(s: DeviceSummary, dark: Signal<bool>, categories: CategoryView) -
     let difference = e.difference();
     view! {
         <div class="chart-grid">
-            <ChartCard id="chart-efficiency" title="Efficiency" dark=dark draw=draw_gauge>
-                <p class="hint" id="efficiency" data-value=efficiency.to_string()>
-                    {format!("{} allocated of {} reserved where reserved memory peaks.",
-                        format::bytes(s.allocated_at_reserved_peak), format::bytes(s.peak_reserved))}
+            <ChartCard id="chart-efficiency" title="Efficiency at the peak" dark=dark draw=draw_gauge>
+                <p class="hint" id="efficiency" data-value=efficiency.to_string()
+                    data-ppm=s.efficiency_at_peak_ppm.map(|p| p.to_string())>
+                    {format!("{} allocated of {} reserved at the allocated peak. Reserved memory peaks at {}, with {} allocated then.",
+                        format::bytes(s.peak_allocated), format::bytes(s.reserved_at_peak),
+                        format::bytes(s.peak_reserved), format::bytes(s.allocated_at_reserved_peak))}
                 </p>
             </ChartCard>
             <ChartCard id="chart-cached-free" title="Cached free blocks" dark=dark draw=draw_free hover=free_hover>

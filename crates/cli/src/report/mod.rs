@@ -155,7 +155,7 @@ fn reports_of(path: &Path, opened: &Opened, device: Option<u32>, rules: &Rules) 
     (out, ok)
 }
 
-/// `{"file", "devices": {"<device>": {"summary": {…}, "peak": {…}, "efficiency": …}}}`: the
+/// `{"file", "devices": {"<device>": {"summary": {…}, "peak": {…}, "efficiency_at_peak": …}}}`: the
 /// service's answers the report is written from, every number exact.
 fn numbers_of(
     path: &Path,
@@ -184,7 +184,7 @@ fn numbers_of(
             json!({
                 "summary": *summary,
                 "peak": *peak,
-                "efficiency": summary.efficiency(),
+                "efficiency_at_peak": summary.efficiency_at_peak(),
             }),
         );
         Ok(())

@@ -137,6 +137,17 @@ impl DeviceFacts {
         }
     }
 
+    /// Efficiency at the allocated peak, in parts per million: allocated over reserved bytes
+    /// where allocated memory peaks (first reached). The one efficiency every view, the
+    /// report and the command line show; `None` when nothing is reserved there.
+    pub fn efficiency_at_peak_ppm(&self) -> Option<u64> {
+        let state = self.peak_allocated.row.map_or(0, |r| r + 1);
+        efficiency_ppm(
+            self.allocated_at(state),
+            self.reserved_after(self.peak_allocated.row),
+        )
+    }
+
     /// Allocations alive at the end by address (index into `allocations`): what the final
     /// segments' allocated blocks hold.
     pub fn alive_at_end_by_address(&self) -> FxHashMap<u64, u32> {
@@ -158,6 +169,12 @@ impl DeviceFacts {
             i => self.reserved_changes[i - 1].1,
         }
     }
+}
+
+/// Allocated over reserved bytes in parts per million, at most 1,000,000 (`None` when nothing
+/// is reserved).
+pub fn efficiency_ppm(allocated: u64, reserved: u64) -> Option<u64> {
+    (reserved > 0).then(|| (allocated.min(reserved) as u128 * 1_000_000 / reserved as u128) as u64)
 }
 
 /// Replays `device`'s trace against its segments.

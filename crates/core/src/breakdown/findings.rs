@@ -1,5 +1,7 @@
-//! Findings about one device's memory: the patterns worth a user's attention — memory the
-//! allocator caches but nobody uses, free space too fragmented to serve a large request,
+//! Findings about one device's memory: the patterns worth a user's attention — cached memory
+//! that did not serve a request that then failed or that grows from one iteration to the next
+//! (a training loop's cache, reused every iteration, is none), segments reserved because the
+//! cached memory was too fragmented to serve a request,
 //! padding from rounding, memory that grows from one iteration to the next, a single
 //! allocation large next to the peak, frees waiting on other streams, out-of-memory errors,
 //! and a trace that does not cover the whole run — each with the numbers behind it and the
@@ -19,32 +21,30 @@ use crate::analysis::categories::signals::Phase;
 use crate::analysis::categories::{DeviceCategories, Role};
 use crate::analysis::replay::{DeviceFacts, Origin, NO_ROW};
 use crate::analysis::{Analysed, Warning};
-use crate::model::{Action, BlockState, Device, StackId, NO_TIME};
+use crate::model::{Action, BlockState, Device, SegmentType, Snapshot, StackId, Trace, NO_TIME};
 
 const MIB: u64 = 1 << 20;
 
 /// At most this many allocations are listed behind a finding.
 pub const MAX_ALLOCATIONS: usize = 50;
 
-/// Cache overhead: reserved − allocated above this share of reserved…
-pub const CACHE_OVERHEAD_PERCENT: u64 = 10;
-/// …and at least this much; below it no one should change a setting (a small program always
-/// reserves a few 2 MiB and 20 MiB segments it barely fills).
+/// Cached memory matters when at least this much is cached where it hurts (at an
+/// out-of-memory, or grown across iterations); below it no one should change a setting (a
+/// small program always reserves a few 2 MiB and 20 MiB segments it barely fills).
 pub const CACHE_OVERHEAD_MIN_BYTES: u64 = 64 * MIB;
 
-/// Cached free blocks at the end above this many bytes.
-pub const CACHED_FREE_MIN_BYTES: u64 = 100 * MIB;
+/// The largest request the allocator serves from its small pool, whose segments are
+/// [`SMALL_SEGMENT_BYTES`].
+pub const SMALL_REQUEST_MAX_BYTES: u64 = MIB;
+pub const SMALL_SEGMENT_BYTES: u64 = 2 * MIB;
 
-/// Fragmentation: free memory counts when it is at least this much…
-pub const FRAGMENTATION_MIN_FREE_BYTES: u64 = 256 * MIB;
-/// …or at least this share of reserved…
-pub const FRAGMENTATION_MIN_FREE_PERCENT: u64 = 10;
+/// Fragmentation: segments reserved for requests the cache could have held count when they
+/// add up to at least this much…
+pub const FRAGMENTATION_MIN_BYTES: u64 = 256 * MIB;
+/// …or to this share of the peak reserved…
+pub const FRAGMENTATION_MIN_PERCENT: u64 = 10;
 /// …and never below this much (10% of a tiny reserve is nothing to act on).
 pub const FRAGMENTATION_FLOOR_BYTES: u64 = 64 * MIB;
-/// It is fragmented when its largest block is less than this share of it.
-pub const FRAGMENTATION_LARGEST_FREE_PERCENT: u64 = 50;
-/// How many segments a fragmentation finding names.
-pub const FRAGMENTATION_WORST_SEGMENTS: usize = 10;
 
 /// Rounding waste: block bytes beyond the requested bytes above this share of allocated…
 pub const ROUNDING_WASTE_PERCENT: u64 = 5;
@@ -131,32 +131,19 @@ pub enum FindingKind {
         peak_allocated: u64,
         count: u32,
     },
-    /// At the end, `free` bytes of `reserved` are cached in `free_blocks` blocks of
-    /// `segments` segments that also hold live blocks (wholly free segments are left to
-    /// `cache-overhead` and `cached-free`), but the largest of those blocks is only
-    /// `largest_free`; `worst` are the segments holding the most of that free memory.
+    /// `requests` requests made the allocator reserve a new segment (`reserved_for_them`
+    /// bytes in all, each still reserved when reserved memory peaks at `peak_reserved`)
+    /// although the memory it had cached in their pool on their stream would have held them:
+    /// no free block was large enough. `worst` is the one with the most cached memory it could
+    /// not use.
     Fragmentation {
-        reserved: u64,
-        free: u64,
-        largest_free: u64,
-        free_blocks: u32,
-        segments: u32,
-        worst: Vec<FreeSegment>,
+        requests: u32,
+        reserved_for_them: u64,
+        worst: FragmentedRequest,
+        peak_reserved: u64,
     },
-    /// Reserved memory well above allocated memory, while reserved was at its peak (at the
-    /// fullest state of that stretch) and at the end.
-    CacheOverhead {
-        at_peak_reserved: Overhead,
-        at_end: Overhead,
-    },
-    /// `bytes` of cached free (inactive) blocks at the end, in `blocks` blocks, the largest
-    /// `largest` bytes, out of `reserved`.
-    CachedFree {
-        bytes: u64,
-        blocks: u32,
-        largest: u64,
-        reserved: u64,
-    },
+    /// Cached memory that mattered: see [`CacheReason`].
+    CachedMemory { reason: CacheReason },
     /// The blocks allocated at the end hold `allocated` bytes for `requested` bytes asked:
     /// `waste` bytes of padding over `blocks` blocks.
     RoundingWaste {
@@ -197,8 +184,7 @@ impl FindingKind {
             FindingKind::LeakSuspect { .. } => "leak-suspect",
             FindingKind::SuddenSpike { .. } => "sudden-spike",
             FindingKind::Fragmentation { .. } => "fragmentation",
-            FindingKind::CacheOverhead { .. } => "cache-overhead",
-            FindingKind::CachedFree { .. } => "cached-free",
+            FindingKind::CachedMemory { .. } => "cached-memory",
             FindingKind::RoundingWaste { .. } => "rounding-waste",
             FindingKind::LongFreeWaits { .. } => "long-free-waits",
             FindingKind::WrappedTrace { .. } => "wrapped-trace",
@@ -240,22 +226,38 @@ impl Overhead {
             overhead: reserved.saturating_sub(allocated),
         }
     }
-
-    /// Whether this overhead alone makes a finding.
-    pub fn is_significant(&self) -> bool {
-        self.overhead >= CACHE_OVERHEAD_MIN_BYTES
-            && above_percent(self.overhead, self.reserved, CACHE_OVERHEAD_PERCENT)
-    }
 }
 
-/// One final segment's free memory.
+/// Why cached memory is a finding.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CacheReason {
+    /// The request at trace row `row` (`requested` bytes) failed while the allocator held
+    /// `at.overhead` bytes cached that it could not give it.
+    AtOutOfMemory {
+        row: u32,
+        requested: u64,
+        at: Overhead,
+    },
+    /// Cached memory at the start of each iteration after the first (warm-up) one grew by
+    /// `growth` bytes while reserved memory never shrank: the cache does not settle.
+    Growing {
+        iterations: Vec<Overhead>,
+        growth: u64,
+    },
+}
+
+/// A request the cache held the bytes for but could not serve.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FreeSegment {
-    pub address: u64,
-    pub size: u64,
-    pub free: u64,
-    pub largest_free: u64,
-    pub free_blocks: u32,
+pub struct FragmentedRequest {
+    /// Its `alloc` row.
+    pub row: u32,
+    pub requested: u64,
+    /// Cached free bytes in its pool on its stream just before.
+    pub cached_free: u64,
+    /// The segment reserved for it, and the row that reserved it.
+    pub segment: u64,
+    pub segment_row: u32,
 }
 
 /// One allocation's wait between `free_requested` and `free_completed`.
@@ -287,9 +289,15 @@ pub fn findings(analysed: &Analysed, device: usize, categories: &DeviceCategorie
     let mut out = out_of_memory(dev, facts, categories);
     out.extend(leak_suspect(facts, &categories.phases));
     out.extend(sudden_spike(facts, categories));
-    out.extend(fragmentation(dev, facts));
-    out.extend(cache_overhead(dev, facts));
-    out.extend(cached_free(dev, facts));
+    let fragmented = fragmentation(&analysed.snapshot, dev, facts);
+    let was_fragmented = fragmented.is_some();
+    out.extend(fragmented);
+    out.extend(cached_memory(
+        dev,
+        facts,
+        &categories.phases,
+        was_fragmented,
+    ));
     out.extend(rounding_waste(dev, facts));
     out.extend(long_free_waits(dev, facts));
     out.extend(wrapped_trace(facts));
@@ -497,143 +505,251 @@ fn sudden_spike(facts: &DeviceFacts, categories: &DeviceCategories) -> Option<Fi
     })
 }
 
-fn fragmentation(device: &Device, facts: &DeviceFacts) -> Option<Finding> {
-    let mut reserved = 0u64;
-    let mut free = 0u64;
-    let mut largest_free = 0u64;
-    let mut free_blocks = 0u32;
-    let mut segments: Vec<FreeSegment> = Vec::new();
-    for segment in &device.segments {
-        reserved += segment.total_size;
-        let range = segment.blocks.start as usize..segment.blocks.end as usize;
-        let blocks = device.blocks.get(range).unwrap_or(&[]);
-        let mut this = FreeSegment {
-            address: segment.address,
-            size: segment.total_size,
-            free: 0,
-            largest_free: 0,
-            free_blocks: 0,
-        };
-        let mut used = false;
-        for b in blocks {
-            if b.state == BlockState::Inactive {
-                this.free += b.size;
-                this.largest_free = this.largest_free.max(b.size);
-                this.free_blocks += 1;
-            } else {
-                used = true;
+/// The caching allocator's pools: requests of at most 1 MiB are served from 2 MiB segments
+/// of their own, larger ones from the rest; memory cached in one never serves the other, nor
+/// a request on another stream.
+fn pool_of_request(size: u64) -> bool {
+    size > SMALL_REQUEST_MAX_BYTES
+}
+
+fn pool_of_segment(size: u64, segment_type: SegmentType) -> bool {
+    match segment_type {
+        SegmentType::Large => true,
+        SegmentType::Small => false,
+        SegmentType::Unknown => size != SMALL_SEGMENT_BYTES,
+    }
+}
+
+/// Cached free bytes (reserved − allocated) of each pool on each stream, replayed row by row
+/// from the end the final segments show back to the start the trace implies.
+struct PoolFree {
+    /// `(raw stream, large pool)` → reserved − allocated at the start of the trace.
+    free: FxHashMap<(u64, bool), i128>,
+}
+
+impl PoolFree {
+    fn new(snapshot: &Snapshot, device: &Device) -> PoolFree {
+        let mut free: FxHashMap<(u64, bool), i128> = FxHashMap::default();
+        for segment in &device.segments {
+            let key = (
+                segment.stream,
+                pool_of_segment(segment.total_size, segment.segment_type),
+            );
+            let range = segment.blocks.start as usize..segment.blocks.end as usize;
+            let allocated: u64 = device
+                .blocks
+                .get(range)
+                .unwrap_or(&[])
+                .iter()
+                .filter(|b| b.state.is_allocated())
+                .map(|b| b.requested_size.unwrap_or(b.size))
+                .sum();
+            *free.entry(key).or_default() += segment.total_size as i128 - allocated as i128;
+        }
+        let trace = &device.trace;
+        for r in 0..trace.len() {
+            if let Some((key, delta)) = Self::change(snapshot, trace, r) {
+                *free.entry(key).or_default() -= delta;
             }
         }
-        // A wholly free segment is cache, not fragmentation: the allocator releases it
-        // before it reports an out-of-memory. Free blocks beside live ones stay reserved.
-        if used && this.free > 0 {
-            free += this.free;
-            largest_free = largest_free.max(this.largest_free);
-            free_blocks += this.free_blocks;
-            segments.push(this);
+        PoolFree { free }
+    }
+
+    /// What row `r` changes: the pool and the change of its cached free bytes.
+    fn change(snapshot: &Snapshot, trace: &Trace, r: usize) -> Option<((u64, bool), i128)> {
+        let stream = snapshot
+            .streams
+            .get(trace.stream[r] as usize)
+            .copied()
+            .unwrap_or(0);
+        let size = trace.size[r];
+        let (large, delta) = match trace.action[r] {
+            Action::Alloc => (pool_of_request(size), -(size as i128)),
+            Action::FreeCompleted => (pool_of_request(size), size as i128),
+            Action::SegmentAlloc | Action::SegmentMap => {
+                (pool_of_segment(size, SegmentType::Unknown), size as i128)
+            }
+            Action::SegmentFree | Action::SegmentUnmap => {
+                (pool_of_segment(size, SegmentType::Unknown), -(size as i128))
+            }
+            _ => return None,
+        };
+        Some(((stream, large), delta))
+    }
+}
+
+/// Fragmentation where it hurts: requests for which the allocator reserved a new segment, still
+/// reserved when reserved memory peaks, although the memory it had cached in that request's
+/// pool, on its stream, would have held it — so no free block was large enough. Free memory
+/// at the end hurts nobody and is not counted.
+fn fragmentation(snapshot: &Snapshot, device: &Device, facts: &DeviceFacts) -> Option<Finding> {
+    let trace = &device.trace;
+    let mut pools = PoolFree::new(snapshot, device);
+    // Requests the cache held the bytes for, with the address of the segment each got.
+    let mut candidates: Vec<(FragmentedRequest, u64)> = Vec::new();
+    let mut pending: Option<(usize, u64, i128)> = None;
+    for r in 0..trace.len() {
+        let action = trace.action[r];
+        if matches!(action, Action::SegmentAlloc | Action::SegmentMap) {
+            let large = pool_of_segment(trace.size[r], SegmentType::Unknown);
+            let stream = snapshot
+                .streams
+                .get(trace.stream[r] as usize)
+                .copied()
+                .unwrap_or(0);
+            let free = pools.free.get(&(stream, large)).copied().unwrap_or(0);
+            pending = Some((r, trace.size[r], free));
+        } else if action == Action::Alloc {
+            // The request a new segment was reserved for comes right after it.
+            if let Some((segment_row, segment, free)) = pending.take() {
+                let requested = trace.size[r];
+                if free >= requested as i128 && free > 0 {
+                    let request = FragmentedRequest {
+                        row: r as u32,
+                        requested,
+                        cached_free: free as u64,
+                        segment,
+                        segment_row: segment_row as u32,
+                    };
+                    candidates.push((request, trace.addr[segment_row]));
+                }
+            }
+        }
+        if let Some((key, delta)) = PoolFree::change(snapshot, trace, r) {
+            *pools.free.entry(key).or_default() += delta;
         }
     }
-    let significant = free >= FRAGMENTATION_FLOOR_BYTES
-        && (free >= FRAGMENTATION_MIN_FREE_BYTES
-            || at_least_percent(free, reserved, FRAGMENTATION_MIN_FREE_PERCENT));
-    let fragmented = !at_least_percent(largest_free, free, FRAGMENTATION_LARGEST_FREE_PERCENT);
-    if !(significant && fragmented) {
+    // Where it hurts: segments still reserved when reserved memory peaks, which they raised.
+    // One reserved and released in between cost nothing at the peak.
+    let peak_row = facts.peak_reserved.row?;
+    let mut released: FxHashMap<u64, u32> = FxHashMap::default();
+    for r in 0..=(peak_row as usize).min(trace.len().saturating_sub(1)) {
+        if matches!(trace.action[r], Action::SegmentFree | Action::SegmentUnmap) {
+            released.insert(trace.addr[r], r as u32);
+        }
+    }
+    let at_peak: Vec<FragmentedRequest> = candidates
+        .into_iter()
+        .filter(|(request, address)| {
+            request.segment_row <= peak_row
+                && released
+                    .get(address)
+                    .is_none_or(|&f| f < request.segment_row)
+        })
+        .map(|(request, _)| request)
+        .collect();
+    let worst = *at_peak
+        .iter()
+        .max_by(|a, b| a.cached_free.cmp(&b.cached_free).then(b.row.cmp(&a.row)))?;
+    let peak_reserved = facts.peak_reserved.bytes;
+    // What hurts is how much sat cached, unusable, while more was reserved: at most that
+    // much of the peak reserve is held twice over. Many small holes beside the parameters
+    // of a large model (a few MiB among tens of GiB) are not worth a setting.
+    let unusable = worst.cached_free;
+    let significant = unusable >= FRAGMENTATION_FLOOR_BYTES
+        && (unusable >= FRAGMENTATION_MIN_BYTES
+            || at_least_percent(unusable, peak_reserved, FRAGMENTATION_MIN_PERCENT));
+    if !significant {
         return None;
     }
-    let segment_count = segments.len() as u32;
-    segments.sort_unstable_by(|a, b| {
-        b.free
-            .cmp(&a.free)
-            .then(a.largest_free.cmp(&b.largest_free))
-            .then(a.address.cmp(&b.address))
-    });
-    segments.truncate(FRAGMENTATION_WORST_SEGMENTS);
-    // The allocations still alive in those segments pin their free blocks apart.
-    let mut spans: Vec<(u64, u64)> = segments
-        .iter()
-        .map(|s| (s.address, s.address.saturating_add(s.size)))
-        .collect();
-    spans.sort_unstable();
-    let pinning = facts
+    // The allocations those segments were reserved for.
+    let mut rows: Vec<u32> = at_peak.iter().map(|r| r.row).collect();
+    rows.sort_unstable();
+    let behind = facts
         .allocations
         .iter()
         .enumerate()
-        .filter(|(_, a)| a.is_alive_at_end() && inside(&spans, a.addr, 1))
+        .filter(|(_, a)| a.origin() == Origin::Trace && rows.binary_search(&a.alloc_row).is_ok())
         .map(|(i, a)| (a.size, i as u32))
         .collect();
     Some(Finding {
         kind: FindingKind::Fragmentation {
-            reserved,
-            free,
-            largest_free,
-            free_blocks,
-            segments: segment_count,
-            worst: segments,
+            requests: at_peak.len() as u32,
+            reserved_for_them: at_peak.iter().map(|r| r.segment).sum(),
+            worst,
+            peak_reserved,
         },
-        allocations: heaviest_first(pinning),
+        allocations: heaviest_first(behind),
     })
 }
 
-/// Whether `[addr, addr + size)` lies within one of `spans` (`[start, end)`, sorted, not
-/// overlapping).
-fn inside(spans: &[(u64, u64)], addr: u64, size: u64) -> bool {
-    let i = spans.partition_point(|&(start, _)| start <= addr);
-    i > 0 && addr.saturating_add(size) <= spans[i - 1].1
-}
-
-fn cache_overhead(device: &Device, facts: &DeviceFacts) -> Option<Finding> {
-    let rows = device.trace.len() as u32;
-    let peak = facts.peak_reserved;
-    // Reserved stays at its peak until the next row that changes it; the overhead there is
-    // measured where allocated is highest, so it is what the peak reserve never used.
-    let from = state_after(peak.row);
-    let next_change = facts
-        .reserved_changes
-        .iter()
-        .map(|&(row, _)| row)
-        .find(|&row| peak.row.is_none_or(|p| row > p));
-    let to = next_change.unwrap_or(rows).min(rows);
-    let (mut best_state, mut best) = (from, facts.allocated_at(from));
-    for state in from.saturating_add(1)..=to {
-        let allocated = facts.allocated_at(state);
-        if allocated > best {
-            (best_state, best) = (state, allocated);
+/// Memory the allocator keeps cached is reused by the next iteration and costs nothing, unless
+/// it did not serve a request that then failed, or it keeps growing from one iteration to the
+/// next: only then is it a finding.
+fn cached_memory(
+    device: &Device,
+    facts: &DeviceFacts,
+    phases: &RowPhases,
+    fragmented: bool,
+) -> Option<Finding> {
+    let trace = &device.trace;
+    let at_oom = (0..trace.len())
+        .find(|&r| trace.action[r] == Action::Oom)
+        .map(|r| {
+            let row = r as u32;
+            let at = Overhead::new(
+                row + 1,
+                facts.reserved_after(Some(row)),
+                facts.allocated_at(row + 1),
+            );
+            (at, trace.size[r], trace.addr[r])
+        })
+        // Cached memory is to blame only when, usable, it would have served the request.
+        .filter(|(o, requested, device_free)| {
+            o.overhead >= CACHE_OVERHEAD_MIN_BYTES
+                && o.overhead.saturating_add(*device_free) >= *requested
+        })
+        .map(|(o, _, _)| o);
+    let reason = if let Some(at) = at_oom {
+        let row = at.state - 1;
+        CacheReason::AtOutOfMemory {
+            row,
+            requested: trace.size[row as usize],
+            at,
         }
-    }
-    let at_peak_reserved = Overhead::new(best_state, peak.bytes, best);
-    let end_reserved = match rows {
-        0 => facts.baseline_reserved,
-        n => facts.reserved_after(Some(n - 1)),
-    };
-    let at_end = Overhead::new(rows, end_reserved, facts.allocated_at_end());
-    if !(at_peak_reserved.is_significant() || at_end.is_significant()) {
+    } else if fragmented {
+        // Growth the fragmentation finding already explains is not said twice.
         return None;
-    }
+    } else {
+        let starts: Vec<Overhead> = iteration_starts(phases)
+            .into_iter()
+            .map(|state| {
+                let row = state.checked_sub(1);
+                Overhead::new(state, facts.reserved_after(row), facts.allocated_at(state))
+            })
+            .collect();
+        if starts.len() < LEAK_MIN_ITERATIONS {
+            return None;
+        }
+        // As for leaks, the first iteration is a warm-up that fills the cache once.
+        let measured = &starts[1..];
+        let (first, last) = (measured[0], measured[measured.len() - 1]);
+        let growth = last.overhead.saturating_sub(first.overhead);
+        let steady = measured.windows(2).all(|w| w[1].reserved >= w[0].reserved);
+        if !(steady && last.reserved > first.reserved && growth >= CACHE_OVERHEAD_MIN_BYTES) {
+            return None;
+        }
+        CacheReason::Growing {
+            iterations: starts,
+            growth,
+        }
+    };
     Some(Finding {
-        kind: FindingKind::CacheOverhead {
-            at_peak_reserved,
-            at_end,
-        },
-        // Cached memory belongs to no allocation; `cached-free` lists what was freed there.
-        allocations: Vec::new(),
+        kind: FindingKind::CachedMemory { reason },
+        // Cached memory belongs to no allocation: what was freed last into the blocks cached
+        // at the end is what the cache holds the room of.
+        allocations: last_freed_into_cache(device, facts),
     })
 }
 
-fn cached_free(device: &Device, facts: &DeviceFacts) -> Option<Finding> {
+fn last_freed_into_cache(device: &Device, facts: &DeviceFacts) -> Vec<u32> {
     let mut spans: Vec<(u64, u64)> = device
         .blocks
         .iter()
         .filter(|b| b.state == BlockState::Inactive)
         .map(|b| (b.address, b.address.saturating_add(b.size)))
         .collect();
-    let bytes: u64 = spans.iter().map(|&(start, end)| end - start).sum();
-    if bytes <= CACHED_FREE_MIN_BYTES {
-        return None;
-    }
-    let largest = spans.iter().map(|&(start, end)| end - start).max()?;
-    let blocks = spans.len() as u32;
     spans.sort_unstable();
-    // The allocations freed last into those blocks: the memory they held is what is cached.
     let mut last_freed: FxHashMap<u64, (u32, u32)> = FxHashMap::default();
     for (i, a) in facts.allocations.iter().enumerate() {
         if a.free_row != NO_ROW && inside(&spans, a.addr, a.size.max(1)) {
@@ -643,19 +759,19 @@ fn cached_free(device: &Device, facts: &DeviceFacts) -> Option<Finding> {
             }
         }
     }
-    let freed = last_freed
-        .into_values()
-        .map(|(_, i)| (facts.allocations.size(i as usize), i))
-        .collect();
-    Some(Finding {
-        kind: FindingKind::CachedFree {
-            bytes,
-            blocks,
-            largest,
-            reserved: device.segments.iter().map(|s| s.total_size).sum(),
-        },
-        allocations: heaviest_first(freed),
-    })
+    heaviest_first(
+        last_freed
+            .into_values()
+            .map(|(_, i)| (facts.allocations.size(i as usize), i))
+            .collect(),
+    )
+}
+
+/// Whether `[addr, addr + size)` lies within one of `spans` (`[start, end)`, sorted, not
+/// overlapping).
+fn inside(spans: &[(u64, u64)], addr: u64, size: u64) -> bool {
+    let i = spans.partition_point(|&(start, _)| start <= addr);
+    i > 0 && addr.saturating_add(size) <= spans[i - 1].1
 }
 
 fn rounding_waste(device: &Device, facts: &DeviceFacts) -> Option<Finding> {
@@ -909,22 +1025,29 @@ mod tests {
                 count: 1,
             },
             FindingKind::Fragmentation {
-                reserved: 1,
-                free: 1,
-                largest_free: 1,
-                free_blocks: 1,
-                segments: 1,
-                worst: vec![],
+                requests: 1,
+                reserved_for_them: 1,
+                worst: FragmentedRequest {
+                    row: 1,
+                    requested: 1,
+                    cached_free: 2,
+                    segment: 2,
+                    segment_row: 0,
+                },
+                peak_reserved: 3,
             },
-            FindingKind::CacheOverhead {
-                at_peak_reserved: overhead,
-                at_end: overhead,
+            FindingKind::CachedMemory {
+                reason: CacheReason::AtOutOfMemory {
+                    row: 1,
+                    requested: 2,
+                    at: overhead,
+                },
             },
-            FindingKind::CachedFree {
-                bytes: 1,
-                blocks: 1,
-                largest: 1,
-                reserved: 1,
+            FindingKind::CachedMemory {
+                reason: CacheReason::Growing {
+                    iterations: vec![overhead],
+                    growth: 1,
+                },
             },
             FindingKind::RoundingWaste {
                 waste: 1,

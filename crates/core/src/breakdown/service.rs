@@ -118,9 +118,14 @@ pub struct DeviceSummary {
     pub states: u32,
     pub peak_state: u32,
     pub peak_allocated: u64,
+    /// Reserved bytes at the allocated peak.
+    pub reserved_at_peak: u64,
+    /// Allocated over reserved bytes at the allocated peak, in parts per million
+    /// ([`DeviceFacts::efficiency_at_peak_ppm`]): the one efficiency the page, the report and
+    /// the command line show. `None` when nothing is reserved there.
+    pub efficiency_at_peak_ppm: Option<u64>,
     pub peak_reserved: u64,
-    /// Allocated and reserved bytes where reserved memory peaks: how much of the most the
-    /// allocator ever held was in use.
+    /// Allocated bytes where reserved memory peaks (first reached).
     pub allocated_at_reserved_peak: u64,
     pub reserved_peak_state: u32,
     pub estimate: Estimate,
@@ -133,13 +138,10 @@ pub struct DeviceSummary {
 }
 
 impl DeviceSummary {
-    /// Allocated over reserved bytes where reserved memory peaks (1 when nothing is reserved).
-    pub fn efficiency(&self) -> f64 {
-        if self.peak_reserved == 0 {
-            1.0
-        } else {
-            self.allocated_at_reserved_peak as f64 / self.peak_reserved as f64
-        }
+    /// Efficiency at the allocated peak as a fraction (1 when nothing is reserved there).
+    pub fn efficiency_at_peak(&self) -> f64 {
+        self.efficiency_at_peak_ppm
+            .map_or(1.0, |ppm| ppm as f64 / 1e6)
     }
 }
 
@@ -382,6 +384,8 @@ fn summary(cx: &Context<'_>, device: u32) -> Result<DeviceSummary, ViewError> {
         states: dev.trace.len() as u32 + 1,
         peak_state: moment_state(facts, dev.trace.len(), Moment::Peak),
         peak_allocated: facts.peak_allocated.bytes,
+        reserved_at_peak: facts.reserved_after(facts.peak_allocated.row),
+        efficiency_at_peak_ppm: facts.efficiency_at_peak_ppm(),
         peak_reserved: facts.peak_reserved.bytes,
         allocated_at_reserved_peak: facts.allocated_at(reserved_peak_state),
         reserved_peak_state,

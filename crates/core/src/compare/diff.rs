@@ -22,7 +22,7 @@ pub const COMPARED_METRICS: [MetricKey; 13] = [
     MetricKey::PeakReservedBytes,
     MetricKey::AllocatedEndBytes,
     MetricKey::ReservedEndBytes,
-    MetricKey::EfficiencyPpm,
+    MetricKey::EfficiencyAtEndPpm,
     MetricKey::SegmentCount,
     MetricKey::TraceEntries,
     MetricKey::AllocationCount,

@@ -7,7 +7,7 @@
 
 use super::{bytes, count, duration_us, percent_ppm};
 use crate::analysis::categories::Role;
-use crate::breakdown::findings::{Finding, FindingKind, Overhead, Wait};
+use crate::breakdown::findings::{CacheReason, Finding, FindingKind, Wait};
 
 /// `part` of `whole` as a percentage: `37.5%`.
 fn percent(part: u64, whole: u64) -> String {
@@ -58,19 +58,22 @@ pub fn title(f: &Finding) -> String {
         FindingKind::SuddenSpike { size, .. } => {
             format!("A single allocation of {}", bytes(*size))
         }
-        FindingKind::Fragmentation { free, .. } => {
-            format!("{} of free memory is fragmented", bytes(*free))
-        }
-        FindingKind::CacheOverhead {
-            at_peak_reserved,
-            at_end,
-        } => {
-            let worst = at_peak_reserved.overhead.max(at_end.overhead);
-            format!("{} reserved but not allocated", bytes(worst))
-        }
-        FindingKind::CachedFree { bytes: free, .. } => {
-            format!("{} of cached free blocks at the end", bytes(*free))
-        }
+        FindingKind::Fragmentation {
+            reserved_for_them, ..
+        } => format!(
+            "{} reserved because cached memory was in pieces",
+            bytes(*reserved_for_them)
+        ),
+        FindingKind::CachedMemory { reason } => match reason {
+            CacheReason::AtOutOfMemory { at, .. } => format!(
+                "{} cached could not serve the request that failed",
+                bytes(at.overhead)
+            ),
+            CacheReason::Growing { growth, .. } => format!(
+                "Cached memory grows from one iteration to the next (+{})",
+                bytes(*growth)
+            ),
+        },
         FindingKind::RoundingWaste { waste, .. } => {
             format!("{} lost to rounding up block sizes", bytes(*waste))
         }
@@ -82,26 +85,6 @@ pub fn title(f: &Finding) -> String {
             count(*before)
         ),
     }
-}
-
-fn overhead_at_peak(o: &Overhead) -> String {
-    format!(
-        "While reserved memory was at its peak ({}), at most {} of it was allocated: {} ({}) sat cached in free blocks.",
-        bytes(o.reserved),
-        bytes(o.allocated),
-        bytes(o.overhead),
-        percent(o.overhead, o.reserved)
-    )
-}
-
-fn overhead_at_end(o: &Overhead) -> String {
-    format!(
-        "At the end, {} was reserved and {} allocated: {} ({}) cached.",
-        bytes(o.reserved),
-        bytes(o.allocated),
-        bytes(o.overhead),
-        percent(o.overhead, o.reserved)
-    )
 }
 
 /// Why it matters, with its numbers.
@@ -176,58 +159,40 @@ pub fn why(f: &Finding) -> String {
             )
         }
         FindingKind::Fragmentation {
-            reserved,
-            free,
-            largest_free,
-            free_blocks,
-            segments,
+            requests,
+            reserved_for_them,
             worst,
-        } => {
-            let worst = worst
-                .first()
-                .map(|s| {
-                    format!(
-                        " The segment at {:#x} ({}) holds {} free, its largest block {}.",
-                        s.address,
-                        bytes(s.size),
-                        bytes(s.free),
-                        bytes(s.largest_free)
-                    )
-                })
-                .unwrap_or_default();
-            format!(
-                "At the end, {} of the {} reserved is free in {} cached blocks between live ones, in {} segments, but the largest is {}: a request larger than that cannot use them, and they cannot be released while their segments hold live tensors, so the allocator reserves a new segment or fails.{worst}",
-                bytes(*free),
-                bytes(*reserved),
-                count(*free_blocks as u64),
-                count(*segments as u64),
-                bytes(*largest_free),
-            )
-        }
-        FindingKind::CacheOverhead {
-            at_peak_reserved,
-            at_end,
-        } => {
-            let mut text = overhead_at_peak(at_peak_reserved);
-            if at_end.state != at_peak_reserved.state {
-                text.push(' ');
-                text.push_str(&overhead_at_end(at_end));
-            }
-            text.push_str(" Cached memory is held from other processes and from new segments: a run can go out of memory with much of it free.");
-            text
-        }
-        FindingKind::CachedFree {
-            bytes: free,
-            blocks,
-            largest,
-            reserved,
+            peak_reserved,
         } => format!(
-            "At the end, {} of the {} reserved sits in {} free blocks the caching allocator keeps for reuse (the largest {}). It is reused by later allocations that fit, but no other process can use it.",
-            bytes(*free),
-            bytes(*reserved),
-            count(*blocks as u64),
-            bytes(*largest),
+            "{} requests made the allocator reserve a new segment ({} in all, {} of the peak reserved {}) while the memory it had cached for their size on their stream would have held them: no cached free block was large enough. The worst, a request of {} at event {}, found {} cached and got a new segment of {}. Memory in pieces between live tensors cannot be released either, so it is reserved twice over.",
+            count(*requests as u64),
+            bytes(*reserved_for_them),
+            percent(*reserved_for_them, *peak_reserved),
+            bytes(*peak_reserved),
+            bytes(worst.requested),
+            count(worst.row as u64),
+            bytes(worst.cached_free),
+            bytes(worst.segment),
         ),
+        FindingKind::CachedMemory { reason } => match reason {
+            CacheReason::AtOutOfMemory { row, requested, at } => format!(
+                "When the request of {} at event {} failed, the allocator held {} reserved and {} allocated: {} ({}) sat cached in free blocks it could neither give to the request (none was large enough, or they were on another stream) nor release (their segments held live tensors).",
+                bytes(*requested),
+                count(*row as u64),
+                bytes(at.reserved),
+                bytes(at.allocated),
+                bytes(at.overhead),
+                percent(at.overhead, at.reserved),
+            ),
+            CacheReason::Growing { iterations, growth } => {
+                let cached: Vec<String> = iterations.iter().map(|o| bytes(o.overhead)).collect();
+                format!(
+                    "Cached memory at the start of each iteration: {}. After the first iteration, which fills the cache once, it grew by {} while reserved memory never shrank: requests of changing sizes keep needing new segments instead of reusing the cached ones.",
+                    cached.join(", "),
+                    bytes(*growth),
+                )
+            }
+        },
         FindingKind::RoundingWaste {
             waste,
             allocated,
@@ -334,8 +299,8 @@ pub fn what_to_try(f: &Finding) -> String {
         FindingKind::LeakSuspect { .. } => "Look at the call sites that grew: something keeps tensors from one iteration to the next. Common causes: appending the loss or outputs to a list without .item() or .detach() (which also keeps the autograd graph alive), tensors kept in lists or dicts across iterations for logging or caches, hooks that store activations, and a growing KV cache. Log with loss.item(), .detach().cpu() what you keep, and clear caches between iterations.".into(),
         FindingKind::SuddenSpike { .. } => "Large single tensors are often logits over a big vocabulary (batch × sequence × vocabulary, in fp32), full attention score matrices, or copies made by torch.cat, .contiguous() or .float(). Compute the loss in chunks, use torch.nn.functional.scaled_dot_product_attention (memory-efficient kernels), keep logits in bf16, lower the batch or sequence length, or use activation checkpointing so the big intermediate is not kept.".into(),
         FindingKind::Fragmentation { .. } => "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (PyTorch 2.1 or later) so segments grow in place instead of leaving scattered free blocks; otherwise max_split_size_mb (e.g. max_split_size_mb:512) stops large free blocks from being split for small requests. Allocating long-lived tensors (parameters, optimizer state, buffers) before temporaries, and keeping tensor shapes constant from step to step, also helps. torch.cuda.empty_cache() only releases whole free segments.".into(),
-        FindingKind::CacheOverhead { .. } => "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True so segments grow and shrink in place rather than staying reserved half used. torch.cuda.empty_cache() returns whole free segments to the driver, but the next allocations pay for cudaMalloc again and it does not undo fragmentation: call it between phases (after evaluation, before loading another model), not every step. If tensor sizes change from step to step (variable sequence lengths), pad or bucket them so cached blocks get reused.".into(),
-        FindingKind::CachedFree { .. } => "Within a training loop, cached blocks are reused and cost nothing. If another process or a later phase needs the memory, torch.cuda.empty_cache() returns the free segments to the driver (later allocations then pay for cudaMalloc); PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True also unmaps unused pages of its segments.".into(),
+        FindingKind::CachedMemory { reason: CacheReason::AtOutOfMemory { .. } } => "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True so segments grow in place and cached memory can serve a large request; otherwise max_split_size_mb stops large free blocks from being split for small ones. Calling torch.cuda.empty_cache() does not help here: the allocator already released every wholly free segment before it gave up.".into(),
+        FindingKind::CachedMemory { reason: CacheReason::Growing { .. } } => "If tensor sizes change from step to step (variable sequence lengths, dynamic batches), pad or bucket them so cached blocks get reused; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets segments grow in place. torch.cuda.empty_cache() returns whole free segments to the driver, but the next allocations pay for cudaMalloc again: call it between phases, not every step.".into(),
         FindingKind::RoundingWaste { .. } => "If allocator_settings sets roundup_power2_divisions, lower or remove it: it rounds requests up to power-of-two fractions. If max_split_size_mb is set, blocks above it are not split, so a smaller request can take a whole large block. Odd tensor sizes also round up: pad shapes to multiples of 8 or 64 (faster on tensor cores too) or batch many small tensors into one.".into(),
         FindingKind::LongFreeWaits { .. } => "These are tensors used on more than one CUDA stream (tensor.record_stream(), communication overlapped with compute, copies on a side stream): the allocator cannot reuse them until the other stream's work completes. Free them earlier, have the stream that uses a tensor allocate it instead of calling record_stream, or synchronise (stream.wait_stream, torch.cuda.Event) sooner; with NCCL, TORCH_NCCL_AVOID_RECORD_STREAMS=1 avoids record_stream for collectives.".into(),
         FindingKind::WrappedTrace { .. } => "Call torch.cuda.memory._record_memory_history() before building the model and optimizer, and with a larger max_entries (it keeps every event by default) so the trace covers a whole iteration and its setup.".into(),
@@ -345,7 +310,7 @@ pub fn what_to_try(f: &Finding) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::breakdown::findings::{FreeSegment, Iteration, StackBytes};
+    use crate::breakdown::findings::{FragmentedRequest, Iteration, Overhead, StackBytes};
 
     const MIB: u64 = 1 << 20;
     const GIB: u64 = 1 << 30;
@@ -435,65 +400,86 @@ mod tests {
     #[test]
     fn memory_layout_findings_say_their_numbers() {
         let f = finding(FindingKind::Fragmentation {
-            reserved: 4 * GIB,
-            free: 384 * MIB,
-            largest_free: 64 * MIB,
-            free_blocks: 6,
-            segments: 2,
-            worst: vec![FreeSegment {
-                address: 0x7f00_0000_0000,
-                size: 3 * GIB,
-                free: 256 * MIB,
-                largest_free: 64 * MIB,
-                free_blocks: 4,
-            }],
+            requests: 3,
+            reserved_for_them: 384 * MIB,
+            worst: FragmentedRequest {
+                row: 1200,
+                requested: 100 * MIB,
+                cached_free: 300 * MIB,
+                segment: 128 * MIB,
+                segment_row: 1199,
+            },
+            peak_reserved: 4 * GIB,
         });
-        assert_eq!(title(&f), "384 MiB of free memory is fragmented");
+        assert_eq!(
+            title(&f),
+            "384 MiB reserved because cached memory was in pieces"
+        );
         let because = why(&f);
         assert!(
-            because.contains(
-                "in 6 cached blocks between live ones, in 2 segments, but the largest is 64.0 MiB"
-            ),
+            because.contains("3 requests made the allocator reserve a new segment (384 MiB in all, 9.4% of the peak reserved 4.00 GiB)"),
             "{because}"
         );
         assert!(
-            because.contains("0x7f0000000000 (3.00 GiB) holds 256 MiB free"),
+            because.contains("a request of 100 MiB at event 1,200, found 300 MiB cached and got a new segment of 128 MiB"),
             "{because}"
         );
         assert!(what_to_try(&f).contains("max_split_size_mb"));
 
-        let peak = Overhead {
-            state: 40,
+        let at = Overhead {
+            state: 41,
             reserved: 1536 * MIB,
             allocated: 1060 * MIB,
             overhead: 476 * MIB,
         };
-        let end = Overhead {
-            state: 50,
-            reserved: GIB,
-            allocated: 960 * MIB,
-            overhead: 64 * MIB,
-        };
-        let f = finding(FindingKind::CacheOverhead {
-            at_peak_reserved: peak,
-            at_end: end,
+        let f = finding(FindingKind::CachedMemory {
+            reason: CacheReason::AtOutOfMemory {
+                row: 40,
+                requested: 600 * MIB,
+                at,
+            },
         });
-        assert_eq!(title(&f), "476 MiB reserved but not allocated");
+        assert_eq!(
+            title(&f),
+            "476 MiB cached could not serve the request that failed"
+        );
         let because = why(&f);
         assert!(
-            because.contains(
-                "at its peak (1.50 GiB), at most 1.04 GiB of it was allocated: 476 MiB (31.0%)"
-            ),
+            because.contains("the allocator held 1.50 GiB reserved and 1.04 GiB allocated: 476 MiB (31.0%) sat cached"),
             "{because}"
         );
-        assert!(
-            because.contains(
-                "At the end, 1.00 GiB was reserved and 960 MiB allocated: 64.0 MiB (6.3%) cached."
-            ),
-            "{because}"
+        assert!(what_to_try(&f).contains("expandable_segments:True"));
+        let f = finding(FindingKind::CachedMemory {
+            reason: CacheReason::Growing {
+                iterations: vec![
+                    Overhead {
+                        state: 1,
+                        reserved: GIB,
+                        allocated: GIB,
+                        overhead: 0,
+                    },
+                    Overhead {
+                        state: 9,
+                        reserved: 2 * GIB,
+                        allocated: GIB,
+                        overhead: GIB,
+                    },
+                    Overhead {
+                        state: 17,
+                        reserved: 3 * GIB,
+                        allocated: GIB,
+                        overhead: 2 * GIB,
+                    },
+                ],
+                growth: GIB,
+            },
+        });
+        assert_eq!(
+            title(&f),
+            "Cached memory grows from one iteration to the next (+1.00 GiB)"
         );
-        let advice = what_to_try(&f);
-        assert!(advice.contains("expandable_segments:True") && advice.contains("empty_cache()"));
+        assert!(why(&f).contains("0 B, 1.00 GiB, 2.00 GiB"), "{}", why(&f));
+        assert!(what_to_try(&f).contains("bucket"));
 
         let f = finding(FindingKind::RoundingWaste {
             waste: 120 * MIB,
@@ -503,14 +489,6 @@ mod tests {
         });
         assert!(why(&f).contains("120 MiB (6.0%)"), "{}", why(&f));
         assert!(what_to_try(&f).contains("roundup_power2_divisions"));
-
-        let f = finding(FindingKind::CachedFree {
-            bytes: 150 * MIB,
-            blocks: 1,
-            largest: 150 * MIB,
-            reserved: 2 * GIB,
-        });
-        assert_eq!(title(&f), "150 MiB of cached free blocks at the end");
     }
 
     #[test]

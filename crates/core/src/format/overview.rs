@@ -29,7 +29,7 @@ pub fn metric_label(key: MetricKey) -> String {
         MetricKey::CachedFreeBytes => "Cached free at end (reserved − allocated)",
         MetricKey::RoundingWasteBytes => "Rounding waste at end (allocated − requested)",
         MetricKey::PendingFreeBytes => "Awaiting free on other streams at end",
-        MetricKey::EfficiencyPpm => "Efficiency at end (allocated / reserved)",
+        MetricKey::EfficiencyAtEndPpm => "Efficiency at end (allocated / reserved)",
         MetricKey::SegmentCount => "Segments",
         MetricKey::BlockCount => "Blocks",
         MetricKey::TraceEntries => "Trace entries",
@@ -233,7 +233,7 @@ mod tests {
             "2024-02-18 08:44:43 UTC"
         );
         assert_eq!(
-            metric_value(&metric(MetricKey::EfficiencyPpm, 973_000)),
+            metric_value(&metric(MetricKey::EfficiencyAtEndPpm, 973_000)),
             "97.3%"
         );
         assert_eq!(
@@ -245,7 +245,7 @@ mod tests {
             "5 µs since 1970-01-01 UTC"
         );
         assert_eq!(
-            metric_exact(&metric(MetricKey::EfficiencyPpm, 5)),
+            metric_exact(&metric(MetricKey::EfficiencyAtEndPpm, 5)),
             "5 parts per million"
         );
     }

@@ -169,7 +169,6 @@ fn summary_section(doc: &mut Document, summary: &DeviceSummary, peak: &MomentBre
     if let Some(us) = peak.time_us.filter(|&us| us > 0) {
         at.push_str(&format!(", at {}", timestamp_us(us as u64)));
     }
-    let efficiency = (summary.efficiency().clamp(0.0, 1.0) * 1e6).round() as u64;
     doc.push(Block::List(vec![
         item(
             "Peak allocated:",
@@ -182,21 +181,28 @@ fn summary_section(doc: &mut Document, summary: &DeviceSummary, peak: &MomentBre
             ],
         ),
         item(
+            "Reserved at the peak:",
+            vec![bytes_exact(summary.reserved_at_peak)],
+        ),
+        item(
+            "Efficiency at the peak:",
+            match summary.efficiency_at_peak_ppm {
+                Some(ppm) => vec![
+                    Inline::value(percent_ppm(ppm), "ppm", ppm),
+                    Inline::text(" (allocated / reserved at the allocated peak)"),
+                ],
+                None => vec![Inline::text("— (nothing reserved at the peak)")],
+            },
+        ),
+        item(
             "Peak reserved:",
             vec![
                 bytes_exact(summary.peak_reserved),
-                Inline::text(format!(", {}", when(summary.reserved_peak_state))),
-            ],
-        ),
-        item(
-            "Allocated at the reserved peak:",
-            vec![bytes_exact(summary.allocated_at_reserved_peak)],
-        ),
-        item(
-            "Efficiency:",
-            vec![
-                Inline::value(percent_ppm(efficiency), "ppm", efficiency),
-                Inline::text(" (allocated / reserved where reserved memory peaks)"),
+                Inline::text(format!(
+                    ", {}, with {} allocated then",
+                    when(summary.reserved_peak_state),
+                    crate::format::bytes(summary.allocated_at_reserved_peak)
+                )),
             ],
         ),
     ]));
@@ -480,7 +486,7 @@ fn largest_section(doc: &mut Document, peak: &MomentBreakdown) {
 }
 
 fn fragmentation_section(doc: &mut Document, analysed: &Analysed, device: u32) {
-    doc.heading(2, "Fragmentation at the end");
+    doc.heading(2, "Cached memory at the end");
     let Some(dev) = analysed.snapshot.devices.iter().find(|d| d.id == device) else {
         doc.paragraph("This device has no segments.");
         return;
@@ -550,7 +556,7 @@ fn findings_section(doc: &mut Document, summary: &DeviceSummary) {
 mod tests {
     use super::*;
     use crate::breakdown::estimate::{Estimate, PeakSide};
-    use crate::breakdown::findings::{Finding, FindingKind};
+    use crate::breakdown::findings::{CacheReason, Finding, FindingKind, Overhead};
     use crate::breakdown::service::{BreakdownAnswer, BreakdownRequest, Moment, TopAllocation};
     use crate::format::document::code;
     use crate::model::{Block, Device, Segment, Snapshot};
@@ -634,6 +640,8 @@ mod tests {
             peak_state: 7,
             peak_allocated: 12 * MIB,
             peak_reserved: 20 * MIB,
+            reserved_at_peak: 20 * MIB,
+            efficiency_at_peak_ppm: Some(600_000),
             allocated_at_reserved_peak: 15 * MIB,
             finding_allocations: vec![],
             reserved_peak_state: 8,
@@ -649,11 +657,17 @@ mod tests {
             },
             cached_free: vec![],
             findings: vec![Finding {
-                kind: FindingKind::CachedFree {
-                    bytes: 150 * MIB,
-                    blocks: 1,
-                    largest: 150 * MIB,
-                    reserved: 2048 * MIB,
+                kind: FindingKind::CachedMemory {
+                    reason: CacheReason::AtOutOfMemory {
+                        row: 9,
+                        requested: 300 * MIB,
+                        at: Overhead {
+                            state: 10,
+                            reserved: 2048 * MIB,
+                            allocated: 1898 * MIB,
+                            overhead: 150 * MIB,
+                        },
+                    },
                 },
                 allocations: vec![],
             }],
@@ -751,7 +765,10 @@ mod tests {
         assert_eq!(report.matches("<script>").count(), 1);
 
         assert!(report.contains("- **Peak allocated:** 12.0 MiB (12,582,912 bytes), after event 6, in 2 live allocations"));
-        assert!(report.contains("- **Efficiency:** 75.0%"), "{report}");
+        assert!(
+            report.contains("- **Efficiency at the peak:** 60.0%"),
+            "{report}"
+        );
         assert!(report.contains("The max is set by activations"), "{report}");
         assert!(
             report.contains("The estimate is 2.00 MiB (16.7%) below the observed peak"),
@@ -762,8 +779,9 @@ mod tests {
             .contains("| Estimate \u{2212} observed | \u{2212}2.00 MiB | \u{2212}2,097,152 |"));
         assert!(report.contains("- **Largest free block:** 5.00 MiB"));
         assert!(report.contains("- **Free blocks:** 2\n"));
-        assert!(report.contains("### 1. 150 MiB of cached free blocks at the end"));
-        assert!(report.contains("**What to try:** Within a training loop"));
+        assert!(report.contains("### 1. 150 MiB cached could not serve the request that failed"));
+        assert!(report
+            .contains("**What to try:** Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"));
         assert!(report.contains("2 user rules were in use"));
     }
 

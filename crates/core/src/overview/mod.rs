@@ -12,6 +12,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::replay::efficiency_ppm;
 use crate::analysis::warning::Warning;
 use crate::analysis::Analysed;
 use crate::model::{Action, BlockState, Snapshot, TopLevel, Value, NO_TIME};
@@ -98,7 +99,7 @@ pub enum MetricKey {
     /// Blocks freed but waiting for other streams at the end.
     PendingFreeBytes,
     /// Allocated / reserved at the end, in parts per million.
-    EfficiencyPpm,
+    EfficiencyAtEndPpm,
     SegmentCount,
     BlockCount,
     TraceEntries,
@@ -137,7 +138,7 @@ impl MetricKey {
             MetricKey::CachedFreeBytes => "cached-free-bytes",
             MetricKey::RoundingWasteBytes => "rounding-waste-bytes",
             MetricKey::PendingFreeBytes => "pending-free-bytes",
-            MetricKey::EfficiencyPpm => "efficiency-ppm",
+            MetricKey::EfficiencyAtEndPpm => "efficiency-at-end-ppm",
             MetricKey::SegmentCount => "segment-count",
             MetricKey::BlockCount => "block-count",
             MetricKey::TraceEntries => "trace-entries",
@@ -186,7 +187,7 @@ impl MetricKey {
             CachedFreeBytes,
             RoundingWasteBytes,
             PendingFreeBytes,
-            EfficiencyPpm,
+            EfficiencyAtEndPpm,
             SegmentCount,
             BlockCount,
             TraceEntries,
@@ -228,7 +229,7 @@ impl MetricKey {
             | RoundingWasteBytes
             | PendingFreeBytes => Unit::Bytes,
             PeakAllocatedAtUs | TimeSpanUs | FirstTimeUs => Unit::Micros,
-            EfficiencyAtPeakPpm | EfficiencyAtOomPpm | EfficiencyPpm => Unit::Ppm,
+            EfficiencyAtPeakPpm | EfficiencyAtOomPpm | EfficiencyAtEndPpm => Unit::Ppm,
             PeakAllocatedEvent
             | PeakReservedEvent
             | OomEvent
@@ -257,7 +258,7 @@ impl MetricKey {
             OomEvent | AllocatedAtOomBytes | ReservedAtOomBytes | CachedFreeAtOomBytes
             | EfficiencyAtOomPpm => Group::Oom,
             AllocatedEndBytes | RequestedEndBytes | ReservedEndBytes | CachedFreeBytes
-            | RoundingWasteBytes | PendingFreeBytes | EfficiencyPpm => Group::End,
+            | RoundingWasteBytes | PendingFreeBytes | EfficiencyAtEndPpm => Group::End,
             SegmentCount
             | BlockCount
             | TraceEntries
@@ -426,8 +427,7 @@ pub fn build(analysed: &Analysed, id: u32) -> Option<Overview> {
     let moment = |row: Option<u32>| {
         let allocated = row.map_or(facts.baseline_allocated, |r| facts.allocated[r as usize]);
         let reserved = facts.reserved_after(row);
-        let efficiency = (reserved > 0)
-            .then(|| (allocated.min(reserved) as u128 * 1_000_000 / reserved as u128) as u64);
+        let efficiency = efficiency_ppm(allocated, reserved);
         (
             allocated,
             reserved,
@@ -444,10 +444,10 @@ pub fn build(analysed: &Analysed, id: u32) -> Option<Overview> {
     if let Some(t) = since_start(peak.row) {
         add(MetricKey::PeakAllocatedAtUs, t);
     }
-    let (_, peak_reserved, peak_cached_free, peak_efficiency) = moment(peak.row);
+    let (_, peak_reserved, peak_cached_free, _) = moment(peak.row);
     add(MetricKey::ReservedAtPeakBytes, peak_reserved);
     add(MetricKey::CachedFreeAtPeakBytes, peak_cached_free);
-    if let Some(ppm) = peak_efficiency {
+    if let Some(ppm) = facts.efficiency_at_peak_ppm() {
         add(MetricKey::EfficiencyAtPeakPpm, ppm);
     }
     add(MetricKey::PeakReservedBytes, facts.peak_reserved.bytes);
@@ -477,9 +477,8 @@ pub fn build(analysed: &Analysed, id: u32) -> Option<Overview> {
     if pending_free > 0 {
         add(MetricKey::PendingFreeBytes, pending_free);
     }
-    if reserved_end > 0 {
-        let ppm = (allocated_end as u128 * 1_000_000 / reserved_end as u128) as u64;
-        add(MetricKey::EfficiencyPpm, ppm);
+    if let Some(ppm) = efficiency_ppm(allocated_end, reserved_end) {
+        add(MetricKey::EfficiencyAtEndPpm, ppm);
     }
 
     add(MetricKey::SegmentCount, device.segments.len() as u64);
@@ -591,7 +590,7 @@ mod tests {
     #[test]
     fn units_and_groups_follow_the_key() {
         assert_eq!(MetricKey::PeakAllocatedBytes.unit(), Unit::Bytes);
-        assert_eq!(MetricKey::EfficiencyPpm.unit(), Unit::Ppm);
+        assert_eq!(MetricKey::EfficiencyAtEndPpm.unit(), Unit::Ppm);
         assert_eq!(MetricKey::TimeSpanUs.unit(), Unit::Micros);
         assert_eq!(
             MetricKey::ActionCount(Action::FreeRequested).unit(),
@@ -600,7 +599,7 @@ mod tests {
         assert_eq!(MetricKey::SegmentCount.group(), Group::Counts);
         assert_eq!(MetricKey::ReservedAtPeakBytes.group(), Group::Peak);
         assert_eq!(MetricKey::CachedFreeAtOomBytes.group(), Group::Oom);
-        assert_eq!(MetricKey::EfficiencyPpm.group(), Group::End);
+        assert_eq!(MetricKey::EfficiencyAtEndPpm.group(), Group::End);
         assert_eq!(MetricKey::FirstTimeUs.group(), Group::Time);
         assert!(MetricKey::FirstTimeUs.is_timestamp());
         assert!(!MetricKey::TimeSpanUs.is_timestamp());

@@ -1,0 +1,84 @@
+// End-to-end tests of what misled users trying the page on real snapshots it had never seen,
+// each doing what they did (real clicks and keys on a real fixture) and asserting what they
+// should have seen: one efficiency everywhere, no alarm about a cache that is reused, filters
+// that answer as you type, pinning that leaves the peak alone, allocations from before the
+// trace said to be so.
+//
+// Files are real snapshots read from ../shared/fixtures/real (the tests skip when absent).
+// Run with `./x test` (which builds dist/ first) or `node --test tests/e2e/users.test.mjs`.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+
+import { openFiles, REAL_FIXTURES, ROOT, sharedBrowser, waitSettled } from './helpers.mjs';
+
+/** A CS336 XL full training step recorded from a later iteration: its cache is reused. */
+const HEALTHY_STEP = 'LINYUNLinYun__CS336-assignment2-systems__cs336_systems__results__memory_profiles__xl_ctx512_full_step_bf16.pickle';
+/** A CS336 full step (fp32, 51 GiB) whose reserve is flat from the first event. */
+const FULL_STEP = 'kkaitlyn111__cs336-a2-systems__memory_files__memory_ctx128_fullstep_.pickle';
+const WAIT = 20_000;
+
+const have = (name) => fs.existsSync(path.join(REAL_FIXTURES, name));
+const skipWithout = (...names) => names.find((n) => !have(n)) && `${names.find((n) => !have(n))} not found in ${REAL_FIXTURES}`;
+/** `memsight <args…>` as JSON, from the same core the page runs. */
+const cli = (...args) => JSON.parse(execFileSync('cargo', ['run', '-q', '-p', 'memsight-cli', '--', ...args], { cwd: ROOT, encoding: 'utf8', maxBuffer: 1 << 28 }));
+
+const shared = sharedBrowser();
+
+/** Opens real fixtures in a fresh page; resolves once the last one is loaded. */
+async function open(names, width = 1440, height = 900) {
+  const app = await shared.open({ viewport: { width, height } });
+  await openFiles(app.page, [names].flat().map((n) => path.join(REAL_FIXTURES, n)));
+  assert.equal(await waitSettled(app.page), 'ready');
+  return app;
+}
+
+describe('what users stumbled on', () => {
+  it('shows one efficiency, at the peak, the same in the overview, the gauge, the report and the command line', { skip: skipWithout(FULL_STEP) }, async () => {
+    const { context, page, errors } = await open(FULL_STEP);
+    try {
+      const overview = await page.$eval('[data-metric="efficiency-at-peak-ppm"]', (e) => Number(e.dataset.value));
+      await page.waitForSelector('#efficiency[data-ppm]', { timeout: WAIT });
+      const gauge = await page.$eval('#efficiency', (e) => Number(e.dataset.ppm));
+      assert.equal(gauge, overview, 'the gauge shows the overview\'s efficiency');
+      assert.equal(await page.textContent('#chart-efficiency h3'), 'Efficiency at the peak');
+      // Reserved is flat from the first event here: the worst moment is not the one shown.
+      assert.ok(overview > 800_000, `efficiency at the peak ${overview} ppm`);
+      // No unlabelled efficiency anywhere in the overview.
+      const keys = await page.$$eval('[data-metric]', (es) => es.map((e) => e.dataset.metric));
+      assert.deepEqual(keys.filter((k) => k.startsWith('efficiency')).sort(), ['efficiency-at-end-ppm', 'efficiency-at-peak-ppm']);
+
+      const [report] = await Promise.all([page.waitForEvent('download'), page.click('#breakdown-report')]);
+      const text = fs.readFileSync(await report.path(), 'utf8');
+      const line = text.split('\n').find((l) => l.startsWith('- **Efficiency at the peak:**'));
+      assert.ok(line, 'the report names the efficiency by its moment');
+      assert.ok(line.includes(`${(overview / 10_000).toFixed(1)}%`), line);
+      assert.ok(!text.includes('**Efficiency:**'), 'no other efficiency in the report');
+
+      const fromCli = cli('report', path.join(REAL_FIXTURES, FULL_STEP), '--json');
+      assert.equal(fromCli.devices['0'].summary.efficiency_at_peak_ppm, overview);
+      const over = cli('overview', path.join(REAL_FIXTURES, FULL_STEP), '--json');
+      assert.equal(over.devices['0']['efficiency-at-peak-ppm'], overview);
+      assert.equal(over.devices['0']['efficiency-ppm'], undefined, 'no unlabelled efficiency in the command line');
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('raises no cached-memory finding on a training step whose cache is reused', { skip: skipWithout(HEALTHY_STEP) }, async () => {
+    const { context, page, errors } = await open(HEALTHY_STEP);
+    try {
+      await page.waitForSelector('#findings', { timeout: WAIT });
+      const kinds = await page.$$eval('#findings [data-finding]', (es) => es.map((e) => e.dataset.finding));
+      assert.ok(!kinds.includes('cached-memory') && !kinds.includes('fragmentation'), kinds.join(', '));
+      const text = await page.textContent('#findings');
+      assert.ok(!/reserved but not allocated|cached free blocks at the end/.test(text), text);
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
+});
