@@ -37,6 +37,7 @@ mod breakdown;
 mod categories;
 mod charts;
 mod compare;
+mod debounce;
 mod deep_link;
 mod device_picker;
 mod drop_overlay;

@@ -295,10 +295,10 @@ describe('the allocations table of a 24-layer model', { skip }, () => {
       assert.equal(end.reserved, overview['reserved-end-bytes']);
       const listed = await page.$$eval('#allocator-segments-table tbody tr', (rows) => rows.length);
       assert.equal(listed, Math.min(12, end.segments));
-      // A moment picked on the timeline moves it there.
+      // A moment picked on the timeline (Shift+click) moves it there.
       await page.locator('#timeline-canvas').scrollIntoViewIfNeeded();
       const box = await page.locator('#timeline-canvas').boundingBox();
-      const picked = await next(() => page.mouse.click(box.x + box.width * 0.3, box.y + box.height * 0.9));
+      const picked = await next(() => page.locator('#timeline-canvas').click({ position: { x: box.width * 0.3, y: box.height * 0.9 }, modifiers: ['Shift'] }));
       assert.notEqual(picked.state, end.state);
       assert.deepEqual(errors, []);
     } finally {

@@ -16,6 +16,8 @@ import { openFiles, REAL_FIXTURES, ROOT, sharedBrowser, waitSettled } from './he
 
 /** A CS336 XL full training step recorded from a later iteration: its cache is reused. */
 const HEALTHY_STEP = 'LINYUNLinYun__CS336-assignment2-systems__cs336_systems__results__memory_profiles__xl_ctx512_full_step_bf16.pickle';
+/** A medium model's inference, small enough to type into quickly. */
+const MEDIUM = 'Wedsonlin__assignment2-systems__results__medium_1024_inference_memory_snapshot.pickle';
 /** A CS336 full step (fp32, 51 GiB) whose reserve is flat from the first event. */
 const FULL_STEP = 'kkaitlyn111__cs336-a2-systems__memory_files__memory_ctx128_fullstep_.pickle';
 const WAIT = 20_000;
@@ -79,6 +81,84 @@ describe('what users stumbled on', () => {
       assert.deepEqual(errors, []);
     } finally {
       await context.close();
+    }
+  });
+
+  it('applies the table filter and the timeline search as the user types, Enter walking the matches', { skip: skipWithout(MEDIUM) }, async () => {
+    const { context, page, errors } = await open(MEDIUM);
+    try {
+      const count = () => page.$eval('#allocations-table', (e) => Number(e.dataset.count));
+      await page.waitForSelector('#allocations-table[data-count]', { timeout: WAIT });
+      await page.click('#table-scope-all');
+      await page.waitForFunction(() => document.querySelector('#table-scope-all').getAttribute('aria-pressed') === 'true');
+      const all = await count();
+      // Typed, no Enter: the table answers once typing pauses.
+      await page.click('#table-filter');
+      await page.keyboard.type('softmax', { delay: 30 });
+      await page.waitForFunction((n) => Number(document.querySelector('#allocations-table').dataset.count) < n, all, { timeout: WAIT });
+      const softmax = cli('table', path.join(REAL_FIXTURES, MEDIUM), '--json', '--scope', 'all', '--filter', 'softmax').devices['0'];
+      await page.waitForFunction((n) => Number(document.querySelector('#allocations-table').dataset.count) === n, softmax.totals.count, { timeout: WAIT });
+      // Cleared by typing too.
+      await page.fill('#table-filter', '');
+      await page.waitForFunction((n) => Number(document.querySelector('#allocations-table').dataset.count) === n, all, { timeout: WAIT });
+
+      // The timeline's search counts its matches as it is typed, without moving the view.
+      const view = () => page.$eval('#timeline', (e) => [e.dataset.viewStart, e.dataset.viewEnd].join('-'));
+      const before = await view();
+      await page.click('#timeline-search');
+      await page.keyboard.type('softmax', { delay: 30 });
+      await page.waitForFunction(() => /of/.test(document.querySelector('#timeline-search-count').textContent), null, { timeout: WAIT });
+      assert.match(await page.textContent('#timeline-search-count'), /^1 of /);
+      assert.equal(await view(), before, 'typing does not move the view');
+      assert.equal(await page.$eval('#timeline', (e) => e.dataset.pinned), '', 'nor pin anything');
+      // Enter goes to the first match, then the next.
+      await page.keyboard.press('Enter');
+      await page.waitForFunction(() => document.querySelector('#timeline').dataset.pinned !== '', null, { timeout: WAIT });
+      const first = await page.$eval('#timeline', (e) => e.dataset.pinned);
+      assert.match(await page.textContent('#timeline-search-count'), /^1 of /);
+      await page.keyboard.press('Enter');
+      await page.waitForFunction((p) => document.querySelector('#timeline').dataset.pinned !== p, first, { timeout: WAIT });
+      assert.match(await page.textContent('#timeline-search-count'), /^2 of /);
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('pins an allocation without moving the charts and the table off the peak; Shift+click picks a moment, said with the way back', { skip: skipWithout(MEDIUM) }, async () => {
+    for (const [width, height] of [[1440, 900], [1024, 700]]) {
+      const { context, page, errors } = await open(MEDIUM, width, height);
+      try {
+        await page.waitForSelector('#breakdown-moment', { timeout: WAIT });
+        const peakState = await page.$eval('#breakdown-moment', (e) => e.dataset.state);
+        // Pin an allocation: the largest at the peak, clicked where the timeline draws it.
+        await page.locator('#timeline-canvas').scrollIntoViewIfNeeded();
+        const box = await page.locator('#timeline-canvas').boundingBox();
+        await page.locator('#timeline-canvas').click({ position: { x: box.width * 0.5, y: box.height * 0.8 } });
+        await page.waitForFunction(() => document.querySelector('#timeline').dataset.pinned !== '', null, { timeout: WAIT });
+        await page.waitForTimeout(300);
+        assert.equal(await page.getAttribute('#breakdown-at-peak', 'aria-pressed'), 'true', 'the breakdown stays at the peak');
+        assert.equal(await page.$eval('#breakdown-moment', (e) => e.dataset.state), peakState);
+        assert.equal(await page.getAttribute('#table-scope-peak', 'aria-pressed'), 'true', 'the table stays at the peak');
+        assert.equal(await page.$('#breakdown-moment-notice'), null, 'at the peak, nothing to say');
+
+        // Shift+click picks the moment: said, with the way back.
+        await page.locator('#timeline-canvas').click({ position: { x: box.width * 0.2, y: box.height * 0.5 }, modifiers: ['Shift'] });
+        await page.waitForSelector('#breakdown-at-picked[aria-pressed="true"]', { timeout: WAIT });
+        await page.waitForFunction((s) => document.querySelector('#breakdown-moment')?.dataset.state !== s, peakState, { timeout: WAIT });
+        const notice = await page.textContent('#breakdown-moment-notice');
+        assert.match(notice, /^Not the peak: showing the moment picked on the timeline \(after event [\d,]+\)/);
+        assert.ok(await page.isVisible('#table-moment-notice'), 'the table says it too');
+        await page.click('#breakdown-back-to-peak');
+        await page.waitForFunction((s) => document.querySelector('#breakdown-moment')?.dataset.state === s, peakState, { timeout: WAIT });
+        assert.equal(await page.$('#breakdown-moment-notice'), null);
+        await page.click('#table-back-to-peak');
+        await page.waitForSelector('#table-scope-peak[aria-pressed="true"]', { timeout: WAIT });
+        assert.equal(await page.$('#table-moment-notice'), null);
+        assert.deepEqual(errors, []);
+      } finally {
+        await context.close();
+      }
     }
   });
 });

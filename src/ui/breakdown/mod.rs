@@ -227,6 +227,23 @@ pub fn BreakdownPanel(
                     {segmented_button(pick, Pick::End, "At the end", "breakdown-at-end", always)}
                     {segmented_button(pick, Pick::Picked, "At the picked moment", "breakdown-at-picked", nothing_picked)}
                 </div>
+                {move || {
+                    // A moment other than the peak is said, with the way back.
+                    let away = match pick.get() {
+                        Pick::Peak => return None,
+                        Pick::End => "the end".to_string(),
+                        Pick::Picked => match categories.picked.get() {
+                            Some(state) => format!("the moment picked on the timeline (after event {})", format::count(state.saturating_sub(1) as u64)),
+                            None => return None,
+                        },
+                    };
+                    Some(view! {
+                        <p class="moment-notice" id="breakdown-moment-notice" role="status">
+                            {format!("Not the peak: showing {away}. ")}
+                            <button type="button" class="link-button" id="breakdown-back-to-peak" on:click=move |_| pick.set(Pick::Peak)>"Back to the peak"</button>
+                        </p>
+                    })
+                }}
                 <button type="button" class="button" id="breakdown-report" on:click=report>
                     "Download report (Markdown)"
                 </button>

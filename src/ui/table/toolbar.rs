@@ -9,6 +9,7 @@ use crate::format;
 use crate::format::breakdown::{component_label, role_label};
 use crate::table::filter::{parse_bytes, parse_stream};
 use crate::table::GroupBy;
+use crate::ui::debounce::{Debounce, TYPING_SETTLE};
 use crate::ui::segmented::segmented_button;
 
 /// What each grouping is called.
@@ -34,6 +35,8 @@ pub fn TableToolbar(table: TableState, file_name: String) -> impl IntoView {
             .then_some("Click the timeline to pick a moment first.")
     };
     let size_error = RwSignal::new(None::<String>);
+    // The frame filter applies as the user types, once typing pauses; Enter applies at once.
+    let typing = Debounce::new(TYPING_SETTLE);
     // What a field holds when the toolbar appears (a link may have set it), exact.
     let initial = |signal: RwSignal<Option<u64>>| signal.get_untracked().map(|n| n.to_string());
     let bytes_input = move |signal: RwSignal<Option<u64>>| {
@@ -85,6 +88,24 @@ pub fn TableToolbar(table: TableState, file_name: String) -> impl IntoView {
                 {segmented_button(table.pick, TablePick::Window, "Made in the timeline's view", "table-scope-window", || None)}
                 {segmented_button(table.pick, TablePick::All, "All", "table-scope-all", || None)}
             </div>
+            {move || {
+                // A moment other than the peak is said, with the way back.
+                let away = match table.pick.get() {
+                    TablePick::Peak | TablePick::All => return None,
+                    TablePick::End => "alive at the end".to_string(),
+                    TablePick::Window => "made in the timeline's view".to_string(),
+                    TablePick::Picked => match categories.picked.get() {
+                        Some(state) => format!("alive after event {}", format::count(state.saturating_sub(1) as u64)),
+                        None => return None,
+                    },
+                };
+                Some(view! {
+                    <p class="moment-notice" id="table-moment-notice" role="status">
+                        {format!("Not the peak: {away}. ")}
+                        <button type="button" class="link-button" id="table-back-to-peak" on:click=move |_| table.pick.set(TablePick::Peak)>"Back to the peak"</button>
+                    </p>
+                })
+            }}
             <label class="field">
                 "Group by "
                 <select id="table-group-by" on:change=move |ev| {
@@ -105,7 +126,14 @@ pub fn TableToolbar(table: TableState, file_name: String) -> impl IntoView {
                 "Frame "
                 <input type="search" id="table-filter" placeholder="file, function or 0x address"
                     prop:value=move || table.text.get()
-                    on:change=move |ev| table.text.set(event_target_value(&ev)) />
+                    on:input=move |ev| {
+                        let text = event_target_value(&ev);
+                        typing.call(move || { let _ = table.text.try_set(text); });
+                    }
+                    on:change=move |ev| {
+                        typing.cancel();
+                        table.text.set(event_target_value(&ev));
+                    } />
             </label>
             <label class="check">
                 <input type="checkbox" id="table-regex" prop:checked=move || table.regex.get()

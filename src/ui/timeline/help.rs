@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use super::Timeline;
 
 /// Keys and gestures, as (what to press, what it does).
-const ENTRIES: [(&str, &str); 17] = [
+const ENTRIES: [(&str, &str); 18] = [
     ("Wheel, pinch", "zoom the time axis around the pointer"),
     ("W / S, + / −", "zoom the time axis in / out"),
     ("A / D, ← / →", "move along the time axis"),
@@ -32,7 +32,11 @@ const ENTRIES: [(&str, &str); 17] = [
         "Hover",
         "what is under the pointer; a phase's whole name along the top",
     ),
-    ("Click", "pin an allocation and show its stack"),
+    ("Click", "pin an allocation and show its stack (the other views stay at their moment)"),
+    (
+        "Shift + click",
+        "show this moment in the charts, the table and the allocator state (so does a click where there is no allocation)",
+    ),
     ("Esc", "unpin"),
     (
         "Ctrl / ⌘ + F",

@@ -103,6 +103,8 @@ struct Pacing {
     pointer: (f64, f64),
     /// A search restored from a link: highlight its matches without moving to the first.
     quiet_search: bool,
+    /// The click in flight picks its moment rather than pinning (Shift+click).
+    click_picks_moment: bool,
 }
 
 /// What an `Element` answer is for.
@@ -563,8 +565,7 @@ impl Timeline {
             self.request_element(TimelineKind::Allocations, element, ElementPurpose::Pin);
         }
         if !link.timeline.search.is_empty() {
-            self.pacing.update_value(|p| p.quiet_search = true);
-            self.run_search(link.timeline.search.clone());
+            self.search_quietly(link.timeline.search.clone());
         }
     }
 
@@ -789,6 +790,15 @@ impl Timeline {
     }
 
     /// Asks what is under the pointer (CSS pixels in the plot); `pin` pins it.
+    /// Picks the moment under `(x, y)` for the other views (Shift+click), leaving what is
+    /// pinned as it is.
+    pub fn pick_moment_at(&self, x: f64, y: f64) {
+        self.pacing.update_value(|p| p.click_picks_moment = true);
+        self.hit_test(x, y, true);
+    }
+
+    /// Asks what is under `(x, y)`: to show it on hover, or, for a click (`pin`), to pin the
+    /// allocation there — a click where there is none picks its moment instead.
     pub fn hit_test(&self, x: f64, y: f64, pin: bool) {
         let (_, _, dpr) = self.size.get_untracked();
         let mut request = None;
@@ -824,27 +834,36 @@ impl Timeline {
     }
 
     fn on_hit(&self, id: RequestId, result: Result<TimelineAnswer, ViewError>) {
-        let (latest, pin, next) = self
+        let (latest, pin, picks_moment, next) = self
             .pacing
             .try_update_value(|p| {
                 p.hover_in_flight = false;
-                (
-                    p.hover.answered(id),
-                    p.pin.answered(id),
-                    p.hover_next.take(),
-                )
+                let pin = p.pin.answered(id);
+                let picks = pin && std::mem::take(&mut p.click_picks_moment);
+                (p.hover.answered(id), pin, picks, p.hover_next.take())
             })
-            .unwrap_or((false, false, None));
+            .unwrap_or((false, false, false, None));
         match result {
             Ok(TimelineAnswer::Hit(hit)) => {
-                if pin && hit.state.is_some() {
-                    // A click also picks the moment the other views show.
-                    self.categories.picked.set(hit.state);
-                }
+                // Pinning shows an allocation and leaves the other views at their moment (a
+                // student copying "peak" numbers must get the peak); the moment changes only
+                // when asked: Shift+click, or a click where there is no allocation.
                 if pin {
-                    match &hit.element {
-                        Some(e) => self.request_element(e.kind, e.index, ElementPurpose::Pin),
-                        None => self.unpin(),
+                    match (&hit.element, picks_moment) {
+                        (Some(e), false) => {
+                            self.request_element(e.kind, e.index, ElementPurpose::Pin)
+                        }
+                        (_, true) => {
+                            if hit.state.is_some() {
+                                self.categories.picked.set(hit.state);
+                            }
+                        }
+                        (None, false) => {
+                            self.unpin();
+                            if hit.state.is_some() {
+                                self.categories.picked.set(hit.state);
+                            }
+                        }
                     }
                 }
                 if latest {
@@ -950,7 +969,18 @@ impl Timeline {
         }
     }
 
+    /// Searches and goes to the first match when the answer comes.
     pub fn run_search(&self, query: String) {
+        self.search_with(query, false);
+    }
+
+    /// Searches, highlighting and counting the matches without moving the view.
+    fn search_quietly(&self, query: String) {
+        self.search_with(query, true);
+    }
+
+    fn search_with(&self, query: String, quiet: bool) {
+        self.pacing.update_value(|p| p.quiet_search = quiet);
         self.match_nth.set(0);
         self.categories.search.set(query.clone());
         let request = TimelineRequest::Search {
@@ -963,6 +993,19 @@ impl Timeline {
             request,
             |tl, id, result, _| tl.on_search(id, result),
         );
+    }
+
+    /// Searches for what is being typed: the matches are highlighted and counted, and the
+    /// view stays where it is until the user asks for a match (Enter). Nothing is asked when
+    /// the query is the one already searched.
+    pub fn type_search(&self, query: String) {
+        let same = self
+            .search
+            .with_untracked(|s| s.as_ref().is_some_and(|s| s.query == query));
+        if same {
+            return;
+        }
+        self.search_quietly(query);
     }
 
     fn on_search(&self, id: RequestId, result: Result<TimelineAnswer, ViewError>) {

@@ -383,6 +383,9 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
             zoom_box.set(None);
             if d.moved {
                 tl.zoom_to_box((d.start_x, d.start_y), (x, y));
+            } else {
+                // Shift+click: the other views show this moment.
+                tl.pick_moment_at(x, y);
             }
             return;
         }
@@ -467,7 +470,7 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
                 class="timeline-canvas"
                 node_ref=canvas
                 tabindex="0"
-                aria-label="Memory timeline: wheel or W/S to zoom, drag or A/D to pan, Shift+wheel or a drag along the byte axis to zoom bytes, Shift+drag to zoom into a box, F to fit the bytes, 0 to reset, click to pin an allocation, ? for all keys"
+                aria-label="Memory timeline: wheel or W/S to zoom, drag or A/D to pan, Shift+wheel or a drag along the byte axis to zoom bytes, Shift+drag to zoom into a box, F to fit the bytes, 0 to reset, click to pin an allocation, Shift+click to show a moment in the other views, ? for all keys"
                 style:height=height
                 style:cursor=move || if over_axis.get() { "ns-resize" } else { "crosshair" }
                 on:pointerdown=on_down

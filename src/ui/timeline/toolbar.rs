@@ -13,6 +13,7 @@ use super::Timeline;
 use crate::format;
 use crate::timeline::colouring::ColourBy;
 use crate::timeline::{AxisMode, TimelineKind};
+use crate::ui::debounce::{Debounce, TYPING_SETTLE};
 use crate::ui::segmented::segmented_button;
 
 fn input_value(event: &leptos::ev::Event) -> String {
@@ -41,9 +42,26 @@ pub fn TimelineToolbar(tl: Timeline) -> impl IntoView {
             .unwrap_or_else(|| tl.info.with(|i| i.as_ref().map_or(0, |i| i.detail)))
     };
     let search_input = NodeRef::<leptos::html::Input>::new();
+    // What is typed searches once typing pauses, highlighting and counting the matches
+    // without moving the view; Enter goes to the first match, then walks them (Shift+Enter
+    // back).
+    let typing = Debounce::new(TYPING_SETTLE);
+    let walked = StoredValue::new(false);
+    let on_search_input = move |event: leptos::ev::Event| {
+        let query = input_value(&event);
+        typing.call(move || {
+            walked.set_value(false);
+            if query.trim().is_empty() {
+                tl.clear_search();
+            } else {
+                tl.type_search(query);
+            }
+        });
+    };
     let on_search_key = move |event: KeyboardEvent| match event.key().as_str() {
         "Enter" => {
             event.prevent_default();
+            typing.cancel();
             let query = search_input
                 .get_untracked()
                 .map(|i| i.value())
@@ -55,12 +73,19 @@ pub fn TimelineToolbar(tl: Timeline) -> impl IntoView {
                 tl.clear_search();
             } else if searching.as_deref() == Some(query.as_str()) {
                 let step = if event.shift_key() { -1 } else { 1 };
-                tl.go_to_match(tl.match_nth.get_untracked() as i64 + step);
+                let nth = if walked.get_value() {
+                    tl.match_nth.get_untracked() as i64 + step
+                } else {
+                    0
+                };
+                tl.go_to_match(nth);
             } else {
                 tl.run_search(query);
             }
+            walked.set_value(true);
         }
         "Escape" => {
+            typing.cancel();
             if let Some(input) = search_input.get_untracked() {
                 input.set_value("");
                 let _ = input.blur();
@@ -156,6 +181,7 @@ pub fn TimelineToolbar(tl: Timeline) -> impl IntoView {
                     prop:value=move || tl.categories.search.get()
                     placeholder="Search address or frame (Ctrl+F)"
                     aria-label="Search by address (0x…) or frame text; Enter for next match"
+                    on:input=on_search_input
                     on:keydown=on_search_key
                 />
                 <span class="search-count" id="timeline-search-count" aria-live="polite">
