@@ -2,6 +2,7 @@
 //! PyTorch does (`cuda:0`, `npu:1`).
 //!
 //! Shows nothing for a single-device snapshot; the choice is reported through `on_pick`.
+//! Devices that used no memory are listed last and say so.
 
 use leptos::prelude::*;
 
@@ -11,6 +12,8 @@ use crate::model::DeviceKind;
 #[component]
 pub fn DevicePicker(
     devices: Memo<Vec<u32>>,
+    /// Those of `devices` that used no memory: said so.
+    unused: Memo<Vec<u32>>,
     kind: Memo<DeviceKind>,
     device: Memo<Option<u32>>,
     on_pick: impl Fn(u32) + Copy + Send + Sync + 'static,
@@ -28,8 +31,16 @@ pub fn DevicePicker(
                     }
                 >
                     <For each=move || devices.get() key=|d| *d let:d>
-                        <option value=d.to_string() selected=move || device.get() == Some(d)>
-                            {move || format::device(kind.get(), d)}
+                        <option value=d.to_string() selected=move || device.get() == Some(d)
+                            data-unused=move || unused.with(|u| u.contains(&d)).to_string()>
+                            {move || {
+                                let name = format::device(kind.get(), d);
+                                if unused.with(|u| u.contains(&d)) {
+                                    format!("{name} (no memory used)")
+                                } else {
+                                    name
+                                }
+                            }}
                         </option>
                     </For>
                 </select>

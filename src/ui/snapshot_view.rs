@@ -76,8 +76,24 @@ pub fn SnapshotView(
     let categories = CategoryView::new(id, actions, link);
     let dark = super::theme::follow_system();
     let file_name = name.clone();
+    // Devices that used memory first, then the empty ones.
     let devices = Memo::new(move |_| {
-        state.with(|s| s.file(id).map(|f| f.devices().to_vec()).unwrap_or_default())
+        state.with(|s| {
+            s.file(id).map_or_else(Vec::new, |f| {
+                let unused = f.unused_devices();
+                let (mut used, empty): (Vec<u32>, Vec<u32>) =
+                    f.devices().iter().partition(|d| !unused.contains(d));
+                used.extend(empty);
+                used
+            })
+        })
+    });
+    let unused_devices = Memo::new(move |_| {
+        state.with(|s| {
+            s.file(id)
+                .map(|f| f.unused_devices().to_vec())
+                .unwrap_or_default()
+        })
     });
     let kind =
         Memo::new(move |_| state.with(|s| s.file(id).map(|f| f.device_kind()).unwrap_or_default()));
@@ -168,6 +184,7 @@ pub fn SnapshotView(
                 </div>
                 <DevicePicker
                     devices=devices
+                    unused=unused_devices
                     kind=kind
                     device=device
                     on_pick=move |d| actions.select_device(id, d)

@@ -81,6 +81,14 @@ impl OpenFile {
         }
     }
 
+    /// Of [`OpenFile::devices`], those that used no memory.
+    pub fn unused_devices(&self) -> &[u32] {
+        match &self.status {
+            Status::Ready(summary) => &summary.unused_devices,
+            _ => &[],
+        }
+    }
+
     /// The kind of device its memory is on (CUDA until it is decoded).
     pub fn device_kind(&self) -> DeviceKind {
         match &self.status {
@@ -571,6 +579,7 @@ mod tests {
     fn summary(devices: Vec<u32>, default_device: u32) -> LoadedSummary {
         LoadedSummary {
             devices,
+            unused_devices: Vec::new(),
             device_kind: DeviceKind::Cuda,
             default_device,
             default_reason: crate::protocol::DeviceChoice::Only,

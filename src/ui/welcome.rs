@@ -24,11 +24,15 @@ pub fn Welcome(actions: Actions) -> impl IntoView {
             <h2>"Recording a snapshot"</h2>
             <pre class="code"><code>
 "import torch
+# Start recording first, before the model and the optimizer are built:
+# memory made before it has no stack, and its role can only be deduced.
 torch.cuda.memory._record_memory_history(max_entries=100_000)
+model = build_model().cuda()
+optimizer = torch.optim.AdamW(model.parameters())
 # … run a few training steps …
 torch.cuda.memory._dump_snapshot(\"snapshot.pickle\")"
             </code></pre>
-            <p class="hint">"Pickles from PyTorch 2.0 to today are understood, gzipped or not."</p>
+            <p class="hint" id="record-first-hint">"Start recording before building the model: then every parameter, gradient and optimizer state has the stack that made it. Pickles from PyTorch 2.0 to today are understood, gzipped or not."</p>
         </section>
     }
 }

@@ -20,6 +20,8 @@ const HEALTHY_STEP = 'LINYUNLinYun__CS336-assignment2-systems__cs336_systems__re
 const MEDIUM = 'Wedsonlin__assignment2-systems__results__medium_1024_inference_memory_snapshot.pickle';
 /** A CS336 full step (fp32, 51 GiB) whose reserve is flat from the first event. */
 const FULL_STEP = 'kkaitlyn111__cs336-a2-systems__memory_files__memory_ctx128_fullstep_.pickle';
+/** A CS336 XL forward on four GPUs of which three used no memory. */
+const FOUR_DEVICES = 'LINYUNLinYun__CS336-assignment2-systems__cs336_systems__results__memory_profiles__xl_ctx128_forward_bf16@e1139f5.pickle';
 const WAIT = 20_000;
 
 const have = (name) => fs.existsSync(path.join(REAL_FIXTURES, name));
@@ -159,6 +161,79 @@ describe('what users stumbled on', () => {
       } finally {
         await context.close();
       }
+    }
+  });
+
+  it('says an allocation from before the trace was freed, not made, by the code its stack names', { skip: skipWithout(HEALTHY_STEP) }, async () => {
+    const file = path.join(REAL_FIXTURES, HEALTHY_STEP);
+    const rows = cli('table', file, '--json', '--scope', 'all', '--limit', '100000').devices['0'].rows;
+    const freed = rows.find((r) => r.alloc_event === null && r.free_event !== null && r.top_frame);
+    assert.ok(freed, 'the run frees memory made before the trace');
+    const { context, page, errors } = await open(HEALTHY_STEP);
+    try {
+      const hex = `0x${freed.address.toString(16)}`;
+      // The table, filtered to its address: the frame is the code that freed it, read by its file.
+      await page.waitForSelector('#allocations-table[data-count]', { timeout: WAIT });
+      await page.click('#table-scope-all');
+      await page.fill('#table-filter', hex);
+      await page.press('#table-filter', 'Enter');
+      const cell = `#allocations-table .tr.row[data-allocation="${freed.allocation}"] .frame-cell`;
+      await page.waitForSelector(cell, { timeout: WAIT });
+      const [file_, line, fn] = freed.top_frame.match(/([^/\\]+):(\d+):(.*)$/).slice(1);
+      assert.equal(await page.textContent(cell), `freed by ${file_}:${line} ${fn}`);
+      assert.equal(await page.getAttribute(cell, 'title'), `Made before the trace; freed by ${freed.top_frame}`);
+      await page.click(cell);
+      await page.waitForSelector('#table-detail-made-by', { timeout: WAIT });
+      assert.equal(await page.textContent('#table-detail-made-by'), `before the trace; freed by ${freed.top_frame}`);
+      // Pinned on the timeline, found by its address.
+      await page.fill('#timeline-search', hex);
+      await page.press('#timeline-search', 'Enter');
+      await page.waitForSelector('#pinned-made-by', { timeout: WAIT });
+      assert.match(await page.textContent('#pinned-made-by'), /^Made before the trace; freed by( PyTorch, in)? /);
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('shows who made an allocation early in the table, on screen at 1440 and 1024 px', { skip: skipWithout(MEDIUM) }, async () => {
+    for (const [width, height] of [[1440, 900], [1024, 700]]) {
+      const { context, page, errors } = await open(MEDIUM, width, height);
+      try {
+        await page.waitForSelector('#allocations-table .tr.row .frame-cell', { timeout: WAIT });
+        const headers = await page.$$eval('#allocations-table .tr.header .sort-button', (bs) => bs.map((b) => b.textContent.replace(/ [▾▴]$/, '')));
+        assert.deepEqual(headers.slice(0, 3), ['Size', 'Requested', 'Made by']);
+        const { right, text } = await page.$eval('#allocations-table .tr.row .frame-cell', (c) => ({ right: c.getBoundingClientRect().right, text: c.textContent }));
+        assert.ok(right <= width, `the "Made by" cell ends at ${right} px, inside ${width} px`);
+        assert.match(text, /^[^/]+\.py:\d+ \S+$/, 'read by file, line and function, not cut at the front');
+        assert.deepEqual(errors, []);
+      } finally {
+        await context.close();
+      }
+    }
+  });
+
+  it('lists devices that used no memory last, saying so, and tells newcomers to record before building the model', { skip: skipWithout(FOUR_DEVICES) }, async () => {
+    const { context, page, errors } = await open(FOUR_DEVICES);
+    try {
+      const options = await page.$$eval('#device-picker option', (os) => os.map((o) => [o.value, o.textContent, o.dataset.unused]));
+      assert.deepEqual(options, [
+        ['0', 'cuda:0', 'false'],
+        ['1', 'cuda:1 (no memory used)', 'true'],
+        ['2', 'cuda:2 (no memory used)', 'true'],
+        ['3', 'cuda:3 (no memory used)', 'true'],
+      ]);
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+    const app = await shared.open({ viewport: { width: 1440, height: 900 } });
+    try {
+      const snippet = await app.page.textContent('#welcome pre, .welcome pre, pre.code');
+      assert.ok(snippet.indexOf('_record_memory_history') < snippet.indexOf('build_model'), 'recording starts before the model is built');
+      assert.match(await app.page.textContent('#record-first-hint'), /Start recording before building the model/);
+    } finally {
+      await app.context.close();
     }
   });
 });

@@ -255,7 +255,12 @@ fn as_text(
                     r.phase.map_or("Before the trace", phase_label),
                     event(r.alloc_event, "before"),
                     event(r.free_event, "alive"),
-                    r.top_frame.as_deref().unwrap_or("(no frame)"),
+                    match (&r.top_frame, r.alloc_event, r.free_event) {
+                        (Some(frame), None, Some(_)) =>
+                            format!("(made before the trace) freed by {frame}"),
+                        (Some(frame), _, _) => frame.clone(),
+                        (None, _, _) => "(no frame)".into(),
+                    },
                 ));
             }
             if table.sorted.len() > limit {

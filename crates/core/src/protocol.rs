@@ -138,6 +138,10 @@ pub enum FileEvent {
 pub struct LoadedSummary {
     /// Device indices present in the snapshot, ascending.
     pub devices: Vec<u32>,
+    /// Of `devices`, those that used no memory (no segment, no trace entry): listed last and
+    /// said to be empty where a device is picked.
+    #[serde(default)]
+    pub unused_devices: Vec<u32>,
     /// The kind of device they are (`cuda`, `npu`…).
     #[serde(default)]
     pub device_kind: crate::model::DeviceKind,

@@ -157,6 +157,12 @@ impl Session {
         now: &dyn Fn() -> f64,
     ) -> LoadedSummary {
         let devices = snapshot.device_ids();
+        let unused_devices = snapshot
+            .devices
+            .iter()
+            .filter(|d| d.segments.is_empty() && d.trace.is_empty())
+            .map(|d| d.id)
+            .collect();
         let device_kind = snapshot.device_kind;
         let analyse_start = now();
         let analysed = Analysed::new(snapshot);
@@ -171,6 +177,7 @@ impl Session {
         let end = now();
         LoadedSummary {
             devices,
+            unused_devices,
             device_kind,
             default_device,
             default_reason,

@@ -87,7 +87,11 @@ pub fn RowDetail(table: TableState) -> impl IntoView {
                     <dt>"Allocated"</dt><dd>{when(row.alloc_event, row.alloc_time_us, "before the trace")}</dd>
                     <dt>"Freed"</dt><dd>{when(row.free_event, row.free_time_us, "not freed by the end of the trace")}</dd>
                     <dt>"Lifetime"</dt><dd>{lifetime_text(&row)}</dd>
-                    <dt>"Made by"</dt><dd><code>{row.top_frame.clone().unwrap_or_else(|| "(no frame recorded)".into())}</code></dd>
+                    <dt>"Made by"</dt><dd id="table-detail-made-by">{match &row.top_frame {
+                        Some(frame) if row.alloc_event.is_none() && row.free_event.is_some() => view! { "before the trace; freed by " <code>{frame.clone()}</code> }.into_any(),
+                        Some(frame) => view! { <code>{frame.clone()}</code> }.into_any(),
+                        None => view! { <code>"(no frame recorded)"</code> }.into_any(),
+                    }}</dd>
                     {row.shape.clone().map(|shape| view! { <dt>"Shape"</dt><dd><code id="detail-shape">{shape}</code></dd> })}
                 </dl>
                 {move || stack.with(|s| match s {

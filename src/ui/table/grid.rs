@@ -13,18 +13,20 @@ use crate::table::groups::{GroupLine, Line};
 use crate::table::{Column, Sort};
 
 /// Columns as the header shows them.
+/// Who made an allocation comes right after its size: it is what users look for first, and
+/// it must be on screen at 1440 px; the address and stream come last.
 const COLUMNS: [(Column, &str); 12] = [
     (Column::Size, "Size"),
     (Column::Requested, "Requested"),
-    (Column::Address, "Address"),
-    (Column::Stream, "Stream"),
+    (Column::TopFrame, "Made by"),
     (Column::Role, "Role"),
     (Column::Component, "Component"),
     (Column::Phase, "Phase"),
     (Column::Allocated, "Allocated"),
     (Column::Freed, "Freed"),
     (Column::Lifetime, "Lifetime"),
-    (Column::TopFrame, "Made by"),
+    (Column::Address, "Address"),
+    (Column::Stream, "Stream"),
     // Only for files that record tensors' shapes.
     (Column::Shape, "Shape"),
 ];
@@ -180,7 +182,17 @@ fn row_line(
     };
     let event = |e, time, none| event_text(e, time, origin, none);
     let lifetime = lifetime_text(&row);
-    let frame = row.top_frame.clone().unwrap_or_else(|| "(no frame)".into());
+    // Shown by its file's name, line and function, whole in the tooltip; the code that freed
+    // an allocation from before the trace says so.
+    let freed_by = row.alloc_event.is_none() && row.free_event.is_some();
+    let (frame, frame_title) = match &row.top_frame {
+        Some(f) if freed_by => (
+            format!("freed by {}", format::frame_short(f)),
+            format!("Made before the trace; freed by {f}"),
+        ),
+        Some(f) => (format::frame_short(f), f.clone()),
+        None => ("(no frame)".to_string(), "No frame recorded".to_string()),
+    };
     let chosen = row.clone();
     view! {
         <div class="tr row" role="row" style:top=top(at)
@@ -197,15 +209,15 @@ fn row_line(
             <div class="td num" role="cell" title=format!("{} bytes in the block", format::count(row.size_bytes))
                 style:padding-left=format!("{}em", depth as f64 * 1.2)>{format::bytes(row.size_bytes)}</div>
             <div class="td num" role="cell" title=format!("{} bytes requested", format::count(row.requested_bytes))>{format::bytes(row.requested_bytes)}</div>
-            <div class="td mono" role="cell">{format!("{:#x}", row.address)}</div>
-            <div class="td mono" role="cell">{format!("{:#x}", row.stream)}</div>
+            <div class="td frame-cell" role="cell" class:user=row.top_frame_is_user class:freed-by=freed_by title=frame_title>{frame}</div>
             <div class="td" role="cell" title=role_label(row.role)>{role_label(row.role)}</div>
             <div class="td" role="cell" title=component_label(row.component)>{component_label(row.component)}</div>
             <div class="td" role="cell">{row.phase.map_or("before the trace", phase_label)}</div>
             <div class="td" role="cell">{event(row.alloc_event, row.alloc_time_us, "before the trace")}</div>
             <div class="td" role="cell">{event(row.free_event, row.free_time_us, "alive at the end")}</div>
             <div class="td" role="cell">{lifetime}</div>
-            <div class="td frame-cell" role="cell" class:user=row.top_frame_is_user title=frame.clone()>{format::shorten_middle(&frame, 90)}</div>
+            <div class="td mono" role="cell">{format!("{:#x}", row.address)}</div>
+            <div class="td mono" role="cell">{format!("{:#x}", row.stream)}</div>
             {shapes.then(|| {
                 let shape = row.shape.clone().unwrap_or_default();
                 let title = shape.clone();

@@ -79,7 +79,8 @@ pub fn Legend(tl: Timeline) -> impl IntoView {
         let at = match moment.get() {
             Moment::Peak => "at the peak".to_string(),
             Moment::End => "at the end".to_string(),
-            Moment::State(s) => format!("at state {}", format::count(s as u64)),
+            Moment::State(0) => "before the first event".to_string(),
+            Moment::State(s) => format!("after event {}", format::count(s as u64 - 1)),
         };
         let items = categories_of(dimension, dark)
             .into_iter()

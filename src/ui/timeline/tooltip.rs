@@ -47,11 +47,12 @@ pub fn lifetime(detail: &ElementDetail, states: u32) -> String {
 /// by PyTorch" and its most telling frame when the stack holds none of the user's code.
 pub fn made_by(detail: &ElementDetail) -> Option<(&'static str, String)> {
     let name = detail.top_frame.clone()?;
-    Some(if detail.top_frame_is_user {
-        ("Made by", name)
-    } else {
-        ("Made by PyTorch, in", name)
-    })
+    let label = format::made_by_label(
+        detail.origin == "trace",
+        detail.end_state.is_some(),
+        detail.top_frame_is_user,
+    );
+    Some((label, name))
 }
 
 pub fn title(detail: &ElementDetail) -> String {
@@ -168,7 +169,7 @@ pub fn Tooltip(tl: Timeline) -> impl IntoView {
                             <dt>"At"</dt><dd>{at}</dd>
                         </dl>
                         <p class="tooltip-frame" data-user=e.top_frame_is_user.to_string()>{match made_by(&e) {
-                            Some((_, name)) if e.top_frame_is_user => name,
+                            Some((_, name)) if e.top_frame_is_user && e.origin == "trace" => name,
                             Some((label, name)) => format!("{label} {name}"),
                             None => "no stack recorded".into(),
                         }}</p>

@@ -20,6 +20,32 @@ pub mod table;
 
 const BYTE_UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
 
+/// A frame `path/to/file.py:39:forward` as a reader scans for it: `file.py:39 forward`.
+/// Text of another shape is returned whole.
+pub fn frame_short(frame: &str) -> String {
+    let mut parts = frame.rsplitn(3, ':');
+    let (Some(name), Some(line), Some(path)) = (parts.next(), parts.next(), parts.next()) else {
+        return frame.to_string();
+    };
+    if line.is_empty() || !line.bytes().all(|b| b.is_ascii_digit()) {
+        return frame.to_string();
+    }
+    let file = path.rsplit(['/', '\\']).next().unwrap_or(path);
+    format!("{file}:{line} {name}")
+}
+
+/// What the frame an allocation is shown by says of it: the code that made it, or — for one
+/// made before the trace and freed in it, whose only stack is its free's — the code that freed
+/// it. `user`: the frame is the program's own code (else the most telling of PyTorch's).
+pub fn made_by_label(made_in_trace: bool, freed_in_trace: bool, user: bool) -> &'static str {
+    match (made_in_trace || !freed_in_trace, user) {
+        (true, true) => "Made by",
+        (true, false) => "Made by PyTorch, in",
+        (false, true) => "Made before the trace; freed by",
+        (false, false) => "Made before the trace; freed by PyTorch, in",
+    }
+}
+
 /// What a device is called: `cuda:0`, `npu:3`.
 pub fn device(kind: crate::model::DeviceKind, id: u32) -> String {
     format!("{}:{id}", kind.name())
@@ -184,6 +210,34 @@ pub fn percent_of(part: u64, whole: u64) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn frames_read_by_file_line_and_function() {
+        assert_eq!(
+            frame_short("/home/lin/cs336/cs336_basics/model.py:39:forward"),
+            "model.py:39 forward"
+        );
+        assert_eq!(frame_short("C:\\work\\train.py:7:main"), "train.py:7 main");
+        assert_eq!(frame_short("model.py:39:forward"), "model.py:39 forward");
+        // Not a frame: whole.
+        assert_eq!(frame_short("??:0x12:"), "??:0x12:");
+        assert_eq!(frame_short("no frame"), "no frame");
+        assert_eq!(frame_short("a:b:c"), "a:b:c");
+    }
+
+    #[test]
+    fn a_frame_of_an_allocation_from_before_the_trace_is_the_code_that_freed_it() {
+        assert_eq!(made_by_label(true, true, true), "Made by");
+        assert_eq!(made_by_label(false, false, false), "Made by PyTorch, in");
+        assert_eq!(
+            made_by_label(false, true, true),
+            "Made before the trace; freed by"
+        );
+        assert_eq!(
+            made_by_label(false, true, false),
+            "Made before the trace; freed by PyTorch, in"
+        );
+    }
 
     #[test]
     fn bytes_use_binary_units_with_three_significant_digits() {
