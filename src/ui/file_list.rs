@@ -54,7 +54,7 @@ pub fn FileList(state: RwSignal<AppState>, actions: Actions) -> impl IntoView {
     }
 }
 
-/// Characters of a file name the sidebar shows.
+/// Characters of a file's short title the sidebar shows (it wraps rather than being cut again).
 const FILE_NAME_CHARS: usize = 34;
 
 #[component]
@@ -69,7 +69,13 @@ fn FileItem(id: FileId, state: RwSignal<AppState>, actions: Actions) -> impl Int
     let selected = Memo::new(move |_| {
         state.with(|s| s.selected_id() == Some(id) && s.showing() == Showing::File)
     });
-    let label = Memo::new(move |_| state.with(|s| s.file(id).and_then(|f| f.label.clone())));
+    // Beside other files, what tells this one apart (or the user's label); whole on hover.
+    let short = Memo::new(move |_| state.with(|s| s.short_title(id)));
+    let renaming = RwSignal::new(false);
+    let rename = move |text: String| {
+        renaming.set(false);
+        actions.set_label(id, text.trim());
+    };
 
     view! {
         <li
@@ -85,12 +91,38 @@ fn FileItem(id: FileId, state: RwSignal<AppState>, actions: Actions) -> impl Int
                 title=name
                 on:click=move |_| actions.select(id)
             >
-                // The middle is cut: files of one run often differ only at the end.
-                <span class="file-name" data-name=name>{move || format::shorten_middle(&label.get().unwrap_or_else(|| name.get()), FILE_NAME_CHARS)}</span>
+                <span class="file-name" data-name=name data-short=short>{move || format::shorten_middle(&short.get(), FILE_NAME_CHARS)}</span>
                 <span class="file-meta">
                     <span class="file-size">{size}</span>
                     <span class="file-status">{status}</span>
                 </span>
+            </button>
+            <Show when=move || renaming.get()>
+                <input type="text" class="file-rename-input" aria-label=move || format!("Name for {}", name.get())
+                    prop:value=move || state.with_untracked(|s| s.file(id).and_then(|f| f.label.clone())).unwrap_or_default()
+                    placeholder=move || short.get()
+                    on:change=move |event| rename(event_target_value(&event))
+                    on:keydown=move |event: web_sys::KeyboardEvent| {
+                        if event.key() == "Escape" {
+                            renaming.set(false);
+                        }
+                    }
+                    on:blur=move |_| renaming.set(false)
+                    node_ref={
+                        // Focused as it appears, so the user types at once.
+                        let input = NodeRef::<leptos::html::Input>::new();
+                        input.on_load(|i| { let _ = i.focus(); i.select(); });
+                        input
+                    } />
+            </Show>
+            <button
+                class="file-rename"
+                type="button"
+                title="Rename (the name shown beside the other files)"
+                aria-label=move || format!("Rename {}", name.get())
+                on:click=move |_| renaming.update(|r| *r = !*r)
+            >
+                "✎"
             </button>
             <button
                 class="file-close"

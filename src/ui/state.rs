@@ -113,14 +113,6 @@ impl OpenFile {
         matches!(self.status, Status::Ready(_))
     }
 
-    /// The label the user gave it, else its name.
-    pub fn title(&self) -> &str {
-        self.label
-            .as_deref()
-            .filter(|l| !l.trim().is_empty())
-            .unwrap_or(&self.name)
-    }
-
     /// A short status line for the file list.
     pub fn status_text(&self) -> String {
         match &self.status {
@@ -291,6 +283,22 @@ impl AppState {
 
     pub fn file(&self, id: FileId) -> Option<&OpenFile> {
         self.files.iter().find(|f| f.id == id)
+    }
+
+    /// What file `id` is called beside the other open files: the label the user gave it,
+    /// else the part of its name that differs from theirs
+    /// ([`crate::format::names::distinct_parts`]: `ctx512_forward` among
+    /// `…_ctx128_forward_…` and `…_ctx512_forward_…`).
+    pub fn short_title(&self, id: FileId) -> String {
+        let Some(position) = self.files.iter().position(|f| f.id == id) else {
+            return String::new();
+        };
+        let file = &self.files[position];
+        if let Some(label) = file.label.as_deref().filter(|l| !l.trim().is_empty()) {
+            return label.to_string();
+        }
+        let names: Vec<&str> = self.files.iter().map(|f| f.name.as_str()).collect();
+        crate::format::names::distinct_parts(&names).swap_remove(position)
     }
 
     fn file_mut(&mut self, id: FileId) -> Option<&mut OpenFile> {
@@ -996,12 +1004,18 @@ mod tests {
     #[test]
     fn labels_and_what_the_main_area_shows() {
         let mut state = AppState::new();
-        let (a, _) = state.open("a.pickle", 1);
-        assert_eq!(state.file(a).unwrap().title(), "a.pickle");
-        state.set_label(a, "  ctx 512 / bf16 ");
-        assert_eq!(state.file(a).unwrap().title(), "ctx 512 / bf16");
+        let (a, _) = state.open("runs/memory_ctx128_forward_bf16.pickle", 1);
+        assert_eq!(state.short_title(a), "memory_ctx128_forward_bf16.pickle");
+        let (b, _) = state.open("runs/memory_ctx512_forward_bf16.pickle", 1);
+        // Beside another file, what tells them apart.
+        assert_eq!(state.short_title(a), "ctx128");
+        assert_eq!(state.short_title(b), "ctx512");
+        state.set_label(a, "  ctx 128 / bf16 ");
+        assert_eq!(state.short_title(a), "ctx 128 / bf16");
         state.set_label(a, " ");
         assert_eq!(state.file(a).unwrap().label, None);
+        assert_eq!(state.short_title(a), "ctx128");
+        state.close(b);
         state.show(Showing::Files);
         assert_eq!(state.showing(), Showing::Files);
         state.select(a);

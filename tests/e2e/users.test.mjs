@@ -22,6 +22,8 @@ const MEDIUM = 'Wedsonlin__assignment2-systems__results__medium_1024_inference_m
 const FULL_STEP = 'kkaitlyn111__cs336-a2-systems__memory_files__memory_ctx128_fullstep_.pickle';
 /** A CS336 XL forward on four GPUs of which three used no memory. */
 const FOUR_DEVICES = 'LINYUNLinYun__CS336-assignment2-systems__cs336_systems__results__memory_profiles__xl_ctx128_forward_bf16@e1139f5.pickle';
+/** Two CS336 runs whose names differ only in the middle. */
+const FORWARD_MIXED = 'kkaitlyn111__cs336-a2-systems__memory_files__memory_ctx128_forward_mixed.pickle';
 const WAIT = 20_000;
 
 const have = (name) => fs.existsSync(path.join(REAL_FIXTURES, name));
@@ -34,8 +36,14 @@ const shared = sharedBrowser();
 /** Opens real fixtures in a fresh page; resolves once the last one is loaded. */
 async function open(names, width = 1440, height = 900) {
   const app = await shared.open({ viewport: { width, height } });
-  await openFiles(app.page, [names].flat().map((n) => path.join(REAL_FIXTURES, n)));
-  assert.equal(await waitSettled(app.page), 'ready');
+  const files = [names].flat();
+  await openFiles(app.page, files.map((n) => path.join(REAL_FIXTURES, n)));
+  if (files.length === 1) {
+    assert.equal(await waitSettled(app.page), 'ready');
+  } else {
+    // Several open side by side: each is ready when listed as such.
+    await app.page.waitForFunction((n) => document.querySelectorAll('.file-item[data-status="ready"]').length === n, files.length, { timeout: 60_000 });
+  }
   return app;
 }
 
@@ -234,6 +242,42 @@ describe('what users stumbled on', () => {
       assert.match(await app.page.textContent('#record-first-hint'), /Start recording before building the model/);
     } finally {
       await app.context.close();
+    }
+  });
+
+  it('tells apart files whose names differ in the middle, lets them be renamed, and keeps each bar\'s colour when sorting', { skip: skipWithout(FORWARD_MIXED, FULL_STEP) }, async () => {
+    const { context, page, errors } = await open([FORWARD_MIXED, FULL_STEP]);
+    try {
+      const shown = () => page.$$eval('.file-item .file-name', (es) => es.map((e) => e.textContent));
+      assert.deepEqual(await shown(), ['forward_mixed', 'fullstep']);
+      // Compare's pickers name them the same way.
+      await page.click('#show-compare');
+      await page.waitForSelector('#compare-a option', { state: 'attached', timeout: WAIT });
+      assert.deepEqual(await page.$$eval('#compare-a option', (os) => os.map((o) => o.textContent)), ['forward_mixed', 'fullstep']);
+      // So does the files table, whose bars keep their colours when it is sorted.
+      await page.click('#show-files');
+      await page.waitForFunction(() => document.querySelector('#files-view')?.dataset.rows === '2', null, { timeout: 60_000 });
+      const colours = async () => Object.fromEntries((await page.getAttribute('#files-view', 'data-bar-colours')).split(';').map((p) => p.split('=')));
+      const before = await colours();
+      assert.equal(Object.keys(before).length, 2);
+      assert.notEqual(...Object.values(before), 'two colours');
+      for (const column of ['peak_allocated_bytes', 'file']) {
+        await page.click(`#files-view th[data-column="${column}"] .sort-button`);
+        await page.click(`#files-view th[data-column="${column}"] .sort-button`);
+        assert.deepEqual(await colours(), before, `sorted by ${column}`);
+      }
+      // Renamed from the list: the new name is shown everywhere.
+      await page.click('.file-item:first-child .file-rename');
+      await page.waitForSelector('.file-rename-input', { timeout: WAIT });
+      await page.keyboard.type('fwd mixed');
+      await page.keyboard.press('Enter');
+      await page.waitForFunction(() => document.querySelector('.file-item .file-name').textContent === 'fwd mixed', null, { timeout: WAIT });
+      await page.click('#show-compare');
+      await page.waitForSelector('#compare-a option', { state: 'attached', timeout: WAIT });
+      assert.deepEqual(await page.$$eval('#compare-a option', (os) => os.map((o) => o.textContent)), ['fwd mixed', 'fullstep']);
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
     }
   });
 });

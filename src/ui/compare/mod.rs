@@ -55,10 +55,11 @@ pub fn CompareView(
                     let several = f.devices().len() > 1;
                     let kind = f.device_kind();
                     f.devices().iter().map(move |&d| {
+                        let title = s.short_title(f.id);
                         let name = if several {
-                            format!("{} · {}", f.title(), format::device(kind, d))
+                            format!("{title} · {}", format::device(kind, d))
                         } else {
-                            f.title().to_string()
+                            title
                         };
                         ((f.id, d), name)
                     })

@@ -71,7 +71,7 @@ pub fn FilesView(
                 .filter(|f| f.is_ready())
                 .flat_map(|f| {
                     let found = digests.of_file(f.id);
-                    rows_of(&f.name, f.label.as_deref(), &found)
+                    rows_of(&f.name, Some(&s.short_title(f.id)), &found)
                         .into_iter()
                         .map(move |row| Line { file: f.id, row })
                 })
@@ -153,17 +153,37 @@ pub fn FilesView(
             }));
         });
     };
+    // Each bar keeps its colour whatever the order: colours follow the files' order in the
+    // list (then the device), not the sorted rows. One per line, in the lines' order.
+    let colours = Memo::new(move |_| {
+        let opened: Vec<FileId> = state.with(|s| s.files().iter().map(|f| f.id).collect());
+        lines.with(|lines| {
+            let keys: Vec<(usize, u32)> = lines
+                .iter()
+                .map(|l| {
+                    let position = opened.iter().position(|&f| f == l.file);
+                    (position.unwrap_or(usize::MAX), l.row.device)
+                })
+                .collect();
+            let mut in_list_order = keys.clone();
+            in_list_order.sort_unstable();
+            keys.iter()
+                .map(|key| palette(in_list_order.binary_search(key).unwrap_or(0)))
+                .collect::<Vec<[u8; 3]>>()
+        })
+    });
     let draw: Draw = std::rc::Rc::new(move |canvas, theme| {
         let column = charted.get();
+        let colours = colours.get();
         let slices: Vec<Slice> = lines.with(|lines| {
             lines
                 .iter()
-                .enumerate()
-                .map(|(i, l)| Slice {
+                .zip(colours)
+                .map(|(l, colour)| Slice {
                     key: format!("{}:{}", l.file, l.row.device),
                     label: words::short_label(&l.row),
                     value: words::cell_exact(&l.row, column).parse().unwrap_or(0),
-                    colour: palette(i),
+                    colour,
                 })
                 .collect()
         });
@@ -174,6 +194,7 @@ pub fn FilesView(
     view! {
         <section class="panel files-view" id="files-view"
             data-rows=move || rows.with(Vec::len).to_string()
+            data-bar-colours=move || lines.with(|lines| colours.with(|c| lines.iter().zip(c).map(|(l, [r, g, b])| format!("{}={r},{g},{b}", l.row.name)).collect::<Vec<_>>().join(";")))
             data-waiting=move || waiting.get().to_string()
         >
             <header class="snapshot-header">

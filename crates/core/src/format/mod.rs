@@ -12,6 +12,7 @@ pub mod breakdown;
 pub mod compare;
 pub mod document;
 pub mod findings;
+pub mod names;
 pub mod overview;
 pub mod phases;
 pub mod problems;
