@@ -280,4 +280,37 @@ describe('what users stumbled on', () => {
       await context.close();
     }
   });
+
+  it('says which phase and iteration each side of a comparison peaks in, and compares at one phase', { skip: skipWithout(FORWARD_MIXED, FULL_STEP) }, async () => {
+    const { context, page, errors } = await open([FORWARD_MIXED, FULL_STEP]);
+    try {
+      const [a, b] = [FORWARD_MIXED, FULL_STEP].map((n) => path.join(REAL_FIXTURES, n));
+      await page.click('#show-compare');
+      await page.waitForSelector('#compare-moments', { timeout: 60_000 });
+      const moments = () => page.$eval('#compare-moments', (e) => ({ ...e.dataset }));
+      // A forward-only run peaks in its forward, a full step in its optimizer step.
+      const printed = cli('compare', a, b, '--json');
+      assert.deepEqual(await moments(), {
+        aPhase: printed.a.phase, aIteration: String(printed.a.iteration),
+        bPhase: printed.b.phase, bIteration: String(printed.b.iteration),
+      });
+      assert.notEqual(printed.a.phase, printed.b.phase);
+      assert.equal(await page.textContent('#compare-moments-differ'), printed.moments_differ);
+      // At each run's forward: the same moment on both sides, the deltas the command line's.
+      await page.selectOption('#compare-at', 'forward');
+      await page.waitForFunction(() => document.querySelector('#compare-moments')?.dataset.bPhase === 'forward', null, { timeout: 60_000 });
+      assert.equal(await page.$('#compare-moments-differ'), null, 'nothing to warn of');
+      const atForward = cli('compare', a, b, '--json', '--at-phase', 'forward');
+      assert.equal(atForward.b.phase, 'forward');
+      const shown = await page.$$eval('#compare-roles tr[data-category]', (trs) => Object.fromEntries(trs.map((tr) => [tr.dataset.category, [tr.dataset.a, tr.dataset.b, tr.dataset.delta]])));
+      const expected = atForward.comparison.roles.filter((r) => shown[r.key] !== undefined);
+      assert.ok(expected.length > 0, 'the roles are listed');
+      for (const row of expected) {
+        assert.deepEqual(shown[row.key], [String(row.a_bytes), String(row.b_bytes), String(row.delta_bytes)], row.key);
+      }
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
 });

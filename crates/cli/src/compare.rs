@@ -1,12 +1,14 @@
-//! `memsight compare A B [--device-a N] [--device-b N] [--json]`: two files (or two devices)
-//! side by side as the page's comparison shows them — the overview's numbers with deltas, the
-//! bytes of each role and component at both peaks, and the call sites and model modules that
-//! changed — from the core's digests.
+//! `memsight compare A B [--device-a N] [--device-b N] [--at-phase PHASE] [--json]`: two
+//! files (or two devices) side by side as the page's comparison shows them — the overview's
+//! numbers with deltas, the bytes of each role and component at both peaks (or at each run's
+//! peak within one phase of training), what moment of training each is at, and the call sites
+//! and model modules that changed — from the core's digests.
 
 use std::path::Path;
 use std::process::ExitCode;
 
 use memsight_core::analysis::categories::rules::Rules;
+use memsight_core::analysis::categories::signals::Phase;
 use memsight_core::compare::digest::digest;
 use memsight_core::compare::{compare, Comparison, Digest};
 use memsight_core::format::{self, compare as words};
@@ -23,17 +25,22 @@ pub fn run(
     a: &Path,
     b: &Path,
     devices: (Option<u32>, Option<u32>),
+    at_phase: Option<Phase>,
     rules: &Rules,
     as_json: bool,
 ) -> ExitCode {
-    let (Some(da), Some(db)) = (side(a, devices.0, rules), side(b, devices.1, rules)) else {
+    let (Some(da), Some(db)) = (
+        side(a, devices.0, at_phase, rules),
+        side(b, devices.1, at_phase, rules),
+    ) else {
         return ExitCode::FAILURE;
     };
     let comparison = compare(&da, &db);
     if as_json {
         let out = json!({
-            "a": {"file": a.display().to_string(), "device": da.device},
-            "b": {"file": b.display().to_string(), "device": db.device},
+            "a": moment(a, &da),
+            "b": moment(b, &db),
+            "moments_differ": words::moments_differ(&da, &db),
             "comparison": comparison,
         });
         println!("{out}");
@@ -43,8 +50,26 @@ pub fn run(
     ExitCode::SUCCESS
 }
 
+/// A side's file, device and the moment its digest is at.
+fn moment(path: &Path, d: &Digest) -> serde_json::Value {
+    json!({
+        "file": path.display().to_string(),
+        "device": d.device,
+        "state": d.peak_state,
+        "bytes": d.peak_bytes,
+        "phase": d.peak_phase.map(Phase::key),
+        "iteration": d.peak_iteration,
+        "at_phase": d.at_phase.map(Phase::key),
+    })
+}
+
 /// The digest of one side: the device asked for, else the file's default device.
-fn side(path: &Path, device: Option<u32>, rules: &Rules) -> Option<Digest> {
+fn side(
+    path: &Path,
+    device: Option<u32>,
+    at_phase: Option<Phase>,
+    rules: &Rules,
+) -> Option<Digest> {
     let opened = match open(path) {
         Ok(opened) => opened,
         Err(report) => {
@@ -58,7 +83,7 @@ fn side(path: &Path, device: Option<u32>, rules: &Rules) -> Option<Digest> {
         return None;
     };
     with_context(&opened, rules, Some(device), |cx, _| {
-        digest(cx, device, true)
+        digest(cx, device, true, at_phase)
             .map_err(|e| {
                 eprintln!(
                     "memsight: {}: {}",
@@ -72,12 +97,18 @@ fn side(path: &Path, device: Option<u32>, rules: &Rules) -> Option<Digest> {
 
 fn text(a: &Path, da: &Digest, b: &Path, db: &Digest, c: &Comparison) -> String {
     let mut out = format!(
-        "A: {} ({})\nB: {} ({})\n\n",
+        "A: {} ({}), at {}\nB: {} ({}), at {}\n",
         a.display(),
         format::device(da.device_kind, da.device),
+        words::moment_words(da),
         b.display(),
-        format::device(db.device_kind, db.device)
+        format::device(db.device_kind, db.device),
+        words::moment_words(db),
     );
+    if let Some(note) = words::moments_differ(da, db) {
+        out.push_str(&format!("Note: {note}\n"));
+    }
+    out.push('\n');
     let mut table = |title: &str, rows: Vec<[String; 4]>| {
         if rows.is_empty() {
             return;
@@ -117,8 +148,11 @@ fn text(a: &Path, da: &Digest, b: &Path, db: &Digest, c: &Comparison) -> String 
             })
             .collect()
     };
-    table("Roles at the peak", categories(&c.roles));
-    table("Components at the peak", categories(&c.components));
+    table("Roles at each side's moment", categories(&c.roles));
+    table(
+        "Components at each side's moment",
+        categories(&c.components),
+    );
     let keyed = |list: &[memsight_core::compare::KeyedDelta], indent: bool| -> Vec<[String; 4]> {
         list.iter()
             .filter(|k| k.delta_bytes != 0)

@@ -62,7 +62,7 @@ pub fn run(
         with_context(&opened, rules, None, |cx, devices| {
             let digests: Vec<_> = devices
                 .iter()
-                .filter_map(|&d| digest(cx, d, false).ok())
+                .filter_map(|&d| digest(cx, d, false, None).ok())
                 .collect();
             rows.extend(rows_of(&name, None, &digests));
         });

@@ -247,6 +247,11 @@ enum Command {
         /// B's device (default: the one the page shows first).
         #[arg(long, value_name = "N")]
         device_b: Option<u32>,
+        /// Set each run's peak within this phase of training side by side (forward,
+        /// backward, optimizer_step, zero_grad, setup) instead of each run's own peak, which
+        /// may fall in different phases; a run without that phase keeps its peak.
+        #[arg(long, value_name = "PHASE", value_parser = parse_phase)]
+        at_phase: Option<memsight_core::analysis::categories::signals::Phase>,
         /// A rules file as the page exports it; its rules come before the inference.
         #[arg(long, value_name = "RULES.json")]
         rules: Option<PathBuf>,
@@ -256,6 +261,14 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// A phase of training by its key (`optimizer_step`).
+fn parse_phase(key: &str) -> Result<memsight_core::analysis::categories::signals::Phase, String> {
+    use memsight_core::analysis::categories::signals::Phase;
+    Phase::from_key(key)
+        .filter(|p| *p != Phase::Other)
+        .ok_or_else(|| "expected forward, backward, optimizer_step, zero_grad or setup".to_string())
 }
 
 fn main() -> ExitCode {
@@ -387,13 +400,14 @@ fn main() -> ExitCode {
             b,
             device_a,
             device_b,
+            at_phase,
             rules,
             json,
         } => {
             let Some(rules) = rules_or_exit(rules) else {
                 return ExitCode::from(2);
             };
-            compare::run(&a, &b, (device_a, device_b), &rules, json)
+            compare::run(&a, &b, (device_a, device_b), at_phase, &rules, json)
         }
     }
 }

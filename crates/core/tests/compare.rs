@@ -22,7 +22,14 @@ fn session(bytes: &[u8]) -> Session {
 }
 
 fn digest(session: &mut Session, device: u32, detail: bool) -> Digest {
-    match session.answer(Request::Digest(DigestRequest { device, detail }), &|| 0.0) {
+    match session.answer(
+        Request::Digest(DigestRequest {
+            device,
+            detail,
+            at_phase: None,
+        }),
+        &|| 0.0,
+    ) {
         Ok(reply) => match reply.answer {
             Answer::Digest(d) => d,
             other => panic!("a digest request answered {}", other.feature()),

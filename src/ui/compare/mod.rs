@@ -20,8 +20,11 @@ use super::files::digests::Digests;
 use super::link::CompareLink;
 use super::segmented::segmented_button;
 use super::state::{AppState, FileId, Showing};
+use crate::analysis::categories::signals::Phase;
 use crate::compare::{compare, Comparison, Digest};
 use crate::format;
+use crate::format::breakdown::phase_label;
+use crate::format::compare as words;
 use tables::{CategoryTable, KeyedTable, MetricTable};
 
 /// One side: a file and one of its devices.
@@ -125,6 +128,8 @@ pub fn CompareView(
     });
     Effect::new(move |_| {
         for side in [a.get(), b.get()].into_iter().flatten() {
+            // Asked again when the phase they are taken at changes.
+            let _ = digests.at_phase();
             digests.want(side.0, side.1);
         }
     });
@@ -235,6 +240,19 @@ pub fn CompareView(
                             b.set(x);
                         }>"⇄"</button>
                     {picker("compare-b", "B", b)}
+                    <label class="compare-picker">
+                        <span>"at"</span>
+                        <select id="compare-at" on:change=move |event| {
+                            digests.set_at_phase(Phase::from_key(&event_target_value(&event)));
+                        }>
+                            <option value="" selected=move || digests.at_phase().is_none()>"each run's peak"</option>
+                            {[Phase::Forward, Phase::Backward, Phase::OptimizerStep].into_iter().map(|p| view! {
+                                <option value=p.key() selected=move || digests.at_phase() == Some(p)>
+                                    {format!("the peak of each run's {}", phase_label(p).to_lowercase())}
+                                </option>
+                            }).collect_view()}
+                        </select>
+                    </label>
                 </div>
             </header>
             {move || match comparison.get() {
@@ -244,17 +262,39 @@ pub fn CompareView(
                 .into_any(),
                 None => view! { <p class="pending" aria-busy="true" id="compare-pending">"Preparing both peaks…"</p> }.into_any(),
                 Some(Err(e)) => view! { <p class="view-error" role="alert" id="compare-error">{e}</p> }.into_any(),
-                Some(Ok((c, _, _))) => {
+                Some(Ok((c, x, y))) => {
                     let same = a.get() == b.get();
+                    let at = format!("At {}", match digests.at_phase() {
+                        Some(p) => format!("the peak of each run's {}", phase_label(p).to_lowercase()),
+                        None => "each run's peak".to_string(),
+                    });
+                    let missing: Vec<&str> = [("A", &x), ("B", &y)]
+                        .into_iter()
+                        .filter(|(_, d)| digests.at_phase().is_some() && d.at_phase.is_none())
+                        .map(|(side, _)| side)
+                        .collect();
                     view! {
                         {same.then(|| view! { <p class="hint" id="compare-same">"A and B are the same file and device: every delta is zero."</p> })}
+                        <p class="compare-moments" id="compare-moments"
+                            data-a-phase=x.peak_phase.map(|p| p.key()).unwrap_or_default()
+                            data-a-iteration=x.peak_iteration.map(|i| i.to_string()).unwrap_or_default()
+                            data-b-phase=y.peak_phase.map(|p| p.key()).unwrap_or_default()
+                            data-b-iteration=y.peak_iteration.map(|i| i.to_string()).unwrap_or_default()>
+                            {format!("{at}: A at {} ({}), B at {} ({}).",
+                                words::moment_words(&x), format::bytes(x.peak_bytes),
+                                words::moment_words(&y), format::bytes(y.peak_bytes))}
+                            {(!missing.is_empty()).then(|| format!(" {} has no such phase: its own peak is shown.", missing.join(" and ")))}
+                        </p>
+                        {words::moments_differ(&x, &y).map(|note| view! {
+                            <p class="moment-notice" id="compare-moments-differ" role="status">{note}</p>
+                        })}
                         <MetricTable metrics=c.metrics.clone() />
                         <div class="compare-categories">
-                            <CategoryTable id="compare-roles" title="Roles at the peak" rows=c.roles.clone() />
-                            <CategoryTable id="compare-components" title="Components at the peak" rows=c.components.clone() />
+                            <CategoryTable id="compare-roles" title="Roles" rows=c.roles.clone() />
+                            <CategoryTable id="compare-components" title="Components" rows=c.components.clone() />
                         </div>
-                        <KeyedTable id="compare-call-sites" title="Call sites at the peak" rows=c.call_sites.clone() tree=false />
-                        <KeyedTable id="compare-modules" title="Model modules at the peak" rows=c.modules.clone() tree=true />
+                        <KeyedTable id="compare-call-sites" title="Call sites" rows=c.call_sites.clone() tree=false />
+                        <KeyedTable id="compare-modules" title="Model modules" rows=c.modules.clone() tree=true />
                     }
                     .into_any()
                 }

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use leptos::prelude::*;
 
+use crate::analysis::categories::signals::Phase;
 use crate::compare::service::DigestRequest;
 use crate::compare::Digest;
 use crate::format;
@@ -28,6 +29,9 @@ pub struct Digests {
     scope: ScopeId,
     actions: Actions,
     detail: bool,
+    /// The phase of training each digest is taken at (its peak within it), else each run's
+    /// own peak.
+    at_phase: RwSignal<Option<Phase>>,
 }
 
 impl Digests {
@@ -41,6 +45,7 @@ impl Digests {
             scope: actions.new_scope(),
             actions,
             detail,
+            at_phase: RwSignal::new(None),
         };
         on_cleanup(move || {
             let files: HashSet<FileId> = digests
@@ -69,6 +74,23 @@ impl Digests {
         digests
     }
 
+    /// The phase of training digests are taken at (`None`: each run's peak); read in an
+    /// effect, it re-runs the effect when it changes.
+    pub fn at_phase(self) -> Option<Phase> {
+        self.at_phase.get()
+    }
+
+    /// Takes the digests from now on at `phase`'s peak (or each run's peak): those answered
+    /// are dropped and asked again as views want them.
+    pub fn set_at_phase(self, phase: Option<Phase>) {
+        if self.at_phase.get_untracked() == phase {
+            return;
+        }
+        self.asked.update_value(HashSet::clear);
+        self.answers.update(BTreeMap::clear);
+        self.at_phase.set(phase);
+    }
+
     /// Asks for the digest of `device` of `file` unless it was asked already.
     pub fn want(self, file: FileId, device: u32) {
         let fresh = self
@@ -91,10 +113,16 @@ impl Digests {
         let request = Request::Digest(DigestRequest {
             device,
             detail: self.detail,
+            at_phase: self.at_phase.get_untracked(),
         });
         let answers = self.answers;
+        // An answer for digests at another phase than the one now asked for is dropped.
+        let (asked_at, at_phase) = (self.at_phase.get_untracked(), self.at_phase);
         self.actions
             .ask(file, self.scope, request, move |answered| {
+                if at_phase.try_get_untracked() != Some(asked_at) {
+                    return;
+                }
                 let result = match answered.result {
                     Ok(Answer::Digest(d)) => Ok(d),
                     Ok(other) => Err(format!("the worker answered with a {}", other.feature())),

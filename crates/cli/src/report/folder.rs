@@ -261,7 +261,7 @@ fn file_document(
                 data: vec![("device", d.to_string())],
                 blocks: report.document().blocks,
             });
-            digests.push(digest(cx, d, false)?);
+            digests.push(digest(cx, d, false, None)?);
         }
         Ok(rows_of(&input.row_name(), Some(&input.label), &digests))
     })?;

@@ -10,6 +10,7 @@
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::categories::signals::Phase;
 use crate::analysis::categories::totals_at;
 use crate::analysis::replay::DeviceFacts;
 use crate::model::{Device, NO_TIME};
@@ -64,8 +65,22 @@ pub struct Digest {
     pub metrics: Vec<Metric>,
     /// The device used no memory.
     pub unused: bool,
-    /// The state of the allocated peak (first reached).
+    /// The state the roles, components, call sites and modules are taken at: the allocated
+    /// peak (first reached), or the peak within the phase asked for (`at_phase`).
     pub peak_state: u32,
+    /// The phase of training asked for, when the digest is of that phase's peak rather than
+    /// the run's.
+    #[serde(default)]
+    pub at_phase: Option<Phase>,
+    /// The phase of training `peak_state` falls in, and its iteration (1 from the first
+    /// forward), so two digests taken at different moments say so.
+    #[serde(default)]
+    pub peak_phase: Option<Phase>,
+    #[serde(default)]
+    pub peak_iteration: Option<u32>,
+    /// Allocated bytes at `peak_state`.
+    #[serde(default)]
+    pub peak_bytes: u64,
     /// Bytes alive at the peak by role, in [`Role::ALL`](crate::analysis::categories::Role)'s
     /// order, under the rules of categories' `generation`.
     pub roles: Vec<u64>,
@@ -95,8 +110,14 @@ impl Digest {
     }
 }
 
-/// The digest of `device`, with call sites and modules when `detail` is set.
-pub fn digest(cx: &Context<'_>, device: u32, detail: bool) -> Result<Digest, ViewError> {
+/// The digest of `device`, with call sites and modules when `detail` is set, at the run's
+/// allocated peak or, with `at_phase`, at the peak within that phase of training.
+pub fn digest(
+    cx: &Context<'_>,
+    device: u32,
+    detail: bool,
+    at_phase: Option<Phase>,
+) -> Result<Digest, ViewError> {
     let analysed = cx.analysed;
     let position = analysed
         .device_position(device)
@@ -105,7 +126,17 @@ pub fn digest(cx: &Context<'_>, device: u32, detail: bool) -> Result<Digest, Vie
     let dev = &analysed.snapshot.devices[position];
     let facts = &analysed.facts[position];
     let categories = cx.categorised.device(position);
-    let peak_state = facts.peak_allocated.row.map_or(0, |r| r + 1);
+    let phases = &categories.phases;
+    let (peak_state, at_phase) = match at_phase
+        .and_then(|p| crate::phases::phase_peak(dev, facts, phases, p).map(|(s, _, _)| (s, p)))
+    {
+        Some((state, phase)) => (state, Some(phase)),
+        None => (facts.peak_allocated.row.map_or(0, |r| r + 1), None),
+    };
+    let (peak_phase, peak_iteration) = peak_state
+        .checked_sub(1)
+        .and_then(|row| crate::phases::moment_of_row(dev, phases, row))
+        .map_or((None, None), |(p, i)| (Some(p), i));
     let totals = totals_at(facts, categories, peak_state);
     let (call_sites, modules) = if detail {
         let columns = DeviceColumns::new(&analysed.snapshot, dev, facts);
@@ -117,7 +148,7 @@ pub fn digest(cx: &Context<'_>, device: u32, detail: bool) -> Result<Digest, Vie
             columns: &columns,
             block_sizes: None,
         };
-        let chosen = select(&rows, Scope::Peak, &Filter::default())
+        let chosen = select(&rows, Scope::State(peak_state), &Filter::default())
             .expect("no filter always applies")
             .chosen;
         let sites = group(&rows, &chosen, GroupBy::CallSite)
@@ -145,6 +176,10 @@ pub fn digest(cx: &Context<'_>, device: u32, detail: bool) -> Result<Digest, Vie
         metrics: overview.metrics,
         unused: overview.unused,
         peak_state,
+        at_phase,
+        peak_phase,
+        peak_iteration,
+        peak_bytes: facts.allocated_at(peak_state),
         roles: totals.roles,
         inferred_roles: totals.inferred_roles,
         components: totals.components,

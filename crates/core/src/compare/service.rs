@@ -13,6 +13,10 @@ pub struct DigestRequest {
     /// With the call sites and modules at the peak (what a comparison needs).
     #[serde(default)]
     pub detail: bool,
+    /// Taken at the peak within this phase of training rather than the run's peak (each run
+    /// at the same phase); the run's peak when it has no such phase.
+    #[serde(default)]
+    pub at_phase: Option<crate::analysis::categories::signals::Phase>,
 }
 
 #[derive(Default)]
@@ -27,6 +31,6 @@ impl Service for DigestService {
         cx: &Context<'_>,
         request: DigestRequest,
     ) -> Result<Reply<Digest>, ViewError> {
-        digest(cx, request.device, request.detail).map(Reply::from)
+        digest(cx, request.device, request.detail, request.at_phase).map(Reply::from)
     }
 }

@@ -15,9 +15,11 @@ use super::document::{Align, Block, Cell, Chart, ChartKind, ChartSlice, Column, 
 use super::overview::metric_label;
 use super::table::cell;
 use super::{bytes, bytes_delta, count, duration_us, percent_ppm};
+use crate::analysis::categories::signals::Phase;
 use crate::analysis::categories::{Component, Role};
 use crate::compare::diff::{Change, MetricDelta};
 use crate::compare::files::{iteration_summaries, FileRow, FilesColumn, IterationSummary};
+use crate::compare::Digest;
 use crate::overview::{Metric, Unit};
 use crate::timeline::raster::Style;
 
@@ -127,6 +129,39 @@ pub fn files_markdown(rows: &[FileRow]) -> String {
         let _ = writeln!(out, "| {} |", cells.join(" | "));
     }
     out
+}
+
+/// When a digest was taken, in words: `the optimizer step of iteration 2`, `the forward`,
+/// `an unrecognised phase` — the moment its roles and call sites are at.
+pub fn moment_words(d: &Digest) -> String {
+    let phase = match d.peak_phase {
+        None | Some(Phase::Other) => return "a moment no phase is recognised at".to_string(),
+        Some(p) => super::breakdown::phase_label(p).to_lowercase(),
+    };
+    match d.peak_iteration {
+        Some(i) => format!("the {phase} of iteration {i}"),
+        None => format!("the {phase}"),
+    }
+}
+
+/// Said when A's and B's digests are at different moments of training, so their deltas are
+/// not read as one change: `A peaks in the optimizer step of iteration 1, B in the forward of
+/// iteration 1: …`. `None` when both are at the same phase and iteration.
+pub fn moments_differ(a: &Digest, b: &Digest) -> Option<String> {
+    if a.peak_phase == b.peak_phase && a.peak_iteration == b.peak_iteration {
+        return None;
+    }
+    let verb = if a.at_phase.is_some() {
+        "is taken at"
+    } else {
+        "peaks in"
+    };
+    Some(format!(
+        "A {verb} {}, B {} {}: the deltas set different moments of training side by side (what each phase holds differs). Compare at one phase to see the same moment in both.",
+        moment_words(a),
+        if b.at_phase.is_some() { "at" } else { "in" },
+        moment_words(b),
+    ))
 }
 
 /// A row's short name for a bar: the user's label, else the end of the name (where files of a

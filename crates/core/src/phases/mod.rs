@@ -353,6 +353,42 @@ fn runs(device: &Device, phases: &crate::analysis::categories::phases::RowPhases
         .collect()
 }
 
+/// The phase of training event `row` is in, and its iteration (the report's runs: brief
+/// interruptions belong to the phase around them). `None` past the trace.
+pub fn moment_of_row(
+    device: &Device,
+    phases: &crate::analysis::categories::phases::RowPhases,
+    row: u32,
+) -> Option<(Phase, Option<u32>)> {
+    runs(device, phases)
+        .into_iter()
+        .find(|r| (r.first..=r.last).contains(&(row as usize)))
+        .map(|r| (r.phase, r.iteration))
+}
+
+/// Where allocated memory peaks (first reached) within `phase`, in any iteration: the state
+/// after that event, its bytes, and the iteration. `None` when the trace has no such phase.
+pub fn phase_peak(
+    device: &Device,
+    facts: &DeviceFacts,
+    phases: &crate::analysis::categories::phases::RowPhases,
+    phase: Phase,
+) -> Option<(u32, u64, Option<u32>)> {
+    let mut best: Option<(u32, u64, Option<u32>)> = None;
+    for run in runs(device, phases)
+        .into_iter()
+        .filter(|r| r.phase == phase)
+    {
+        for row in run.first..=run.last {
+            let bytes = facts.allocated_at(row as u32 + 1);
+            if best.is_none_or(|(_, b, _)| bytes > b) {
+                best = Some((row as u32 + 1, bytes, run.iteration));
+            }
+        }
+    }
+    best
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

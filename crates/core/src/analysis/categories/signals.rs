@@ -34,6 +34,11 @@ impl Phase {
         Phase::ZeroGrad,
     ];
 
+    /// The phase of key `key` (`optimizer_step`).
+    pub fn from_key(key: &str) -> Option<Phase> {
+        Phase::ALL.into_iter().find(|p| p.key() == key)
+    }
+
     /// The key in JSON and on the command line.
     pub fn key(self) -> &'static str {
         match self {
