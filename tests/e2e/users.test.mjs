@@ -313,4 +313,19 @@ describe('what users stumbled on', () => {
       await context.close();
     }
   });
+
+  it('defines the allocator state\'s fragmentation wherever it is shown', { skip: skipWithout(MEDIUM) }, async () => {
+    const { context, page, errors } = await open(MEDIUM);
+    try {
+      await page.waitForSelector('#allocator-totals', { state: 'attached', timeout: WAIT });
+      const means = '1 − largest free block ÷ cached free';
+      assert.ok((await page.textContent('#allocator-totals')).includes(means));
+      const th = await page.$$eval('#allocator-segments-table th', (ths) => ths.find((t) => t.textContent === 'Fragmentation')?.title);
+      assert.ok(th.startsWith(means), th);
+      assert.ok((await page.textContent('#allocator-definitions')).includes(means));
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
 });

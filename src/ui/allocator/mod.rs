@@ -310,7 +310,7 @@ pub fn AllocatorPanel(
                         <th>"Address"</th><th class="num">"Size"</th><th>"Stream"</th><th>"Pool"</th>
                         <th class="num">"Allocated"</th><th class="num">"Requested"</th><th class="num">"Waste"</th>
                         <th class="num">"Waiting"</th><th class="num">"Cached free"</th><th class="num">"Largest free"</th>
-                        <th class="num">"Fragmentation"</th><th class="num">"Blocks"</th>
+                        <th class="num" title=format::table::FRAGMENTATION_MEANS>"Fragmentation"</th><th class="num">"Blocks"</th>
                     </tr>
                 </thead>
                 <tbody>
@@ -340,6 +340,11 @@ pub fn AllocatorPanel(
                     })}
                 </tbody>
             </table>
+            <p class="hint" id="allocator-definitions">
+                "Waste: the bytes of allocated blocks beyond what was requested (the allocator rounds requests up). Waiting: blocks freed but still used by another stream. Fragmentation: "
+                {format::table::FRAGMENTATION_MEANS}
+                "; a block serves only requests of its own stream and pool."
+            </p>
         </section>
     }
 }

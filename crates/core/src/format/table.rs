@@ -15,9 +15,12 @@ use crate::table::groups::{every_group, share, Tree};
 
 /// The allocator's memory at a moment in one sentence, as the page and `memsight segments`
 /// say it.
+/// What a fragmentation percentage means, said wherever one is shown.
+pub const FRAGMENTATION_MEANS: &str = "1 − largest free block ÷ cached free; 0% when the cached memory is one block, near 100% when it is in many small ones";
+
 pub fn allocator_totals(segments: u32, t: &Totals) -> String {
     format!(
-        "{} segments, {} reserved: {} allocated ({} requested, {} rounding waste), {} waiting to be freed, {} cached free (largest free block {}, fragmentation {})",
+        "{} segments, {} reserved: {} allocated ({} requested, {} rounding waste), {} waiting to be freed, {} cached free (largest free block {}, fragmentation {}: {FRAGMENTATION_MEANS})",
         super::count(segments as u64),
         super::bytes(t.reserved),
         super::bytes(t.allocated),
