@@ -103,7 +103,7 @@ struct Pacing {
     pointer: (f64, f64),
     /// A search restored from a link: highlight its matches without moving to the first.
     quiet_search: bool,
-    /// The click in flight picks its moment rather than pinning (Shift+click).
+    /// The latest click picks its moment rather than pinning (Shift+click).
     click_picks_moment: bool,
 }
 
@@ -789,23 +789,30 @@ impl Timeline {
         }
     }
 
-    /// Asks what is under the pointer (CSS pixels in the plot); `pin` pins it.
-    /// Picks the moment under `(x, y)` for the other views (Shift+click), leaving what is
-    /// pinned as it is.
+    /// Picks the moment under `(x, y)` (CSS pixels in the plot) for the other views
+    /// (Shift+click), leaving what is pinned as it is.
     pub fn pick_moment_at(&self, x: f64, y: f64) {
-        self.pacing.update_value(|p| p.click_picks_moment = true);
-        self.hit_test(x, y, true);
+        self.ask_hit(x, y, true, true);
     }
 
-    /// Asks what is under `(x, y)`: to show it on hover, or, for a click (`pin`), to pin the
-    /// allocation there — a click where there is none picks its moment instead.
+    /// Asks what is under `(x, y)` (CSS pixels in the plot): to show it on hover, or, for a
+    /// click (`pin`), to pin the allocation there — a click where there is none picks its
+    /// moment instead.
     pub fn hit_test(&self, x: f64, y: f64, pin: bool) {
+        self.ask_hit(x, y, pin, false);
+    }
+
+    fn ask_hit(&self, x: f64, y: f64, pin: bool, picks_moment: bool) {
         let (_, _, dpr) = self.size.get_untracked();
         let mut request = None;
         self.pacing.update_value(|p| {
             if p.hover_in_flight && !pin {
                 p.hover_next = Some((x, y));
                 return;
+            }
+            if pin {
+                // The latest click's answer counts: what it asked for with it.
+                p.click_picks_moment = picks_moment;
             }
             let Some(painted) = p.painted else { return };
             request = Some(HitRequest {
@@ -839,8 +846,12 @@ impl Timeline {
             .try_update_value(|p| {
                 p.hover_in_flight = false;
                 let pin = p.pin.answered(id);
-                let picks = pin && std::mem::take(&mut p.click_picks_moment);
-                (p.hover.answered(id), pin, picks, p.hover_next.take())
+                (
+                    p.hover.answered(id),
+                    pin,
+                    p.click_picks_moment,
+                    p.hover_next.take(),
+                )
             })
             .unwrap_or((false, false, false, None));
         match result {

@@ -38,8 +38,8 @@ pub const CACHE_OVERHEAD_MIN_BYTES: u64 = 64 * MIB;
 pub const SMALL_REQUEST_MAX_BYTES: u64 = MIB;
 pub const SMALL_SEGMENT_BYTES: u64 = 2 * MIB;
 
-/// Fragmentation: segments reserved for requests the cache could have held count when they
-/// add up to at least this much…
+/// Fragmentation: a request that got a new segment while the cache held its bytes in pieces
+/// counts when that cached memory was at least this much…
 pub const FRAGMENTATION_MIN_BYTES: u64 = 256 * MIB;
 /// …or to this share of the peak reserved…
 pub const FRAGMENTATION_MIN_PERCENT: u64 = 10;
