@@ -139,7 +139,9 @@ impl DeviceFacts {
 
     /// Efficiency at the allocated peak, in parts per million: allocated over reserved bytes
     /// where allocated memory peaks (first reached). The one efficiency every view, the
-    /// report and the command line show; `None` when nothing is reserved there.
+    /// report and the command line show
+    /// (`docs/decisions/0002-cached-memory-findings-only-where-they-hurt.md`); `None` when
+    /// nothing is reserved there.
     pub fn efficiency_at_peak_ppm(&self) -> Option<u64> {
         let state = self.peak_allocated.row.map_or(0, |r| r + 1);
         efficiency_ppm(

@@ -581,7 +581,8 @@ impl PoolFree {
 /// Fragmentation where it hurts: requests for which the allocator reserved a new segment, still
 /// reserved when reserved memory peaks, although the memory it had cached in that request's
 /// pool, on its stream, would have held it — so no free block was large enough. Free memory
-/// at the end hurts nobody and is not counted.
+/// at the end hurts nobody and is not counted
+/// (`docs/decisions/0002-cached-memory-findings-only-where-they-hurt.md`).
 fn fragmentation(snapshot: &Snapshot, device: &Device, facts: &DeviceFacts) -> Option<Finding> {
     let trace = &device.trace;
     let mut pools = PoolFree::new(snapshot, device);
