@@ -110,7 +110,9 @@ fn CopyLink(state: RwSignal<AppState>, link: DeepLink) -> impl IntoView {
             set_timeout(clear, std::time::Duration::from_secs(4));
         });
     };
+    // What the click did shows under the button, over the page: the top bar does not move.
     view! {
+        <span class="copy-link">
         <button
             id="copy-link"
             class="button"
@@ -134,5 +136,6 @@ fn CopyLink(state: RwSignal<AppState>, link: DeepLink) -> impl IntoView {
                     } />
             }.into_any(),
         })}
+        </span>
     }
 }

@@ -138,8 +138,14 @@ describe('links to a view', () => {
       assert.doesNotMatch(fragment, /example|pickle/, 'a link holds no data from the file');
       const before = await viewState(page);
 
+      const bar = () => page.$eval('.topbar', (t) => {
+        const b = document.querySelector('#copy-link').getBoundingClientRect();
+        return [t.getBoundingClientRect().height, b.left, b.top];
+      });
+      const barBefore = await bar();
       await page.click('#copy-link');
       await page.waitForSelector('#copy-link-status', { timeout: WAIT });
+      assert.deepEqual(await bar(), barBefore, '"Link copied" does not move the top bar');
       const copied = await page.evaluate(() => navigator.clipboard.readText());
       assert.equal(copied, await page.evaluate(() => location.href));
       assert.ok(copied.endsWith(`#${fragment}`), copied);
