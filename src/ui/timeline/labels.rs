@@ -208,6 +208,19 @@ impl Placer<'_> {
     }
 }
 
+/// What a phase's band says of its name when space is short: without the `#` marks profiler
+/// scopes wrap names in (`## forward ##`) and, for `Class.method#Instance.method` scopes, the
+/// part after the `#` (`AdamW.step`) — so a narrow band reads `forw…`, never `#…`.
+fn band_name(name: &str) -> &str {
+    let bare = name.trim_matches(|c: char| c == '#' || c.is_whitespace());
+    let last = bare.rsplit('#').next().unwrap_or(bare).trim();
+    if last.is_empty() {
+        bare
+    } else {
+        last
+    }
+}
+
 /// `text` cut with an ellipsis to fit `width`, or `None` when not even one letter fits.
 fn fitted(text: &str, width: f64, measure: &dyn Fn(&str) -> f64) -> Option<String> {
     if measure(text) <= width {
@@ -369,7 +382,7 @@ pub fn lay_out(scene: &Scene<'_>, measure: &dyn Fn(&str) -> f64) -> Layout {
         if p.x1 - p.x0 < MIN_LABEL_WIDTH {
             continue;
         }
-        let name = &info.phases[p.index].name;
+        let name = band_name(&info.phases[p.index].name);
         if let Some(text) = fitted(name, p.x1 - p.x0 - 6.0, measure) {
             let top = p.lane as f64 * PHASE_LANE + (PHASE_LANE - TEXT_HEIGHT) / 2.0;
             placer.place(LabelKind::Phase, &text, &[(p.x0 + 3.0, top.max(0.0))], &[]);
@@ -532,6 +545,20 @@ mod tests {
     }
 
     #[test]
+    fn bands_name_scopes_without_their_marks() {
+        assert_eq!(band_name("## forward ##"), "forward");
+        assert_eq!(band_name("Optimizer.step#AdamW.step"), "AdamW.step");
+        assert_eq!(band_name("## Optimizer.step#SGD.step ##"), "SGD.step");
+        assert_eq!(band_name("backward"), "backward");
+        assert_eq!(band_name("###"), "");
+        let measure = |s: &str| s.chars().count() as f64 * 7.0;
+        assert_eq!(
+            fitted(band_name("## forward ##"), 35.0, &measure).as_deref(),
+            Some("forw…")
+        );
+    }
+
+    #[test]
     fn long_phase_names_end_with_an_ellipsis_and_show_whole_on_hover() {
         let mut info = info();
         info.phases = vec![Phase {
@@ -548,8 +575,7 @@ mod tests {
             .iter()
             .find(|l| l.kind == LabelKind::Phase)
             .unwrap();
-        assert!(phase.text.ends_with(ELLIPSIS), "{}", phase.text);
-        assert!(phase.text.starts_with("Optimizer"));
+        assert!(phase.text.starts_with("AdamW"), "{}", phase.text);
         assert!(phase.rect.w <= 100.0);
         let band = layout
             .phase_at(150.0, 5.0)
