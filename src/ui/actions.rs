@@ -46,7 +46,7 @@ pub struct Actions {
     rehearsal: bool,
     /// A worker is started ahead of the next file once a load ends. Not in an embedded
     /// viewer: a docs page with several would hold an idle worker per frame, each with the
-    /// memory it touched ahead (72 MiB, README "An embedded viewer's idle memory"), for
+    /// memory it touched ahead (72 MiB, docs/performance.md, "An embedded viewer's idle memory"), for
     /// a second file that an embed seldom opens.
     spare_after_load: bool,
     /// The plot's width the page has laid out, shared with the rehearsal's actions, which lay

@@ -27,17 +27,17 @@ use super::streamed::{StreamedReads, Streaming, STREAM_PART_BYTES};
 use super::{js_error_text, JsPart};
 
 /// Bytes read at a time, and how many parts are asked for ahead of the decoder. Measured with
-/// `benches/browser.mjs` at 1M entries (see the README): one 8 MiB part ahead left 230 ms of
+/// `benches/browser.mjs` at 1M entries (see docs/performance.md): one 8 MiB part ahead left 230 ms of
 /// waiting for bytes of 1 s; three 4 MiB parts ahead leave 150 ms (FileReaderSync's chunks,
 /// read only when the decoder needs them: 340 ms).
 pub const PART_BYTES: u64 = 4 * 1024 * 1024;
 const PARTS_AHEAD: usize = 3;
 /// Buffers the reading worker reads parts into: one is decoded while the others are read or
-/// wait. Measured (README, "Parts read into the same buffers"): with four read ahead, the
+/// wait. Measured (docs/performance.md, "Parts read into the same buffers"): with four read ahead, the
 /// decoder waited less than with `Blob.arrayBuffer()`'s four parts ahead, in 20 MiB in all.
 const READ_AHEAD_BUFFERS: usize = 5;
 /// Files larger than the parts this worker asks for at once are read by a reading worker: the
-/// one the spare worker started once warmed up, or one started for them. Measured (README, "A
+/// one the spare worker started once warmed up, or one started for them. Measured (docs/performance.md, "A
 /// reading worker"): a file of 94 MB or more waits less for its bytes (6M entries: 216 against
 /// 681 ms) and loads sooner in most runs (6M 2722 against 3124 ms), and one started ahead
 /// saves 1M entries another 10 ms; a small file gained nothing from it, and ending the idle

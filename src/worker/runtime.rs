@@ -302,7 +302,7 @@ fn warm_up_blob() -> Option<Blob> {
 /// then spent ~60 ms optimising them on the other core while the worker and the page needed
 /// both (Chromium's `--js-flags=--trace-wasm-compilation-times`). After 160 rounds (~0.75 s
 /// in all, off the page's thread), with the answers asked after the first frame, such a load
-/// optimises under 1 ms of code before its first frame (README, "The warm-up runs until the
+/// optimises under 1 ms of code before its first frame (docs/performance.md, "The warm-up runs until the
 /// views' functions are optimised").
 const WARM_UP_ROUNDS: usize = 160;
 
