@@ -314,7 +314,7 @@ describe('what users stumbled on', () => {
     }
   });
 
-  it('defines the allocator state\'s fragmentation wherever it is shown', { skip: skipWithout(MEDIUM) }, async () => {
+  it('defines the allocator state\'s fragmentation wherever it is shown and lists the segments with the most unused memory first', { skip: skipWithout(MEDIUM) }, async () => {
     const { context, page, errors } = await open(MEDIUM);
     try {
       await page.waitForSelector('#allocator-totals', { state: 'attached', timeout: WAIT });
@@ -323,6 +323,20 @@ describe('what users stumbled on', () => {
       const th = await page.$$eval('#allocator-segments-table th', (ths) => ths.find((t) => t.textContent === 'Fragmentation')?.title);
       assert.ok(th.startsWith(means), th);
       assert.ok((await page.textContent('#allocator-definitions')).includes(means));
+      // Segments with the most unused memory first, as the command line lists them.
+      const answers = await page.$eval('#allocator-state', (e) => Number(e.dataset.answers));
+      await page.selectOption('#allocator-order', 'cached-free');
+      await page.waitForFunction((n) => {
+        const e = document.querySelector('#allocator-state');
+        return Number(e.dataset.answers) > n && e.dataset.order === 'cached-free';
+      }, answers, { timeout: WAIT });
+      const rows = await page.$$eval('#allocator-segments-table tbody tr', (trs) => trs.map((t) => [t.dataset.address, Number(t.dataset.cachedFree)]));
+      const device = await page.$eval('#overview', (e) => e.dataset.device);
+      const listed = cli('segments', path.join(REAL_FIXTURES, MEDIUM), '--sort', 'cached-free', '--json').devices[device].segments;
+      assert.ok(rows.length > 1, `${rows.length} rows`);
+      assert.deepEqual(rows.map(([a]) => a), listed.slice(0, rows.length).map((s) => String(s.address)));
+      assert.ok(rows.every(([, free], i) => i === 0 || rows[i - 1][1] >= free), JSON.stringify(rows));
+      assert.equal(rows[0][1], Math.max(...listed.map((s) => s.totals.cached_free)));
       assert.deepEqual(errors, []);
     } finally {
       await context.close();

@@ -392,7 +392,8 @@ const WASTE: [u8; 3] = [229, 72, 77];
 const PENDING: [u8; 3] = [224, 161, 0];
 
 /// The allocator's segments, one bar per segment scaled to the largest, its blocks coloured by
-/// what they hold (rounding waste at the end of each allocated block); `labels` on the left.
+/// what they hold (rounding waste at the end of each allocated block) and parted by a thin
+/// edge; `labels` on the left.
 pub fn segments<DB: DrawingBackend>(
     c: &Chart<DB>,
     title: &str,
@@ -429,6 +430,18 @@ pub fn segments<DB: DrawingBackend>(
                         c.rect(Rect::new(w0, bar.y0, x1, bar.y1), WASTE)?;
                     }
                 }
+            }
+        }
+        // Block edges, one CSS pixel of background where a block starts, so neighbours of one
+        // kind read as separate blocks; where blocks are too thin for an edge each, an edge
+        // every few pixels at most keeps the bar from turning into background.
+        let edge = c.s;
+        let mut last_edge = bar.x0;
+        for piece in pieces.get(row).into_iter().flatten() {
+            let (x0, _) = g::piece_span(*bar, sizes[row], piece);
+            if piece.offset > 0 && x0 - last_edge >= 3.0 * edge && x0 + edge <= bar.x1 {
+                c.rect(Rect::new(x0, bar.y0, x0 + edge, bar.y1), theme.background)?;
+                last_edge = x0;
             }
         }
         if let Some(label) = labels.get(row) {

@@ -82,4 +82,44 @@ mod tests {
         let none = svg(0, 200, &Theme::light(), |c| pie(c, &[], "Nothing", &fmt)).unwrap();
         assert!(!none.contains("<text"), "{none}");
     }
+
+    /// Background-coloured rectangles of a drawing (the cleared page is one).
+    fn background_rects(out: &str) -> usize {
+        out.split("<rect")
+            .skip(1)
+            .filter(|r| r.split('>').next().unwrap_or("").contains("#FFFFFF"))
+            .count()
+    }
+
+    #[test]
+    fn segments_part_their_blocks_with_edges_and_thin_them_where_blocks_crowd() {
+        use crate::geometry::{Piece, PieceKind};
+        let block = |offset: u64, size: u64, kind| Piece {
+            offset,
+            size,
+            requested: size,
+            kind,
+        };
+        // Three allocated blocks side by side: two edges, at 1/4 and 1/2.
+        let three = vec![
+            block(0, 1 << 20, PieceKind::Allocated),
+            block(1 << 20, 1 << 20, PieceKind::Allocated),
+            block(2 << 20, 2 << 20, PieceKind::Allocated),
+        ];
+        let draw = |pieces: Vec<Piece>| {
+            let size = pieces.iter().map(|p| p.size).sum::<u64>();
+            svg(800, 200, &Theme::light(), |c| {
+                crate::segments(c, "Segments", &[size], size, &[pieces], &["a".into()])
+            })
+            .unwrap()
+        };
+        let cleared = background_rects(&draw(vec![block(0, 4 << 20, PieceKind::Allocated)]));
+        assert_eq!(background_rects(&draw(three)) - cleared, 2);
+        // 4,096 blocks on a bar some 570 pixels wide: an edge every 3 pixels at most.
+        let many = (0..4096)
+            .map(|i| block(i << 10, 1 << 10, PieceKind::Allocated))
+            .collect();
+        let edges = background_rects(&draw(many)) - cleared;
+        assert!((100..=200).contains(&edges), "{edges} edges");
+    }
 }

@@ -117,6 +117,10 @@ enum Command {
         /// When: `peak` (the allocated peak), `end`, or an event number.
         #[arg(long, default_value = "peak", value_name = "peak|end|EVENT")]
         at: categories::Moment,
+        /// The order of the segments: `address`, or largest first by `size`, `cached-free`
+        /// or `largest-free` (the largest free block).
+        #[arg(long, default_value = "address", value_name = "ORDER")]
+        sort: memsight_core::allocator::SegmentOrder,
         /// Print one JSON object per file: {"file", "devices": {"<device>": {"state", "totals":
         /// {…}, "segment_count", "segments": [{"address", "size", "blocks": […], "totals"}]}}}.
         #[arg(long)]
@@ -321,8 +325,9 @@ fn main() -> ExitCode {
             files,
             device,
             at,
+            sort,
             json,
-        } => segments::run(&files, device, at, json),
+        } => segments::run(&files, device, at, sort, json),
         Command::Table {
             files,
             device,

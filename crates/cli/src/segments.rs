@@ -1,4 +1,4 @@
-//! `memsight segments FILE… [--device N] [--at peak|end|EVENT] [--json]`: the caching
+//! `memsight segments FILE… [--device N] [--at peak|end|EVENT] [--sort ORDER] [--json]`: the caching
 //! allocator's segments at one moment as the page's allocator state shows them — the totals
 //! (reserved, allocated, requested, rounding waste, waiting to be freed, cached free, the
 //! largest free block, fragmentation) and every segment with its own — from the core's
@@ -7,6 +7,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use memsight_core::allocator::SegmentOrder;
 use memsight_core::analysis::categories::rules::Rules;
 use memsight_core::format;
 use memsight_core::protocol::Answer;
@@ -21,7 +22,13 @@ use crate::open::{for_each_file, with_context};
 
 /// Prints the segments of every device of every file (or of `device`) at `at`; fails (exit
 /// code 1) when a file cannot be read or a moment or device does not exist.
-pub fn run(files: &[impl AsRef<Path>], device: Option<u32>, at: Moment, as_json: bool) -> ExitCode {
+pub fn run(
+    files: &[impl AsRef<Path>],
+    device: Option<u32>,
+    at: Moment,
+    order: SegmentOrder,
+    as_json: bool,
+) -> ExitCode {
     let mut failed = false;
     let code = for_each_file(files, as_json, |path, opened| {
         with_context(opened, &Rules::default(), device, |cx, devices| {
@@ -59,6 +66,7 @@ pub fn run(files: &[impl AsRef<Path>], device: Option<u32>, at: Moment, as_json:
                         state: Some(state),
                         first_segment: segments.len() as u32,
                         segment_count: MAX_SEGMENTS,
+                        order,
                     });
                     let answer = service.answer(cx, request).map(|r| Answer::Table(r.answer));
                     let Ok(Answer::Table(TableAnswer::Allocator(page))) = answer else {

@@ -6,7 +6,9 @@
 mod common;
 
 use common::*;
+use memsight_core::allocator::{SegmentOrder, SegmentState};
 use memsight_core::protocol::{Answer, Request};
+use memsight_core::service::Reply;
 use memsight_core::session::Session;
 use memsight_core::table::groups::Line;
 use memsight_core::table::service::{
@@ -257,6 +259,7 @@ fn block_sizes_at_the_end_are_the_final_segments_blocks_and_the_allocator_state_
                 state: Some(u32::MAX),
                 first_segment: 0,
                 segment_count: 10,
+                order: SegmentOrder::Address,
             });
             let Ok(reply) = session.answer(Request::Table(request), &|| 0.0) else {
                 panic!("{name} {device}: no allocator state");
@@ -273,6 +276,50 @@ fn block_sizes_at_the_end_are_the_final_segments_blocks_and_the_allocator_state_
                     covered, segment.size,
                     "{name} {device}: blocks cover their segment"
                 );
+            }
+            // Every order lists every segment once, a page at a time, largest first by its key.
+            let mut by_address = Vec::new();
+            for order in SegmentOrder::ALL {
+                let mut listed: Vec<SegmentState> = Vec::new();
+                loop {
+                    let request = TableRequest::Allocator(AllocatorRequest {
+                        device,
+                        state: Some(u32::MAX),
+                        first_segment: listed.len() as u32,
+                        segment_count: 7,
+                        order,
+                    });
+                    let Ok(Reply {
+                        answer: Answer::Table(TableAnswer::Allocator(page)),
+                        ..
+                    }) = session.answer(Request::Table(request), &|| 0.0)
+                    else {
+                        panic!("{name} {device} {order:?}: no allocator state");
+                    };
+                    assert_eq!(page.order, order);
+                    if page.segments.is_empty() {
+                        break;
+                    }
+                    listed.extend(page.segments);
+                }
+                assert_eq!(listed.len(), segments, "{name} {device} {order:?}");
+                let key = |s: &SegmentState| match order {
+                    SegmentOrder::Address => u64::MAX - s.address,
+                    SegmentOrder::Size => s.size,
+                    SegmentOrder::CachedFree => s.totals.cached_free,
+                    SegmentOrder::LargestFree => s.totals.largest_free_block,
+                };
+                assert!(
+                    listed.windows(2).all(|w| key(&w[0]) >= key(&w[1])),
+                    "{name} {device}: segments by {order:?}"
+                );
+                let mut addresses: Vec<u64> = listed.iter().map(|s| s.address).collect();
+                addresses.sort_unstable();
+                if order == SegmentOrder::Address {
+                    by_address = addresses;
+                } else {
+                    assert_eq!(addresses, by_address, "{name} {device} {order:?}");
+                }
             }
         }
     }

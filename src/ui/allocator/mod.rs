@@ -5,7 +5,9 @@
 //! The moment is the peak until one is picked: a click on the timeline, the slider, or the
 //! arrow keys (Shift: 100 events; Home, End). Each answer costs the worker a lookup in the
 //! history it reconstructed once, never a replay. Segments come a page at a time (Page Up and
-//! Page Down). A click on an allocated block selects its allocation in every view.
+//! Page Down), by address or with those holding the most unused memory first (by cached free
+//! bytes or the largest free block). A click on an allocated block selects its allocation in
+//! every view.
 
 use std::rc::Rc;
 
@@ -19,7 +21,7 @@ use super::charts::{self, geometry::Piece, geometry::PieceKind};
 use super::requests::Latest;
 use super::state::FileId;
 use super::timeline::tooltip::when;
-use crate::allocator::{BlockKind, SegmentPool, SegmentState};
+use crate::allocator::{BlockKind, SegmentOrder, SegmentPool, SegmentState};
 use crate::format;
 use crate::protocol::{Answer, Request};
 use crate::table::service::{AllocatorRequest, AllocatorView, TableAnswer, TableRequest};
@@ -81,6 +83,7 @@ pub fn AllocatorPanel(
         categories.link.set(|l| l.allocator = shown);
     });
     let first = RwSignal::new(0u32);
+    let order = RwSignal::new(SegmentOrder::Address);
     let view = RwSignal::new(None::<Result<AllocatorView, String>>);
     let answers = RwSignal::new(0u32);
     let latest = StoredValue::new(Latest::default());
@@ -90,6 +93,7 @@ pub fn AllocatorPanel(
             state: state.get(),
             first_segment: first.get(),
             segment_count: PAGE,
+            order: order.get(),
         }));
         let id = actions.ask(file, scope, request, move |answered| {
             if latest.try_update_value(|l| l.answered(answered.id)) != Some(true) {
@@ -254,6 +258,7 @@ pub fn AllocatorPanel(
             data-segments=attr(|v| v.segment_count.to_string())
             data-blocks=attr(|v| v.totals.blocks.to_string())
             data-first-segment=attr(|v| v.first_segment.to_string())
+            data-order=attr(|v| v.order.key().to_string())
             data-unreconciled=attr(|v| v.unreconciled.to_string())
             data-compute-ms=attr(|v| v.compute_ms.to_string())
         >
@@ -301,6 +306,19 @@ pub fn AllocatorPanel(
                 </p>
             </ChartCard>
             <div class="allocator-pages">
+                <label class="field">"Order "
+                    <select id="allocator-order" on:change=move |ev| {
+                        if let Ok(picked) = event_target_value(&ev).parse::<SegmentOrder>() {
+                            // A new order starts at its first page: the segments it puts first.
+                            first.set(0);
+                            order.set(picked);
+                        }
+                    }>
+                        {SegmentOrder::ALL.into_iter().map(|o| view! {
+                            <option value=o.key() selected=move || order.get() == o>{o.label()}</option>
+                        }).collect_view()}
+                    </select>
+                </label>
                 <button type="button" class="button quiet" id="allocator-previous" on:click=move |_| page(-1)>"Previous segments"</button>
                 <button type="button" class="button quiet" id="allocator-next" on:click=move |_| page(1)>"Next segments"</button>
             </div>

@@ -143,6 +143,76 @@ pub struct SegmentState {
     pub totals: Totals,
 }
 
+/// The order segments are listed in: by address (how the allocator lays them out), or
+/// largest first by size, cached free bytes or largest free block (where memory sits unused).
+/// Ties go by address, so the order is the same on every answer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SegmentOrder {
+    #[default]
+    Address,
+    Size,
+    CachedFree,
+    LargestFree,
+}
+
+impl SegmentOrder {
+    pub const ALL: [SegmentOrder; 4] = [
+        SegmentOrder::Address,
+        SegmentOrder::Size,
+        SegmentOrder::CachedFree,
+        SegmentOrder::LargestFree,
+    ];
+
+    /// The name the command line and the page use.
+    pub fn key(self) -> &'static str {
+        match self {
+            SegmentOrder::Address => "address",
+            SegmentOrder::Size => "size",
+            SegmentOrder::CachedFree => "cached-free",
+            SegmentOrder::LargestFree => "largest-free",
+        }
+    }
+
+    /// Words for a picker.
+    pub fn label(self) -> &'static str {
+        match self {
+            SegmentOrder::Address => "Address",
+            SegmentOrder::Size => "Size, largest first",
+            SegmentOrder::CachedFree => "Cached free, most first",
+            SegmentOrder::LargestFree => "Largest free block, largest first",
+        }
+    }
+
+    /// Puts `segments` in this order.
+    pub fn sort(self, segments: &mut [SegmentState]) {
+        let by: fn(&SegmentState) -> u64 = match self {
+            SegmentOrder::Address => return segments.sort_by_key(|s| s.address),
+            SegmentOrder::Size => |s| s.size,
+            SegmentOrder::CachedFree => |s| s.totals.cached_free,
+            SegmentOrder::LargestFree => |s| s.totals.largest_free_block,
+        };
+        segments.sort_by(|a, b| by(b).cmp(&by(a)).then(a.address.cmp(&b.address)));
+    }
+}
+
+impl std::str::FromStr for SegmentOrder {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        SegmentOrder::ALL
+            .into_iter()
+            .find(|o| o.key() == text)
+            .ok_or_else(|| {
+                let keys: Vec<&str> = SegmentOrder::ALL.iter().map(|o| o.key()).collect();
+                format!(
+                    "'{text}' is not an order of segments: say one of {}",
+                    keys.join(", ")
+                )
+            })
+    }
+}
+
 /// How much an answer lists.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Detail {

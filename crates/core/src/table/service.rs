@@ -12,7 +12,7 @@ use super::columns::{DeviceColumns, Rows};
 use super::filter::{scope_states, select, ScopeStates, Selection};
 use super::groups::{group, line_of, path_to, share, window, Line, Opened, Tree};
 use super::{GroupBy, Scope, Sort, TableQuery};
-use crate::allocator::{AllocatorHistory, SegmentState, Totals};
+use crate::allocator::{AllocatorHistory, SegmentOrder, SegmentState, Totals};
 use crate::format::table::{groups_csv, rows_csv};
 use crate::service::{Context, Reply, Service, ViewError};
 use crate::timeline::axis::Axis;
@@ -37,7 +37,7 @@ pub enum TableRequest {
 }
 
 /// The allocator's memory at `state` (the peak when `None`): totals over every segment, and
-/// the segments `first_segment..first_segment + segment_count` (by address) with their blocks.
+/// the segments `first_segment..first_segment + segment_count` (in `order`) with their blocks.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AllocatorRequest {
     pub device: u32,
@@ -46,6 +46,8 @@ pub struct AllocatorRequest {
     #[serde(default)]
     pub first_segment: u32,
     pub segment_count: u32,
+    #[serde(default)]
+    pub order: SegmentOrder,
 }
 
 /// The allocator's memory at one state, with a window of its segments.
@@ -66,9 +68,12 @@ pub struct AllocatorView {
     pub unreconciled: u32,
     pub segment_count: u32,
     pub first_segment: u32,
+    /// The order of `segments`.
+    #[serde(default)]
+    pub order: SegmentOrder,
     /// The largest segment of the state (what the drawing scales to).
     pub largest_segment: u64,
-    /// The window's segments by address, each block's `allocation` given as the element
+    /// The window's segments in the order asked, each block's `allocation` given as the element
     /// index on the allocations timeline (what the page selects and pins).
     pub segments: Vec<SegmentState>,
     /// Milliseconds spent reconstructing the allocator's history (the first time only).
@@ -322,6 +327,7 @@ impl TableService {
             state,
             first_segment,
             segment_count,
+            order,
         } = request;
         let (dev, facts) = cx
             .analysed
@@ -335,7 +341,8 @@ impl TableService {
         let build_ms = (cx.now)() - start;
         let peak_state = facts.peak_allocated.row.map_or(0, |r| r + 1);
         let state = state.unwrap_or(peak_state).min(history.last_state());
-        let whole = history.state_at(facts, state);
+        let mut whole = history.state_at(facts, state);
+        order.sort(&mut whole.segments);
         let largest_segment = whole.segments.iter().map(|s| s.size).max().unwrap_or(0);
         let segment_count_all = whole.segments.len() as u32;
         let first = first_segment.min(segment_count_all);
@@ -360,6 +367,7 @@ impl TableService {
             unreconciled: whole.unreconciled.total(),
             segment_count: segment_count_all,
             first_segment: first,
+            order,
             largest_segment,
             segments,
             build_ms,
