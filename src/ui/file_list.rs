@@ -72,6 +72,15 @@ fn FileItem(id: FileId, state: RwSignal<AppState>, actions: Actions) -> impl Int
     // Beside other files, what tells this one apart (or the user's label); whole on hover.
     let short = Memo::new(move |_| state.with(|s| s.short_title(id)));
     let renaming = RwSignal::new(false);
+    let item = NodeRef::<leptos::html::Li>::new();
+    // In the strip of a narrow screen, the file shown is scrolled into the strip's view.
+    Effect::new(move |_| {
+        if selected.get() {
+            if let Some(item) = item.get() {
+                reveal_in_strip(&item);
+            }
+        }
+    });
     let rename = move |text: String| {
         renaming.set(false);
         actions.set_label(id, text.trim());
@@ -79,6 +88,7 @@ fn FileItem(id: FileId, state: RwSignal<AppState>, actions: Actions) -> impl Int
 
     view! {
         <li
+            node_ref=item
             class="file-item"
             class:selected=selected
             data-file-id=id.to_string()
@@ -135,4 +145,29 @@ fn FileItem(id: FileId, state: RwSignal<AppState>, actions: Actions) -> impl Int
             </button>
         </li>
     }
+}
+
+/// Scrolls the strip the file list becomes on a narrow screen (the sidebar scrolling sideways)
+/// so `item` shows whole in it; nothing else moves (unlike `scrollIntoView`, which would also
+/// scroll the page back up to the strip).
+fn reveal_in_strip(item: &web_sys::HtmlElement) {
+    let Some(strip) = item.closest(".sidebar").ok().flatten() else {
+        return;
+    };
+    if strip.scroll_width() <= strip.client_width() {
+        return;
+    }
+    let (item, seen) = (
+        item.get_bounding_client_rect(),
+        strip.get_bounding_client_rect(),
+    );
+    const MARGIN: f64 = 12.0;
+    let by = if item.left() < seen.left() {
+        item.left() - seen.left() - MARGIN
+    } else if item.right() > seen.right() {
+        (item.right() - seen.right() + MARGIN).min(item.left() - seen.left())
+    } else {
+        return;
+    };
+    strip.set_scroll_left(strip.scroll_left() + by.round() as i32);
 }

@@ -356,4 +356,101 @@ describe('what users stumbled on', () => {
       }
     }
   });
+
+  it('shows the whole plot without scrolling at 1440×900, 1024×700 and in a 640 px frame, warnings folded to a line, the toolbar and legend on one row each', { skip: skipWithout(FOUR_DEVICES) }, async () => {
+    /** Where the plot and what sits above it are, and how many rows each takes. */
+    const layout = (page) => page.evaluate(() => {
+      const box = (s) => document.querySelector(s)?.getBoundingClientRect();
+      const rows = (s) => {
+        const e = document.querySelector(s);
+        // Items of a row are centred on one line: a second row has its own centre.
+        const centres = [...e.children].filter((c) => c.offsetParent).map((c) => { const r = c.getBoundingClientRect(); return (r.top + r.bottom) / 2; }).sort((a, b) => a - b);
+        return centres.filter((c, i) => i === 0 || c - centres[i - 1] > 12).length;
+      };
+      return {
+        inner: innerHeight,
+        plot: box('#timeline-canvas').toJSON(),
+        toolbar: rows('.timeline-toolbar'),
+        legend: rows('.legend-list'),
+        warnings: [...document.querySelectorAll('#warnings .warning')].filter((w) => w.offsetParent).map((w) => w.getBoundingClientRect().height),
+      };
+    });
+    const plotWhole = (l, where) => {
+      assert.ok(l.plot.height >= 280, `${where}: a plot ${l.plot.height} px high`);
+      assert.ok(l.plot.top >= 0 && l.plot.bottom <= l.inner, `${where}: the plot spans ${l.plot.top}–${l.plot.bottom} px of ${l.inner}`);
+    };
+    for (const [width, height] of [[1440, 900], [1024, 700]]) {
+      const { context, page, errors } = await open(FOUR_DEVICES, width, height);
+      try {
+        await page.waitForFunction(() => Number(document.querySelector('#timeline')?.dataset.framesPainted) > 0, null, { timeout: WAIT });
+        const l = await layout(page);
+        plotWhole(l, `${width}×${height}`);
+        if (width === 1024) {
+          assert.equal(l.toolbar, 1, 'the toolbar keeps one row');
+          assert.equal(l.legend, 1, 'the legend keeps one row');
+          assert.equal(l.warnings.length, 1, 'one warning line');
+          assert.ok(l.warnings[0] < 30, `the warning folds to a line (${l.warnings[0]} px)`);
+          // What is past the toolbar's edge is a scroll away, and still works.
+          const toolbar = await page.$eval('.timeline-toolbar', (e) => [e.scrollWidth, e.clientWidth, getComputedStyle(e).overflowX]);
+          assert.ok(toolbar[0] > toolbar[1] && toolbar[2] === 'auto', JSON.stringify(toolbar));
+          await page.click('#timeline-help-button');
+          await page.waitForSelector('.timeline-help', { timeout: WAIT });
+          await page.keyboard.press('Escape');
+          // The whole warning is one click away, and folds back.
+          await page.click('#warnings-toggle');
+          assert.equal(await page.getAttribute('#warnings-toggle', 'aria-expanded'), 'true');
+          const open = await page.$eval('#warnings .warning', (w) => w.getBoundingClientRect().height);
+          assert.ok(open > l.warnings[0], `unfolded: ${open} px`);
+          await page.click('#warnings-toggle');
+          assert.equal(await page.getAttribute('#warnings-toggle', 'aria-expanded'), 'false');
+        } else {
+          assert.ok(!(await page.isVisible('#warnings-toggle')), 'a large screen shows every warning whole');
+        }
+        assert.deepEqual(errors, []);
+      } finally {
+        await context.close();
+      }
+    }
+    // Embedded in a frame the README's height, as the guide's <iframe> does.
+    const { context, page, errors } = await shared.open({ viewport: { width: 900, height: 640 } });
+    try {
+      await page.goto(`${shared.server.url}index.html?embed=1&view=timeline`);
+      await page.setInputFiles('#file-input', path.join(REAL_FIXTURES, FOUR_DEVICES));
+      await page.waitForFunction(() => Number(document.querySelector('#timeline')?.dataset.framesPainted) > 0, null, { timeout: 60_000 });
+      const l = await layout(page);
+      plotWhole(l, 'embedded at 900×640');
+      assert.equal(l.toolbar, 1, 'the embedded toolbar keeps one row');
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('keeps five files on one scrolling strip at 1024×700, the file shown scrolled into it', { skip: skipWithout(FOUR_DEVICES, FULL_STEP, MEDIUM, FORWARD_MIXED, HEALTHY_STEP) }, async () => {
+    const { context, page, errors } = await open([FOUR_DEVICES, FULL_STEP, MEDIUM, FORWARD_MIXED, HEALTHY_STEP], 1024, 700);
+    try {
+      const strip = () => page.$eval('.sidebar', (e) => ({ height: e.getBoundingClientRect().height, scroll: e.scrollWidth, width: e.clientWidth, left: e.scrollLeft, overflow: getComputedStyle(e).overflowX }));
+      const first = await strip();
+      assert.ok(first.height < 60, `the strip is one row (${first.height} px)`);
+      assert.ok(first.scroll > first.width && first.overflow === 'auto', JSON.stringify(first));
+      // Open the last file from the files table: the strip scrolls to show it, the page does not.
+      await page.click('#show-files');
+      await page.waitForSelector('#files-table .files-row', { timeout: WAIT });
+      const last = await page.$eval('.file-item:last-child', (e) => e.dataset.fileId);
+      await page.click(`#files-table .files-row[data-file-id="${last}"] .open-file`);
+      await page.waitForFunction((id) => document.querySelector(`.file-item[data-file-id="${id}"]`)?.classList.contains('selected'), last, { timeout: WAIT });
+      await page.waitForFunction((id) => {
+        const item = document.querySelector(`.file-item[data-file-id="${id}"]`).getBoundingClientRect();
+        const seen = document.querySelector('.sidebar').getBoundingClientRect();
+        return item.left >= seen.left && item.right <= seen.right;
+      }, last, { timeout: WAIT });
+      assert.ok((await strip()).left > 0, 'the strip scrolled');
+      // Names in the files table are cut in the middle, never at their end.
+      const shown = await page.$$eval('#files-table .label-input', (inputs) => inputs.map((i) => i.placeholder));
+      assert.ok(shown.every((n) => /\.pickle$|…/.test(n) && !n.endsWith('…')), JSON.stringify(shown));
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
 });

@@ -277,6 +277,9 @@ pub fn FilesView(
     }
 }
 
+/// Characters of a file's name its label field shows.
+const NAME_CHARS: usize = 44;
+
 /// One cell: exact value in `data-value`, the label an editable field.
 fn cell(
     state: RwSignal<AppState>,
@@ -290,10 +293,14 @@ fn cell(
     if column == FilesColumn::Label {
         let name = row.name.clone();
         let shown = state.with_untracked(|s| s.file(file).and_then(|f| f.label.clone()));
+        // The field is as wide as the name (up to NAME_CHARS), which is cut in its middle,
+        // where names of one run differ least, never at its end.
+        let placeholder = format::shorten_middle(&name, NAME_CHARS);
+        let size = placeholder.chars().count().clamp(12, NAME_CHARS);
         return view! {
             <td class="files-label" data-column=key data-value=exact>
                 <input type="text" class="label-input" aria-label=format!("Label of {name}")
-                    placeholder=name.clone() title=name
+                    placeholder=placeholder title=name size=size.to_string()
                     prop:value=shown.unwrap_or_default()
                     on:change=move |event| actions.set_label(file, &event_target_value(&event))
                 />

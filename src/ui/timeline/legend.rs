@@ -137,7 +137,7 @@ pub fn Legend(tl: Timeline) -> impl IntoView {
                 data-live-bytes=live.to_string()
             >
                 <span class="legend-at">{format!("{} live {at}", format::bytes(live))}</span>
-                <ul class="legend-list">{items}</ul>
+                <ul class="legend-list scroll-row">{items}</ul>
             </div>
         })
     }
