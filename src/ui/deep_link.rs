@@ -139,6 +139,22 @@ impl DeepLink {
         self.live.get()
     }
 
+    /// The link that waits for a file because none is open (a link to a file opened from disk,
+    /// followed where that file is not open); tracked, so it follows a fragment pasted in.
+    pub fn waiting(self) -> Option<ViewLink> {
+        self.live.track();
+        self.pending.with_value(|p| {
+            p.as_ref()
+                .filter(|r| r.file.is_none())
+                .map(|r| r.link.clone())
+        })
+    }
+
+    /// The view's description, untracked.
+    pub fn live_untracked(self) -> ViewLink {
+        self.live.get_untracked()
+    }
+
     /// The address of this view, written into the address bar now.
     pub fn href_now(self) -> Option<String> {
         self.write();
@@ -288,11 +304,16 @@ fn location() -> Option<web_sys::Location> {
     web_sys::window().map(|w| w.location())
 }
 
-/// Brings a section of the file's view into view.
+/// Scrolls `section` into view; the timeline, the first view under the file's title, keeps
+/// the title in view (which file a link opened is the first thing to read).
 fn scroll_to(section: Section) {
+    let id = match section {
+        Section::Timeline => "snapshot",
+        other => other.element_id(),
+    };
     let element = web_sys::window()
         .and_then(|w| w.document())
-        .and_then(|d| d.get_element_by_id(section.element_id()));
+        .and_then(|d| d.get_element_by_id(id));
     if let Some(element) = element {
         element.scroll_into_view();
     }

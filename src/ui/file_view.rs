@@ -73,7 +73,7 @@ fn file_view(
     shown: Option<(FileId, Stage)>,
 ) -> AnyView {
     match shown {
-        None => view! { <Welcome actions=actions /> }.into_any(),
+        None => view! { <Welcome actions=actions link=link /> }.into_any(),
         Some((id, Stage::Loading)) => {
             view! { <LoadProgress id=id state=state actions=actions /> }.into_any()
         }

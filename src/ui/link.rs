@@ -70,6 +70,18 @@ impl Section {
     fn parse(key: &str) -> Option<Section> {
         Section::ALL.into_iter().find(|s| s.key() == key)
     }
+
+    /// Its name in a sentence.
+    pub fn words(self) -> &'static str {
+        match self {
+            Section::Overview => "the overview",
+            Section::Timeline => "the timeline",
+            Section::Breakdown => "the breakdown",
+            Section::Phases => "the phases",
+            Section::Table => "the allocations table",
+            Section::Allocator => "the allocator state",
+        }
+    }
 }
 
 /// Which allocations the table starts from.
@@ -194,6 +206,48 @@ impl ViewLink {
         *self == ViewLink::default()
     }
 
+    /// What the link shows, in words, for a page that has no file open to show it on:
+    /// "the allocations table of file 2, device 1, allocation 12 pinned, grouped by module".
+    pub fn words(&self) -> String {
+        let mut parts: Vec<String> = Vec::new();
+        let mut what = match self.show {
+            Showing::Files => "the files side by side".to_string(),
+            Showing::Compare => "a comparison of two files".to_string(),
+            Showing::File => self.view.unwrap_or(Section::Timeline).words().to_string(),
+        };
+        if self.show == Showing::File {
+            if self.file > 0 {
+                what.push_str(&format!(" of file {}", self.file + 1));
+            }
+            if let Some(device) = self.device {
+                what.push_str(&format!(
+                    "{} device {device}",
+                    if self.file > 0 { "," } else { " of" }
+                ));
+            }
+        }
+        parts.push(what);
+        if self.timeline.x.is_some() {
+            parts.push("zoomed in".into());
+        }
+        if let Some(pin) = self.pin {
+            parts.push(format!("allocation {pin} pinned"));
+        }
+        if let Some(moment) = self.moment {
+            parts.push(format!("the moment after event {moment}"));
+        }
+        if !self.timeline.search.is_empty() {
+            parts.push(format!("searching “{}”", self.timeline.search));
+        }
+        if let Some(group) = self.table.group_by {
+            parts.push(format!("grouped by {}", group.key()));
+        }
+        if self.compare.is_some() && self.show != Showing::Compare {
+            parts.push("two files compared".into());
+        }
+        parts.join(", ")
+    }
+
     /// The link as a fragment, without the `#`: only what differs from the defaults, in a fixed
     /// order, values percent-encoded. Empty for the default view.
     pub fn to_fragment(&self) -> String {
@@ -291,6 +345,29 @@ impl ViewLink {
         out.finish()
     }
 
+    /// `base` (a fragment) with every key `changes` names set as `changes` says and every other
+    /// key kept: how a host changes part of an embedded viewer's view (`view=table` shows
+    /// the table and keeps the colouring, the pin and the ranges).
+    pub fn merge_fragments(base: &str, changes: &str) -> String {
+        let pairs = |f: &str| -> Vec<(String, String)> {
+            let f = f.strip_prefix('#').unwrap_or(f);
+            form_urlencoded::parse(f.as_bytes())
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect()
+        };
+        let changes = pairs(changes);
+        let mut merged: Vec<(String, String)> = pairs(base)
+            .into_iter()
+            .filter(|(k, _)| !changes.iter().any(|(c, _)| c == k))
+            .collect();
+        merged.extend(changes);
+        let mut out = form_urlencoded::Serializer::new(String::new());
+        for (k, v) in &merged {
+            out.append_pair(k, v);
+        }
+        out.finish()
+    }
+
     /// Reads a fragment (with or without its `#`). What cannot be read is left at its default.
     pub fn from_fragment(fragment: &str) -> ViewLink {
         let fragment = fragment.strip_prefix('#').unwrap_or(fragment);
@@ -359,8 +436,35 @@ impl ViewLink {
 }
 
 /// `a~b` with each number as short as it reads back exactly.
+/// `a~b`, each rounded to a ten-thousandth of the range (a pixel of the widest plot is
+/// coarser), so a link reads `1200.4~3400.6`, not seventeen digits of a float.
 fn range_text((a, b): (f64, f64)) -> String {
-    format!("{a}~{b}")
+    let step = (b - a).abs() * 1e-4;
+    let decimals = if step >= 1.0 || step <= 0.0 || !step.is_finite() {
+        0
+    } else {
+        ((-step.log10()).ceil() as usize).min(9)
+    };
+    let round = |v: f64| {
+        let text = format!("{v:.decimals$}");
+        let text = if text.contains('.') {
+            text.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            text
+        };
+        if text == "-0" {
+            "0".to_string()
+        } else {
+            text
+        }
+    };
+    let (ra, rb) = (round(a), round(b));
+    // A range too narrow for its rounding keeps every digit rather than collapse.
+    if ra == rb {
+        format!("{a}~{b}")
+    } else {
+        format!("{ra}~{rb}")
+    }
 }
 
 /// `a~b` with `a < b`, both finite.
@@ -417,7 +521,7 @@ mod tests {
             timeline: TimelineLink {
                 kind: TimelineKind::Segments,
                 axis: AxisMode::Time,
-                x: Some((1_234.5, 98_765.25)),
+                x: Some((1_234.5, 1_240.25)),
                 y: Some((0.0, 1_073_741_824.0)),
                 detail: Some(5_000),
                 colour: ColourBy::Component,
@@ -563,5 +667,61 @@ mod tests {
             assert_eq!(Section::parse(section.key()), Some(section));
         }
         assert_eq!(Section::of_element_id("welcome"), None);
+    }
+
+    #[test]
+    fn a_hosts_change_keeps_what_it_does_not_name() {
+        let merged =
+            ViewLink::merge_fragments("#colour=component&pin=3&view=timeline", "view=table");
+        let link = ViewLink::from_fragment(&merged);
+        assert_eq!(link.view, Some(Section::Table));
+        assert_eq!(link.timeline.colour, ColourBy::Component);
+        assert_eq!(link.pin, Some(3));
+        let again =
+            ViewLink::from_fragment(&ViewLink::merge_fragments(&merged, "pin=5&colour=role"));
+        assert_eq!(
+            (again.pin, again.timeline.colour, again.view),
+            (Some(5), ColourBy::Role, Some(Section::Table))
+        );
+        assert_eq!(ViewLink::merge_fragments("", "view=table"), "view=table");
+        assert_eq!(ViewLink::merge_fragments("view=table", ""), "view=table");
+    }
+
+    #[test]
+    fn ranges_are_written_rounded_to_what_a_pixel_can_show() {
+        assert_eq!(
+            range_text((1200.123456789012, 3400.987654321098)),
+            "1200.1~3401"
+        );
+        assert_eq!(range_text((0.0, 1_234_567.891)), "0~1234568");
+        assert_eq!(range_text((1.5e9, 2.25e10)), "1500000000~22500000000");
+        assert_eq!(
+            range_text((0.001234567, 0.002345678)),
+            "0.0012346~0.0023457"
+        );
+        // Read back, the rounded range is the same view to within a ten-thousandth.
+        let link = ViewLink::from_fragment("x=1200.123456789012~3400.987654321098");
+        let (a, b) = ViewLink::from_fragment(&link.to_fragment())
+            .timeline
+            .x
+            .unwrap();
+        assert!((a - 1200.123456789012).abs() < 0.22 && (b - 3400.987654321098).abs() < 0.22);
+    }
+
+    #[test]
+    fn a_link_says_what_it_shows() {
+        let link = ViewLink::from_fragment("file=1&device=0&view=table&pin=12&group=module");
+        assert_eq!(
+            link.words(),
+            "the allocations table of file 2, device 0, allocation 12 pinned, grouped by module"
+        );
+        assert_eq!(
+            ViewLink::from_fragment("x=10~20").words(),
+            "the timeline, zoomed in"
+        );
+        assert_eq!(
+            ViewLink::from_fragment("show=compare&a=0:0&b=1:0").words(),
+            "a comparison of two files"
+        );
     }
 }

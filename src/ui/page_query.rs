@@ -47,6 +47,17 @@ impl PageQuery {
     }
 }
 
+/// What an embedded viewer says when a page of `origin` that its address does not name sent
+/// it a message: which origin, and how to allow it.
+pub fn refused_host(origin: &str) -> String {
+    let mut query = form_urlencoded::Serializer::new(String::new());
+    query.append_pair("host", origin);
+    format!(
+        "A page at {origin} sent this viewer a message, which it ignored: it takes messages only from its own origin and from origins its address names. To allow this one, add &{} to the frame's src.",
+        query.finish()
+    )
+}
+
 /// The origin of an absolute http(s) URL, lower-cased, with a default port left out:
 /// `https://Docs.Example.com:443/a` → `https://docs.example.com`.
 pub fn origin_of(url: &str) -> Option<String> {
@@ -439,5 +450,24 @@ mod tests {
             detail: "network error".into(),
         };
         assert!(cut.report().message.contains("after 3.00 MiB"));
+    }
+
+    #[test]
+    fn a_refused_host_is_told_how_to_be_allowed() {
+        let words = refused_host("https://docs.example.com:8443");
+        assert!(
+            words.contains("A page at https://docs.example.com:8443 "),
+            "{words}"
+        );
+        assert!(
+            words.contains("&host=https%3A%2F%2Fdocs.example.com%3A8443 "),
+            "{words}"
+        );
+        // What the words tell the host to add is read back as that origin.
+        let allowed = PageQuery::parse("?embed=1&host=https%3A%2F%2Fdocs.example.com%3A8443");
+        assert_eq!(
+            allowed.hosts,
+            vec!["https://docs.example.com:8443".to_string()]
+        );
     }
 }

@@ -1,16 +1,26 @@
 //! The screen shown when no file is open: what memsight does, how to record a snapshot, and
 //! the ways to open one.
 //!
-//! Static text plus the same open actions as the toolbar.
+//! Static text plus the same open actions as the toolbar, and, when the page was opened with a
+//! link to a view, what that view is and that it needs its snapshot opened (links carry no
+//! data, so a link to a file opened from disk opens on this screen).
 
 use leptos::prelude::*;
 
 use super::actions::Actions;
+use super::deep_link::DeepLink;
 
 #[component]
-pub fn Welcome(actions: Actions) -> impl IntoView {
+pub fn Welcome(actions: Actions, link: DeepLink) -> impl IntoView {
     view! {
         <section class="panel welcome" id="welcome">
+            {move || link.waiting().map(|waiting| view! {
+                <p class="link-waiting" id="link-waiting" role="status">
+                    "This link holds a view of a snapshot — " <strong>{waiting.words()}</strong>
+                    " — but not the snapshot itself: links never carry a file's data. Open the snapshot the link was made from (drop it here or use "
+                    <strong>"Open snapshot…"</strong> ") and the view opens on it."
+                </p>
+            })}
             <h1 class="panel-title">"Open a PyTorch CUDA memory snapshot"</h1>
             <p>
                 "Drop one or more "<code>".pickle"</code>" files anywhere on this page, or use "

@@ -212,6 +212,46 @@ describe('links to a view', () => {
   });
 });
 
+describe('links that wait for their file', () => {
+  it('a link to a file opened from disk says what view it holds and opens it once the file is opened', async () => {
+    const { context, page, errors } = await visit(`${server.url}#device=0&view=table&pin=3&group=module`);
+    try {
+      await page.waitForSelector('#link-waiting', { timeout: WAIT });
+      const words = await page.textContent('#link-waiting');
+      assert.ok(words.includes('the allocations table of device 0, allocation 3 pinned, grouped by module'), words);
+      assert.ok(words.includes('links never carry'), words);
+      await openFiles(page, EXAMPLE);
+      assert.equal(await waitSettled(page), 'ready');
+      await page.waitForSelector('#allocations-table[data-ready="true"]', { timeout: WAIT });
+      assert.equal(await page.locator('#link-waiting').count(), 0);
+      assert.equal(await page.$eval('#table-group-by', (s) => s.value), 'module');
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('a link restored with ?url= keeps the file\'s title in view and writes round coordinates', async () => {
+    const { context, page, errors } = await visit(`${server.url}?url=runs/example.pickle#view=timeline&x=100.123456789012~900.987654321098`, { viewport: { width: 1024, height: 700 } });
+    try {
+      await timelineReady(page);
+      await settledFragment(page, ['x=']);
+      const title = await page.$eval('.file-title', (e) => e.getBoundingClientRect().toJSON());
+      assert.ok(title.top >= 0 && title.bottom <= 700, `the title at ${title.top}–${title.bottom}`);
+      // Zoomed and panned by keys: the address holds a few digits, not a float's seventeen.
+      await page.focus('#timeline-canvas');
+      await page.keyboard.press('w');
+      await page.keyboard.press('d');
+      const fragment = await settledFragment(page, ['x=']);
+      const x = new URLSearchParams(fragment).get('x');
+      assert.match(x, /^\d+(\.\d{1,4})?~\d+(\.\d{1,4})?$/, fragment);
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
+});
+
 describe('snapshots hosted beside the page (?url=)', () => {
   it('opens a snapshot named by the address, with the numbers of the same file opened by hand', async () => {
     const { context, page, errors } = await visit(`${server.url}?url=runs/example.pickle#colour=allocation`);
@@ -354,6 +394,24 @@ describe('the embedded viewer', () => {
         f.contentWindow.postMessage({ type: 'memsight:view', view: 'pin=2' }, new URL(f.src, document.baseURI).origin);
       });
       await page.waitForSelector('#events li[data-type="memsight:selection"][data-allocation="2"]', { timeout: WAIT });
+      // A view naming another panel switches the frame to it and keeps what it does not name.
+      const sendView = (view, replace) => page.evaluate(([v, r]) => {
+        const f = document.getElementById('viewer');
+        f.contentWindow.postMessage({ type: 'memsight:view', view: v, replace: r }, new URL(f.src, document.baseURI).origin);
+      }, [view, replace]);
+      for (const panel of ['table', 'breakdown']) {
+        await sendView(`view=${panel}`);
+        await frame.locator(`.app[data-view="${panel}"]`).waitFor({ timeout: WAIT });
+        await frame.locator(panel === 'table' ? '#allocations-table[data-ready="true"]' : '#breakdown').waitFor({ timeout: WAIT });
+        assert.equal(await frame.locator('#timeline').count(), 0, `only the ${panel}`);
+      }
+      await sendView('view=timeline');
+      await frame.locator('#timeline[data-ready="true"]').waitFor({ timeout: WAIT });
+      assert.equal(await frame.locator('#timeline').getAttribute('data-colour-by'), 'component', 'the colouring sent before stays');
+      assert.equal(await frame.locator('#timeline').getAttribute('data-pinned'), '2', 'so does the pin');
+      // `replace` starts from the default view.
+      await sendView('view=timeline', true);
+      await frame.locator('#timeline[data-colour-by="role"]').waitFor({ timeout: WAIT });
       // A message of a kind memsight does not know is refused, saying so.
       await page.evaluate(() => {
         const f = document.getElementById('viewer');
@@ -425,9 +483,14 @@ describe('the embedded viewer', () => {
       const frame = page.frameLocator('#viewer');
       await frame.locator('#welcome').waitFor({ timeout: WAIT });
       await page.evaluate(() => window.sendExample());
-      await page.waitForTimeout(1500);
+      // Ignored, and said so, in the frame and to the host: which origin, and how to allow it.
+      await frame.locator('#embed-refused').waitFor({ timeout: WAIT });
       assert.equal(await frame.locator('.file-item, #snapshot, #load-progress').count(), 0, 'a host the frame does not name is ignored');
-      assert.deepEqual(await page.evaluate(() => window.__events), []);
+      assert.equal(await frame.locator('#embed-refused').getAttribute('data-origin'), hostServer.origin);
+      const refused = await frame.locator('#embed-refused').textContent();
+      assert.ok(refused.includes(`A page at ${hostServer.origin} `) && refused.includes(`&host=${encodeURIComponent(hostServer.origin)}`), refused);
+      await page.waitForFunction(() => window.__events.length > 0, null, { timeout: WAIT });
+      assert.deepEqual(await page.evaluate(() => window.__events), ['memsight:error'], 'told it was refused, nothing else');
 
       // Named, it hears the frame is ready — but nothing of a file the frame fetched itself
       // (`?url=`): that is spoken of only to a page of the viewer's own origin.

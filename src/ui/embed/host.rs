@@ -1,8 +1,9 @@
 //! The embedded viewer's conversation with the page that embeds it, by `postMessage`:
 //!
 //! - the host hands over a snapshot (`{type: "memsight:open", name, bytes, view}`, `bytes` an
-//!   `ArrayBuffer`, a typed array or a `Blob`/`File`; `view` an optional link fragment) or a view
-//!   of the file shown (`{type: "memsight:view", view}`);
+//!   `ArrayBuffer`, a typed array or a `Blob`/`File`; `view` an optional link fragment) or a
+//!   change to the view of the file shown (`{type: "memsight:view", view, replace}`: the keys
+//!   the fragment names, the frame switching to the view it names);
 //! - the viewer says it is ready (`memsight:ready`), that a file loaded (`memsight:loaded`,
 //!   with its devices and the shown device's overview numbers) or failed (`memsight:failed`,
 //!   with the page's message), which allocation is selected (`memsight:selection`) and what
@@ -10,8 +11,9 @@
 //!   message was refused (`memsight:error`).
 //!
 //! Origins are checked both ways: a message is taken only from the parent window and from
-//! the viewer's own origin or an origin the embedding named (`?host=`); every message goes to
-//! one named origin, never `*`. What the viewer says about a file goes only to the origin that
+//! the viewer's own origin or an origin the embedding named (`?host=`) — a parent of another
+//! origin is told, in the frame and by a `memsight:error`, which origin was refused and how
+//! to allow it; every message goes to one named origin, never `*`. What the viewer says about a file goes only to the origin that
 //! handed it over — a file the user opened in the frame themselves, or one fetched with
 //! `?url=`, is only spoken of to a parent of the viewer's own origin, which could read the
 //! frame anyway. Not the place for the layout (`mod.rs`) or for opening files (`actions.rs`).
@@ -26,6 +28,8 @@ use web_sys::{Blob, MessageEvent};
 use crate::ui::actions::Actions;
 use crate::ui::deep_link::DeepLink;
 use crate::ui::link::ViewLink;
+
+use super::EmbedShown;
 use crate::ui::state::{AppState, FileId, Status};
 
 /// The version of the messages' shapes, told in `memsight:ready`.
@@ -49,6 +53,7 @@ pub struct Host {
     /// The origin that handed over each file it opened.
     opened_by: StoredValue<HashMap<FileId, String>, LocalStorage>,
     told: StoredValue<HashMap<FileId, Told>, LocalStorage>,
+    shown: EmbedShown,
 }
 
 impl Host {
@@ -59,6 +64,7 @@ impl Host {
         actions: Actions,
         link: DeepLink,
         hosts: Vec<String>,
+        shown: EmbedShown,
     ) -> Option<Self> {
         let window = web_sys::window()?;
         let parent = window.parent().ok().flatten()?;
@@ -75,6 +81,7 @@ impl Host {
             hosts: StoredValue::new(hosts.clone()),
             opened_by: StoredValue::new_local(HashMap::new()),
             told: StoredValue::new_local(HashMap::new()),
+            shown,
         };
         let listener = gloo_events::EventListener::new(&window, "message", move |event| {
             if let Some(event) = event.dyn_ref::<MessageEvent>() {
@@ -123,7 +130,7 @@ impl Host {
             _ => false,
         };
         let origin = event.origin();
-        if !from_parent || !self.allowed(&origin) {
+        if !from_parent {
             return;
         }
         let data = event.data();
@@ -131,6 +138,18 @@ impl Host {
             .ok()
             .and_then(|t| t.as_string())
             .unwrap_or_default();
+        if !self.allowed(&origin) {
+            // Silence would leave whoever embeds the viewer guessing: the frame says which
+            // origin it ignored and how to allow it, and tells that origin, which learns
+            // nothing but that (the message is refused before it is read).
+            if kind.starts_with("memsight:") {
+                let words = crate::ui::page_query::refused_host(&origin);
+                self.shown.refused.set(Some(origin.clone()));
+                let error = object(&[("type", "memsight:error".into()), ("message", words.into())]);
+                self.post(&origin, &error);
+            }
+            return;
+        }
         let result = match kind.as_str() {
             "memsight:open" => self.open(&origin, &data),
             "memsight:view" => self.view(&data),
@@ -169,7 +188,7 @@ impl Host {
             self.actions.close(id);
         }
         if let Some(link) = view {
-            self.link.restore(link);
+            self.show(link);
         }
         if let Some(id) = self.actions.open_blob(name, blob) {
             self.opened_by.update_value(|o| {
@@ -179,13 +198,31 @@ impl Host {
         Ok(())
     }
 
-    /// Shows the view the host asks for.
+    /// Shows the view the host asks for: the keys its fragment names change, the others stay
+    /// (`replace: true` starts from the default view instead).
     fn view(&self, data: &JsValue) -> Result<(), String> {
-        let link = view_of(data)?.ok_or(
+        let changes = view_fragment(data)?.ok_or(
             "memsight:view needs `view`: a link fragment such as \"device=0&view=table\".",
         )?;
-        self.link.restore(link);
+        let replace = Reflect::get(data, &"replace".into())
+            .ok()
+            .and_then(|r| r.as_bool())
+            .unwrap_or(false);
+        let fragment = if replace {
+            changes
+        } else {
+            ViewLink::merge_fragments(&self.link.live_untracked().to_fragment(), &changes)
+        };
+        self.show(ViewLink::from_fragment(&fragment));
         Ok(())
+    }
+
+    /// Restores `link`, switching the frame to the view it names.
+    fn show(&self, link: ViewLink) {
+        if let Some(section) = link.view {
+            self.shown.section.set(section);
+        }
+        self.link.restore(link);
     }
 
     /// Tells each file's origin when it has loaded (with the shown device's overview) or failed.
@@ -288,15 +325,16 @@ impl Host {
 
 /// The view a message names (`view`: a link fragment), if any.
 fn view_of(data: &JsValue) -> Result<Option<ViewLink>, String> {
+    Ok(view_fragment(data)?.map(|f| ViewLink::from_fragment(&f)))
+}
+
+/// The link fragment a message's `view` holds, if any.
+fn view_fragment(data: &JsValue) -> Result<Option<String>, String> {
     match Reflect::get(data, &"view".into()) {
         Ok(v) if v.is_undefined() || v.is_null() => Ok(None),
-        Ok(v) => v
-            .as_string()
-            .map(|f| Some(ViewLink::from_fragment(&f)))
-            .ok_or_else(|| {
-                "`view` must be a link fragment (a string such as \"device=0&view=table\")."
-                    .to_string()
-            }),
+        Ok(v) => v.as_string().map(Some).ok_or_else(|| {
+            "`view` must be a link fragment (a string such as \"device=0&view=table\").".to_string()
+        }),
         Err(_) => Ok(None),
     }
 }

@@ -1,6 +1,7 @@
 //! The compact layout for `<iframe>`s (`?embed=1`): one view of the file shown — the one the
 //! frame's address names (`view=table`, or the link fragment's `view=`), the timeline
-//! otherwise — under a slim header, with no file list and no toolbar. A snapshot comes from the
+//! otherwise, or the one the host last asked for — under a slim header, with no file list and
+//! no toolbar. A snapshot comes from the
 //! frame's `?url=`, from the host page by `postMessage` ([`host`]), or from a drop or the file
 //! button of the empty frame.
 //!
@@ -16,8 +17,16 @@ use super::deep_link::DeepLink;
 use super::drop_overlay::DropOverlay;
 use super::file_view::FileView;
 use super::link::Section;
-use super::page_query::PageQuery;
+use super::page_query::{refused_host, PageQuery};
 use super::state::AppState;
+
+/// What the frame shows that its host may change: the one view, and the origin of a page
+/// whose messages were refused (said in the frame, so whoever embeds it sees why).
+#[derive(Clone, Copy)]
+pub struct EmbedShown {
+    pub section: RwSignal<Section>,
+    pub refused: RwSignal<Option<String>>,
+}
 
 #[component]
 pub fn EmbedApp(
@@ -26,16 +35,28 @@ pub fn EmbedApp(
     link: DeepLink,
     query: PageQuery,
 ) -> impl IntoView {
-    host::Host::start(state, actions, link, query.hosts.clone());
-    let section = query
-        .view
-        .or_else(|| link.live().view)
-        .unwrap_or(Section::Timeline);
+    let shown = EmbedShown {
+        section: RwSignal::new(
+            query
+                .view
+                .or_else(|| link.live().view)
+                .unwrap_or(Section::Timeline),
+        ),
+        refused: RwSignal::new(None),
+    };
+    host::Host::start(state, actions, link, query.hosts.clone(), shown);
+    let section = shown.section;
     let has_files = Memo::new(move |_| state.with(|s| !s.files().is_empty()));
     view! {
-        <div class="app embed" data-view=section.key()>
+        <div class="app embed" data-view=move || section.get().key()>
+            {move || shown.refused.get().map(|origin| view! {
+                <p class="embed-refused" id="embed-refused" role="alert" data-origin=origin.clone()>
+                    {refused_host(&origin)}
+                </p>
+            })}
             {move || if has_files.get() {
-                view! { <FileView state=state actions=actions link=link only=section /> }.into_any()
+                let only = section.get();
+                view! { <FileView state=state actions=actions link=link only=only /> }.into_any()
             } else {
                 view! { <EmbedWelcome actions=actions /> }.into_any()
             }}
