@@ -204,7 +204,7 @@ describe('what users stumbled on', () => {
     }
   });
 
-  it('shows who made an allocation early in the table, on screen at 1440 and 1024 px', { skip: skipWithout(MEDIUM) }, async () => {
+  it('shows who made an allocation early in the table, on screen at 1440 and 1024 px, and gives groups their own header', { skip: skipWithout(MEDIUM) }, async () => {
     for (const [width, height] of [[1440, 900], [1024, 700]]) {
       const { context, page, errors } = await open(MEDIUM, width, height);
       try {
@@ -214,6 +214,16 @@ describe('what users stumbled on', () => {
         const { right, text } = await page.$eval('#allocations-table .tr.row .frame-cell', (c) => ({ right: c.getBoundingClientRect().right, text: c.textContent }));
         assert.ok(right <= width, `the "Made by" cell ends at ${right} px, inside ${width} px`);
         assert.match(text, /^[^/]+\.py:\d+ \S+$/, 'read by file, line and function, not cut at the front');
+        // Grouped, the groups get their own header, its columns over the groups' cells.
+        assert.equal(await page.locator('#table-group-header').count(), 0);
+        await page.selectOption('#table-group-by', 'callsite');
+        await page.waitForSelector('#allocations-table .tr.group', { timeout: WAIT });
+        const heads = await page.$$eval('#table-group-header .th', (ths) => ths.map((t) => [t.textContent, t.getBoundingClientRect().left]));
+        assert.deepEqual(heads.map(([t]) => t), ['Group size', 'Requested', 'Share of the requested bytes', 'Call site · allocations']);
+        const cells = await page.$eval('#allocations-table .tr.group', (g) => [...g.children].map((c) => c.getBoundingClientRect().left));
+        assert.deepEqual(heads.map(([, left]) => Math.round(left)), cells.map(Math.round), 'each header over its cells');
+        // The allocations' header stays, for the rows of an open group.
+        assert.ok(await page.isVisible('#allocations-table .tr.rows-header #table-sort-top_frame'));
         assert.deepEqual(errors, []);
       } finally {
         await context.close();

@@ -1,4 +1,5 @@
-//! The table's header (click a column to sort by it, again to reverse) and its lines,
+//! The table's header (click a column to sort by it, again to reverse; grouped, the groups'
+//! own header above it) and its lines,
 //! virtualised: a scroll box as tall as every line would be, holding only the lines the worker
 //! sent for the part in view. Arrow keys move the selection; Enter opens or closes a group.
 
@@ -110,7 +111,22 @@ pub fn Grid(table: TableState) -> impl IntoView {
     };
     view! {
         <div class="table-grid" class:with-shapes=has_shapes role="table" aria-label="Allocations" aria-rowcount=move || line_count().to_string()>
-            <div class="tr header" role="row">{header}</div>
+            // Grouped, the groups' lines have their own columns (bytes, share, the group),
+            // headed above the allocations' header that the rows of an open group follow.
+            {move || table.group_by.get().map(|by| view! {
+                <div class="tr header group-header" role="row" id="table-group-header" data-group-by=by.key()>
+                    <div role="columnheader" class="th num">"Group size"</div>
+                    <div role="columnheader" class="th num">"Requested"</div>
+                    <div role="columnheader" class="th share-head">"Share of the requested bytes"</div>
+                    <div role="columnheader" class="th group-head">
+                        {let words = super::toolbar::group_label(by); format!("{}{} · allocations", words[..1].to_uppercase(), &words[1..])}
+                    </div>
+                </div>
+            })}
+            <div class="tr header" class:rows-header=move || table.group_by.with(Option::is_some) role="row">
+                {move || table.group_by.with(Option::is_some).then(|| view! { <span class="visually-hidden">"Allocations in an open group: "</span> })}
+                {header}
+            </div>
             <div class="table-scroll" node_ref=table.scroller tabindex="0" id="table-scroll"
                 style:height=format!("{}px", LINE_HEIGHT * super::LINES_SHOWN as f64)
                 on:scroll=move |_| table.scrolled()

@@ -13,7 +13,7 @@ use crate::ui::debounce::{Debounce, TYPING_SETTLE};
 use crate::ui::segmented::segmented_button;
 
 /// What each grouping is called.
-fn group_label(by: GroupBy) -> &'static str {
+pub fn group_label(by: GroupBy) -> &'static str {
     match by {
         GroupBy::CallSite => "call site",
         GroupBy::Stack => "full stack",
