@@ -291,6 +291,26 @@ describe('what users stumbled on', () => {
     }
   });
 
+  it('reads the settings that tell files apart (ctx128, ctx512) as a column to sort by, as the command line does', { skip: skipWithout(FORWARD_MIXED, HEALTHY_STEP) }, async () => {
+    const { context, page, errors } = await open([HEALTHY_STEP, FORWARD_MIXED]);
+    try {
+      await page.click('#show-files');
+      await page.waitForFunction(() => document.querySelectorAll('#files-table .files-row').length === 2, null, { timeout: WAIT });
+      assert.equal(await page.textContent('#files-table th[data-column="ctx"]'), 'ctx');
+      const ctx = () => page.$$eval('#files-table .files-row td[data-column="ctx"]', (tds) => tds.map((t) => Number(t.dataset.value)));
+      assert.deepEqual((await ctx()).sort(), [128, 512]);
+      await page.click('#files-table th[data-column="ctx"] .sort-button');
+      assert.deepEqual(await ctx(), [512, 128], 'largest first');
+      await page.click('#files-table th[data-column="ctx"] .sort-button');
+      assert.deepEqual(await ctx(), [128, 512], 'then smallest first');
+      const json = cli('files', ...[HEALTHY_STEP, FORWARD_MIXED].map((n) => path.join(REAL_FIXTURES, n)), '--sort', 'ctx:asc', '--json');
+      assert.deepEqual(json.files.map((r) => r.settings), [[['ctx', 128]], [['ctx', 512]]]);
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
+
   it('says which phase and iteration each side of a comparison peaks in, and compares at one phase', { skip: skipWithout(FORWARD_MIXED, FULL_STEP) }, async () => {
     const { context, page, errors } = await open([FORWARD_MIXED, FULL_STEP]);
     try {

@@ -1,7 +1,8 @@
 //! `memsight files FILE… [--markdown|--csv|--json] [--sort COLUMN[:asc|desc]]`: the page's
 //! files table — one row per file and device with its peaks, its end, efficiency, trace
-//! entries, time span and the bytes of each role at its peak, ranks and iterations read from
-//! the names and outlier ranks flagged — from the core's digests.
+//! entries, time span and the bytes of each role at its peak, ranks, iterations and the
+//! settings that tell the files apart (`ctx512`, `bs8`) read from the names, and outlier ranks
+//! flagged — from the core's digests.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -9,7 +10,7 @@ use std::process::ExitCode;
 use memsight_core::analysis::categories::rules::Rules;
 use memsight_core::compare::digest::digest;
 use memsight_core::compare::files::{
-    flag_outliers, iteration_summaries, rows_of, sort_rows, FilesColumn,
+    flag_outliers, iteration_summaries, read_settings, rows_of, sort_rows, FileRow, FilesColumn,
 };
 use memsight_core::format::compare as words;
 
@@ -23,18 +24,43 @@ pub enum Output {
     Json,
 }
 
-/// A sort order as typed: `peak_allocated_bytes`, `rank:asc`.
-pub fn parse_sort(text: &str) -> Result<(FilesColumn, bool), String> {
+/// A sort order as typed: `peak_allocated_bytes`, `rank:asc`, or a setting the files'
+/// names carry (`ctx:asc`), which is known only once the files are read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FilesSort {
+    pub key: String,
+    pub descending: bool,
+}
+
+pub fn parse_sort(text: &str) -> Result<FilesSort, String> {
     let (key, direction) = text.split_once(':').unwrap_or((text, "desc"));
-    let column = FilesColumn::parse(key).ok_or_else(|| {
-        let keys: Vec<String> = FilesColumn::all().map(|c| c.key()).collect();
-        format!("'{key}' is not a column: say one of {}", keys.join(", "))
-    })?;
-    match direction {
-        "asc" => Ok((column, false)),
-        "desc" => Ok((column, true)),
-        other => Err(format!("'{other}' is not an order: say asc or desc")),
+    let descending = match direction {
+        "asc" => false,
+        "desc" => true,
+        other => return Err(format!("'{other}' is not an order: say asc or desc")),
+    };
+    if key.is_empty() {
+        return Err("say a column to sort by".into());
     }
+    Ok(FilesSort {
+        key: key.to_string(),
+        descending,
+    })
+}
+
+/// The column `sort` names among `rows`' columns, or why there is none.
+fn sort_column(rows: &[FileRow], sort: &FilesSort) -> Result<FilesColumn, String> {
+    FilesColumn::parse_in(rows, &sort.key).ok_or_else(|| {
+        let keys: Vec<String> = FilesColumn::all()
+            .chain(FilesColumn::settings(rows))
+            .map(|c| c.key_in(rows))
+            .collect();
+        format!(
+            "'{}' is not a column: say one of {} (settings are the words before numbers that tell the files' names apart, such as ctx in ctx512)",
+            sort.key,
+            keys.join(", ")
+        )
+    })
 }
 
 /// Prints one row per file and device that used memory (a file none of whose devices did
@@ -43,7 +69,7 @@ pub fn parse_sort(text: &str) -> Result<(FilesColumn, bool), String> {
 pub fn run(
     files: &[impl AsRef<Path>],
     rules: &Rules,
-    sort: Option<(FilesColumn, bool)>,
+    sort: Option<FilesSort>,
     output: Output,
 ) -> ExitCode {
     let mut failed = false;
@@ -68,8 +94,15 @@ pub fn run(
         });
     }
     flag_outliers(&mut rows);
-    if let Some((column, descending)) = sort {
-        sort_rows(&mut rows, column, descending);
+    read_settings(&mut rows);
+    if let Some(sort) = sort {
+        match sort_column(&rows, &sort) {
+            Ok(column) => sort_rows(&mut rows, column, sort.descending),
+            Err(why) => {
+                eprintln!("memsight: --sort: {why}");
+                return ExitCode::from(2);
+            }
+        }
     }
     let printed: String = match output {
         Output::Markdown => words::files_markdown(&rows),

@@ -186,16 +186,16 @@ enum Command {
     },
     /// One row per file and device: peak allocated and reserved, allocated and reserved at
     /// the end, efficiency at the peak, trace entries, time span, the bytes of each role at the
-    /// peak; ranks and iterations read from the names (`iteration_3/rank5_…`), outlier ranks
-    /// flagged. Markdown by default.
+    /// peak; ranks, iterations and the settings that tell the files apart (`ctx512`, `bs8`)
+    /// read from the names (`iteration_3/rank5_…`), outlier ranks flagged. Markdown by default.
     Files {
         /// Snapshot files (`-` for standard input).
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
-        /// Sort by a column (`peak_allocated_bytes`, `rank`, `file`, `activations_at_peak_bytes`…),
-        /// descending unless `:asc`; default: the order given.
+        /// Sort by a column (`peak_allocated_bytes`, `rank`, `file`, `activations_at_peak_bytes`,
+        /// a setting such as `ctx`…), descending unless `:asc`; default: the order given.
         #[arg(long, value_name = "COLUMN[:asc|desc]", value_parser = files::parse_sort)]
-        sort: Option<(memsight_core::compare::files::FilesColumn, bool)>,
+        sort: Option<files::FilesSort>,
         /// A rules file as the page exports it; its rules come before the inference.
         #[arg(long, value_name = "RULES.json")]
         rules: Option<PathBuf>,

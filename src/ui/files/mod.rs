@@ -20,7 +20,7 @@ use super::charts::{self, Slice};
 use super::deep_link::DeepLink;
 use super::state::{AppState, FileId, Showing};
 use crate::compare::files::{
-    flag_outliers, iteration_summaries, rows_of, sort_rows, FileRow, FilesColumn,
+    flag_outliers, iteration_summaries, read_settings, rows_of, sort_rows, FileRow, FilesColumn,
 };
 use crate::format::{self, compare as words};
 use crate::timeline::raster::Style;
@@ -79,6 +79,7 @@ pub fn FilesView(
         });
         let mut rows: Vec<FileRow> = lines.iter().map(|l| l.row.clone()).collect();
         flag_outliers(&mut rows);
+        read_settings(&mut rows);
         for (line, row) in lines.iter_mut().zip(rows) {
             line.row = row;
         }
@@ -116,8 +117,8 @@ pub fn FilesView(
     });
 
     let header = move |column: FilesColumn| {
-        let title = words::column_title(column);
-        let key = column.key();
+        let (title, key) =
+            rows.with_untracked(|r| (words::column_title_in(r, column), column.key_in(r)));
         let order = move || match sort.get() {
             Some((c, true)) if c == column => "descending",
             Some((c, false)) if c == column => "ascending",
@@ -289,7 +290,7 @@ fn cell(
     column: FilesColumn,
 ) -> impl IntoView {
     let exact = words::cell_exact(row, column);
-    let key = column.key();
+    let key = column.key_in(std::slice::from_ref(row));
     if column == FilesColumn::Label {
         let name = row.name.clone();
         let shown = state.with_untracked(|s| s.file(file).and_then(|f| f.label.clone()));
@@ -323,6 +324,7 @@ fn bytes_column(column: FilesColumn) -> bool {
             | FilesColumn::EfficiencyAtPeak
             | FilesColumn::TraceEntries
             | FilesColumn::TimeSpan
+            | FilesColumn::Setting(_)
     )
 }
 

@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::digest::Digest;
-use super::ranks::{job_position, outliers, JobPosition};
+use super::ranks::{job_position, outliers, settings_of, shared_settings, JobPosition};
 use crate::analysis::categories::Role;
 use crate::overview::MetricKey;
 
@@ -26,6 +26,10 @@ pub struct FileRow {
     pub device_kind: crate::model::DeviceKind,
     pub rank: Option<u32>,
     pub iteration: Option<u32>,
+    /// The settings that tell the table's files apart (`ctx`, `bs`…), the same words in the
+    /// same order on every row (see [`read_settings`]); `None` where this name has none.
+    #[serde(default)]
+    pub settings: Vec<(String, Option<u64>)>,
     pub peak_allocated_bytes: u64,
     pub reserved_at_peak_bytes: u64,
     pub peak_reserved_bytes: u64,
@@ -58,6 +62,7 @@ impl FileRow {
             device_kind: digest.device_kind,
             rank,
             iteration,
+            settings: Vec::new(),
             peak_allocated_bytes: metric(MetricKey::PeakAllocatedBytes),
             reserved_at_peak_bytes: metric(MetricKey::ReservedAtPeakBytes),
             peak_reserved_bytes: metric(MetricKey::PeakReservedBytes),
@@ -90,6 +95,23 @@ pub fn rows_of(name: &str, label: Option<&str>, digests: &[Digest]) -> Vec<FileR
         .into_iter()
         .map(|d| FileRow::new(name, label, d))
         .collect()
+}
+
+/// Gives every row the settings that tell the rows' names apart (`ctx512` beside `ctx128`),
+/// as columns like rank and iteration; a word every name has with one value says nothing.
+pub fn read_settings(rows: &mut [FileRow]) {
+    let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+    let words = shared_settings(&names);
+    for row in rows.iter_mut() {
+        let own = settings_of(&row.name);
+        row.settings = words
+            .iter()
+            .map(|w| {
+                let value = own.iter().find(|(o, _)| o == w).map(|&(_, v)| v);
+                (w.clone(), value)
+            })
+            .collect();
+    }
 }
 
 /// The ranks of one iteration (and device) at a glance.
@@ -201,6 +223,8 @@ pub enum FilesColumn {
     Role(Role),
     /// Of the bytes at the peak, those whose role was deduced rather than observed.
     Inferred,
+    /// The `n`th of the rows' settings (see [`read_settings`]).
+    Setting(u8),
 }
 
 impl FilesColumn {
@@ -245,6 +269,38 @@ impl FilesColumn {
             FilesColumn::TimeSpan => "time_span_us".into(),
             FilesColumn::Role(role) => format!("{}_at_peak_bytes", role.key()),
             FilesColumn::Inferred => "inferred_at_peak_bytes".into(),
+            FilesColumn::Setting(n) => format!("setting_{n}"),
+        }
+    }
+
+    /// The settings' columns of `rows`, after the iteration's in the table.
+    pub fn settings(rows: &[FileRow]) -> impl Iterator<Item = FilesColumn> {
+        let count = rows
+            .first()
+            .map_or(0, |r| r.settings.len())
+            .min(u8::MAX as usize);
+        (0..count as u8).map(FilesColumn::Setting)
+    }
+
+    /// The column `key` names among `rows`' columns: a fixed one, a role's, or a setting's
+    /// word (`ctx`).
+    pub fn parse_in(rows: &[FileRow], key: &str) -> Option<FilesColumn> {
+        FilesColumn::parse(key).or_else(|| {
+            let words = &rows.first()?.settings;
+            let n = words.iter().position(|(w, _)| w == key)?;
+            u8::try_from(n).ok().map(FilesColumn::Setting)
+        })
+    }
+
+    /// The word of a setting's column in `rows`, its key otherwise: CSV headers and
+    /// `data-column` attributes.
+    pub fn key_in(self, rows: &[FileRow]) -> String {
+        match self {
+            FilesColumn::Setting(n) => rows
+                .first()
+                .and_then(|r| r.settings.get(n as usize))
+                .map_or_else(|| self.key(), |(w, _)| w.clone()),
+            _ => self.key(),
         }
     }
 
@@ -270,6 +326,7 @@ impl FilesColumn {
             FilesColumn::TimeSpan => row.time_span_us,
             FilesColumn::Role(role) => Some(row.role(role)),
             FilesColumn::Inferred => Some(row.inferred_at_peak_bytes),
+            FilesColumn::Setting(n) => row.settings.get(n as usize).and_then(|&(_, v)| v),
         }
     }
 }
@@ -301,6 +358,7 @@ mod tests {
             device_kind: Default::default(),
             rank: job_position(name).rank,
             iteration: job_position(name).iteration,
+            settings: Vec::new(),
             peak_allocated_bytes: peak,
             reserved_at_peak_bytes: 0,
             peak_reserved_bytes: 0,

@@ -1,6 +1,7 @@
 //! Where a file sits in a distributed job, read from its name or its path in an opened
 //! folder (`outputs/memory_snapshot/iteration_3/rank5_memory_snapshot.pickle`): its rank and
-//! its iteration; and which ranks' peaks stand out from the others'.
+//! its iteration; the settings its name carries (`ctx512`, `bs8`); and which ranks' peaks
+//! stand out from the others'.
 //!
 //! Names only: a file carries no rank of its own. Not the place for grouping rows.
 
@@ -20,6 +21,67 @@ pub fn job_position(path: &str) -> JobPosition {
         rank: number_after(file, &["rank"]),
         iteration: number_after(&lower, &["iteration", "iter", "step"]),
     }
+}
+
+/// Words before a number that are not settings: what [`job_position`] reads, and number
+/// formats (`bf16`, `fp32`), which name a dtype rather than a quantity.
+const NOT_SETTINGS: [&str; 10] = [
+    "rank",
+    "iteration",
+    "iter",
+    "step",
+    "bf",
+    "fp",
+    "float",
+    "int",
+    "uint",
+    "cuda",
+];
+
+/// The settings a name carries, in order: every word of letters directly followed by a
+/// number (`ctx512` → `("ctx", 512)`, `bs8`, `seq1024`, `layers24`), in the file's name or
+/// its folders; the last of a word wins.
+pub fn settings_of(path: &str) -> Vec<(String, u64)> {
+    let mut found: Vec<(String, u64)> = Vec::new();
+    for token in path.split(|c: char| !c.is_ascii_alphanumeric()) {
+        let letters = token.bytes().take_while(u8::is_ascii_alphabetic).count();
+        let (word, digits) = token.split_at(letters);
+        if word.is_empty()
+            || digits.is_empty()
+            || digits.len() > 12
+            || !digits.bytes().all(|b| b.is_ascii_digit())
+        {
+            continue;
+        }
+        let word = word.to_ascii_lowercase();
+        if NOT_SETTINGS.contains(&word.as_str()) {
+            continue;
+        }
+        let Ok(value) = digits.parse() else { continue };
+        found.retain(|(w, _)| *w != word);
+        found.push((word, value));
+    }
+    found
+}
+
+/// The settings that tell `paths` apart: words found in at least two of them with at least
+/// two values between them, in the order they first appear.
+pub fn shared_settings(paths: &[&str]) -> Vec<String> {
+    let read: Vec<Vec<(String, u64)>> = paths.iter().map(|p| settings_of(p)).collect();
+    let mut words: Vec<String> = Vec::new();
+    for (word, _) in read.iter().flatten() {
+        if words.contains(word) {
+            continue;
+        }
+        let values: Vec<u64> = read
+            .iter()
+            .filter_map(|s| s.iter().find(|(w, _)| w == word).map(|&(_, v)| v))
+            .collect();
+        if values.len() >= 2 && values.iter().any(|&v| v != values[0]) {
+            words.push(word.clone());
+        }
+    }
+    words
 }
 
 /// The number following the last of `words` in `text` (a `_` or `-` may come between), where
@@ -157,5 +219,23 @@ mod tests {
         let close = [100, 100, 100, 104];
         assert_eq!(outliers(&close), [false; 4]);
         assert_eq!(outliers(&[1, 1000]), [false, false]);
+    }
+
+    #[test]
+    fn settings_are_read_from_names_and_kept_where_they_differ() {
+        let name = "runs/bs8/memory_ctx512_forward_bf16_rank3.pickle";
+        assert_eq!(
+            settings_of(name),
+            vec![("bs".to_string(), 8), ("ctx".to_string(), 512)]
+        );
+        let names = [
+            "memory_ctx128_forward_bf16.pickle",
+            "memory_ctx512_forward_bf16.pickle",
+            "memory_ctx512_fullstep_bs8.pickle",
+            "memory_2.7b_forward.pickle",
+        ];
+        // `bs` is in one name only; `bf16` is a dtype; `ctx` differs.
+        assert_eq!(shared_settings(&names), vec!["ctx".to_string()]);
+        assert!(shared_settings(&["a_ctx512.pickle", "b_ctx512.pickle"]).is_empty());
     }
 }

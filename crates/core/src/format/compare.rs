@@ -40,6 +40,15 @@ pub fn column_title(column: FilesColumn) -> String {
         FilesColumn::TimeSpan => "Time span".into(),
         FilesColumn::Role(role) => format!("{} at the peak", role_label(role)),
         FilesColumn::Inferred => "Inferred at the peak".into(),
+        FilesColumn::Setting(n) => format!("Setting {}", n as usize + 1),
+    }
+}
+
+/// A files-table column's title among `rows`: a setting's column is titled by its word.
+pub fn column_title_in(rows: &[FileRow], column: FilesColumn) -> String {
+    match column {
+        FilesColumn::Setting(_) => column.key_in(rows),
+        _ => column_title(column),
     }
 }
 
@@ -61,6 +70,11 @@ pub fn cell_text(row: &FileRow, column: FilesColumn) -> String {
         FilesColumn::TimeSpan => row.time_span_us.map_or_else(dash, duration_us),
         FilesColumn::Role(role) => bytes(row.role(role)),
         FilesColumn::Inferred => bytes(row.inferred_at_peak_bytes),
+        FilesColumn::Setting(n) => row
+            .settings
+            .get(n as usize)
+            .and_then(|&(_, v)| v)
+            .map_or_else(dash, |v| v.to_string()),
     }
 }
 
@@ -83,13 +97,15 @@ pub fn cell_exact(row: &FileRow, column: FilesColumn) -> String {
         FilesColumn::TimeSpan => opt(row.time_span_us),
         FilesColumn::Role(role) => row.role(role).to_string(),
         FilesColumn::Inferred => row.inferred_at_peak_bytes.to_string(),
+        FilesColumn::Setting(n) => opt(row.settings.get(n as usize).and_then(|&(_, v)| v)),
     }
 }
 
-/// The columns a files table shows: rank and iteration only when some file has one, roles
-/// only when some file holds memory in them.
+/// The columns a files table shows: rank and iteration only when some file has one, then the
+/// settings that tell the files apart, roles only when some file holds memory in them.
 pub fn shown_columns(rows: &[FileRow]) -> Vec<FilesColumn> {
-    FilesColumn::all()
+    with_settings(rows, FilesColumn::all())
+        .into_iter()
         .filter(|&c| match c {
             FilesColumn::Rank => rows.iter().any(|r| r.rank.is_some()),
             FilesColumn::Iteration => rows.iter().any(|r| r.iteration.is_some()),
@@ -100,11 +116,23 @@ pub fn shown_columns(rows: &[FileRow]) -> Vec<FilesColumn> {
         .collect()
 }
 
+/// `columns` with `rows`' settings after the iteration's.
+fn with_settings(rows: &[FileRow], columns: impl Iterator<Item = FilesColumn>) -> Vec<FilesColumn> {
+    let mut out = Vec::new();
+    for column in columns {
+        out.push(column);
+        if column == FilesColumn::Iteration {
+            out.extend(FilesColumn::settings(rows));
+        }
+    }
+    out
+}
+
 /// The files table as Markdown, in human units, outliers marked.
 pub fn files_markdown(rows: &[FileRow]) -> String {
     let columns = shown_columns(rows);
     let mut out = String::new();
-    let titles: Vec<String> = columns.iter().map(|&c| column_title(c)).collect();
+    let titles: Vec<String> = columns.iter().map(|&c| column_title_in(rows, c)).collect();
     let _ = writeln!(out, "| {} |", titles.join(" | "));
     let rule: Vec<&str> = columns
         .iter()
@@ -240,7 +268,7 @@ pub fn files_blocks(rows: &[FileRow], link: &dyn Fn(&FileRow) -> Option<ReportLi
                     FilesColumn::Label => Align::Left,
                     _ => Align::Right,
                 };
-                Column::new(&column_title(c), align)
+                Column::new(&column_title_in(rows, c), align)
             })
             .collect(),
         rows: table_rows,
@@ -284,9 +312,9 @@ pub const OUTLIER_MEANING: &str = "An outlier's peak is further from its iterati
 
 /// The files table as CSV with exact values: every column, an `outlier` column last.
 pub fn files_csv(rows: &[FileRow]) -> String {
-    let columns: Vec<FilesColumn> = FilesColumn::all().collect();
+    let columns = with_settings(rows, FilesColumn::all());
     let mut out = String::new();
-    let header: Vec<String> = columns.iter().map(|c| c.key()).collect();
+    let header: Vec<String> = columns.iter().map(|c| c.key_in(rows)).collect();
     let _ = writeln!(out, "name,{},outlier", header.join(","));
     for row in rows {
         let cells: Vec<String> = columns.iter().map(|&c| cell(&cell_exact(row, c))).collect();
@@ -414,6 +442,7 @@ mod tests {
             device_kind: Default::default(),
             rank: None,
             iteration: None,
+            settings: Vec::new(),
             peak_allocated_bytes: 3 << 30,
             reserved_at_peak_bytes: 4 << 30,
             peak_reserved_bytes: 4 << 30,
@@ -459,6 +488,40 @@ mod tests {
             "{line}"
         );
         assert!(line.ends_with(",true"), "{line}");
+    }
+
+    #[test]
+    fn settings_that_tell_names_apart_are_columns_after_the_iteration() {
+        let named = |name: &str| FileRow {
+            name: name.into(),
+            label: name.into(),
+            ..row()
+        };
+        let mut rows = vec![
+            named("memory_ctx512_bs8.pickle"),
+            named("memory_ctx128_bs8.pickle"),
+            named("memory_ctx2048.pickle"),
+        ];
+        crate::compare::files::read_settings(&mut rows);
+        let markdown = files_markdown(&rows);
+        let header = markdown.lines().next().unwrap();
+        assert!(
+            header.starts_with("| File | Device | ctx | Peak allocated |"),
+            "{header}"
+        );
+        let csv = files_csv(&rows);
+        assert!(
+            csv.starts_with("name,file,device,rank,iteration,ctx,peak_allocated_bytes,"),
+            "{csv}"
+        );
+        // `bs` is the same where it is present: it tells nothing apart.
+        assert!(!csv.lines().next().unwrap().contains(",bs,"));
+        crate::compare::files::sort_rows(&mut rows, FilesColumn::Setting(0), false);
+        let order: Vec<String> = rows
+            .iter()
+            .map(|r| cell_text(r, FilesColumn::Setting(0)))
+            .collect();
+        assert_eq!(order, ["128", "512", "2048"]);
     }
 
     #[test]
