@@ -47,6 +47,7 @@ mod file_list;
 mod file_view;
 mod files;
 mod load_progress;
+mod moment_notice;
 mod near_screen;
 mod overview;
 mod page_query;

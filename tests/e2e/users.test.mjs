@@ -338,6 +338,8 @@ describe('what users stumbled on', () => {
       for (const row of expected) {
         assert.deepEqual(shown[row.key], [String(row.a_bytes), String(row.b_bytes), String(row.delta_bytes)], row.key);
       }
+      // The overview's numbers stay the whole run's, and say so beside a phase.
+      assert.equal(await page.textContent('#compare-metrics thead th'), 'Overview (the whole run\'s, not at the phase)');
       assert.deepEqual(errors, []);
     } finally {
       await context.close();

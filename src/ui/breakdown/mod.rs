@@ -20,6 +20,7 @@ use wasm_bindgen::JsCast;
 use super::actions::Actions;
 use super::categories::{categories_of, css, highlighted_colours, CategoryView};
 use super::charts::{self, Slice};
+use super::moment_notice::MomentNotice;
 use super::requests::Latest;
 use super::segmented::segmented_button;
 use super::state::FileId;
@@ -238,10 +239,8 @@ pub fn BreakdownPanel(
                         },
                     };
                     Some(view! {
-                        <p class="moment-notice" id="breakdown-moment-notice" role="status">
-                            {format!("Not the peak: showing {away}. ")}
-                            <button type="button" class="link-button" id="breakdown-back-to-peak" on:click=move |_| pick.set(Pick::Peak)>"Back to the peak"</button>
-                        </p>
+                        <MomentNotice id="breakdown-moment-notice" back_id="breakdown-back-to-peak"
+                            words=format!("showing {away}") back=move |()| pick.set(Pick::Peak) />
                     })
                 }}
                 <button type="button" class="button" id="breakdown-report" on:click=report>

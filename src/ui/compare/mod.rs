@@ -288,7 +288,7 @@ pub fn CompareView(
                         {words::moments_differ(&x, &y).map(|note| view! {
                             <p class="moment-notice" id="compare-moments-differ" role="status">{note}</p>
                         })}
-                        <MetricTable metrics=c.metrics.clone() />
+                        <MetricTable metrics=c.metrics.clone() beside_a_phase=digests.at_phase().is_some() />
                         <div class="compare-categories">
                             <CategoryTable id="compare-roles" title="Roles" rows=c.roles.clone() />
                             <CategoryTable id="compare-components" title="Components" rows=c.components.clone() />

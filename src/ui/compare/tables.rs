@@ -24,7 +24,12 @@ fn delta_class(delta: i64) -> &'static str {
 }
 
 #[component]
-pub fn MetricTable(metrics: Vec<MetricDelta>) -> impl IntoView {
+pub fn MetricTable(
+    metrics: Vec<MetricDelta>,
+    /// The tables beside it are at a phase: say these numbers are the whole run's.
+    #[prop(default = false)]
+    beside_a_phase: bool,
+) -> impl IntoView {
     let rows = metrics
         .into_iter()
         .filter(|m| m.a.is_some() || m.b.is_some())
@@ -41,7 +46,7 @@ pub fn MetricTable(metrics: Vec<MetricDelta>) -> impl IntoView {
         .collect_view();
     view! {
         <table class="top-table compare-table" id="compare-metrics">
-            <thead><tr><th scope="col">"Overview"</th><th scope="col" class="num">"A"</th><th scope="col" class="num">"B"</th><th scope="col" class="num">"B − A"</th></tr></thead>
+            <thead><tr><th scope="col">{if beside_a_phase { "Overview (the whole run's, not at the phase)" } else { "Overview" }}</th><th scope="col" class="num">"A"</th><th scope="col" class="num">"B"</th><th scope="col" class="num">"B − A"</th></tr></thead>
             <tbody>{rows}</tbody>
         </table>
     }

@@ -10,6 +10,7 @@ use crate::format::breakdown::{component_label, role_label};
 use crate::table::filter::{parse_bytes, parse_stream};
 use crate::table::GroupBy;
 use crate::ui::debounce::{Debounce, TYPING_SETTLE};
+use crate::ui::moment_notice::MomentNotice;
 use crate::ui::segmented::segmented_button;
 
 /// What each grouping is called.
@@ -100,10 +101,8 @@ pub fn TableToolbar(table: TableState, file_name: String) -> impl IntoView {
                     },
                 };
                 Some(view! {
-                    <p class="moment-notice" id="table-moment-notice" role="status">
-                        {format!("Not the peak: {away}. ")}
-                        <button type="button" class="link-button" id="table-back-to-peak" on:click=move |_| table.pick.set(TablePick::Peak)>"Back to the peak"</button>
-                    </p>
+                    <MomentNotice id="table-moment-notice" back_id="table-back-to-peak"
+                        words=away back=move |()| table.pick.set(TablePick::Peak) />
                 })
             }}
             <label class="field">
