@@ -1,6 +1,6 @@
 // An example host page for an embedded memsight viewer (embed-example.html): hands the viewer
 // a snapshot by postMessage and lists what the viewer reports. Copy it into your own pages;
-// the messages are described in memsight's README ("Embedding in a page").
+// the messages are described in memsight's guide (docs/guide.md, "Embedding in a page").
 const frame = document.getElementById('viewer');
 // Messages go to, and are only taken from, the viewer's origin.
 const viewerOrigin = new URL(frame.src, document.baseURI).origin;
