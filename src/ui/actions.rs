@@ -46,8 +46,8 @@ pub struct Actions {
     rehearsal: bool,
     /// A worker is started ahead of the next file once a load ends. Not in an embedded
     /// viewer: a docs page with several would hold an idle worker per frame, each with the
-    /// memory it touched ahead (72 MiB, docs/performance.md, "An embedded viewer's idle memory"), for
-    /// a second file that an embed seldom opens.
+    /// memory it touched ahead (72 MiB), for a second file that an embed seldom opens
+    /// (docs/decisions/0008-an-embedded-viewer-starts-no-spare-worker.md).
     spare_after_load: bool,
     /// The plot's width the page has laid out, shared with the rehearsal's actions, which lay
     /// one out before any file is opened.

@@ -26,22 +26,25 @@ use super::runtime::{clock, Outbox};
 use super::streamed::{StreamedReads, Streaming, STREAM_PART_BYTES};
 use super::{js_error_text, JsPart};
 
-/// Bytes read at a time, and how many parts are asked for ahead of the decoder. Measured with
-/// `benches/browser.mjs` at 1M entries (see docs/performance.md): one 8 MiB part ahead left 230 ms of
-/// waiting for bytes of 1 s; three 4 MiB parts ahead leave 150 ms (FileReaderSync's chunks,
-/// read only when the decoder needs them: 340 ms).
+/// How a file is read ahead of its decoder, as measured in
+/// docs/decisions/0004-a-reading-worker-and-parts-read-ahead-into-the-same-buffers.md.
+///
+/// Bytes read at a time, and how many parts are asked for ahead of the decoder: measured with
+/// `benches/browser.mjs` at 1M entries, one 8 MiB part ahead left 230 ms of waiting for bytes
+/// of 1 s; three 4 MiB parts ahead leave 150 ms (FileReaderSync's chunks, read only when the
+/// decoder needs them: 340 ms).
 pub const PART_BYTES: u64 = 4 * 1024 * 1024;
 const PARTS_AHEAD: usize = 3;
 /// Buffers the reading worker reads parts into: one is decoded while the others are read or
-/// wait. Measured (docs/performance.md, "Parts read into the same buffers"): with four read ahead, the
-/// decoder waited less than with `Blob.arrayBuffer()`'s four parts ahead, in 20 MiB in all.
+/// wait. With four read ahead, the decoder waited less than with `Blob.arrayBuffer()`'s four
+/// parts ahead, in 20 MiB in all.
 const READ_AHEAD_BUFFERS: usize = 5;
 /// Files larger than the parts this worker asks for at once are read by a reading worker: the
-/// one the spare worker started once warmed up, or one started for them. Measured (docs/performance.md, "A
-/// reading worker"): a file of 94 MB or more waits less for its bytes (6M entries: 216 against
-/// 681 ms) and loads sooner in most runs (6M 2722 against 3124 ms), and one started ahead
-/// saves 1M entries another 10 ms; a small file gained nothing from it, and ending the idle
-/// one during a small file's load cost it a few ms (so it is left idle).
+/// one the spare worker started once warmed up, or one started for them. A file of 94 MB or
+/// more waits less for its bytes (6M entries: 216 against 681 ms) and loads sooner in most
+/// runs (6M 2722 against 3124 ms), and one started ahead saves 1M entries another 10 ms; a
+/// small file gained nothing from it, and ending the idle one during a small file's load cost
+/// it a few ms (so it is left idle).
 const READ_AHEAD_FROM: u64 = PARTS_AHEAD as u64 * PART_BYTES;
 
 /// Bytes of a file's start that tell its format (`feeds` needs 4).

@@ -160,8 +160,8 @@ impl Drop for JsPart {
 /// (`transfer(0)`). Detaching lets JavaScript's engine (V8) go of the bytes, but not the page's
 /// (Blink), which owns a buffer the browser read a file into as well and keeps its bytes until
 /// its garbage collector next runs, seldom while a worker decodes: a memory dump 0.9 s into a
-/// 6M-entry load held 429–489 MiB of array buffers, the parts read so far (docs/performance.md, "A page's
-/// memory while a large file loads").
+/// 6M-entry load held 429–489 MiB of array buffers, the parts read so far
+/// (docs/decisions/0006-a-large-files-parts-and-the-pages-memory.md).
 fn take_bytes(buffer: &js_sys::ArrayBuffer) -> Vec<u8> {
     JsPart::new(buffer).into_vec()
 }

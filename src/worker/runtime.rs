@@ -302,8 +302,8 @@ fn warm_up_blob() -> Option<Blob> {
 /// then spent ~60 ms optimising them on the other core while the worker and the page needed
 /// both (Chromium's `--js-flags=--trace-wasm-compilation-times`). After 160 rounds (~0.75 s
 /// in all, off the page's thread), with the answers asked after the first frame, such a load
-/// optimises under 1 ms of code before its first frame (docs/performance.md, "The warm-up runs until the
-/// views' functions are optimised").
+/// optimises under 1 ms of code before its first frame
+/// (docs/decisions/0005-the-warm-up-runs-until-the-views-functions-are-optimised.md).
 const WARM_UP_ROUNDS: usize = 160;
 
 /// Rounds after which the decoder is warm and the readers are readied (`warm_up_from`), so

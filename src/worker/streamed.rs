@@ -2,8 +2,8 @@
 //! in parts of [`STREAM_PART_BYTES`] read into a few buffers that come back once decoded
 //! ([`Streaming`]). A read only moves on while this worker is idle, so the parts are small: the
 //! first arrives in a few ms and the decoder starts on it, and the browser fills the stream's
-//! pipe while each part decodes. Measured (docs/performance.md, "A small file from one stream"): against
-//! three 4 MiB slices read at once with `Blob.arrayBuffer()`, a 9.4 MB file waits 6–12 ms less
+//! pipe while each part decodes. Measured (docs/decisions/0003-a-small-file-read-as-one-stream.md):
+//! against three 4 MiB slices read at once with `Blob.arrayBuffer()`, a 9.4 MB file waits 6–12 ms less
 //! for its bytes (its decoding, sharing the thread with the reading, takes 5–9 ms longer), and
 //! no slice is registered with the browser (a synchronous call, 0.4–1.7 ms each in a trace).
 //!
