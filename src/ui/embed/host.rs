@@ -13,10 +13,11 @@
 //! Origins are checked both ways: a message is taken only from the parent window and from
 //! the viewer's own origin or an origin the embedding named (`?host=`) — a parent of another
 //! origin is told, in the frame and by a `memsight:error`, which origin was refused and how
-//! to allow it; every message goes to one named origin, never `*`. What the viewer says about a file goes only to the origin that
-//! handed it over — a file the user opened in the frame themselves, or one fetched with
-//! `?url=`, is only spoken of to a parent of the viewer's own origin, which could read the
-//! frame anyway. Not the place for the layout (`mod.rs`) or for opening files (`actions.rs`).
+//! to allow it; every message goes to one named origin, never `*`. What the viewer says about
+//! a file goes only to the origin that handed it over — a file the user opened in the frame
+//! themselves, or one fetched with `?url=`, is only spoken of to a parent of the viewer's own
+//! origin, which could read the frame anyway. Not the place for the layout (`mod.rs`) or for
+//! opening files (`actions.rs`).
 
 use std::collections::HashMap;
 
@@ -28,9 +29,9 @@ use web_sys::{Blob, MessageEvent};
 use crate::ui::actions::Actions;
 use crate::ui::deep_link::DeepLink;
 use crate::ui::link::ViewLink;
+use crate::ui::state::{AppState, FileId, Status};
 
 use super::EmbedShown;
-use crate::ui::state::{AppState, FileId, Status};
 
 /// The version of the messages' shapes, told in `memsight:ready`.
 const PROTOCOL_VERSION: u32 = 1;

@@ -1,9 +1,8 @@
 //! The compact layout for `<iframe>`s (`?embed=1`): one view of the file shown — the one the
 //! frame's address names (`view=table`, or the link fragment's `view=`), the timeline
 //! otherwise, or the one the host last asked for — under a slim header, with no file list and
-//! no toolbar. A snapshot comes from the
-//! frame's `?url=`, from the host page by `postMessage` ([`host`]), or from a drop or the file
-//! button of the empty frame.
+//! no toolbar. A snapshot comes from the frame's `?url=`, from the host page by `postMessage`
+//! ([`host`]), or from a drop or the file button of the empty frame.
 //!
 //! Not the place for the messages' rules (`host.rs`) or for any view's logic.
 
