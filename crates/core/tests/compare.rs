@@ -251,3 +251,20 @@ fn file_rows_carry_the_overview_numbers_and_role_totals() {
     flag_outliers(&mut rows);
     assert!(rows.iter().all(|r| !r.outlier));
 }
+
+/// Settings read from names, on every real snapshot's name at once: the context lengths that
+/// two of them differ in, and nothing else (no repository number such as `cs336` or
+/// `assignment2`, no dtype such as `bf16`, which every file shares or none differs in).
+#[test]
+fn the_real_files_names_differ_only_in_their_context_length() {
+    let files = common::real_fixture_files();
+    if files.is_empty() {
+        return;
+    }
+    let names: Vec<String> = files.iter().map(|p| common::file_name(p)).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    assert_eq!(
+        memsight_core::compare::ranks::shared_settings(&names),
+        vec!["ctx".to_string()]
+    );
+}

@@ -184,10 +184,10 @@ impl SegmentOrder {
         }
     }
 
-    /// Puts `segments` in this order.
+    /// Puts `segments`, which a state lists by address, in this order.
     pub fn sort(self, segments: &mut [SegmentState]) {
         let by: fn(&SegmentState) -> u64 = match self {
-            SegmentOrder::Address => return segments.sort_by_key(|s| s.address),
+            SegmentOrder::Address => return,
             SegmentOrder::Size => |s| s.size,
             SegmentOrder::CachedFree => |s| s.totals.cached_free,
             SegmentOrder::LargestFree => |s| s.totals.largest_free_block,
