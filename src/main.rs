@@ -8,7 +8,7 @@
 // The UI names the core's modules as `crate::…`.
 #[allow(unused_imports)]
 use memsight_core::{
-    allocator, analysis, breakdown, compare, format, model, overview, phases, protocol, service,
+    analysis, breakdown, compare, export, format, model, overview, phases, protocol, service,
     table, timeline,
 };
 

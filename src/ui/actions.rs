@@ -208,7 +208,7 @@ impl Actions {
     /// Opens files named by their path, in the order people read them (rank2 before rank10,
     /// whatever the browser's order); several at once are shown side by side.
     pub fn open_named(self, mut named: Vec<(String, Blob)>) {
-        named.sort_by(|(a, _), (b, _)| crate::compare::ranks::natural_cmp(a, b));
+        named.sort_by(|(a, _), (b, _)| crate::model::text::natural_cmp(a, b));
         let several = named.len() >= 2;
         let mut commands = Vec::new();
         for (name, blob) in named {
@@ -250,7 +250,7 @@ impl Actions {
             Ok(r) => r.name.clone(),
             Err((name, _)) => name.clone(),
         };
-        resolved.sort_by(|a, b| crate::compare::ranks::natural_cmp(&name(a), &name(b)));
+        resolved.sort_by(|a, b| crate::model::text::natural_cmp(&name(a), &name(b)));
         let ids: Vec<FileId> = resolved
             .into_iter()
             .filter_map(|r| match r {

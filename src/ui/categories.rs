@@ -18,12 +18,12 @@ use super::actions::Actions;
 use super::deep_link::DeepLink;
 use super::requests::ScopeId;
 use super::state::FileId;
+use crate::analysis::axis::AxisMode;
 use crate::analysis::categories::rules::{RuleError, Rules};
 use crate::analysis::categories::{Category, Component, Dimension, Role};
 use crate::format;
 use crate::protocol::{Answer, Request};
 use crate::timeline::raster::Style;
-use crate::timeline::AxisMode;
 
 /// Where the user's rules are kept.
 const RULES_KEY: &str = "memsight:rules";

@@ -11,11 +11,12 @@
 //! (`deep_link.rs` and the views do) or for the page's query (`?url=`, `?embed=`: `page_query`).
 
 use super::state::Showing;
+use crate::analysis::axis::AxisMode;
 use crate::analysis::categories::rules::Rules;
 use crate::analysis::categories::Category;
 use crate::table::{Column, GroupBy, Sort};
 use crate::timeline::colouring::ColourBy;
-use crate::timeline::{AxisMode, TimelineKind};
+use crate::timeline::TimelineKind;
 
 /// A view of a file: a section of the page, the one an embedded viewer shows alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -21,8 +21,11 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::Blob;
 
+use super::blob::BlobSource;
+use super::first_view::loaded;
+use super::outbox::{clock, mark, measure_since, Outbox};
 use super::read_ahead::{Missing, ReadAhead};
-use super::runtime::{clock, Outbox};
+use super::reader::{ChunkSource, ChunkedReader, CHUNK_BYTES};
 use super::streamed::{StreamedReads, Streaming, STREAM_PART_BYTES};
 use super::{js_error_text, JsPart};
 
@@ -70,10 +73,10 @@ pub async fn load(
     outbox: Outbox,
     readers: Readers,
 ) {
-    super::runtime::mark(LOAD_START);
+    mark(LOAD_START);
     let now = clock;
     if total == 0 {
-        return super::runtime::load_read(&session, blob, first_frame, outbox);
+        return load_read(&session, blob, first_frame, outbox);
     }
     let mut parts = Parts::new(blob.clone(), total, readers);
     let waiting = now();
@@ -83,7 +86,7 @@ pub async fn load(
     };
     if !feeds(&bytes.head(FORMAT_HEAD_BYTES)) {
         drop(parts);
-        return super::runtime::load_read(&session, blob, first_frame, outbox);
+        return load_read(&session, blob, first_frame, outbox);
     }
     let mut on_progress = |event| outbox.event(event);
     let started = session
@@ -119,11 +122,11 @@ pub async fn load(
     }
     // The reading worker has read everything: it goes.
     drop(parts);
-    super::runtime::measure_since(LOAD_START, "parts decoded");
-    super::runtime::mark(FINISH_START);
+    measure_since(LOAD_START, "parts decoded");
+    mark(FINISH_START);
     let event = session.borrow_mut().finish_feeding(feeding, &now);
-    super::runtime::measure_since(FINISH_START, "decoding finished and analysed");
-    super::runtime::loaded(&session, event, first_frame, &now, outbox);
+    measure_since(FINISH_START, "decoding finished and analysed");
+    loaded(&session, event, first_frame, &now, outbox);
 }
 
 /// What a worker keeps ahead for reading its file: the reading worker a large file takes,
@@ -281,4 +284,29 @@ fn read_part(
             .map_err(|e| js_error_text(&e))?;
         Ok(JsPart::new(buffer.unchecked_ref()))
     }
+}
+
+/// Loads a file that is not a plain pickle (gzip, JSON, or no snapshot at all, which the core
+/// tells) from a synchronous reader over `blob`, sending its events to `outbox`.
+fn load_read(
+    session: &RefCell<Session>,
+    blob: Blob,
+    first_frame: Option<FirstFrame>,
+    outbox: Outbox,
+) {
+    let source = match BlobSource::new(blob) {
+        Ok(source) => source,
+        Err(error) => {
+            return outbox.event(FileEvent::Failed(ErrorReport::message(format!(
+                "The file cannot be read in this browser: {error}"
+            ))))
+        }
+    };
+    let total = source.size();
+    let reader = ChunkedReader::new(source, CHUNK_BYTES);
+    let now = clock;
+    let event = session
+        .borrow_mut()
+        .load_event(reader, total, &now, &mut |event| outbox.event(event));
+    loaded(session, event, first_frame, &now, outbox);
 }

@@ -1,17 +1,23 @@
 //! The Web Worker that owns one snapshot file: it receives the `File` with a `Load` message,
 //! reads it in parts, hands it to the core's [`Session`](memsight_core::session::Session)
-//! and posts its progress and answers to the page. A plain pickle is decoded while it is read
-//! (`feed`: the next parts are read while the last one decodes, a large file's by a reading
-//! worker started for it, `read_ahead`); other formats are read from a synchronous reader
-//! (`reader` over `blob`). One worker per open file, so closing a
-//! file (terminating its worker) frees all its memory, and a slow or broken file never blocks
-//! the page or another file.
+//! and posts its progress and answers to the page. One worker per open file, so closing a file
+//! (terminating its worker) frees all its memory, and a slow or broken file never blocks the
+//! page or another file.
+//! - `runtime`: the entry; receives messages, starts a load or answers a request;
+//! - `feed`: a plain pickle decoded while it is read (the next parts read while the last one
+//!   decodes: a large file's by a reading worker started for it, `read_ahead`; a small one
+//!   from one stream, `streamed`); other formats from a synchronous reader ([`reader`] over `blob`);
+//! - `first_view`: the end of a load, the first frame painted and posted with the news;
+//! - `warmup` and `touch_ahead`: what a worker started ahead of need does while it waits;
+//! - `outbox`: posting events and answers, the clock and the timing marks;
+//! - [`memory`]: the worker's memory limit, and the message when a file does not fit.
 //!
 //! Transport: the page posts a JS array `[json, file?]` where `json` is a
-//! [`Request`](memsight_core::protocol::Request) as JSON text; the worker answers with
-//! [`Response`](memsight_core::protocol::Response)s as JSON text. Messages that arrive before
-//! the wasm module is ready are queued by `static/worker_loader.js` and replayed here.
-//! A panic is reported to the page as a `Failed` response before the module traps.
+//! [`ToWorker`](memsight_core::protocol::ToWorker) as JSON text; the worker answers with
+//! [`FromWorker`](memsight_core::protocol::FromWorker) messages as JSON text (a frame's pixels
+//! transferred beside them). Messages that arrive before the wasm module is ready are queued
+//! by `static/worker_loader.js` and replayed here. A panic is reported to the page as a
+//! `Failed` event before the module traps.
 //!
 //! Not the place for decoding or analysis logic (see `memsight-core`) or for state that
 //! outlives the file.
@@ -24,6 +30,10 @@ mod blob;
 #[cfg(target_arch = "wasm32")]
 mod feed;
 #[cfg(target_arch = "wasm32")]
+mod first_view;
+#[cfg(target_arch = "wasm32")]
+mod outbox;
+#[cfg(target_arch = "wasm32")]
 mod read_ahead;
 #[cfg(target_arch = "wasm32")]
 mod runtime;
@@ -31,6 +41,8 @@ mod runtime;
 mod streamed;
 #[cfg(target_arch = "wasm32")]
 mod touch_ahead;
+#[cfg(target_arch = "wasm32")]
+mod warmup;
 #[cfg(target_arch = "wasm32")]
 pub use runtime::start;
 

@@ -5,10 +5,10 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use memsight_core::analysis::categories::index::CategoryIndex;
 use memsight_core::analysis::categories::rules::CompiledRules;
 use memsight_core::analysis::categories::{categorise, totals_at, Component, Role, Totals};
 use memsight_core::analysis::DeviceFacts;
-use memsight_core::breakdown::index::CategoryIndex;
 use memsight_core::breakdown::physics::{physics, Physics};
 use memsight_core::format;
 use serde_json::{json, Map, Value};

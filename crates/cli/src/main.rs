@@ -120,7 +120,7 @@ enum Command {
         /// The order of the segments: `address`, or largest first by `size`, `cached-free`
         /// or `largest-free` (the largest free block).
         #[arg(long, default_value = "address", value_name = "ORDER")]
-        sort: memsight_core::allocator::SegmentOrder,
+        sort: memsight_core::analysis::allocator::SegmentOrder,
         /// Print one JSON object per file: {"file", "devices": {"<device>": {"state", "totals":
         /// {…}, "segment_count", "segments": [{"address", "size", "blocks": […], "totals"}]}}}.
         #[arg(long)]

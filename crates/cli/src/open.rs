@@ -8,9 +8,9 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use memsight_core::analysis::categories::categorised::Categorised;
 use memsight_core::analysis::categories::rules::Rules;
 use memsight_core::analysis::Analysed;
-use memsight_core::breakdown::categorised::Categorised;
 use memsight_core::decode::{decode_reader, ErrorReport};
 use memsight_core::format;
 use memsight_core::service::Context;

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use memsight_core::allocator::SegmentOrder;
+use memsight_core::analysis::allocator::SegmentOrder;
 use memsight_core::analysis::categories::rules::Rules;
 use memsight_core::format;
 use memsight_core::protocol::Answer;

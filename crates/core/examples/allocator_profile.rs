@@ -7,7 +7,7 @@
 
 use std::time::Instant;
 
-use memsight_core::allocator::AllocatorHistory;
+use memsight_core::analysis::allocator::AllocatorHistory;
 use memsight_core::analysis::Analysed;
 use memsight_core::model::{Action, Block, BlockState, Device, Segment, Snapshot, Trace, TraceRow};
 

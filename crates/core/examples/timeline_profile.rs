@@ -5,14 +5,15 @@
 
 use std::time::Instant;
 
+use memsight_core::analysis::axis::AxisMode;
+use memsight_core::analysis::categories::categorised::Categorised;
 use memsight_core::analysis::Analysed;
-use memsight_core::breakdown::categorised::Categorised;
 use memsight_core::service::{Context, Service};
 use memsight_core::timeline::colouring::ColourBy;
 use memsight_core::timeline::service::{
     FrameRequest, HitRequest, TimelineAnswer, TimelineRequest, TimelineService,
 };
-use memsight_core::timeline::{AxisMode, TimelineKind, Viewport};
+use memsight_core::timeline::{TimelineKind, Viewport};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

@@ -13,11 +13,11 @@
 //! - [`format`] turns numbers and typed facts into words and human units for the page and the
 //!   command line alike.
 
-pub mod allocator;
 pub mod analysis;
 pub mod breakdown;
 pub mod compare;
 pub mod decode;
+pub mod export;
 pub mod format;
 pub mod model;
 pub mod overview;

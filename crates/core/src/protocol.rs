@@ -22,6 +22,7 @@ use crate::breakdown::service::{BreakdownAnswer, BreakdownRequest};
 use crate::compare::service::DigestRequest;
 use crate::compare::Digest;
 pub use crate::decode::ErrorReport;
+use crate::export::{ExportAnswer, ExportRequest};
 use crate::overview::service::OverviewRequest;
 use crate::overview::Overview;
 use crate::phases::service::PhasesRequest;
@@ -61,6 +62,8 @@ pub enum Request {
     Digest(DigestRequest),
     /// One device's phases (or `record_function` scopes) with the memory in each.
     Phases(PhasesRequest),
+    /// A file to download: the table as CSV, the Markdown report.
+    Export(ExportRequest),
     /// Categorise every allocation again under the user's rules (every view's categories
     /// change with them).
     SetRules(Rules),
@@ -78,6 +81,7 @@ pub enum Answer {
     Table(TableAnswer),
     Digest(Digest),
     Phases(PhaseReport),
+    Export(ExportAnswer),
     Rules(RulesApplied),
 }
 
@@ -102,6 +106,7 @@ impl Answer {
             Answer::Table(answer) => answer.name(),
             Answer::Digest(_) => "digest",
             Answer::Phases(_) => "phases",
+            Answer::Export(answer) => answer.name(),
             Answer::Rules(_) => "rules applied",
         }
     }

@@ -8,8 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::categories::categorised::Categorised;
 use crate::analysis::Analysed;
-use crate::breakdown::categorised::Categorised;
 
 /// What a service is lent to answer one request.
 pub struct Context<'a> {

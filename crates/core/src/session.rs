@@ -9,8 +9,8 @@
 use std::cell::Cell;
 use std::io::Read;
 
+use crate::analysis::categories::categorised::Categorised;
 use crate::analysis::{Analysed, DeviceChoice};
-use crate::breakdown::categorised::Categorised;
 use crate::breakdown::service::BreakdownService;
 use crate::compare::service::DigestService;
 use crate::decode::{decode_reader, ErrorReport, Part, PickleFeed};
@@ -298,6 +298,10 @@ impl Session {
                 .phases
                 .answer(&cx, r)
                 .map(|r| r.map(Answer::Phases)),
+            Request::Export(r) => {
+                crate::export::answer(&cx, &mut services.table, &mut services.breakdown, r)
+                    .map(|r| r.map(Answer::Export))
+            }
             Request::SetRules(rules) => {
                 // The one request that changes what every service is lent.
                 let error = self.categorised.set_rules(analysed, rules, now).err();

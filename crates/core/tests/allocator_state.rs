@@ -7,7 +7,7 @@
 mod common;
 
 use common::*;
-use memsight_core::allocator::{AllocatorHistory, AllocatorState, BlockKind};
+use memsight_core::analysis::allocator::{AllocatorHistory, AllocatorState, BlockKind};
 use memsight_core::analysis::{Analysed, DeviceFacts};
 use memsight_core::model::{BlockState, Device};
 

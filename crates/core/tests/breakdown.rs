@@ -6,6 +6,7 @@
 mod common;
 
 use common::*;
+use memsight_core::analysis::axis::AxisMode;
 use memsight_core::analysis::categories::rules::{Rule, Rules};
 use memsight_core::analysis::categories::{Category, Component, Dimension, Role};
 use memsight_core::breakdown::service::{BreakdownAnswer, BreakdownRequest, Moment};
@@ -14,7 +15,7 @@ use memsight_core::session::Session;
 use memsight_core::timeline::colouring::ColourBy;
 use memsight_core::timeline::raster::Style;
 use memsight_core::timeline::service::{FrameRequest, TimelineAnswer, TimelineRequest};
-use memsight_core::timeline::{AxisMode, TimelineKind};
+use memsight_core::timeline::TimelineKind;
 
 const FULL_STEP: &str =
     "kkaitlyn111__cs336-a2-systems__memory_files__memory_ctx128_fullstep_.pickle";
@@ -162,7 +163,7 @@ fn moments_and_series_add_up_to_the_allocated_curve_on_every_fixture() {
             // Each finding's allocations are listed in its order, each pinnable on the
             // allocations timeline (its element is the allocation).
             assert_eq!(summary.finding_allocations.len(), summary.findings.len());
-            let elements = memsight_core::timeline::elements::AllocationElements::new(facts);
+            let elements = memsight_core::analysis::elements::AllocationElements::new(facts);
             for (finding, listed) in summary.findings.iter().zip(&summary.finding_allocations) {
                 let indices: Vec<u32> = listed.iter().map(|a| a.allocation).collect();
                 assert_eq!(indices, finding.allocations, "{name}");

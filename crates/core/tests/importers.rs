@@ -7,9 +7,9 @@ mod common;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use memsight_core::analysis::categories::categorised::Categorised;
 use memsight_core::analysis::categories::{totals_at, Role};
 use memsight_core::analysis::Analysed;
-use memsight_core::breakdown::categorised::Categorised;
 use memsight_core::decode::decode_bytes;
 use memsight_core::model::{Action, ImportNote, Source};
 use memsight_core::overview::{self, MetricKey};

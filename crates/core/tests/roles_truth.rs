@@ -6,11 +6,11 @@
 mod common;
 
 use common::*;
+use memsight_core::analysis::categories::index::CategoryIndex;
 use memsight_core::analysis::categories::rules::CompiledRules;
 use memsight_core::analysis::categories::signals::Phase;
 use memsight_core::analysis::categories::{categorise, totals_at, Categories, Role};
 use memsight_core::analysis::Analysed;
-use memsight_core::breakdown::index::CategoryIndex;
 use memsight_core::breakdown::physics::physics;
 use memsight_core::model::cut::{cut_trace, Cut};
 use memsight_core::model::Action;

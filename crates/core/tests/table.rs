@@ -6,7 +6,8 @@
 mod common;
 
 use common::*;
-use memsight_core::allocator::{SegmentOrder, SegmentState};
+use memsight_core::analysis::allocator::{SegmentOrder, SegmentState};
+use memsight_core::export::ExportRequest;
 use memsight_core::protocol::{Answer, Request};
 use memsight_core::service::Reply;
 use memsight_core::session::Session;
@@ -187,7 +188,7 @@ fn the_csv_lists_every_row_with_requested_and_block_sizes() {
     let flat = view(&mut session, 0, query.clone(), vec![]);
     let reply = session
         .answer(
-            Request::Table(TableRequest::Csv { device: 0, query }),
+            Request::Export(ExportRequest::TableCsv { device: 0, query }),
             &|| 0.0,
         )
         .unwrap();

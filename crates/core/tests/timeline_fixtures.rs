@@ -4,8 +4,8 @@
 
 mod common;
 
+use memsight_core::analysis::elements::{AllocationElements, Elements, SegmentElements};
 use memsight_core::analysis::Analysed;
-use memsight_core::timeline::elements::{AllocationElements, Elements, SegmentElements};
 use memsight_core::timeline::layout::{Cursor, Layout};
 
 /// Up to this many states are checked per device, evenly spread (plus the peaks).

@@ -21,7 +21,7 @@ use super::charts::{self, geometry::Piece, geometry::PieceKind};
 use super::requests::Latest;
 use super::state::FileId;
 use super::timeline::tooltip::when;
-use crate::allocator::{BlockKind, SegmentOrder, SegmentPool, SegmentState};
+use crate::analysis::allocator::{BlockKind, SegmentOrder, SegmentPool, SegmentState};
 use crate::format;
 use crate::protocol::{Answer, Request};
 use crate::table::service::{AllocatorRequest, AllocatorView, TableAnswer, TableRequest};

@@ -24,13 +24,14 @@ use super::moment_notice::MomentNotice;
 use super::requests::Latest;
 use super::segmented::segmented_button;
 use super::state::FileId;
+use crate::analysis::axis::AxisMode;
 use crate::analysis::categories::{Category, Dimension};
 use crate::breakdown::service::{
     BreakdownAnswer, BreakdownRequest, DeviceSummary, Moment, MomentBreakdown, Series,
 };
+use crate::export::{ExportAnswer, ExportRequest};
 use crate::format;
 use crate::protocol::{Answer, Request, ViewError};
-use crate::timeline::AxisMode;
 use chart::{ChartCard, Click, Draw, Hover, CHART_SIZE, WIDE_CHART_SIZE};
 
 /// Allocations the "largest" chart shows.
@@ -187,12 +188,12 @@ pub fn BreakdownPanel(
         let id = actions.ask(
             file,
             scope,
-            Request::Breakdown(BreakdownRequest::Report {
+            Request::Export(ExportRequest::Report {
                 device,
                 file_name: name.clone(),
             }),
             move |answered| match answered.result {
-                Ok(Answer::Breakdown(BreakdownAnswer::Report(text))) => {
+                Ok(Answer::Export(ExportAnswer::Report(text))) => {
                     let stem = name.rsplit_once('.').map_or(name.as_str(), |(s, _)| s);
                     download_text(
                         &format!("{stem}-cuda{device}-report.md"),

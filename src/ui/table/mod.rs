@@ -24,14 +24,15 @@ pub use super::link::TablePick;
 use super::requests::{Latest, ScopeId};
 use super::state::FileId;
 use super::timeline::tooltip::when;
+use crate::analysis::axis::AxisMode;
 use crate::analysis::categories::{Component, Dimension, Role};
+use crate::export::{ExportAnswer, ExportRequest};
 use crate::format;
 use crate::protocol::{Answer, Request};
 use crate::table::columns::TableRow;
 use crate::table::groups::Line;
 use crate::table::service::{TableAnswer, TableRequest, TableView, ViewRequest};
 use crate::table::{Filter, GroupBy, Scope, Sort, TableQuery};
-use crate::timeline::AxisMode;
 
 /// Height of one line, in CSS pixels (the grid's CSS says the same).
 pub const LINE_HEIGHT: f64 = 26.0;
@@ -368,9 +369,9 @@ impl TableState {
         self.actions.ask(
             self.file,
             self.scope,
-            Request::Table(TableRequest::Csv { device, query }),
+            Request::Export(ExportRequest::TableCsv { device, query }),
             move |answered| match (answered.result, answered.attachment) {
-                (Ok(Answer::Table(TableAnswer::Csv(export))), Some(bytes)) => {
+                (Ok(Answer::Export(ExportAnswer::Csv(export))), Some(bytes)) => {
                     let parts = js_sys::Array::of1(&bytes);
                     let options = web_sys::BlobPropertyBag::new();
                     options.set_type("text/csv");

@@ -8,9 +8,9 @@
 //! marks, the peak, phases, then ticks): each takes the first of its candidate positions that
 //! is free, or is left out.
 
+use crate::analysis::axis::AxisMode;
 use crate::format;
 use crate::timeline::service::TimelineInfo;
-use crate::timeline::AxisMode;
 
 /// Height of one lane of phases along the top; nested or overlapping phases take the next
 /// lane, up to [`PHASE_LANES`].

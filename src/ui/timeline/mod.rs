@@ -42,6 +42,7 @@ use super::categories::CategoryView;
 use super::link::{TimelineLink, ViewLink};
 use super::requests::{Latest, ScopeId};
 use super::state::FileId;
+use crate::analysis::axis::AxisMode;
 use crate::analysis::categories::Dimension;
 use crate::format;
 use crate::protocol::{Answer, Request, RequestId, ViewError};
@@ -51,7 +52,7 @@ use crate::timeline::service::{
     FirstView, FrameInfo, FrameRequest, HitInfo, HitRequest, MinimapInfo, SearchInfo,
     TimelineAnswer, TimelineInfo, TimelineRequest,
 };
-use crate::timeline::{AxisMode, TimelineKind, Viewport};
+use crate::timeline::{TimelineKind, Viewport};
 use plot_size::Window;
 use range::{XRange, YRange};
 

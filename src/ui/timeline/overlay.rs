@@ -8,8 +8,8 @@ use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
 
 use super::canvas::context;
 use super::labels::{self, Layout, PHASE_LANE, TEXT_HEIGHT};
+use crate::analysis::axis::AxisMode;
 use crate::timeline::service::TimelineInfo;
-use crate::timeline::AxisMode;
 
 /// The overlay's font: labels are measured and drawn with it.
 const FONT: &str = "11px system-ui, sans-serif";

@@ -10,9 +10,10 @@ use web_sys::{HtmlInputElement, KeyboardEvent};
 
 use super::detail::{detail_at, position_of, STEPS, STOPS};
 use super::Timeline;
+use crate::analysis::axis::AxisMode;
 use crate::format;
 use crate::timeline::colouring::ColourBy;
-use crate::timeline::{AxisMode, TimelineKind};
+use crate::timeline::TimelineKind;
 use crate::ui::debounce::{Debounce, TYPING_SETTLE};
 use crate::ui::segmented::segmented_button;
 

@@ -21,13 +21,13 @@ use memsight_core::analysis::categories::rules::Rules;
 use memsight_core::breakdown::service::{BreakdownAnswer, BreakdownRequest, Moment};
 use memsight_core::compare::digest::digest;
 use memsight_core::compare::files::{flag_outliers, rows_of, FileRow};
-use memsight_core::compare::ranks::natural_cmp;
 use memsight_core::decode::ErrorReport;
 use memsight_core::format::compare::{files_blocks, ReportLink};
 use memsight_core::format::document::{html_page, Align, Block, Cell, Column, Document};
 use memsight_core::format::document::{Inline, Table};
 use memsight_core::format::report::{DeviceReport, TOP_ALLOCATIONS};
 use memsight_core::format::{self, problems};
+use memsight_core::model::text::natural_cmp;
 use memsight_core::overview;
 use memsight_core::service::{Service, ViewError};
 

@@ -2,7 +2,7 @@
 //! CATEGORY]]`: the
 //! Markdown report of each device (or of the one asked for) — the summary, bytes by role and
 //! by component at the peak, the peak estimate, the largest allocations, fragmentation and
-//! findings — exactly as the page downloads it: the breakdown service's `Report` answer.
+//! findings — exactly as the page downloads it (the core's `export::report`).
 //! With `--json`, the numbers behind it (the service's summary and breakdown at the peak, its
 //! lists narrowed to one category with `--only`, as the page narrows them).
 //!
@@ -23,6 +23,7 @@ use memsight_core::analysis::categories::Category;
 use memsight_core::breakdown::service::{
     BreakdownAnswer, BreakdownRequest, BreakdownService, Moment,
 };
+use memsight_core::export;
 use memsight_core::format::{self, report::TOP_ALLOCATIONS};
 use memsight_core::service::{Context, Service, ViewError};
 
@@ -139,13 +140,7 @@ fn reports_of(path: &Path, opened: &Opened, device: Option<u32>, rules: &Rules) 
     }
     let mut out = String::new();
     let ok = each_device(path, opened, device, rules, |service, cx, device| {
-        let request = BreakdownRequest::Report {
-            device,
-            file_name: name.clone(),
-        };
-        let BreakdownAnswer::Report(report) = service.answer(cx, request)?.answer else {
-            return Err(malformed("a report"));
-        };
+        let report = export::report(cx, service, device, &name)?;
         if !out.is_empty() {
             out.push_str(SEPARATOR);
         }

@@ -5,12 +5,78 @@
 //! allocations, so 61 MiB less of a WebAssembly memory that never shrinks. Only the
 //! allocations no row tells (alive in the final segments with no `alloc`) keep their own.
 //!
-//! Not the place for pairing events into allocations (see `replay`).
+//! Here too: what one allocation is ([`Allocation`], [`Origin`]). Not the place for pairing
+//! events into allocations (see `replay`).
 
 use std::sync::Arc;
 
-use super::replay::{Allocation, NO_ROW};
 use crate::model::{StackId, Trace};
+
+/// Row index of "no such event".
+pub const NO_ROW: u32 = u32::MAX;
+
+/// Where an allocation's record comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// Its `alloc` is in the trace.
+    Trace,
+    /// Freed in the trace, allocated before it (an unmatched `free_completed`).
+    FreedBeforeAlloc,
+    /// Alive in the final segments with no `alloc` in the trace.
+    LiveBlock,
+}
+
+/// One allocation with its events, as [`Allocations::at`] gives it (the list stores less).
+/// Its origin is told by its rows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Allocation {
+    pub addr: u64,
+    /// Size as the trace records it (the requested size); for live blocks without a trace
+    /// record, the block's requested size.
+    pub size: u64,
+    pub alloc_row: u32,
+    pub free_requested_row: u32,
+    /// `free_completed` row, or [`NO_ROW`] when alive at the end.
+    pub free_row: u32,
+    pub stack: StackId,
+}
+
+impl Allocation {
+    /// Where the record comes from: an allocation from before the trace has no `alloc` row,
+    /// and one freed in the trace has a `free_completed` row.
+    pub fn origin(&self) -> Origin {
+        if self.alloc_row != NO_ROW {
+            Origin::Trace
+        } else if self.free_row != NO_ROW {
+            Origin::FreedBeforeAlloc
+        } else {
+            Origin::LiveBlock
+        }
+    }
+
+    pub fn is_alive_at_end(&self) -> bool {
+        self.free_row == NO_ROW
+    }
+
+    /// The first state it is alive in and the first it no longer is (`u32::MAX` when alive at
+    /// the end); state `r + 1` is after row `r`, so an allocation from before the window is
+    /// alive from state 0.
+    pub fn alive_states(&self) -> (u32, u32) {
+        let after = |row: u32| if row == NO_ROW { u32::MAX } else { row + 1 };
+        let start = if self.origin() == Origin::Trace {
+            after(self.alloc_row)
+        } else {
+            0
+        };
+        (start, after(self.free_row))
+    }
+
+    /// Whether it is alive in `state`.
+    pub fn is_alive_at(&self, state: u32) -> bool {
+        let (start, end) = self.alive_states();
+        start <= state && state < end
+    }
+}
 
 /// One allocation's rows and stack.
 #[derive(Clone, Copy, Debug, PartialEq)]

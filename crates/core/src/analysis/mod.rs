@@ -4,18 +4,26 @@
 //! (`overview`, `timeline`).
 
 mod allocations;
+pub mod allocator;
+pub mod axis;
 pub mod categories;
+pub mod curve;
+pub mod elements;
 pub mod keywords;
+pub mod live;
+pub mod query;
 pub mod replay;
 pub mod scopes;
 pub mod stacks;
+#[cfg(test)]
+pub(crate) mod test_traces;
 pub mod warning;
 
 use serde::{Deserialize, Serialize};
 
 use crate::model::{Action, Snapshot};
-pub use allocations::Allocations;
-pub use replay::{Allocation, DeviceFacts, Origin, Peak, NO_ROW};
+pub use allocations::{Allocation, Allocations, Origin, NO_ROW};
+pub use replay::{DeviceFacts, Peak};
 pub use warning::Warning;
 
 /// Why a device is the one shown first.

@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::index::Lookup;
+use crate::analysis::categories::index::Lookup;
 use crate::analysis::categories::Role;
 
 /// Which side of the max sets the estimate.

@@ -19,8 +19,8 @@ use serde::{Deserialize, Serialize};
 use crate::analysis::categories::phases::RowPhases;
 use crate::analysis::categories::signals::Phase;
 use crate::analysis::categories::{DeviceCategories, Role};
-use crate::analysis::replay::{DeviceFacts, Origin, NO_ROW};
 use crate::analysis::{Analysed, Warning};
+use crate::analysis::{DeviceFacts, Origin, NO_ROW};
 use crate::model::{Action, BlockState, Device, SegmentType, Snapshot, StackId, Trace, NO_TIME};
 
 const MIB: u64 = 1 << 20;

@@ -6,10 +6,8 @@
 //! Built on [`crate::analysis::categories`] (which allocation is what); the words are
 //! [`crate::format`]'s. Not the place for colours, drawing or text.
 
-pub mod categorised;
 pub mod estimate;
 pub mod findings;
-pub mod index;
 pub mod physics;
 pub mod service;
 pub mod sizes;

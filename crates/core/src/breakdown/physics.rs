@@ -11,7 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::index::Lookup;
+use crate::analysis::categories::index::Lookup;
 use crate::analysis::categories::{DeviceCategories, Role};
 
 /// Gradients are at least this share of the parameters (buffers and frozen weights make the

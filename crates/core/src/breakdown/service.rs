@@ -13,17 +13,17 @@ use serde::{Deserialize, Serialize};
 use super::estimate::{estimate, Estimate};
 use super::findings::{findings, Finding};
 use super::sizes::{cached_free_sizes, histogram, SizeBin};
+use crate::analysis::axis::Axis;
+use crate::analysis::axis::AxisMode;
 use crate::analysis::categories::{Category, Component, DeviceCategories, Dimension, Role};
+use crate::analysis::curve::{Curve, Envelope};
+use crate::analysis::elements::AllocationElements;
+use crate::analysis::live::{alive_at, live_set, CallSite};
 use crate::analysis::stacks::stack_text;
 use crate::analysis::{Analysed, DeviceFacts};
 use crate::model::Device;
 use crate::model::NO_STACK;
 use crate::service::{Context, Reply, Service, ViewError};
-use crate::timeline::axis::Axis;
-use crate::timeline::curve::{Curve, Envelope};
-use crate::timeline::elements::AllocationElements;
-use crate::timeline::live::{alive_at, live_set, CallSite};
-use crate::timeline::AxisMode;
 
 /// What the breakdown view asks for.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -41,9 +41,6 @@ pub enum BreakdownRequest {
         #[serde(default)]
         only: Option<Category>,
     },
-    /// The Markdown report of the device (summary, categories and the largest allocations at
-    /// the peak, the estimate, fragmentation, findings), titled with `file_name`.
-    Report { device: u32, file_name: String },
     /// Only the bytes by category at a moment (cheap: what a legend shows while hovering).
     Totals { device: u32, moment: Moment },
     /// Bytes by category in `width` columns of the range `x0..x1` (in `mode`'s units), each
@@ -77,7 +74,6 @@ pub enum BreakdownAnswer {
     At(Box<MomentBreakdown>),
     Totals(MomentTotals),
     Series(Series),
-    Report(String),
 }
 
 /// Bytes by category at a moment, and nothing else.
@@ -102,7 +98,6 @@ impl BreakdownAnswer {
             BreakdownAnswer::Summary(_) => "breakdown summary",
             BreakdownAnswer::At(_) => "breakdown at a moment",
             BreakdownAnswer::Totals(_) => "breakdown totals",
-            BreakdownAnswer::Report(_) => "breakdown report",
             BreakdownAnswer::Series(_) => "breakdown series",
         }
     }
@@ -205,8 +200,6 @@ pub struct Series {
 
 /// Most allocations or call sites an answer lists.
 const MAX_TOP: u32 = 200;
-/// Allocations the report lists.
-const REPORT_TOP: u32 = 50;
 /// Most columns a series has.
 const MAX_COLUMNS: u32 = 8192;
 
@@ -219,6 +212,25 @@ pub struct BreakdownService {
 }
 
 type Answered = Result<Reply<BreakdownAnswer>, ViewError>;
+
+impl BreakdownService {
+    /// Device `device`'s run as a whole (what [`BreakdownRequest::Summary`] answers).
+    pub fn summary(&self, cx: &Context<'_>, device: u32) -> Result<DeviceSummary, ViewError> {
+        summary(cx, device)
+    }
+
+    /// Bytes by category at `moment` with the `top` largest allocations and call sites (what
+    /// [`BreakdownRequest::At`] answers, for every category).
+    pub fn at(
+        &mut self,
+        cx: &Context<'_>,
+        device: u32,
+        moment: Moment,
+        top: u32,
+    ) -> Result<MomentBreakdown, ViewError> {
+        at(cx, &mut self.timed, device, moment, top.min(MAX_TOP), None)
+    }
+}
 
 impl Service for BreakdownService {
     type Request = BreakdownRequest;
@@ -243,17 +255,6 @@ impl Service for BreakdownService {
                 top.min(MAX_TOP),
                 only,
             )?)),
-            BreakdownRequest::Report { device, file_name } => {
-                let summary = summary(cx, device)?;
-                let peak = at(cx, &mut self.timed, device, Moment::Peak, REPORT_TOP, None)?;
-                BreakdownAnswer::Report(crate::format::report::markdown(
-                    &file_name,
-                    &summary,
-                    &peak,
-                    cx.analysed,
-                    cx.categorised.rules().rules.len(),
-                ))
-            }
             BreakdownRequest::Totals { device, moment } => {
                 let (position, dev, facts) = find(cx.analysed, device)?;
                 let state = moment_state(facts, dev.trace.len(), moment);
@@ -335,7 +336,7 @@ fn with_time(mut answer: BreakdownAnswer, ms: f64) -> BreakdownAnswer {
         BreakdownAnswer::Summary(s) => s.compute_ms = ms,
         BreakdownAnswer::At(a) => a.compute_ms = ms,
         BreakdownAnswer::Series(s) => s.compute_ms = ms,
-        BreakdownAnswer::Totals(_) | BreakdownAnswer::Report(_) => {}
+        BreakdownAnswer::Totals(_) => {}
     }
     answer
 }

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::profiled::{parse_frame, Profiled};
 use super::DecodeError;
-use crate::compare::ranks::natural_cmp;
+use crate::model::text::natural_cmp;
 use crate::model::{
     Action, ImportNote, Snapshot, Source, TraceRow, MODULE_FILE, PROFILER_PHASE_FILE,
 };

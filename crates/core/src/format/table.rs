@@ -8,7 +8,7 @@
 
 use std::fmt::Write;
 
-use crate::allocator::Totals;
+use crate::analysis::allocator::Totals;
 
 use crate::table::columns::Rows;
 use crate::table::groups::{every_group, share, Tree};

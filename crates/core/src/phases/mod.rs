@@ -13,11 +13,11 @@ pub mod service;
 
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::categories::index::Lookup;
 use crate::analysis::categories::signals::Phase;
 use crate::analysis::categories::Role;
-use crate::analysis::replay::{DeviceFacts, Origin};
 use crate::analysis::scopes::scope_ranges;
-use crate::breakdown::index::Lookup;
+use crate::analysis::{DeviceFacts, Origin};
 use crate::model::{Device, Snapshot, StrId, NO_TIME};
 
 /// What told a report's phases apart.

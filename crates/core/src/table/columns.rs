@@ -8,14 +8,14 @@ use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use super::{Column, Sort};
+use crate::analysis::allocator::block_size;
+use crate::analysis::axis::Axis;
 use crate::analysis::categories::signals::Phase;
 use crate::analysis::categories::{Component, DeviceCategories, Role};
+use crate::analysis::elements::AllocationElements;
 use crate::analysis::stacks::stack_text;
 use crate::analysis::{Allocation, DeviceFacts, Origin, NO_ROW};
 use crate::model::{Device, Snapshot, StackId, NO_STACK, NO_TIME};
-use crate::timeline::axis::Axis;
-use crate::timeline::elements::AllocationElements;
-use crate::timeline::inspect::block_size;
 
 /// One allocation as the table shows it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

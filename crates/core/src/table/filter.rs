@@ -10,11 +10,11 @@ use rustc_hash::FxHashMap;
 
 use super::columns::Rows;
 use super::{Filter, Scope};
+use crate::analysis::axis::Axis;
+use crate::analysis::query::Query;
 use crate::analysis::stacks::FrameSearch;
 use crate::analysis::Origin;
 use crate::model::{Snapshot, StackId};
-use crate::timeline::axis::Axis;
-use crate::timeline::inspect::Query;
 
 /// The states a scope covers, and what a share of it is measured against.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

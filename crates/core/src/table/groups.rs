@@ -13,9 +13,9 @@ use serde::{Deserialize, Serialize};
 use super::columns::{Rows, TableRow};
 use super::modules::{frame_label, occurrences, Chains};
 use super::GroupBy;
+use crate::analysis::categories::labels::{component_label, phase_label, role_label};
 use crate::analysis::categories::signals::Phase;
 use crate::analysis::categories::Role;
-use crate::format::breakdown::{component_label, phase_label, role_label};
 use crate::model::FrameId;
 
 /// One group and what is under it.

@@ -17,9 +17,9 @@ pub mod service;
 
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::axis::AxisMode;
 use crate::analysis::categories::signals::Phase;
 use crate::analysis::categories::{Component, Role};
-use crate::timeline::AxisMode;
 
 /// Which allocations a table starts from, before its filters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]

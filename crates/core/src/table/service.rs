@@ -12,11 +12,10 @@ use super::columns::{DeviceColumns, Rows};
 use super::filter::{scope_states, select, ScopeStates, Selection};
 use super::groups::{group, line_of, path_to, share, window, Line, Opened, Tree};
 use super::{GroupBy, Scope, Sort, TableQuery};
-use crate::allocator::{AllocatorHistory, SegmentOrder, SegmentState, Totals};
-use crate::format::table::{groups_csv, rows_csv};
+use crate::analysis::allocator::{AllocatorHistory, SegmentOrder, SegmentState, Totals};
+use crate::analysis::axis::Axis;
+use crate::analysis::elements::AllocationElements;
 use crate::service::{Context, Reply, Service, ViewError};
-use crate::timeline::axis::Axis;
-use crate::timeline::elements::AllocationElements;
 
 /// Most lines one answer lists.
 pub const MAX_LINES: u32 = 2000;
@@ -29,9 +28,6 @@ pub const MAX_SEGMENTS: u32 = 500;
 pub enum TableRequest {
     /// A window of a table.
     View(ViewRequest),
-    /// The whole table as CSV (every row, or every group when grouped), sent beside the
-    /// answer as UTF-8 bytes.
-    Csv { device: u32, query: TableQuery },
     /// The allocator's segments and blocks at a state.
     Allocator(AllocatorRequest),
 }
@@ -101,7 +97,6 @@ pub struct ViewRequest {
 #[serde(rename_all = "snake_case")]
 pub enum TableAnswer {
     View(Box<TableView>),
-    Csv(CsvExport),
     Allocator(Box<AllocatorView>),
 }
 
@@ -109,7 +104,6 @@ impl TableAnswer {
     pub fn name(&self) -> &'static str {
         match self {
             TableAnswer::View(_) => "table view",
-            TableAnswer::Csv(_) => "table CSV",
             TableAnswer::Allocator(_) => "allocator state",
         }
     }
@@ -157,13 +151,6 @@ pub struct TableView {
     #[serde(default)]
     pub has_shapes: bool,
     pub compute_ms: f64,
-}
-
-/// A table written as CSV.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CsvExport {
-    pub rows: u64,
-    pub bytes: u64,
 }
 
 /// A table as computed.
@@ -452,24 +439,6 @@ impl TableService {
             compute_ms: (cx.now)() - start,
         })
     }
-
-    /// The CSV of the table `query` chooses: every row, or every group when grouped; with
-    /// the number of lines under the header.
-    pub fn csv(
-        &mut self,
-        cx: &Context<'_>,
-        device: u32,
-        query: &TableQuery,
-    ) -> Result<(String, u64), ViewError> {
-        let table = self.table(cx, device, query)?;
-        Ok(match table.tree {
-            None => (
-                rows_csv(&table.rows, table.sorted),
-                table.sorted.len() as u64,
-            ),
-            Some(tree) => groups_csv(tree, table.totals.scope_bytes),
-        })
-    }
 }
 
 impl Service for TableService {
@@ -488,17 +457,6 @@ impl Service for TableService {
             TableRequest::Allocator(request) => self
                 .allocator(cx, request)
                 .map(|v| TableAnswer::Allocator(Box::new(v)).into()),
-            TableRequest::Csv { device, query } => {
-                let (text, rows) = self.csv(cx, device, &query)?;
-                let bytes = text.into_bytes();
-                Ok(Reply::with_attachment(
-                    TableAnswer::Csv(CsvExport {
-                        rows,
-                        bytes: bytes.len() as u64,
-                    }),
-                    bytes,
-                ))
-            }
         }
     }
 }
@@ -506,12 +464,12 @@ impl Service for TableService {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::axis::AxisMode;
+    use crate::analysis::categories::categorised::Categorised;
     use crate::analysis::categories::Role;
     use crate::analysis::Analysed;
-    use crate::breakdown::categorised::Categorised;
     use crate::decode::decode_bytes;
     use crate::table::{Column, Filter};
-    use crate::timeline::AxisMode;
 
     fn frame(file: &str, line: u32, name: &str) -> String {
         format!(r#"{{"filename":"{file}","line":{line},"name":"{name}"}}"#)
@@ -892,7 +850,8 @@ mod tests {
             categorised: &f.categorised,
             now: &|| 0.0,
         };
-        let (text, rows) = service.csv(&cx, 0, &query(Scope::Peak)).unwrap();
+        let (text, rows) =
+            crate::export::table_csv(&mut service, &cx, 0, &query(Scope::Peak)).unwrap();
         assert_eq!(rows, 4);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], crate::format::table::ROWS_HEADER);
@@ -910,7 +869,7 @@ mod tests {
             group_by: Some(GroupBy::Module),
             ..query(Scope::All)
         };
-        let (text, groups) = service.csv(&cx, 0, &grouped).unwrap();
+        let (text, groups) = crate::export::table_csv(&mut service, &cx, 0, &grouped).unwrap();
         assert_eq!(text.lines().count() as u64, groups + 1);
         assert!(
             text.contains("1,model.py:50 forward ×2,model.py:50 forward ×2,4,600,"),

@@ -3,14 +3,14 @@
 //! categories so a zoomed-out run shows how much of each column every category holds.
 //!
 //! The painter ([`super::raster`]) only asks a [`Colouring`]; this module answers it from the
-//! categories ([`crate::breakdown::categorised`]). Not the place for choosing categories.
+//! categories ([`crate::analysis::categories::categorised`]). Not the place for choosing categories.
 
 use serde::{Deserialize, Serialize};
 
-use super::elements::AllocationElements;
 use super::raster::{Colouring, Style};
+use crate::analysis::categories::index::Lookup;
 use crate::analysis::categories::{DeviceCategories, Dimension};
-use crate::breakdown::index::Lookup;
+use crate::analysis::elements::AllocationElements;
 
 /// How a timeline's elements are coloured.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -6,10 +6,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::elements::{AllocationElements, Elements, SegmentElements};
-use super::live::{live_at, LiveSet};
-use super::{TimelineKind, ALIVE};
+use super::TimelineKind;
+use crate::analysis::allocator::block_size;
 use crate::analysis::categories::RoleReason;
+use crate::analysis::elements::ALIVE;
+use crate::analysis::elements::{AllocationElements, Elements, SegmentElements};
+use crate::analysis::live::{live_at, LiveSet};
+use crate::analysis::query::Query;
 use crate::analysis::stacks::{stack_text, FrameSearch, FrameText, StackText};
 use crate::analysis::{DeviceFacts, Origin, NO_ROW};
 use crate::model::{Action, Device, Snapshot, StackId};
@@ -53,11 +56,6 @@ pub struct ElementDetail {
     /// An allocation's role and why (set by the service, which has the categories).
     #[serde(default)]
     pub role: Option<RoleReason>,
-}
-
-/// The block size the caching allocator uses for a request of `size` bytes.
-pub fn block_size(size: u64) -> u64 {
-    size.max(1).div_ceil(512) * 512
 }
 
 fn origin_name(origin: Origin) -> &'static str {
@@ -266,41 +264,6 @@ pub fn oom_detail(
     })
 }
 
-/// What a search query looks for.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Query {
-    /// Elements containing this address.
-    Address(u64),
-    /// Elements with a frame whose file or function name contains this text (lower case).
-    Text(String),
-}
-
-impl Query {
-    /// `0x7f00…` (or bare hex of 6+ digits with a digit a–f or 0–9 only) is an address;
-    /// anything else is frame text. Empty queries find nothing.
-    pub fn parse(text: &str) -> Option<Query> {
-        let text = text.trim();
-        if text.is_empty() {
-            return None;
-        }
-        let hex = text
-            .strip_prefix("0x")
-            .or_else(|| text.strip_prefix("0X"))
-            .or_else(|| {
-                (text.len() >= 6
-                    && text.chars().all(|c| c.is_ascii_hexdigit())
-                    && text.chars().any(|c| c.is_ascii_digit()))
-                .then_some(text)
-            });
-        if let Some(hex) = hex {
-            if let Ok(addr) = u64::from_str_radix(hex, 16) {
-                return Some(Query::Address(addr));
-            }
-        }
-        Some(Query::Text(text.to_lowercase()))
-    }
-}
-
 /// Stack positions of the elements matching `query`, ascending.
 pub fn search(
     snapshot: &Snapshot,
@@ -336,30 +299,5 @@ pub fn search(
                 })
                 .collect()
         }),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn queries_tell_addresses_from_text() {
-        assert_eq!(Query::parse(" 0x7f12 "), Some(Query::Address(0x7f12)));
-        assert_eq!(
-            Query::parse("7f0012ab00"),
-            Some(Query::Address(0x7f0012ab00))
-        );
-        assert_eq!(Query::parse("Linear"), Some(Query::Text("linear".into())));
-        assert_eq!(Query::parse("facade"), Some(Query::Text("facade".into())));
-        assert_eq!(Query::parse("   "), None);
-    }
-
-    #[test]
-    fn block_sizes_round_up_to_512_bytes() {
-        assert_eq!(block_size(0), 512);
-        assert_eq!(block_size(1), 512);
-        assert_eq!(block_size(512), 512);
-        assert_eq!(block_size(513), 1024);
     }
 }

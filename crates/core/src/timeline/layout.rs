@@ -9,8 +9,8 @@
 //! event steps: building is O(N + K log K) for N elements of which K are drawn, memory is
 //! O(K + checkpoints), and no per-state or per-pixel geometry is ever stored.
 
-use super::elements::Elements;
-use super::ALIVE;
+use crate::analysis::elements::Elements;
+use crate::analysis::elements::ALIVE;
 
 /// Live-stack entries kept across all checkpoints, at most (sets the checkpoint interval).
 const CHECKPOINT_BUDGET: u64 = 2 << 20;
@@ -419,7 +419,7 @@ mod tests {
     #[test]
     fn seeking_anywhere_matches_a_direct_scan() {
         // Many elements with pseudo-random lifetimes, allocated one per state.
-        let mut rand = crate::timeline::test_traces::random(99);
+        let mut rand = crate::analysis::test_traces::random(99);
         let mut items = Vec::new();
         for s in 0..3000u32 {
             let size = 1 + rand(1000);
@@ -434,7 +434,7 @@ mod tests {
     fn seeking_matches_a_direct_scan_when_elements_are_not_in_allocation_order() {
         // Elements whose starts go back and forth, many alive at once: an element pushed
         // lands below live elements that were pushed before it.
-        let mut rand = crate::timeline::test_traces::random(7);
+        let mut rand = crate::analysis::test_traces::random(7);
         let mut items = Vec::new();
         for _ in 0..3000u32 {
             let size = 1 + rand(1000);

@@ -19,11 +19,11 @@
 //! one column, so a hover names what is painted under the cursor (for a blended row, its
 //! largest part).
 
-use super::axis::{Axis, StateRange};
-use super::curve::Curve;
-use super::elements::Elements;
 use super::layout::{Cursor, Layout};
 use super::Viewport;
+use crate::analysis::axis::{Axis, StateRange};
+use crate::analysis::curve::Curve;
+use crate::analysis::elements::Elements;
 
 /// Colours, as RGBA.
 #[derive(Clone, Debug, PartialEq)]
@@ -678,12 +678,12 @@ pub fn hit<E: Elements>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::axis::AxisMode;
+    use crate::analysis::curve::Envelope;
+    use crate::analysis::elements::AllocationElements;
     use crate::analysis::replay::replay;
+    use crate::analysis::test_traces::device;
     use crate::model::{Action, Device};
-    use crate::timeline::curve::Envelope;
-    use crate::timeline::elements::AllocationElements;
-    use crate::timeline::test_traces::device;
-    use crate::timeline::AxisMode;
 
     /// Paints a device's allocations with `detail` drawn and calls `check` with the frame.
     fn with_frame(
@@ -727,7 +727,7 @@ mod tests {
 
     #[test]
     fn walking_from_the_first_change_paints_what_walking_everything_paints() {
-        let d = device(&crate::timeline::test_traces::random_rows(7, 4000));
+        let d = device(&crate::analysis::test_traces::random_rows(7, 4000));
         let facts = replay(&d);
         let elements = AllocationElements::new(&facts);
         let envelope = Envelope::new(

@@ -8,18 +8,20 @@
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
-use super::axis::Axis;
 use super::colouring::{category_colours, highlighted, ByCategory, ColourBy};
-use super::curve::{Curve, Envelope};
-use super::elements::{AllocationElements, AnyElements, Elements, SegmentElements};
-use super::inspect::{self, ElementDetail, OomDetail, Query};
+use super::inspect::{self, ElementDetail, OomDetail};
 use super::layout::{Cursor, Layout};
 use super::raster::{self, ByElement, Hit, Marks, Style, Track, YRange};
-use super::{AxisMode, TimelineKind, Viewport};
+use super::{TimelineKind, Viewport};
+use crate::analysis::axis::Axis;
+use crate::analysis::axis::AxisMode;
+use crate::analysis::categories::index::CategoryIndex;
 use crate::analysis::categories::Explainer;
+use crate::analysis::curve::{Curve, Envelope};
+use crate::analysis::elements::{AllocationElements, AnyElements, Elements, SegmentElements};
+use crate::analysis::query::Query;
 use crate::analysis::scopes::scope_ranges;
 use crate::analysis::{Analysed, DeviceFacts};
-use crate::breakdown::index::CategoryIndex;
 use crate::model::{Action, Device};
 use crate::service::{Context, Prerequisite, Reply, Service, ViewError};
 
@@ -929,7 +931,7 @@ fn ooms(dev: &Device, axis: &Axis<'_>) -> Vec<OomMark> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::breakdown::categorised::Categorised;
+    use crate::analysis::categories::categorised::Categorised;
     use crate::decode::decode_bytes;
 
     fn example() -> Analysed {

@@ -35,11 +35,25 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
 
 use super::phases::RowPhases;
-use super::reason::FreedHow;
 use super::signals::Phase;
 use super::{DeviceSignals, Role};
 use crate::analysis::{DeviceFacts, Origin, NO_ROW};
 use crate::model::{Action, Device, Snapshot, StackId, NO_STACK};
+
+/// How the code that freed an allocation from before the trace tells its role.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FreedHow {
+    /// Autograd released what it saved for the backward: an activation.
+    SavedReleased,
+    /// `zero_grad` freed it: a gradient of the step before.
+    ZeroGrad,
+    /// A backward freed it, not as its own temporary: what the forward saved.
+    InBackward,
+    /// Freed within `phase`, which its stack names or the trace begins inside: a temporary
+    /// of it, made before recording.
+    WithinPhase { phase: Phase },
+}
 
 /// How the role of an allocation made before the trace was found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

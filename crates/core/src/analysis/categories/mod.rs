@@ -20,6 +20,9 @@
 
 mod annotations;
 mod before;
+pub mod categorised;
+pub mod index;
+pub mod labels;
 pub mod phases;
 mod reason;
 pub mod rules;
@@ -28,14 +31,17 @@ pub mod signals;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
-use super::replay::{DeviceFacts, Origin, NO_ROW};
+use super::allocations::{Origin, NO_ROW};
+use super::replay::DeviceFacts;
 use super::stacks::{classify, FrameClass};
 use super::Analysed;
 use crate::model::{Device, Snapshot, StackId, NO_STACK};
 pub use annotations::metadata_role;
-pub use before::{states_per_parameter, Deduced, OptimizerEvidence, RunEvidence, SizeEvidence};
+pub use before::{
+    states_per_parameter, Deduced, FreedHow, OptimizerEvidence, RunEvidence, SizeEvidence,
+};
 use phases::{row_phases, RowPhases, RunEnds, StackPhase};
-pub use reason::{Basis, Explainer, FreedHow, RoleReason, Unexplained, Witness};
+pub use reason::{Basis, Explainer, RoleReason, Unexplained, Witness};
 use rules::CompiledRules;
 use signals::{frame_signal, FrameSignal, Phase};
 

@@ -10,7 +10,7 @@
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
-use super::before::{freed_role, Deduced};
+use super::before::{freed_role, Deduced, FreedHow};
 use super::rules::Rules;
 use super::signals::{frame_signal, Phase};
 use super::{
@@ -127,21 +127,6 @@ pub struct Witness {
     pub event: Option<u32>,
     /// `event` is its making (else its free).
     pub made: bool,
-}
-
-/// How the code that freed an allocation from before the trace tells its role.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FreedHow {
-    /// Autograd released what it saved for the backward: an activation.
-    SavedReleased,
-    /// `zero_grad` freed it: a gradient of the step before.
-    ZeroGrad,
-    /// A backward freed it, not as its own temporary: what the forward saved.
-    InBackward,
-    /// Freed within `phase`, which its stack names or the trace begins inside: a temporary
-    /// of it, made before recording.
-    WithinPhase { phase: Phase },
 }
 
 /// Why nothing says what an allocation is for.

@@ -325,9 +325,9 @@ impl Lookup<'_> {
 mod tests {
     use super::*;
     use crate::analysis::categories::{totals_at, Deduced};
+    use crate::analysis::test_traces;
     use crate::analysis::{categories, Analysed};
     use crate::model::Action;
-    use crate::timeline::test_traces;
 
     fn analysed(device: crate::model::Device) -> Analysed {
         Analysed::new(crate::model::Snapshot {

@@ -95,7 +95,7 @@ impl StabbingIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::timeline::test_traces::random;
+    use crate::analysis::test_traces::random;
 
     #[test]
     fn finds_exactly_the_intervals_holding_each_state() {

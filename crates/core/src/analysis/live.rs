@@ -136,8 +136,8 @@ pub fn live_set(snapshot: &Snapshot, facts: &DeviceFacts, alive: &[u32], top: us
 mod tests {
     use super::*;
     use crate::analysis::replay::replay;
+    use crate::analysis::test_traces::device;
     use crate::model::Action;
-    use crate::timeline::test_traces::device;
 
     #[test]
     fn the_live_set_adds_up_to_the_allocated_curve() {

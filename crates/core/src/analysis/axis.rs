@@ -5,8 +5,20 @@
 //! the row that produced it (state 0, before the first row, has no width) and lasts until the
 //! next row. Time is offered only when every row has a time and times never go backwards.
 
-use super::AxisMode;
+use serde::{Deserialize, Serialize};
+
 use crate::model::{Trace, NO_TIME};
+
+/// Units of the x axis.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AxisMode {
+    /// State index (0 = before the first trace row).
+    #[default]
+    Events,
+    /// Microseconds of wall-clock time (`time_us`).
+    Time,
+}
 
 /// States covered by one pixel column, inclusive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -9,9 +9,11 @@
 
 use rustc_hash::FxHashMap;
 
-use super::ALIVE;
 use crate::analysis::{Allocation, Allocations, DeviceFacts, Origin, NO_ROW};
 use crate::model::{Action, Device, StackId, NO_STACK};
+
+/// "Not freed within the trace": the end state of an element alive at the end.
+pub const ALIVE: u32 = u32::MAX;
 
 /// A list of stacked elements, indexed by stack position.
 pub trait Elements {
@@ -289,7 +291,7 @@ impl Elements for AnyElements<'_> {
 mod tests {
     use super::*;
     use crate::analysis::replay::replay;
-    use crate::timeline::test_traces::device;
+    use crate::analysis::test_traces::device;
 
     #[test]
     fn pre_window_allocations_sit_below_with_the_earliest_free_on_top() {

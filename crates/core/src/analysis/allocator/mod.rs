@@ -562,9 +562,22 @@ fn pending_overrides(device: &Device, facts: &DeviceFacts) -> FxHashMap<u32, u32
     overrides
 }
 
+/// The block size the caching allocator uses for a request of `size` bytes.
+pub fn block_size(size: u64) -> u64 {
+    size.max(1).div_ceil(512) * 512
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn block_sizes_round_up_to_512_bytes() {
+        assert_eq!(block_size(0), 512);
+        assert_eq!(block_size(1), 512);
+        assert_eq!(block_size(512), 512);
+        assert_eq!(block_size(513), 1024);
+    }
     use crate::analysis::Analysed;
     use crate::model::{Action, Block, Segment, SegmentType, Value};
     use Action::{
@@ -584,7 +597,7 @@ mod tests {
         segments: &[FinalSegment],
         settings: Option<Value>,
     ) -> Analysed {
-        let mut device = crate::timeline::test_traces::device(rows);
+        let mut device = crate::analysis::test_traces::device(rows);
         for &(address, expandable, blocks) in segments {
             let first = device.blocks.len() as u32;
             let mut at = address;

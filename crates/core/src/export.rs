@@ -1,0 +1,114 @@
+//! What a user takes away from a loaded snapshot: the allocations table as CSV (every row, or
+//! every group when grouped) and a device's Markdown report (summary, categories and the
+//! largest allocations at the peak, the estimate, fragmentation, findings).
+//!
+//! The one place where a feature's numbers become a document: the table's and the
+//! breakdown's services compute, [`crate::format`] words, and this module puts them together
+//! for the page's downloads and the command line alike. Not the place for computing any of
+//! the numbers, nor for the words themselves.
+
+use serde::{Deserialize, Serialize};
+
+use crate::breakdown::service::{BreakdownService, Moment};
+use crate::format::report::markdown;
+use crate::format::table::{groups_csv, rows_csv};
+use crate::service::{Context, Reply, ViewError};
+use crate::table::service::TableService;
+use crate::table::TableQuery;
+
+/// Allocations the report lists.
+pub const REPORT_TOP: u32 = 50;
+
+/// What can be exported.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExportRequest {
+    /// The whole table `query` chooses as CSV, sent beside the answer as UTF-8 bytes.
+    TableCsv { device: u32, query: TableQuery },
+    /// The Markdown report of the device, titled with `file_name`.
+    Report { device: u32, file_name: String },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExportAnswer {
+    Csv(CsvExport),
+    Report(String),
+}
+
+impl ExportAnswer {
+    pub fn name(&self) -> &'static str {
+        match self {
+            ExportAnswer::Csv(_) => "table CSV",
+            ExportAnswer::Report(_) => "Markdown report",
+        }
+    }
+}
+
+/// A table written as CSV: its lines under the header, and its size.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CsvExport {
+    pub rows: u64,
+    pub bytes: u64,
+}
+
+/// Answers an export with the services that compute what it holds.
+pub fn answer(
+    cx: &Context<'_>,
+    table: &mut TableService,
+    breakdown: &mut BreakdownService,
+    request: ExportRequest,
+) -> Result<Reply<ExportAnswer>, ViewError> {
+    match request {
+        ExportRequest::TableCsv { device, query } => {
+            let (text, rows) = table_csv(table, cx, device, &query)?;
+            let bytes = text.into_bytes();
+            Ok(Reply::with_attachment(
+                ExportAnswer::Csv(CsvExport {
+                    rows,
+                    bytes: bytes.len() as u64,
+                }),
+                bytes,
+            ))
+        }
+        ExportRequest::Report { device, file_name } => {
+            Ok(ExportAnswer::Report(report(cx, breakdown, device, &file_name)?).into())
+        }
+    }
+}
+
+/// The CSV of the table `query` chooses: every row, or every group when grouped; with the
+/// number of lines under the header.
+pub fn table_csv(
+    table: &mut TableService,
+    cx: &Context<'_>,
+    device: u32,
+    query: &TableQuery,
+) -> Result<(String, u64), ViewError> {
+    let table = table.table(cx, device, query)?;
+    Ok(match table.tree {
+        None => (
+            rows_csv(&table.rows, table.sorted),
+            table.sorted.len() as u64,
+        ),
+        Some(tree) => groups_csv(tree, table.totals.scope_bytes),
+    })
+}
+
+/// Device `device`'s Markdown report, titled with `file_name`.
+pub fn report(
+    cx: &Context<'_>,
+    breakdown: &mut BreakdownService,
+    device: u32,
+    file_name: &str,
+) -> Result<String, ViewError> {
+    let summary = breakdown.summary(cx, device)?;
+    let peak = breakdown.at(cx, device, Moment::Peak, REPORT_TOP)?;
+    Ok(markdown(
+        file_name,
+        &summary,
+        &peak,
+        cx.analysed,
+        cx.categorised.rules().rules.len(),
+    ))
+}
