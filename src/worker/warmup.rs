@@ -9,7 +9,8 @@ use std::rc::Rc;
 
 use js_sys::Array;
 use memsight_core::analysis::axis::AxisMode;
-use memsight_core::breakdown::service::{BreakdownRequest, Moment};
+use memsight_core::analysis::moment::Moment;
+use memsight_core::breakdown::service::BreakdownRequest;
 use memsight_core::protocol::Request;
 use memsight_core::session::Session;
 use memsight_core::timeline::service::{FirstFrame, TimelineRequest};

@@ -576,7 +576,7 @@ impl<DB: DrawingBackend> Chart<DB> {
         self.text(text, at, size, self.theme.text, h, v, false)
     }
 
-    fn title(&self, frame: &g::Frame, title: &str) -> Result<(), String> {
+    fn title(&self, frame: &g::TitledArea, title: &str) -> Result<(), String> {
         let size = g::TITLE_FONT * self.s;
         let t = frame.title;
         let title = g::fit_text(title, t.width(), size);

@@ -66,23 +66,23 @@ impl Rect {
 
 /// The title band and the rest of the canvas, inside the padding.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Frame {
+pub struct TitledArea {
     pub title: Rect,
     pub body: Rect,
 }
 
 /// Splits a `width` × `height` canvas into the title band and the body below it.
-pub fn frame(width: f64, height: f64, scale: f64) -> Frame {
+pub fn frame(width: f64, height: f64, scale: f64) -> TitledArea {
     let (w, h, s) = (finite(width), finite(height), finite_scale(scale));
     let title = Rect::new(PAD * s, PAD * s, w - PAD * s, PAD * s + TITLE_H * s);
     let body = Rect::new(PAD * s, title.y1 + PAD * s / 2.0, w - PAD * s, h - PAD * s);
-    Frame { title, body }
+    TitledArea { title, body }
 }
 
 /// Where a pie, its legend and its legend rows go.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PieLayout {
-    pub frame: Frame,
+    pub frame: TitledArea,
     pub cx: f64,
     pub cy: f64,
     pub r: f64,
@@ -206,7 +206,7 @@ pub fn hit_pie(width: f64, height: f64, slices: &[Slice], x: f64, y: f64) -> Opt
 /// Where horizontal bars go: one row per slice, largest first.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BarsLayout {
-    pub frame: Frame,
+    pub frame: TitledArea,
     /// The column of category labels, right-aligned against the bars.
     pub labels: Rect,
     /// The bars: `x0` is zero bytes, `x1` is [`BarsLayout::top`]; one row each, top down.
@@ -303,7 +303,7 @@ pub fn largest_first(values: &[u64]) -> Vec<usize> {
 /// Where a histogram goes: one column per bin, in the order given.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HistogramLayout {
-    pub frame: Frame,
+    pub frame: TitledArea,
     /// The columns: `y1` is a count of zero, `y0` is [`HistogramLayout::top`].
     pub plot: Rect,
     /// Left of the plot: the count ticks.
@@ -393,7 +393,7 @@ pub fn hit_histogram(width: f64, height: f64, counts: &[u64], x: f64, y: f64) ->
 /// Where a stacked area chart goes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AreaLayout {
-    pub frame: Frame,
+    pub frame: TitledArea,
     /// The plot: `x0..x1` is `x_min..x_max`, `y1..y0` is 0 to [`AreaLayout::top`] bytes.
     pub plot: Rect,
     pub y_axis: Rect,
@@ -1065,7 +1065,7 @@ pub enum PieceKind {
 /// wide as its size against the largest segment's.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SegmentsLayout {
-    pub frame: Frame,
+    pub frame: TitledArea,
     /// The labels' column.
     pub labels: Rect,
     /// The bars of the segments, in order.

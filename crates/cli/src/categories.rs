@@ -2,68 +2,19 @@
 //! device, the bytes alive at one moment by role and by component, from the core's
 //! categories (the user's rules first, as in the page).
 
+use memsight_core::analysis::moment::Moment;
 use std::path::Path;
 use std::process::ExitCode;
 
 use memsight_core::analysis::categories::index::CategoryIndex;
 use memsight_core::analysis::categories::rules::CompiledRules;
 use memsight_core::analysis::categories::{categorise, totals_at, Component, Role, Totals};
-use memsight_core::analysis::DeviceFacts;
 use memsight_core::breakdown::physics::{physics, Physics};
 use memsight_core::format;
 use serde_json::{json, Map, Value};
 
+use crate::moment;
 use crate::open::for_each_file;
-
-/// When the categories are counted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Moment {
-    /// At the device's allocated peak.
-    Peak,
-    /// After the trace's last event.
-    End,
-    /// After this event (trace row, from 0).
-    Event(u32),
-}
-
-impl std::str::FromStr for Moment {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, String> {
-        match text {
-            "peak" => Ok(Moment::Peak),
-            "end" => Ok(Moment::End),
-            n => n
-                .parse()
-                .map(Moment::Event)
-                .map_err(|_| format!("'{n}' is not a moment: say peak, end, or an event number")),
-        }
-    }
-}
-
-impl Moment {
-    pub fn name(self) -> String {
-        match self {
-            Moment::Peak => "peak".into(),
-            Moment::End => "end".into(),
-            Moment::Event(n) => format!("event {n}"),
-        }
-    }
-
-    /// The state (0 = before the first event) this moment is on `facts`' trace, or why there
-    /// is none.
-    pub fn state(self, facts: &DeviceFacts) -> Result<u32, String> {
-        let rows = facts.allocated.len() as u32;
-        match self {
-            Moment::Peak => Ok(facts.peak_allocated.row.map_or(0, |r| r + 1)),
-            Moment::End => Ok(rows),
-            Moment::Event(n) if n < rows => Ok(n + 1),
-            Moment::Event(n) => Err(format!(
-                "event {n} is beyond this device's trace ({rows} events)"
-            )),
-        }
-    }
-}
 
 /// Prints the categories of every file; fails (exit code 1) when any file cannot be read,
 /// after printing the others.
@@ -84,11 +35,11 @@ pub fn run(
             .zip(&categories.devices)
             .map(|((device, facts), cats)| {
                 let index = CategoryIndex::new(facts, cats);
-                let peak = Moment::Peak.state(facts).unwrap_or(0);
+                let peak = moment::state(Moment::Peak, facts).unwrap_or(0);
                 Counted {
                     device: device.id,
                     name: analysed.snapshot.device_name(device.id),
-                    totals: at.state(facts).map(|s| totals_at(facts, cats, s)),
+                    totals: moment::state(at, facts).map(|s| totals_at(facts, cats, s)),
                     physics: physics(index.lookup(facts, cats), cats, peak),
                 }
             })
@@ -121,7 +72,7 @@ fn to_json(path: &Path, at: Moment, devices: &[Counted]) -> Value {
     for counted in devices {
         let value = match &counted.totals {
             Ok(t) => json!({
-                "moment": at.name(),
+                "moment": moment::name(at),
                 "state": t.state,
                 "event": t.state.checked_sub(1),
                 "count": t.count,
@@ -131,7 +82,7 @@ fn to_json(path: &Path, at: Moment, devices: &[Counted]) -> Value {
                 "components": Component::ALL.iter().map(|&c| (c.key().to_string(), json!(t.component(c)))).collect::<Map<_, _>>(),
                 "training": counted.physics,
             }),
-            Err(why) => json!({"moment": at.name(), "error": why}),
+            Err(why) => json!({"moment": moment::name(at), "error": why}),
         };
         out.insert(counted.device.to_string(), value);
     }
@@ -163,7 +114,7 @@ fn to_text(path: &Path, at: Moment, devices: &[Counted]) -> String {
         };
         out.push_str(&format!(
             "\n{name} at {} ({when}): {} in {} allocations\n",
-            at.name(),
+            moment::name(at),
             format::bytes(t.live_bytes),
             t.count
         ));

@@ -18,7 +18,7 @@ use crate::open::{describe_error, open, with_context};
 
 /// How the table is printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Output {
+pub enum FilesOutput {
     Markdown,
     Csv,
     Json,
@@ -70,7 +70,7 @@ pub fn run(
     files: &[impl AsRef<Path>],
     rules: &Rules,
     sort: Option<FilesSort>,
-    output: Output,
+    output: FilesOutput,
 ) -> ExitCode {
     let mut failed = false;
     let mut rows = Vec::new();
@@ -105,9 +105,9 @@ pub fn run(
         }
     }
     let printed: String = match output {
-        Output::Markdown => words::files_markdown(&rows),
-        Output::Csv => words::files_csv(&rows),
-        Output::Json => {
+        FilesOutput::Markdown => words::files_markdown(&rows),
+        FilesOutput::Csv => words::files_csv(&rows),
+        FilesOutput::Json => {
             let mut out = serde_json::to_string(&serde_json::json!({ "files": rows }))
                 .expect("rows serialize");
             out.push('\n');
@@ -115,7 +115,7 @@ pub fn run(
         }
     };
     print!("{printed}");
-    if output == Output::Markdown {
+    if output == FilesOutput::Markdown {
         let summaries = iteration_summaries(&rows);
         if !summaries.is_empty() {
             println!();

@@ -9,6 +9,7 @@
 mod categories;
 mod compare;
 mod files;
+mod moment;
 mod open;
 mod overview;
 mod phases;
@@ -22,6 +23,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use memsight_core::analysis::categories::rules::Rules;
 use memsight_core::analysis::categories::{Category, Component, Role};
+use memsight_core::analysis::moment::Moment;
 use memsight_core::table::{Filter, GroupBy, Scope, Sort, TableQuery};
 
 #[derive(Parser)]
@@ -57,8 +59,8 @@ enum Command {
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
         /// When: `peak` (the allocated peak), `end`, or an event number.
-        #[arg(long, default_value = "peak", value_name = "peak|end|EVENT")]
-        at: categories::Moment,
+        #[arg(long, default_value = "peak", value_name = "peak|end|EVENT", value_parser = moment::parse)]
+        at: Moment,
         /// A rules file as the page exports it ({"rules": [{"pattern", "regex", "role",
         /// "component"}]}); its rules come before the inference.
         #[arg(long, value_name = "RULES.json")]
@@ -115,8 +117,8 @@ enum Command {
         #[arg(long, value_name = "N")]
         device: Option<u32>,
         /// When: `peak` (the allocated peak), `end`, or an event number.
-        #[arg(long, default_value = "peak", value_name = "peak|end|EVENT")]
-        at: categories::Moment,
+        #[arg(long, default_value = "peak", value_name = "peak|end|EVENT", value_parser = moment::parse)]
+        at: Moment,
         /// The order of the segments: `address`, or largest first by `size`, `cached-free`
         /// or `largest-free` (the largest free block).
         #[arg(long, default_value = "address", value_name = "ORDER")]
@@ -304,15 +306,15 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             };
             let format = match json {
-                true => report::Format::Json { only },
-                false => report::Format::Markdown,
+                true => report::ReportFormat::Json { only },
+                false => report::ReportFormat::Markdown,
             };
-            match report::Output::of(output, json) {
-                report::Output::Print => report::run(&files, device, &rules, None, format),
-                report::Output::File(path) => {
+            match report::Destination::of(output, json) {
+                report::Destination::Print => report::run(&files, device, &rules, None, format),
+                report::Destination::File(path) => {
                     report::run(&files, device, &rules, Some(&path), format)
                 }
-                report::Output::Folder(folder) => {
+                report::Destination::Folder(folder) => {
                     let jobs = jobs.map_or_else(
                         || std::thread::available_parallelism().map_or(1, |n| n.get()),
                         |n| n as usize,
@@ -364,9 +366,9 @@ fn main() -> ExitCode {
                 group_by,
             };
             let output = match (csv, json) {
-                (true, _) => table::Output::Csv,
-                (_, true) => table::Output::Json,
-                _ => table::Output::Text { limit },
+                (true, _) => table::TableOutput::Csv,
+                (_, true) => table::TableOutput::Json,
+                _ => table::TableOutput::Text { limit },
             };
             table::run(&files, device, &rules, &query, output)
         }
@@ -382,9 +384,9 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             };
             let output = match (csv, json) {
-                (true, _) => files::Output::Csv,
-                (_, true) => files::Output::Json,
-                _ => files::Output::Markdown,
+                (true, _) => files::FilesOutput::Csv,
+                (_, true) => files::FilesOutput::Json,
+                _ => files::FilesOutput::Markdown,
             };
             files::run(&files, &rules, sort, output)
         }

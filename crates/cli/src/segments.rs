@@ -17,8 +17,9 @@ use memsight_core::table::service::{
 };
 use serde_json::{json, Map, Value};
 
-use crate::categories::Moment;
+use crate::moment;
 use crate::open::{for_each_file, with_context};
+use memsight_core::analysis::moment::Moment;
 
 /// Prints the segments of every device of every file (or of `device`) at `at`; fails (exit
 /// code 1) when a file cannot be read or a moment or device does not exist.
@@ -45,7 +46,7 @@ pub fn run(
                     );
                     continue;
                 };
-                let state = match at.state(facts) {
+                let state = match moment::state(at, facts) {
                     Ok(state) => state,
                     Err(why) => {
                         failed = true;
@@ -99,7 +100,7 @@ pub fn run(
                         "{} — {}, {} (event {}): {}\n",
                         path.display(),
                         cx.analysed.snapshot.device_name(d),
-                        at.name(),
+                        moment::name(at),
                         view.event.map_or("none".to_string(), |e| e.to_string()),
                         format::table::allocator_totals(view.segment_count, &view.totals),
                     ));

@@ -23,7 +23,7 @@ use crate::open::{for_each_file, with_context, Opened};
 
 /// What is printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Output {
+pub enum TableOutput {
     Text { limit: usize },
     Csv,
     Json,
@@ -88,10 +88,10 @@ pub fn run(
     device: Option<u32>,
     rules: &Rules,
     query: &TableQuery,
-    output: Output,
+    output: TableOutput,
 ) -> ExitCode {
     let mut failed = false;
-    let code = for_each_file(files, output == Output::Json, |path, opened| {
+    let code = for_each_file(files, output == TableOutput::Json, |path, opened| {
         let (text, ok) = tables_of(path, opened, device, rules, query, output);
         failed |= !ok;
         text
@@ -109,7 +109,7 @@ fn tables_of(
     device: Option<u32>,
     rules: &Rules,
     query: &TableQuery,
-    output: Output,
+    output: TableOutput,
 ) -> (String, bool) {
     with_context(opened, rules, device, |cx, devices| {
         let mut service = TableService::default();
@@ -131,8 +131,8 @@ fn tables_of(
                 continue;
             }
             match output {
-                Output::Csv => text.push_str(&csv(&table)),
-                Output::Json => {
+                TableOutput::Csv => text.push_str(&csv(&table)),
+                TableOutput::Json => {
                     let position = cx.analysed.device_position(d).unwrap_or_default();
                     let mut explainer = Explainer::new(
                         cx.analysed,
@@ -142,7 +142,7 @@ fn tables_of(
                     );
                     json_devices.insert(d.to_string(), as_json(&table, &mut explainer));
                 }
-                Output::Text { limit } => {
+                TableOutput::Text { limit } => {
                     if !text.is_empty() {
                         text.push('\n');
                     }
@@ -151,7 +151,7 @@ fn tables_of(
                 }
             }
         }
-        if output == Output::Json {
+        if output == TableOutput::Json {
             text =
                 json!({ "file": path.display().to_string(), "devices": json_devices }).to_string();
         }

@@ -12,7 +12,8 @@ use std::process::Output;
 
 use command::{assert_succeeded, memsight, named_files};
 use common::{read_json, real_fixtures_dir, repo};
-use memsight_core::breakdown::service::{BreakdownAnswer, BreakdownRequest, Moment};
+use memsight_core::analysis::moment::Moment;
+use memsight_core::breakdown::service::{BreakdownAnswer, BreakdownRequest};
 use memsight_core::protocol::{Answer, Request};
 use memsight_core::session::Session;
 use serde_json::Value;

@@ -9,7 +9,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::breakdown::service::{BreakdownService, Moment};
+use crate::analysis::moment::Moment;
+use crate::breakdown::service::BreakdownService;
 use crate::format::report::markdown;
 use crate::format::table::{groups_csv, rows_csv};
 use crate::service::{Context, Reply, ViewError};

@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use memsight_core::decode::build::{At, Builder, Node};
+use memsight_core::decode::build::{At, Builder, Decoded};
 use memsight_core::decode::decode_bytes;
 use memsight_core::model::{Snapshot, StackId, Value};
 use serde_pickle::Value as P;
@@ -18,24 +18,24 @@ fn reference(bytes: &[u8]) -> Snapshot {
     builder.finish(root, At(None)).expect("reference builds")
 }
 
-fn node(b: &mut Builder, v: P) -> Node {
+fn node(b: &mut Builder, v: P) -> Decoded {
     match v {
-        P::None => Node::None,
-        P::Bool(x) => Node::Bool(x),
-        P::I64(i) => Node::Int(i),
+        P::None => Decoded::None,
+        P::Bool(x) => Decoded::Bool(x),
+        P::I64(i) => Decoded::Int(i),
         P::Int(big) => match i64::try_from(&big) {
-            Ok(i) => Node::Int(i),
-            Err(_) => Node::BigInt(big.to_string()),
+            Ok(i) => Decoded::Int(i),
+            Err(_) => Decoded::BigInt(big.to_string()),
         },
-        P::F64(f) => Node::Float(f),
-        P::Bytes(bytes) => Node::Bytes(bytes),
-        P::String(s) => Node::Str(b.strings.intern(&s)),
-        P::List(items) => Node::List(items.into_iter().map(|x| node(b, x)).collect()),
-        P::Tuple(items) => Node::Tuple(items.into_iter().map(|x| node(b, x)).collect()),
+        P::F64(f) => Decoded::Float(f),
+        P::Bytes(bytes) => Decoded::Bytes(bytes),
+        P::String(s) => Decoded::Str(b.strings.intern(&s)),
+        P::List(items) => Decoded::List(items.into_iter().map(|x| node(b, x)).collect()),
+        P::Tuple(items) => Decoded::Tuple(items.into_iter().map(|x| node(b, x)).collect()),
         P::Set(items) | P::FrozenSet(items) => {
-            Node::Set(items.into_iter().map(|x| node(b, x.into_value())).collect())
+            Decoded::Set(items.into_iter().map(|x| node(b, x.into_value())).collect())
         }
-        P::Dict(map) => Node::Dict(
+        P::Dict(map) => Decoded::Dict(
             map.into_iter()
                 .map(|(k, v)| (node(b, k.into_value()), node(b, v)))
                 .collect(),

@@ -6,7 +6,7 @@ mod common;
 
 use memsight_core::analysis::elements::{AllocationElements, Elements, SegmentElements};
 use memsight_core::analysis::Analysed;
-use memsight_core::timeline::layout::{Cursor, Layout};
+use memsight_core::timeline::layout::{Cursor, TimelineLayout};
 
 /// Up to this many states are checked per device, evenly spread (plus the peaks).
 const SAMPLES: u32 = 400;
@@ -28,7 +28,7 @@ fn check(name: &str, analysed: &Analysed) {
         sampled.extend(facts.peak_reserved.row.map(|r| r + 1));
 
         let allocations = AllocationElements::new(facts);
-        let layout = Layout::build(&allocations, allocations.count());
+        let layout = TimelineLayout::build(&allocations, allocations.count());
         let mut cursor = Cursor::default();
         let reserved_consistent = !facts
             .warnings

@@ -26,8 +26,9 @@ use super::segmented::segmented_button;
 use super::state::FileId;
 use crate::analysis::axis::AxisMode;
 use crate::analysis::categories::{Category, Dimension};
+use crate::analysis::moment::Moment;
 use crate::breakdown::service::{
-    BreakdownAnswer, BreakdownRequest, DeviceSummary, Moment, MomentBreakdown, Series,
+    BreakdownAnswer, BreakdownRequest, DeviceSummary, MomentBreakdown, Series,
 };
 use crate::export::{ExportAnswer, ExportRequest};
 use crate::format;

@@ -7,7 +7,8 @@ use leptos::prelude::*;
 
 use super::Timeline;
 use crate::analysis::categories::{Category, Dimension};
-use crate::breakdown::service::{BreakdownAnswer, BreakdownRequest, Moment, MomentTotals};
+use crate::analysis::moment::Moment;
+use crate::breakdown::service::{BreakdownAnswer, BreakdownRequest, MomentTotals};
 use crate::format;
 use crate::protocol::{Answer, Request};
 use crate::timeline::TimelineKind;

@@ -15,7 +15,7 @@ const ROW: u32 = 22;
 const MAX_HEIGHT: u32 = 1600;
 
 /// `chart` as an `<svg>` element (or, should plotters refuse it, a sentence saying why).
-pub fn chart_markup(chart: &document::Chart) -> String {
+pub fn chart_markup(chart: &document::DocChart) -> String {
     let slices: Vec<Slice> = chart
         .slices
         .iter()

@@ -18,13 +18,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use memsight_core::analysis::categories::rules::Rules;
-use memsight_core::breakdown::service::{BreakdownAnswer, BreakdownRequest, Moment};
+use memsight_core::analysis::moment::Moment;
+use memsight_core::breakdown::service::{BreakdownAnswer, BreakdownRequest};
 use memsight_core::compare::digest::digest;
 use memsight_core::compare::files::{flag_outliers, rows_of, FileRow};
 use memsight_core::decode::ErrorReport;
 use memsight_core::format::compare::{files_blocks, ReportLink};
-use memsight_core::format::document::{html_page, Align, Block, Cell, Column, Document};
-use memsight_core::format::document::{Inline, Table};
+use memsight_core::format::document::{html_page, Align, Cell, DocBlock, DocColumn, Document};
+use memsight_core::format::document::{DocTable, Inline};
 use memsight_core::format::report::{DeviceReport, TOP_ALLOCATIONS};
 use memsight_core::format::{self, problems};
 use memsight_core::model::text::natural_cmp;
@@ -213,7 +214,7 @@ fn file_document(
 ) -> Result<(Document, Vec<FileRow>), ViewError> {
     let mut doc = Document::default();
     if several {
-        doc.push(Block::Paragraph(vec![Inline::Link {
+        doc.push(DocBlock::Paragraph(vec![Inline::Link {
             content: vec![Inline::text("← All files")],
             markdown: "summary.md".into(),
             html: "index.html".into(),
@@ -255,9 +256,9 @@ fn file_document(
                 overview: Some(&overview),
             };
             if i > 0 {
-                doc.push(Block::Rule);
+                doc.push(DocBlock::Rule);
             }
-            doc.push(Block::Section {
+            doc.push(DocBlock::Section {
                 data: vec![("device", d.to_string())],
                 blocks: report.document().blocks,
             });
@@ -271,7 +272,7 @@ fn file_document(
 
 /// What the report was made from and by.
 fn footer(doc: &mut Document, opened: &Opened) {
-    doc.push(Block::Rule);
+    doc.push(DocBlock::Rule);
     doc.paragraph(format!(
         "Made by memsight {} from a file of {} ({} bytes).",
         env!("CARGO_PKG_VERSION"),
@@ -335,17 +336,17 @@ fn write_summary(folder: &Path, inputs: &[Input], outcomes: &[Outcome]) -> Resul
                 .into()
             })
             .collect();
-        doc.push(Block::Table(Table {
+        doc.push(DocBlock::Table(DocTable {
             columns: vec![
-                Column::new("File", Align::Left),
-                Column::new("Problem", Align::Left),
-                Column::new("Where", Align::Left),
-                Column::new("Hint", Align::Left),
+                DocColumn::new("File", Align::Left),
+                DocColumn::new("Problem", Align::Left),
+                DocColumn::new("Where", Align::Left),
+                DocColumn::new("Hint", Align::Left),
             ],
             rows,
         }));
     }
-    doc.push(Block::Rule);
+    doc.push(DocBlock::Rule);
     doc.paragraph(format!("Made by memsight {}.", env!("CARGO_PKG_VERSION")));
     let html = html_page("Memory reports", &doc.html(&chart_markup));
     let write = |name: &str, text: String| {

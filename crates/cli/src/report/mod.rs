@@ -20,9 +20,8 @@ use serde_json::{json, Map, Value};
 
 use memsight_core::analysis::categories::rules::Rules;
 use memsight_core::analysis::categories::Category;
-use memsight_core::breakdown::service::{
-    BreakdownAnswer, BreakdownRequest, BreakdownService, Moment,
-};
+use memsight_core::analysis::moment::Moment;
+use memsight_core::breakdown::service::{BreakdownAnswer, BreakdownRequest, BreakdownService};
 use memsight_core::export;
 use memsight_core::format::{self, report::TOP_ALLOCATIONS};
 use memsight_core::service::{Context, Service, ViewError};
@@ -35,7 +34,7 @@ const SEPARATOR: &str = "\n---\n\n";
 
 /// What the report is printed as.
 #[derive(Clone, Copy, Debug)]
-pub enum Format {
+pub enum ReportFormat {
     Markdown,
     /// The numbers behind the report, with the peak's lists narrowed to `only` when given.
     Json {
@@ -51,15 +50,15 @@ pub fn run(
     device: Option<u32>,
     rules: &Rules,
     output: Option<&Path>,
-    format: Format,
+    format: ReportFormat,
 ) -> ExitCode {
-    let as_json = matches!(format, Format::Json { .. });
+    let as_json = matches!(format, ReportFormat::Json { .. });
     let mut failed = false;
     let mut reports = 0usize;
     let show = |path: &Path, opened: &Opened| {
         let (text, ok) = match format {
-            Format::Json { only } => numbers_of(path, opened, device, rules, only),
-            Format::Markdown => reports_of(path, opened, device, rules),
+            ReportFormat::Json { only } => numbers_of(path, opened, device, rules, only),
+            ReportFormat::Markdown => reports_of(path, opened, device, rules),
         };
         failed |= !ok;
         // `for_each_file_into` already ends the previous file with a blank line.
@@ -196,7 +195,7 @@ fn malformed(wanted: &str) -> ViewError {
 
 /// Where reports go.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Output {
+pub enum Destination {
     /// Standard output (no `--output`, or `-`).
     Print,
     /// One file: Markdown (a path ending in `.md`), or JSON lines with `--json`.
@@ -205,19 +204,19 @@ pub enum Output {
     Folder(PathBuf),
 }
 
-impl Output {
+impl Destination {
     /// Where `--output` sends reports printed as JSON (`json`) or Markdown.
     pub fn of(output: Option<PathBuf>, json: bool) -> Self {
         let Some(path) = output.filter(|p| p.as_os_str() != "-") else {
-            return Output::Print;
+            return Destination::Print;
         };
         let markdown = path
             .extension()
             .is_some_and(|e| e.eq_ignore_ascii_case("md"));
         if json || markdown {
-            Output::File(path)
+            Destination::File(path)
         } else {
-            Output::Folder(path)
+            Destination::Folder(path)
         }
     }
 }
@@ -228,26 +227,29 @@ mod tests {
 
     #[test]
     fn an_output_ending_in_md_is_a_file_and_any_other_a_folder() {
-        let of = |path: &str, json| Output::of(Some(PathBuf::from(path)), json);
-        assert_eq!(Output::of(None, false), Output::Print);
-        assert_eq!(of("-", false), Output::Print);
-        assert_eq!(of("report.md", false), Output::File("report.md".into()));
+        let of = |path: &str, json| Destination::of(Some(PathBuf::from(path)), json);
+        assert_eq!(Destination::of(None, false), Destination::Print);
+        assert_eq!(of("-", false), Destination::Print);
+        assert_eq!(
+            of("report.md", false),
+            Destination::File("report.md".into())
+        );
         assert_eq!(
             of("out/REPORT.MD", false),
-            Output::File("out/REPORT.MD".into())
+            Destination::File("out/REPORT.MD".into())
         );
         assert_eq!(
             of("memory-report", false),
-            Output::Folder("memory-report".into())
+            Destination::Folder("memory-report".into())
         );
         assert_eq!(
             of("report.html", false),
-            Output::Folder("report.html".into())
+            Destination::Folder("report.html".into())
         );
         assert_eq!(
             of("numbers.json", true),
-            Output::File("numbers.json".into())
+            Destination::File("numbers.json".into())
         );
-        assert_eq!(of("numbers", true), Output::File("numbers".into()));
+        assert_eq!(of("numbers", true), Destination::File("numbers".into()));
     }
 }

@@ -19,6 +19,7 @@ use crate::analysis::categories::{Category, Component, DeviceCategories, Dimensi
 use crate::analysis::curve::{Curve, Envelope};
 use crate::analysis::elements::AllocationElements;
 use crate::analysis::live::{alive_at, live_set, CallSite};
+use crate::analysis::moment::Moment;
 use crate::analysis::stacks::stack_text;
 use crate::analysis::{Analysed, DeviceFacts};
 use crate::model::Device;
@@ -53,18 +54,6 @@ pub enum BreakdownRequest {
         x1: f64,
         width: u32,
     },
-}
-
-/// A moment of a device's run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Moment {
-    /// Where allocated memory peaks (first reached).
-    Peak,
-    /// After the last event.
-    End,
-    /// A state (`r + 1` is after event `r`).
-    State(u32),
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -257,7 +246,7 @@ impl Service for BreakdownService {
             )?)),
             BreakdownRequest::Totals { device, moment } => {
                 let (position, dev, facts) = find(cx.analysed, device)?;
-                let state = moment_state(facts, dev.trace.len(), moment);
+                let state = moment.state(facts, dev.trace.len());
                 let totals = cx.categorised.index(position, facts).totals_at(state);
                 BreakdownAnswer::Totals(MomentTotals {
                     device,
@@ -353,16 +342,6 @@ fn find(analysed: &Analysed, device: u32) -> Result<(usize, &Device, &DeviceFact
     ))
 }
 
-/// The state a moment names: the peak's first state, the last state, or the one asked for
-/// (clamped to the run).
-pub fn moment_state(facts: &DeviceFacts, rows: usize, moment: Moment) -> u32 {
-    match moment {
-        Moment::Peak => facts.peak_allocated.row.map_or(0, |r| r + 1),
-        Moment::End => rows as u32,
-        Moment::State(s) => s.min(rows as u32),
-    }
-}
-
 fn summary(cx: &Context<'_>, device: u32) -> Result<DeviceSummary, ViewError> {
     let (position, dev, facts) = find(cx.analysed, device)?;
     let categories = cx.categorised.device(position);
@@ -383,7 +362,7 @@ fn summary(cx: &Context<'_>, device: u32) -> Result<DeviceSummary, ViewError> {
         device,
         generation: cx.categorised.generation(),
         states: dev.trace.len() as u32 + 1,
-        peak_state: moment_state(facts, dev.trace.len(), Moment::Peak),
+        peak_state: Moment::Peak.state(facts, dev.trace.len()),
         peak_allocated: facts.peak_allocated.bytes,
         reserved_at_peak: facts.reserved_after(facts.peak_allocated.row),
         efficiency_at_peak_ppm: facts.efficiency_at_peak_ppm(),
@@ -442,7 +421,7 @@ fn at(
 ) -> Result<MomentBreakdown, ViewError> {
     let (position, dev, facts) = find(cx.analysed, device)?;
     let categories = cx.categorised.device(position);
-    let state = moment_state(facts, dev.trace.len(), moment);
+    let state = moment.state(facts, dev.trace.len());
     let totals = cx.categorised.index(position, facts).totals_at(state);
     let only = only.filter(|c| (c.index as usize) < c.dimension.categories());
     let alive = alive_at(facts, state, |i| {

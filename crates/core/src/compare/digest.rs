@@ -47,7 +47,7 @@ pub struct Keyed {
 /// The allocated curve on a normalised axis: point `k` of `n` holds the highest value in its
 /// `1/n` of the axis, so the peak is never smoothed away.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Curve {
+pub struct NormalisedCurve {
     /// Over trace events, from before the first to after the last.
     pub by_event: Vec<u64>,
     /// Over time, from the first event's time to the last's; empty without times.
@@ -95,7 +95,7 @@ pub struct Digest {
     pub call_sites: Vec<Keyed>,
     /// Outermost first, children after their parent; empty unless asked for in detail.
     pub modules: Vec<Keyed>,
-    pub curve: Curve,
+    pub curve: NormalisedCurve,
 }
 
 impl Digest {
@@ -270,7 +270,7 @@ impl Modules {
 }
 
 /// The allocated curve of a device on a normalised axis.
-fn curve(device: &Device, facts: &DeviceFacts) -> Curve {
+fn curve(device: &Device, facts: &DeviceFacts) -> NormalisedCurve {
     let rows = device.trace.len();
     let states = rows + 1;
     let points = states.min(CURVE_POINTS);
@@ -314,7 +314,7 @@ fn curve(device: &Device, facts: &DeviceFacts) -> Curve {
     } else {
         Vec::new()
     };
-    Curve { by_event, by_time }
+    NormalisedCurve { by_event, by_time }
 }
 
 #[cfg(test)]

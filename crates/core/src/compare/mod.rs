@@ -15,4 +15,4 @@ pub mod ranks;
 pub mod service;
 
 pub use diff::{compare, Change, Comparison, KeyedDelta, MetricDelta};
-pub use digest::{Curve, Digest, Keyed};
+pub use digest::{Digest, Keyed, NormalisedCurve};

@@ -1,7 +1,7 @@
 //! Turning decoded values into the model: the snapshot schema lives here, once.
 //!
 //! Every importer (the streaming pickle parser, JSON, and the `serde-pickle` reference used by
-//! tests) produces [`Node`]s and hands them to one [`Builder`]. The pickle parser converts trace
+//! tests) produces [`Decoded`]s and hands them to one [`Builder`]. The pickle parser converts trace
 //! entries and frames as soon as they are complete (so millions of them never exist as
 //! nodes); other importers hand over plain dicts and the builder converts them the same way.
 //! This module knows the snapshot keys and eras; it knows nothing of bytes or opcodes.
@@ -20,7 +20,7 @@ pub const MAX_DEPTH: usize = 128;
 
 /// A decoded value on its way into the model.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Node {
+pub enum Decoded {
     None,
     Bool(bool),
     Int(i64),
@@ -29,10 +29,10 @@ pub enum Node {
     Float(f64),
     Str(StrId),
     Bytes(Vec<u8>),
-    List(Vec<Node>),
-    Tuple(Vec<Node>),
-    Set(Vec<Node>),
-    Dict(Vec<(Node, Node)>),
+    List(Vec<Decoded>),
+    Tuple(Vec<Decoded>),
+    Set(Vec<Decoded>),
+    Dict(Vec<(Decoded, Decoded)>),
     /// A frame dict already interned.
     Frame(FrameId),
     /// A list of frames already interned.
@@ -41,19 +41,19 @@ pub enum Node {
     Rows(u32, u32),
 }
 
-impl Node {
+impl Decoded {
     fn kind(&self) -> &'static str {
         match self {
-            Node::None => "None",
-            Node::Bool(_) => "a bool",
-            Node::Int(_) | Node::BigInt(_) => "an integer",
-            Node::Float(_) => "a float",
-            Node::Str(_) => "a string",
-            Node::Bytes(_) => "bytes",
-            Node::List(_) | Node::Stack(_) | Node::Rows(..) => "a list",
-            Node::Tuple(_) => "a tuple",
-            Node::Set(_) => "a set",
-            Node::Dict(_) | Node::Frame(_) => "a dict",
+            Decoded::None => "None",
+            Decoded::Bool(_) => "a bool",
+            Decoded::Int(_) | Decoded::BigInt(_) => "an integer",
+            Decoded::Float(_) => "a float",
+            Decoded::Str(_) => "a string",
+            Decoded::Bytes(_) => "bytes",
+            Decoded::List(_) | Decoded::Stack(_) | Decoded::Rows(..) => "a list",
+            Decoded::Tuple(_) => "a tuple",
+            Decoded::Set(_) => "a set",
+            Decoded::Dict(_) | Decoded::Frame(_) => "a dict",
         }
     }
 }
@@ -259,9 +259,9 @@ impl Builder {
         self.strings.get(id)
     }
 
-    fn key_name(&self, key: &Node) -> String {
+    fn key_name(&self, key: &Decoded) -> String {
         match key {
-            Node::Str(id) => format!("'{}'", self.text(*id)),
+            Decoded::Str(id) => format!("'{}'", self.text(*id)),
             other => other.kind().to_string(),
         }
     }
@@ -269,13 +269,13 @@ impl Builder {
     // ----- Conversions shared by every importer -------------------------------------------
 
     /// Whether a dict with these keys is a frame (`filename`, `line`, `name`).
-    pub fn is_frame_keys<'a>(keys: impl Iterator<Item = &'a Node>) -> bool {
+    pub fn is_frame_keys<'a>(keys: impl Iterator<Item = &'a Decoded>) -> bool {
         let mut seen = 0u8;
         for k in keys {
             match k {
-                Node::Str(key::FILENAME) => seen |= 1,
-                Node::Str(key::LINE) => seen |= 2,
-                Node::Str(key::NAME) => seen |= 4,
+                Decoded::Str(key::FILENAME) => seen |= 1,
+                Decoded::Str(key::LINE) => seen |= 2,
+                Decoded::Str(key::NAME) => seen |= 4,
                 _ => {}
             }
         }
@@ -283,25 +283,25 @@ impl Builder {
     }
 
     /// Interns a frame dict.
-    pub fn frame(&mut self, pairs: &[(Node, Node)], at: At) -> Result<FrameId, DecodeError> {
+    pub fn frame(&mut self, pairs: &[(Decoded, Decoded)], at: At) -> Result<FrameId, DecodeError> {
         let (mut filename, mut line, mut name) = (None, None, None);
         let mut extra = Vec::new();
         for (k, v) in pairs {
             match (k, v) {
-                (Node::Str(key::FILENAME), Node::Str(s)) => filename = Some(*s),
-                (Node::Str(key::NAME), Node::Str(s)) => name = Some(*s),
-                (Node::Str(key::LINE), Node::Int(i)) => line = Some(*i),
+                (Decoded::Str(key::FILENAME), Decoded::Str(s)) => filename = Some(*s),
+                (Decoded::Str(key::NAME), Decoded::Str(s)) => name = Some(*s),
+                (Decoded::Str(key::LINE), Decoded::Int(i)) => line = Some(*i),
                 // PyTorch writes an unknown line as 2**64 - 1; keep it as -1.
-                (Node::Str(key::LINE), Node::BigInt(text)) if text.parse::<u64>().is_ok() => {
+                (Decoded::Str(key::LINE), Decoded::BigInt(text)) if text.parse::<u64>().is_ok() => {
                     line = Some(text.parse::<u64>().unwrap() as i64)
                 }
-                (Node::Str(key::FILENAME | key::NAME | key::LINE), other) => {
+                (Decoded::Str(key::FILENAME | key::NAME | key::LINE), other) => {
                     return Err(err(
                         at,
                         format!("a frame's {} is {}", self.key_name(k), other.kind()),
                     ))
                 }
-                (Node::Str(id), v) => extra.push((*id, self.value(v, 0)?)),
+                (Decoded::Str(id), v) => extra.push((*id, self.value(v, 0)?)),
                 (other, _) => {
                     return Err(err(
                         at,
@@ -328,17 +328,17 @@ impl Builder {
     }
 
     /// A stack from a `frames` value: an interned stack, or a list of frames or frame dicts.
-    fn stack(&mut self, node: &Node, what: &str, at: At) -> Result<StackId, DecodeError> {
+    fn stack(&mut self, node: &Decoded, what: &str, at: At) -> Result<StackId, DecodeError> {
         match node {
-            Node::Stack(id) => Ok(*id),
-            Node::None => Ok(NO_STACK),
-            Node::List(items) => {
+            Decoded::Stack(id) => Ok(*id),
+            Decoded::None => Ok(NO_STACK),
+            Decoded::List(items) => {
                 let mut ids = std::mem::take(&mut self.scratch_frames);
                 ids.clear();
                 for item in items {
                     match item {
-                        Node::Frame(id) => ids.push(*id),
-                        Node::Dict(pairs) => ids.push(self.frame(pairs, at)?),
+                        Decoded::Frame(id) => ids.push(*id),
+                        Decoded::Dict(pairs) => ids.push(self.frame(pairs, at)?),
                         other => {
                             self.scratch_frames = ids;
                             return Err(err(
@@ -393,18 +393,18 @@ impl Builder {
     }
 
     /// Whether a dict with these keys is a trace entry (it has `action`).
-    pub fn is_trace_keys<'a>(mut keys: impl Iterator<Item = &'a Node>) -> bool {
-        keys.any(|k| matches!(k, Node::Str(key::ACTION)))
+    pub fn is_trace_keys<'a>(mut keys: impl Iterator<Item = &'a Decoded>) -> bool {
+        keys.any(|k| matches!(k, Decoded::Str(key::ACTION)))
     }
 
     /// Stores a trace entry dict as a row of the staging trace and returns its index.
-    pub fn trace_row(&mut self, pairs: &[(Node, Node)], at: At) -> Result<u32, DecodeError> {
+    pub fn trace_row(&mut self, pairs: &[(Decoded, Decoded)], at: At) -> Result<u32, DecodeError> {
         let row_index = self.staging.len() as u32;
         let mut row = TraceRow::new(Action::Other);
         let mut has_action = false;
         let mut stream_raw = 0u64;
         for (k, v) in pairs {
-            let Node::Str(kid) = k else {
+            let Decoded::Str(kid) = k else {
                 return Err(err(
                     at,
                     format!("a trace entry has a key that is {}", k.kind()),
@@ -412,7 +412,7 @@ impl Builder {
             };
             match *kid {
                 key::ACTION => {
-                    let Node::Str(name) = v else {
+                    let Decoded::Str(name) = v else {
                         return Err(err(at, format!("a trace entry's 'action' is {}", v.kind())));
                     };
                     has_action = true;
@@ -436,13 +436,13 @@ impl Builder {
                     row.forward_stack = self.stack(v, "a trace entry's 'forward_frames'", at)?;
                     self.features.forward_frames = true;
                 }
-                key::COMPILE_CONTEXT if matches!(v, Node::Str(_)) => {
-                    let Node::Str(s) = v else { unreachable!() };
+                key::COMPILE_CONTEXT if matches!(v, Decoded::Str(_)) => {
+                    let Decoded::Str(s) = v else { unreachable!() };
                     row.compile_context = (*s != key::NA).then_some(*s);
                     self.features.compile_context = true;
                 }
-                key::USER_METADATA if matches!(v, Node::Str(_)) => {
-                    let Node::Str(s) = v else { unreachable!() };
+                key::USER_METADATA if matches!(v, Decoded::Str(_)) => {
+                    let Decoded::Str(s) = v else { unreachable!() };
                     row.user_metadata = (*s != key::EMPTY).then_some(*s);
                     self.features.user_metadata = true;
                 }
@@ -486,10 +486,10 @@ impl Builder {
         Some(index)
     }
 
-    fn u64_field(&self, k: &Node, v: &Node, what: &str, at: At) -> Result<u64, DecodeError> {
+    fn u64_field(&self, k: &Decoded, v: &Decoded, what: &str, at: At) -> Result<u64, DecodeError> {
         match v {
-            Node::Int(i) if *i >= 0 => Ok(*i as u64),
-            Node::BigInt(s) => s.parse::<u64>().map_err(|_| {
+            Decoded::Int(i) if *i >= 0 => Ok(*i as u64),
+            Decoded::BigInt(s) => s.parse::<u64>().map_err(|_| {
                 err(
                     at,
                     format!(
@@ -498,7 +498,7 @@ impl Builder {
                     ),
                 )
             }),
-            Node::Int(i) => Err(err(
+            Decoded::Int(i) => Err(err(
                 at,
                 format!("a {what}'s {} is negative ({i})", self.key_name(k)),
             )),
@@ -513,11 +513,11 @@ impl Builder {
         }
     }
 
-    fn i64_field(&self, k: &Node, v: &Node, what: &str, at: At) -> Result<i64, DecodeError> {
+    fn i64_field(&self, k: &Decoded, v: &Decoded, what: &str, at: At) -> Result<i64, DecodeError> {
         match v {
-            Node::Int(i) => Ok(*i),
+            Decoded::Int(i) => Ok(*i),
             // Some writers store times as floats.
-            Node::Float(f) if f.is_finite() => Ok(*f as i64),
+            Decoded::Float(f) if f.is_finite() => Ok(*f as i64),
             other => Err(err(
                 at,
                 format!(
@@ -530,42 +530,42 @@ impl Builder {
     }
 
     /// An owned [`Value`] for data the model keeps as written.
-    pub fn value(&self, node: &Node, depth: usize) -> Result<Value, DecodeError> {
+    pub fn value(&self, node: &Decoded, depth: usize) -> Result<Value, DecodeError> {
         if depth > MAX_DEPTH {
             return Err(DecodeError::new(
                 None,
                 format!("values nest deeper than {MAX_DEPTH} levels"),
             ));
         }
-        let list = |items: &[Node]| -> Result<Vec<Value>, DecodeError> {
+        let list = |items: &[Decoded]| -> Result<Vec<Value>, DecodeError> {
             items.iter().map(|n| self.value(n, depth + 1)).collect()
         };
         Ok(match node {
-            Node::None => Value::None,
-            Node::Bool(b) => Value::Bool(*b),
-            Node::Int(i) => Value::Int(*i),
-            Node::BigInt(s) => Value::BigInt(s.clone()),
-            Node::Float(f) => Value::Float(*f),
-            Node::Str(s) => Value::Str(self.text(*s).to_string()),
-            Node::Bytes(b) => Value::Bytes(b.clone()),
-            Node::List(items) => Value::List(list(items)?),
-            Node::Tuple(items) => Value::Tuple(list(items)?),
-            Node::Set(items) => Value::Set(list(items)?),
-            Node::Dict(pairs) => Value::Dict(
+            Decoded::None => Value::None,
+            Decoded::Bool(b) => Value::Bool(*b),
+            Decoded::Int(i) => Value::Int(*i),
+            Decoded::BigInt(s) => Value::BigInt(s.clone()),
+            Decoded::Float(f) => Value::Float(*f),
+            Decoded::Str(s) => Value::Str(self.text(*s).to_string()),
+            Decoded::Bytes(b) => Value::Bytes(b.clone()),
+            Decoded::List(items) => Value::List(list(items)?),
+            Decoded::Tuple(items) => Value::Tuple(list(items)?),
+            Decoded::Set(items) => Value::Set(list(items)?),
+            Decoded::Dict(pairs) => Value::Dict(
                 pairs
                     .iter()
                     .map(|(k, v)| Ok((self.value(k, depth + 1)?, self.value(v, depth + 1)?)))
                     .collect::<Result<_, DecodeError>>()?,
             ),
-            Node::Frame(id) => self.frame_value(*id),
-            Node::Stack(id) => Value::List(
+            Decoded::Frame(id) => self.frame_value(*id),
+            Decoded::Stack(id) => Value::List(
                 self.stacks
                     .frames(*id)
                     .iter()
                     .map(|&f| self.frame_value(f))
                     .collect(),
             ),
-            Node::Rows(start, len) => Value::List(
+            Decoded::Rows(start, len) => Value::List(
                 (*start..start + len)
                     .map(|r| self.row_value(r as usize))
                     .collect(),
@@ -607,7 +607,8 @@ impl Builder {
         if r.stack != NO_STACK {
             pairs.push((
                 s("frames"),
-                self.value(&Node::Stack(r.stack), 0).unwrap_or(Value::None),
+                self.value(&Decoded::Stack(r.stack), 0)
+                    .unwrap_or(Value::None),
             ));
         }
         Value::Dict(pairs)
@@ -616,33 +617,36 @@ impl Builder {
     // ----- The snapshot schema --------------------------------------------------------------
 
     /// Builds the snapshot from the decoded root value.
-    pub fn finish(mut self, root: Node, at_end: At) -> Result<Snapshot, DecodeError> {
+    pub fn finish(mut self, root: Decoded, at_end: At) -> Result<Snapshot, DecodeError> {
         let mut snapshot = Snapshot::default();
         let mut device_rows: DeviceRows = Vec::new();
         let mut segments: Vec<(u32, Segment, Vec<Block>)> = Vec::new();
         match root {
-            Node::Dict(pairs) => {
+            Decoded::Dict(pairs) => {
                 let has_schema = pairs.iter().any(|(k, _)| {
-                    matches!(k, Node::Str(key::SEGMENTS) | Node::Str(key::DEVICE_TRACES))
+                    matches!(
+                        k,
+                        Decoded::Str(key::SEGMENTS) | Decoded::Str(key::DEVICE_TRACES)
+                    )
                 });
                 if !has_schema {
-                    return Err(not_a_snapshot(&self, &Node::Dict(pairs), at_end));
+                    return Err(not_a_snapshot(&self, &Decoded::Dict(pairs), at_end));
                 }
                 for (k, v) in pairs {
                     match k {
-                        Node::Str(key::SEGMENTS) => self.segments(v, &mut segments, at_end)?,
-                        Node::Str(key::DEVICE_TRACES) => {
+                        Decoded::Str(key::SEGMENTS) => self.segments(v, &mut segments, at_end)?,
+                        Decoded::Str(key::DEVICE_TRACES) => {
                             device_rows = self.device_traces(v, at_end)?
                         }
-                        Node::Str(key::ALLOCATOR_SETTINGS) => {
+                        Decoded::Str(key::ALLOCATOR_SETTINGS) => {
                             snapshot.allocator_settings = Some(self.value(&v, 0)?)
                         }
-                        Node::Str(key::EXTERNAL_ANNOTATIONS) => {
+                        Decoded::Str(key::EXTERNAL_ANNOTATIONS) => {
                             snapshot.annotations = self.annotations(v, at_end)?
                         }
                         other => {
                             let name = match &other {
-                                Node::Str(id) => self.text(*id).to_string(),
+                                Decoded::Str(id) => self.text(*id).to_string(),
                                 k => self.value(k, 0)?.display(),
                             };
                             let value = self.value(&v, 0)?;
@@ -651,7 +655,7 @@ impl Builder {
                     }
                 }
             }
-            Node::List(_) => {
+            Decoded::List(_) => {
                 snapshot.top_level = TopLevel::SegmentList;
                 self.segments(root, &mut segments, at_end)?;
             }
@@ -710,8 +714,8 @@ impl Builder {
         devices
     }
 
-    fn device_traces(&mut self, node: Node, at: At) -> Result<DeviceRows, DecodeError> {
-        let Node::List(lists) = node else {
+    fn device_traces(&mut self, node: Decoded, at: At) -> Result<DeviceRows, DecodeError> {
+        let Decoded::List(lists) = node else {
             return Err(err(
                 at,
                 format!("'device_traces' is {}, not a list", node.kind()),
@@ -726,11 +730,11 @@ impl Builder {
                 _ => ranges.push((start, len)),
             };
             match list {
-                Node::List(items) => {
+                Decoded::List(items) => {
                     for (i, item) in items.into_iter().enumerate() {
                         match item {
-                            Node::Rows(start, len) => push(&mut ranges, start, len),
-                            Node::Dict(pairs)
+                            Decoded::Rows(start, len) => push(&mut ranges, start, len),
+                            Decoded::Dict(pairs)
                                 if Self::is_trace_keys(pairs.iter().map(|p| &p.0)) =>
                             {
                                 let row = self.trace_row(&pairs, at)?;
@@ -748,7 +752,7 @@ impl Builder {
                         }
                     }
                 }
-                Node::Rows(start, len) => push(&mut ranges, start, len),
+                Decoded::Rows(start, len) => push(&mut ranges, start, len),
                 other => {
                     return Err(err(
                         at,
@@ -763,18 +767,18 @@ impl Builder {
 
     fn segments(
         &mut self,
-        node: Node,
+        node: Decoded,
         out: &mut Vec<(u32, Segment, Vec<Block>)>,
         at: At,
     ) -> Result<(), DecodeError> {
-        let Node::List(items) = node else {
+        let Decoded::List(items) = node else {
             return Err(err(
                 at,
                 format!("'segments' is {}, not a list", node.kind()),
             ));
         };
         for (i, item) in items.into_iter().enumerate() {
-            let Node::Dict(pairs) = item else {
+            let Decoded::Dict(pairs) = item else {
                 return Err(err(
                     at,
                     format!("segments[{i}] is {}, not a dict", item.kind()),
@@ -787,7 +791,7 @@ impl Builder {
 
     fn segment(
         &mut self,
-        pairs: Vec<(Node, Node)>,
+        pairs: Vec<(Decoded, Decoded)>,
         index: usize,
         at: At,
     ) -> Result<(u32, Segment, Vec<Block>), DecodeError> {
@@ -800,7 +804,7 @@ impl Builder {
         let mut blocks_node = None;
         let mut has_address = false;
         for (k, v) in pairs {
-            let Node::Str(kid) = k else {
+            let Decoded::Str(kid) = k else {
                 return Err(err(
                     at,
                     format!("segments[{index}] has a key that is {}", k.kind()),
@@ -825,10 +829,10 @@ impl Builder {
                     segment.requested_size = Some(self.u64_field(&k, &v, what, at)?)
                 }
                 key::STREAM => segment.stream = self.u64_field(&k, &v, what, at)?,
-                key::SEGMENT_TYPE if matches!(v, Node::Str(_)) => {
+                key::SEGMENT_TYPE if matches!(v, Decoded::Str(_)) => {
                     segment.segment_type = match v {
-                        Node::Str(key::LARGE) => SegmentType::Large,
-                        Node::Str(key::SMALL) => SegmentType::Small,
+                        Decoded::Str(key::LARGE) => SegmentType::Large,
+                        Decoded::Str(key::SMALL) => SegmentType::Small,
                         _ => SegmentType::Unknown,
                     }
                 }
@@ -836,8 +840,8 @@ impl Builder {
                     segment.pool_id = pool_pair(&v);
                     self.features.segment_pool_ids = true;
                 }
-                key::IS_EXPANDABLE if matches!(v, Node::Bool(_)) => {
-                    segment.is_expandable = v == Node::Bool(true);
+                key::IS_EXPANDABLE if matches!(v, Decoded::Bool(_)) => {
+                    segment.is_expandable = v == Decoded::Bool(true);
                     self.features.expandable_segments |= segment.is_expandable;
                 }
                 key::FRAMES => segment.stack = self.stack(&v, "a segment's 'frames'", at)?,
@@ -860,12 +864,12 @@ impl Builder {
 
     fn blocks(
         &mut self,
-        node: Node,
+        node: Decoded,
         segment: &Segment,
         seg_index: usize,
         at: At,
     ) -> Result<Vec<Block>, DecodeError> {
-        let Node::List(items) = node else {
+        let Decoded::List(items) = node else {
             return Err(err(
                 at,
                 format!(
@@ -879,7 +883,7 @@ impl Builder {
         // Legacy blocks have no address: they are contiguous from the segment's start.
         let mut next_address = segment.address;
         for (i, item) in items.into_iter().enumerate() {
-            let Node::Dict(pairs) = item else {
+            let Decoded::Dict(pairs) = item else {
                 return Err(err(
                     at,
                     format!(
@@ -894,7 +898,7 @@ impl Builder {
                 ..Block::default()
             };
             for (k, v) in pairs {
-                let Node::Str(kid) = k else {
+                let Decoded::Str(kid) = k else {
                     return Err(err(at, format!("a block has a key that is {}", k.kind())));
                 };
                 match kid {
@@ -904,7 +908,7 @@ impl Builder {
                         block.requested_size = Some(self.u64_field(&k, &v, what, at)?)
                     }
                     key::STATE => {
-                        let Node::Str(s) = v else {
+                        let Decoded::Str(s) = v else {
                             return Err(err(at, format!("a block's 'state' is {}", v.kind())));
                         };
                         block.state = match s {
@@ -934,8 +938,8 @@ impl Builder {
         Ok(blocks)
     }
 
-    fn history(&mut self, node: Node, at: At) -> Result<Vec<HistoryEntry>, DecodeError> {
-        let Node::List(items) = node else {
+    fn history(&mut self, node: Decoded, at: At) -> Result<Vec<HistoryEntry>, DecodeError> {
+        let Decoded::List(items) = node else {
             return Err(err(
                 at,
                 format!("a block's 'history' is {}, not a list", node.kind()),
@@ -945,7 +949,7 @@ impl Builder {
         let mut out = Vec::with_capacity(items.len());
         for item in items {
             let pairs = match item {
-                Node::Dict(pairs) => pairs,
+                Decoded::Dict(pairs) => pairs,
                 other => return Err(err(at, format!("a block's history holds {}", other.kind()))),
             };
             let mut entry = HistoryEntry {
@@ -955,11 +959,11 @@ impl Builder {
             };
             for (k, v) in pairs {
                 match k {
-                    Node::Str(key::ADDR) => entry.addr = self.u64_field(&k, &v, what, at)?,
-                    Node::Str(key::REAL_SIZE) => {
+                    Decoded::Str(key::ADDR) => entry.addr = self.u64_field(&k, &v, what, at)?,
+                    Decoded::Str(key::REAL_SIZE) => {
                         entry.real_size = self.u64_field(&k, &v, what, at)?
                     }
-                    Node::Str(key::FRAMES) => {
+                    Decoded::Str(key::FRAMES) => {
                         entry.stack = self.stack(&v, "a history entry's 'frames'", at)?
                     }
                     _ => {}
@@ -970,8 +974,8 @@ impl Builder {
         Ok(out)
     }
 
-    fn annotations(&mut self, node: Node, at: At) -> Result<Vec<Annotation>, DecodeError> {
-        let Node::List(items) = node else {
+    fn annotations(&mut self, node: Decoded, at: At) -> Result<Vec<Annotation>, DecodeError> {
+        let Decoded::List(items) = node else {
             return Err(err(
                 at,
                 format!("'external_annotations' is {}, not a list", node.kind()),
@@ -980,7 +984,7 @@ impl Builder {
         let what = "annotation";
         let mut out = Vec::with_capacity(items.len());
         for item in items {
-            let Node::Dict(pairs) = item else {
+            let Decoded::Dict(pairs) = item else {
                 return Err(err(
                     at,
                     format!("an external annotation is {}, not a dict", item.kind()),
@@ -994,19 +998,21 @@ impl Builder {
             };
             for (k, v) in pairs {
                 match (&k, &v) {
-                    (Node::Str(key::NAME), Node::Str(s)) => a.name = *s,
-                    (Node::Str(key::STAGE), Node::Str(s)) => {
+                    (Decoded::Str(key::NAME), Decoded::Str(s)) => a.name = *s,
+                    (Decoded::Str(key::STAGE), Decoded::Str(s)) => {
                         a.stage = match *s {
                             key::START => AnnotationStage::Start,
                             key::END => AnnotationStage::End,
                             other => AnnotationStage::Other(other),
                         }
                     }
-                    (Node::Str(key::DEVICE), _) => {
+                    (Decoded::Str(key::DEVICE), _) => {
                         a.device =
                             u32::try_from(self.u64_field(&k, &v, what, at)?).unwrap_or(u32::MAX)
                     }
-                    (Node::Str(key::TIME_US), _) => a.time_us = self.i64_field(&k, &v, what, at)?,
+                    (Decoded::Str(key::TIME_US), _) => {
+                        a.time_us = self.i64_field(&k, &v, what, at)?
+                    }
                     _ => {}
                 }
             }
@@ -1032,19 +1038,19 @@ fn action_of(name: StrId) -> Action {
     }
 }
 
-fn pool_pair(node: &Node) -> Option<(i64, i64)> {
+fn pool_pair(node: &Decoded) -> Option<(i64, i64)> {
     match node {
-        Node::Tuple(items) | Node::List(items) => match items.as_slice() {
-            [Node::Int(a), Node::Int(b)] => Some((*a, *b)),
+        Decoded::Tuple(items) | Decoded::List(items) => match items.as_slice() {
+            [Decoded::Int(a), Decoded::Int(b)] => Some((*a, *b)),
             _ => None,
         },
         _ => None,
     }
 }
 
-fn not_a_snapshot(builder: &Builder, root: &Node, at: At) -> DecodeError {
+fn not_a_snapshot(builder: &Builder, root: &Decoded, at: At) -> DecodeError {
     let described = match root {
-        Node::Dict(pairs) => {
+        Decoded::Dict(pairs) => {
             let keys: Vec<String> = pairs
                 .iter()
                 .take(6)
@@ -1052,7 +1058,7 @@ fn not_a_snapshot(builder: &Builder, root: &Node, at: At) -> DecodeError {
                 .collect();
             if pairs
                 .iter()
-                .any(|(k, _)| matches!(k, Node::Str(s) if builder.text(*s) == "traceEvents"))
+                .any(|(k, _)| matches!(k, Decoded::Str(s) if builder.text(*s) == "traceEvents"))
             {
                 return DecodeError::new(at.0, "this is a Chrome/Kineto trace ('traceEvents'), not a memory snapshot")
                     .with_hint("Kineto traces are not supported yet: record a snapshot with torch.cuda.memory._record_memory_history() and _dump_snapshot()");

@@ -2,7 +2,7 @@
 //! shape names — a Kineto trace (`{"traceEvents": …}`, [`super::kineto`]), a memory timeline
 //! (`[times, sizes]` or raw rows, [`super::memory_timeline`]), a memory profiler's peak tensors
 //! (`{"cuda:0": {"tensors": …}}`, [`super::peak_tensors`]), or the snapshot tree written as
-//! JSON (tuples become lists), converted to [`Node`]s for the shared [`Builder`].
+//! JSON (tuples become lists), converted to [`Decoded`]s for the shared [`Builder`].
 //!
 //! The top level is read by one visitor that deserializes `traceEvents` straight into the
 //! Kineto importer's typed events (borrowing their strings from the input) and every other
@@ -16,7 +16,7 @@ use std::io::Read;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
-use super::build::{At, Builder, Node, MAX_DEPTH};
+use super::build::{At, Builder, Decoded, MAX_DEPTH};
 use super::{kineto, memory_timeline, peak_tensors, DecodeError};
 use crate::model::Snapshot;
 
@@ -136,7 +136,7 @@ fn node(
     builder: &mut Builder,
     value: &serde_json::Value,
     depth: usize,
-) -> Result<Node, DecodeError> {
+) -> Result<Decoded, DecodeError> {
     use serde_json::Value as J;
     if depth > MAX_DEPTH {
         return Err(DecodeError::new(
@@ -145,16 +145,16 @@ fn node(
         ));
     }
     Ok(match value {
-        J::Null => Node::None,
-        J::Bool(b) => Node::Bool(*b),
+        J::Null => Decoded::None,
+        J::Bool(b) => Decoded::Bool(*b),
         J::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
-            (Some(i), _, _) => Node::Int(i),
-            (None, Some(u), _) => Node::BigInt(u.to_string()),
-            (_, _, Some(f)) => Node::Float(f),
-            _ => Node::BigInt(n.to_string()),
+            (Some(i), _, _) => Decoded::Int(i),
+            (None, Some(u), _) => Decoded::BigInt(u.to_string()),
+            (_, _, Some(f)) => Decoded::Float(f),
+            _ => Decoded::BigInt(n.to_string()),
         },
-        J::String(s) => Node::Str(builder.strings.intern(s)),
-        J::Array(items) => Node::List(
+        J::String(s) => Decoded::Str(builder.strings.intern(s)),
+        J::Array(items) => Decoded::List(
             items
                 .iter()
                 .map(|v| node(builder, v, depth + 1))
@@ -163,10 +163,10 @@ fn node(
         J::Object(map) => {
             let mut pairs = Vec::with_capacity(map.len());
             for (k, v) in map {
-                let key = Node::Str(builder.strings.intern(k));
+                let key = Decoded::Str(builder.strings.intern(k));
                 pairs.push((key, node(builder, v, depth + 1)?));
             }
-            Node::Dict(pairs)
+            Decoded::Dict(pairs)
         }
     })
 }

@@ -11,7 +11,7 @@
 
 use std::io::Read;
 
-use super::build::{At, Builder, Node, ScalarRow, MAX_DEPTH};
+use super::build::{At, Builder, Decoded, ScalarRow, MAX_DEPTH};
 use super::input::{truncated, Input, Part, Queue};
 use super::DecodeError;
 use crate::model::{FrameId, StackId, StrId};
@@ -154,14 +154,14 @@ struct Parser<R> {
     marks: Vec<usize>,
     memo: Vec<Slot>,
     memo_boxed: Vec<Val>,
-    memo_nodes: Vec<Node>,
+    memo_nodes: Vec<Decoded>,
     release_stack: Vec<(u32, bool)>,
     objs: Vec<Obj>,
     free_objs: Vec<u32>,
     bigs: Vec<String>,
     blobs: Vec<Vec<u8>>,
     scratch: Vec<Val>,
-    pairs: Vec<(Node, Node)>,
+    pairs: Vec<(Decoded, Decoded)>,
     frame_ids: Vec<FrameId>,
     /// The stream's length when known, to make room for all its trace rows at once.
     size_hint: Option<u64>,
@@ -1244,28 +1244,28 @@ impl<R: Read> Parser<R> {
     }
 
     /// A fresh container (or scalar) holding `node`, for a memo reference to released data.
-    fn materialize(&mut self, node: &Node) -> Val {
+    fn materialize(&mut self, node: &Decoded) -> Val {
         match node {
-            Node::None => Val::None,
-            Node::Bool(b) => Val::Bool(*b),
-            Node::Int(i) => Val::Int(*i),
-            Node::BigInt(s) => {
+            Decoded::None => Val::None,
+            Decoded::Bool(b) => Val::Bool(*b),
+            Decoded::Int(i) => Val::Int(*i),
+            Decoded::BigInt(s) => {
                 self.bigs.push(s.clone());
                 Val::Big((self.bigs.len() - 1) as u32)
             }
-            Node::Float(f) => Val::Float(*f),
-            Node::Str(s) => Val::Str(*s),
-            Node::Bytes(b) => {
+            Decoded::Float(f) => Val::Float(*f),
+            Decoded::Str(s) => Val::Str(*s),
+            Decoded::Bytes(b) => {
                 self.blobs.push(b.clone());
                 Val::Bytes((self.blobs.len() - 1) as u32)
             }
-            Node::Frame(f) => Val::Frame(*f),
-            Node::Stack(s) => Val::Stack(*s),
-            Node::Rows(s, n) => Val::Rows(*s, *n),
-            Node::List(items) | Node::Tuple(items) | Node::Set(items) => {
+            Decoded::Frame(f) => Val::Frame(*f),
+            Decoded::Stack(s) => Val::Stack(*s),
+            Decoded::Rows(s, n) => Val::Rows(*s, *n),
+            Decoded::List(items) | Decoded::Tuple(items) | Decoded::Set(items) => {
                 let kind = match node {
-                    Node::List(_) => Container::List,
-                    Node::Tuple(_) => Container::Tuple,
+                    Decoded::List(_) => Container::List,
+                    Decoded::Tuple(_) => Container::Tuple,
                     _ => Container::Set,
                 };
                 let vals: Vec<Val> = items.iter().map(|n| self.materialize(n)).collect();
@@ -1274,7 +1274,7 @@ impl<R: Read> Parser<R> {
                 self.objs[o as usize].aliased = true;
                 Val::Obj(o)
             }
-            Node::Dict(pairs) => {
+            Decoded::Dict(pairs) => {
                 let mut vals = Vec::with_capacity(pairs.len() * 2);
                 for (k, v) in pairs {
                     vals.push(self.materialize(k));
@@ -1431,8 +1431,8 @@ impl<R: Read> Parser<R> {
         }
     }
 
-    /// Converts a value (and everything below it) into a [`Node`] for the builder.
-    fn to_node(&self, v: Val, depth: usize) -> Result<Node, DecodeError> {
+    /// Converts a value (and everything below it) into a [`Decoded`] for the builder.
+    fn to_node(&self, v: Val, depth: usize) -> Result<Decoded, DecodeError> {
         if depth > MAX_DEPTH {
             return Err(DecodeError::new(
                 None,
@@ -1440,16 +1440,16 @@ impl<R: Read> Parser<R> {
             ));
         }
         Ok(match v {
-            Val::None => Node::None,
-            Val::Bool(b) => Node::Bool(b),
-            Val::Int(i) => Node::Int(i),
-            Val::Big(i) => Node::BigInt(self.bigs[i as usize].clone()),
-            Val::Float(f) => Node::Float(f),
-            Val::Str(s) => Node::Str(s),
-            Val::Bytes(i) => Node::Bytes(self.blobs[i as usize].clone()),
-            Val::Frame(f) => Node::Frame(f),
-            Val::Stack(s) => Node::Stack(s),
-            Val::Rows(s, n) => Node::Rows(s, n),
+            Val::None => Decoded::None,
+            Val::Bool(b) => Decoded::Bool(b),
+            Val::Int(i) => Decoded::Int(i),
+            Val::Big(i) => Decoded::BigInt(self.bigs[i as usize].clone()),
+            Val::Float(f) => Decoded::Float(f),
+            Val::Str(s) => Decoded::Str(s),
+            Val::Bytes(i) => Decoded::Bytes(self.blobs[i as usize].clone()),
+            Val::Frame(f) => Decoded::Frame(f),
+            Val::Stack(s) => Decoded::Stack(s),
+            Val::Rows(s, n) => Decoded::Rows(s, n),
             Val::Obj(o) => {
                 let obj = &self.objs[o as usize];
                 if let Some(c) = obj.converted {
@@ -1457,7 +1457,7 @@ impl<R: Read> Parser<R> {
                 }
                 // Collected into vectors made their final size at once: collecting `Result`s
                 // cannot know the length and grows them by doubling.
-                let items = || -> Result<Vec<Node>, DecodeError> {
+                let items = || -> Result<Vec<Decoded>, DecodeError> {
                     let mut nodes = Vec::with_capacity(obj.items.len());
                     for &item in &obj.items {
                         nodes.push(self.to_node(item, depth + 1)?);
@@ -1465,9 +1465,9 @@ impl<R: Read> Parser<R> {
                     Ok(nodes)
                 };
                 match obj.kind {
-                    Container::List => Node::List(items()?),
-                    Container::Tuple => Node::Tuple(items()?),
-                    Container::Set => Node::Set(items()?),
+                    Container::List => Decoded::List(items()?),
+                    Container::Tuple => Decoded::Tuple(items()?),
+                    Container::Set => Decoded::Set(items()?),
                     Container::Dict => {
                         let mut pairs = Vec::with_capacity(obj.items.len() / 2);
                         for kv in obj.items.chunks_exact(2) {
@@ -1476,7 +1476,7 @@ impl<R: Read> Parser<R> {
                                 self.to_node(kv[1], depth + 1)?,
                             ));
                         }
-                        Node::Dict(pairs)
+                        Decoded::Dict(pairs)
                     }
                 }
             }

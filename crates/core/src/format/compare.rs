@@ -11,7 +11,9 @@ use std::fmt::Write;
 
 use super::breakdown::{component_label, role_label};
 use super::document::escape;
-use super::document::{Align, Block, Cell, Chart, ChartKind, ChartSlice, Column, Inline, Table};
+use super::document::{
+    Align, Cell, ChartKind, ChartSlice, DocBlock, DocChart, DocColumn, DocTable, Inline,
+};
 use super::overview::metric_label;
 use super::table::cell;
 use super::{bytes, bytes_delta, count, duration_us, percent_ppm};
@@ -222,7 +224,10 @@ pub struct ReportLink {
 /// and `data-device`, an outlier's row `data-outlier`), each file's
 /// name linked to its report when `link` gives one; a chart of each row's peak allocated
 /// bytes; each iteration's ranks in a sentence, and what an outlier is when there is one.
-pub fn files_blocks(rows: &[FileRow], link: &dyn Fn(&FileRow) -> Option<ReportLink>) -> Vec<Block> {
+pub fn files_blocks(
+    rows: &[FileRow],
+    link: &dyn Fn(&FileRow) -> Option<ReportLink>,
+) -> Vec<DocBlock> {
     let columns = shown_columns(rows);
     let table_rows = rows
         .iter()
@@ -257,10 +262,10 @@ pub fn files_blocks(rows: &[FileRow], link: &dyn Fn(&FileRow) -> Option<ReportLi
             if row.outlier {
                 data.push(("outlier", "true".to_string()));
             }
-            super::document::Row { cells, data }
+            super::document::DocRow { cells, data }
         })
         .collect();
-    let table = Table {
+    let table = DocTable {
         columns: columns
             .iter()
             .map(|&c| {
@@ -268,13 +273,13 @@ pub fn files_blocks(rows: &[FileRow], link: &dyn Fn(&FileRow) -> Option<ReportLi
                     FilesColumn::Label => Align::Left,
                     _ => Align::Right,
                 };
-                Column::new(&column_title_in(rows, c), align)
+                DocColumn::new(&column_title_in(rows, c), align)
             })
             .collect(),
         rows: table_rows,
     };
     let palette = Style::light().palette;
-    let chart = Chart {
+    let chart = DocChart {
         key: "peaks",
         title: format!("{} by file", column_title(FilesColumn::PeakAllocated)),
         kind: ChartKind::Bars,
@@ -292,16 +297,16 @@ pub fn files_blocks(rows: &[FileRow], link: &dyn Fn(&FileRow) -> Option<ReportLi
             })
             .collect(),
     };
-    let mut blocks = vec![Block::Table(table), Block::Chart(chart)];
+    let mut blocks = vec![DocBlock::Table(table), DocBlock::Chart(chart)];
     let sentences: Vec<Vec<Inline>> = iteration_summaries(rows)
         .iter()
         .map(|s| vec![Inline::text(iteration_sentence(s))])
         .collect();
     if !sentences.is_empty() {
-        blocks.push(Block::List(sentences));
+        blocks.push(DocBlock::List(sentences));
     }
     if rows.iter().any(|r| r.outlier) {
-        blocks.push(Block::Paragraph(vec![Inline::text(OUTLIER_MEANING)]));
+        blocks.push(DocBlock::Paragraph(vec![Inline::text(OUTLIER_MEANING)]));
     }
     blocks
 }

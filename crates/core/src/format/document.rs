@@ -74,14 +74,14 @@ pub enum Align {
 
 /// A table's column: its header and alignment.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Column {
+pub struct DocColumn {
     pub title: Vec<Inline>,
     pub align: Align,
 }
 
-impl Column {
+impl DocColumn {
     pub fn new(title: &str, align: Align) -> Self {
-        Column {
+        DocColumn {
             title: vec![Inline::text(title)],
             align,
         }
@@ -127,21 +127,21 @@ impl Cell {
 
 /// A table: header, alignment and rows (each row as many cells as columns).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Table {
-    pub columns: Vec<Column>,
-    pub rows: Vec<Row>,
+pub struct DocTable {
+    pub columns: Vec<DocColumn>,
+    pub rows: Vec<DocRow>,
 }
 
 /// A table's row and the exact values it carries in HTML.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Row {
+pub struct DocRow {
     pub cells: Vec<Cell>,
     pub data: Data,
 }
 
-impl From<Vec<Cell>> for Row {
+impl From<Vec<Cell>> for DocRow {
     fn from(cells: Vec<Cell>) -> Self {
-        Row {
+        DocRow {
             cells,
             data: Vec::new(),
         }
@@ -167,7 +167,7 @@ pub struct ChartSlice {
 /// A chart as data: the HTML renderer asks its caller to draw it; Markdown leaves it out (the
 /// table beside it holds the same numbers).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Chart {
+pub struct DocChart {
     /// What it shows, for `data-chart` (`roles`, `components`, `peaks`).
     pub key: &'static str,
     pub title: String,
@@ -177,43 +177,43 @@ pub struct Chart {
 
 /// A block of the document.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Block {
+pub enum DocBlock {
     /// A heading of level 1 to 6.
     Heading(u8, Vec<Inline>),
     Paragraph(Vec<Inline>),
     /// A bulleted list, one item of inline spans per entry.
     List(Vec<Vec<Inline>>),
-    Table(Table),
-    Chart(Chart),
+    Table(DocTable),
+    Chart(DocChart),
     /// A thematic break between two reports.
     Rule,
     /// Blocks that belong together (one device's report), with the exact values that tell
     /// them apart in HTML (`data-device`). Markdown writes its blocks as they are.
     Section {
         data: Data,
-        blocks: Vec<Block>,
+        blocks: Vec<DocBlock>,
     },
 }
 
 /// A document: blocks in order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Document {
-    pub blocks: Vec<Block>,
+    pub blocks: Vec<DocBlock>,
 }
 
 impl Document {
-    pub fn push(&mut self, block: Block) {
+    pub fn push(&mut self, block: DocBlock) {
         self.blocks.push(block);
     }
 
     /// A heading of `level` made of text.
     pub fn heading(&mut self, level: u8, text: impl Into<String>) {
-        self.push(Block::Heading(level, vec![Inline::text(text)]));
+        self.push(DocBlock::Heading(level, vec![Inline::text(text)]));
     }
 
     /// A paragraph of text.
     pub fn paragraph(&mut self, text: impl Into<String>) {
-        self.push(Block::Paragraph(vec![Inline::text(text)]));
+        self.push(DocBlock::Paragraph(vec![Inline::text(text)]));
     }
 
     /// The document as Markdown: each block ends with a line break and is separated from the
@@ -227,7 +227,7 @@ impl Document {
 
     /// The document as an HTML fragment (for [`html_page`]'s body); `chart` draws each chart
     /// as markup the renderer trusts (an inline `<svg>`).
-    pub fn html(&self, chart: &dyn Fn(&Chart) -> String) -> String {
+    pub fn html(&self, chart: &dyn Fn(&DocChart) -> String) -> String {
         let mut out = String::new();
         for block in &self.blocks {
             html_block(&mut out, block, chart);
@@ -237,25 +237,25 @@ impl Document {
 }
 
 /// The blocks Markdown writes, sections opened.
-fn leaves<'a>(blocks: &'a [Block], out: &mut Vec<&'a Block>) {
+fn leaves<'a>(blocks: &'a [DocBlock], out: &mut Vec<&'a DocBlock>) {
     for block in blocks {
         match block {
-            Block::Section { blocks, .. } => leaves(blocks, out),
+            DocBlock::Section { blocks, .. } => leaves(blocks, out),
             other => out.push(other),
         }
     }
 }
 
-fn markdown_block(block: &Block) -> Option<String> {
+fn markdown_block(block: &DocBlock) -> Option<String> {
     let line = markdown_inlines;
     Some(match block {
-        Block::Heading(level, content) => {
+        DocBlock::Heading(level, content) => {
             let level = (*level).clamp(1, 6) as usize;
             format!("{} {}\n", "#".repeat(level), line(content))
         }
-        Block::Paragraph(content) => format!("{}\n", line(content)),
-        Block::List(items) => items.iter().map(|i| format!("- {}\n", line(i))).collect(),
-        Block::Table(table) => {
+        DocBlock::Paragraph(content) => format!("{}\n", line(content)),
+        DocBlock::List(items) => items.iter().map(|i| format!("- {}\n", line(i))).collect(),
+        DocBlock::Table(table) => {
             let mut out = String::new();
             let titles: Vec<String> = table.columns.iter().map(|c| line(&c.title)).collect();
             let _ = writeln!(out, "| {} |", titles.join(" | "));
@@ -274,8 +274,8 @@ fn markdown_block(block: &Block) -> Option<String> {
             }
             out
         }
-        Block::Rule => "---\n".to_string(),
-        Block::Chart(_) | Block::Section { .. } => return None,
+        DocBlock::Rule => "---\n".to_string(),
+        DocBlock::Chart(_) | DocBlock::Section { .. } => return None,
     })
 }
 
@@ -308,24 +308,24 @@ fn markdown_inlines(inlines: &[Inline]) -> String {
     out
 }
 
-fn html_block(out: &mut String, block: &Block, chart: &dyn Fn(&Chart) -> String) {
+fn html_block(out: &mut String, block: &DocBlock, chart: &dyn Fn(&DocChart) -> String) {
     match block {
-        Block::Heading(level, content) => {
+        DocBlock::Heading(level, content) => {
             let level = (*level).clamp(1, 6);
             let _ = writeln!(out, "<h{level}>{}</h{level}>", html_inlines(content));
         }
-        Block::Paragraph(content) => {
+        DocBlock::Paragraph(content) => {
             let _ = writeln!(out, "<p>{}</p>", html_inlines(content));
         }
-        Block::List(items) => {
+        DocBlock::List(items) => {
             out.push_str("<ul>\n");
             for item in items {
                 let _ = writeln!(out, "<li>{}</li>", html_inlines(item));
             }
             out.push_str("</ul>\n");
         }
-        Block::Table(table) => html_table(out, table),
-        Block::Chart(c) => {
+        DocBlock::Table(table) => html_table(out, table),
+        DocBlock::Chart(c) => {
             let described: Vec<String> = c
                 .slices
                 .iter()
@@ -345,8 +345,8 @@ fn html_block(out: &mut String, block: &Block, chart: &dyn Fn(&Chart) -> String)
                 chart(c)
             );
         }
-        Block::Rule => out.push_str("<hr>\n"),
-        Block::Section { data, blocks } => {
+        DocBlock::Rule => out.push_str("<hr>\n"),
+        DocBlock::Section { data, blocks } => {
             let _ = writeln!(out, "<section{}>", attributes(data));
             for block in blocks {
                 html_block(out, block, chart);
@@ -356,7 +356,7 @@ fn html_block(out: &mut String, block: &Block, chart: &dyn Fn(&Chart) -> String)
     }
 }
 
-fn html_table(out: &mut String, table: &Table) {
+fn html_table(out: &mut String, table: &DocTable) {
     let class = |align: Align| match align {
         Align::Left => "",
         Align::Right => " class=\"num\"",
@@ -565,11 +565,11 @@ pub fn code(text: &str) -> String {
 mod tests {
     use super::*;
 
-    fn table() -> Table {
-        Table {
+    fn table() -> DocTable {
+        DocTable {
             columns: vec![
-                Column::new("Name", Align::Left),
-                Column::new("Bytes", Align::Right),
+                DocColumn::new("Name", Align::Left),
+                DocColumn::new("Bytes", Align::Right),
             ],
             rows: vec![
                 vec![
@@ -577,7 +577,7 @@ mod tests {
                     Cell::text("1.50 KiB").with("bytes", 1536),
                 ]
                 .into(),
-                Row {
+                DocRow {
                     cells: vec![
                         Cell::text("Total").strong(),
                         Cell::text("1.50 KiB").strong(),
@@ -592,13 +592,13 @@ mod tests {
     fn markdown_tables_align_and_keep_names_in_their_cells() {
         let mut doc = Document::default();
         doc.heading(2, "By <role>");
-        doc.push(Block::Chart(Chart {
+        doc.push(DocBlock::Chart(DocChart {
             key: "roles",
             title: "Bytes".into(),
             kind: ChartKind::Pie,
             slices: vec![],
         }));
-        doc.push(Block::Table(table()));
+        doc.push(DocBlock::Table(table()));
         doc.paragraph("The end.");
         assert_eq!(
             doc.markdown(),
@@ -610,17 +610,17 @@ mod tests {
     #[test]
     fn html_escapes_every_text_and_carries_exact_values() {
         let mut doc = Document::default();
-        doc.push(Block::Section {
+        doc.push(DocBlock::Section {
             data: vec![("device", "0".into())],
             blocks: vec![
-                Block::Heading(1, vec![Inline::text("<script>alert(1)</script> & \"x\"")]),
-                Block::Table(table()),
-                Block::List(vec![vec![
+                DocBlock::Heading(1, vec![Inline::text("<script>alert(1)</script> & \"x\"")]),
+                DocBlock::Table(table()),
+                DocBlock::List(vec![vec![
                     Inline::strong("Peak:"),
                     Inline::text(" "),
                     Inline::value("1.50 KiB", "bytes", 1536),
                 ]]),
-                Block::Paragraph(vec![Inline::Link {
+                DocBlock::Paragraph(vec![Inline::Link {
                     content: vec![Inline::text("rank <0>")],
                     markdown: "it's \"odd\".md".into(),
                     html: "javascript:alert(1)".into(),
@@ -657,7 +657,7 @@ mod tests {
     #[test]
     fn charts_are_drawn_by_the_caller_and_described_in_words() {
         let mut doc = Document::default();
-        doc.push(Block::Chart(Chart {
+        doc.push(DocBlock::Chart(DocChart {
             key: "roles",
             title: "Bytes by role".into(),
             kind: ChartKind::Pie,

@@ -13,8 +13,10 @@
 //! table.
 
 use super::breakdown::{component_label, role_label, side_label};
-use super::document::{Align, Block, Cell, Chart, ChartKind, ChartSlice, Column, Document};
-use super::document::{Inline, Row, Table};
+use super::document::{
+    Align, Cell, ChartKind, ChartSlice, DocBlock, DocChart, DocColumn, Document,
+};
+use super::document::{DocRow, DocTable, Inline};
 use super::overview::{era, group_title, metric_exact, metric_label, metric_value};
 use super::overview::{no_allocator_settings, warning};
 use super::{bytes, bytes_delta, count, findings, percent_ppm, timestamp_us};
@@ -73,7 +75,7 @@ impl DeviceReport<'_> {
         let (summary, peak) = (self.summary, self.peak);
         let mut doc = Document::default();
         let device = summary.device;
-        doc.push(Block::Heading(
+        doc.push(DocBlock::Heading(
             1,
             vec![
                 Inline::text("Memory report: "),
@@ -169,7 +171,7 @@ fn summary_section(doc: &mut Document, summary: &DeviceSummary, peak: &MomentBre
     if let Some(us) = peak.time_us.filter(|&us| us > 0) {
         at.push_str(&format!(", at {}", timestamp_us(us as u64)));
     }
-    doc.push(Block::List(vec![
+    doc.push(DocBlock::List(vec![
         item(
             "Peak allocated:",
             vec![
@@ -232,11 +234,11 @@ fn overview_section(doc: &mut Document, overview: &Overview) {
             continue;
         }
         doc.heading(3, group_title(group));
-        doc.push(Block::Table(Table {
+        doc.push(DocBlock::Table(DocTable {
             columns: vec![
-                Column::new("Metric", Align::Left),
-                Column::new("Value", Align::Right),
-                Column::new("Exact", Align::Right),
+                DocColumn::new("Metric", Align::Left),
+                DocColumn::new("Value", Align::Right),
+                DocColumn::new("Exact", Align::Right),
             ],
             rows,
         }));
@@ -247,7 +249,7 @@ fn overview_section(doc: &mut Document, overview: &Overview) {
             .warnings
             .iter()
             .map(|w| vec![Inline::text(warning(w))]);
-        doc.push(Block::List(items.collect()));
+        doc.push(DocBlock::List(items.collect()));
     }
     doc.heading(3, "File");
     let mut items = vec![item("Format:", vec![Inline::text(era(&overview.format))])];
@@ -263,7 +265,7 @@ fn overview_section(doc: &mut Document, overview: &Overview) {
         ];
         items.push(item("Allocator setting:", setting));
     }
-    doc.push(Block::List(items));
+    doc.push(DocBlock::List(items));
 }
 
 /// A chart and a table of bytes by category, non-empty categories only, with a total row of
@@ -291,7 +293,7 @@ fn category_section<'a>(
     doc.heading(2, title);
     let rows: Vec<_> = rows.filter(|&(_, _, b, _, _)| b > 0).collect();
     let deduced = rows.iter().any(|r| r.4.is_some_and(|i| i > 0));
-    doc.push(Block::Chart(Chart {
+    doc.push(DocBlock::Chart(DocChart {
         key,
         title: format!("Bytes by {}", header.to_lowercase()),
         kind: ChartKind::Pie,
@@ -317,7 +319,7 @@ fn category_section<'a>(
             if deduced {
                 cells.push(bytes_cell(inferred.unwrap_or(0)));
             }
-            let mut row: Row = cells.into();
+            let mut row: DocRow = cells.into();
             row.data.push(("category", key.to_string()));
             row
         })
@@ -330,17 +332,17 @@ fn category_section<'a>(
         Cell::text(share(total, total)),
     ];
     let mut columns = vec![
-        Column::new(header, Align::Left),
-        Column::new("Bytes", Align::Right),
-        Column::new("Exact bytes", Align::Right),
-        Column::new("Share", Align::Right),
+        DocColumn::new(header, Align::Left),
+        DocColumn::new("Bytes", Align::Right),
+        DocColumn::new("Exact bytes", Align::Right),
+        DocColumn::new("Share", Align::Right),
     ];
     if deduced {
         totals.push(bytes_cell(inferred_total));
-        columns.push(Column::new("Of which inferred", Align::Right));
+        columns.push(DocColumn::new("Of which inferred", Align::Right));
     }
     table_rows.push(total_row(&totals));
-    doc.push(Block::Table(Table {
+    doc.push(DocBlock::Table(DocTable {
         columns,
         rows: table_rows,
     }));
@@ -352,8 +354,8 @@ fn category_section<'a>(
 }
 
 /// A table's total row: its cells in strong text, the row marked `data-total`.
-fn total_row(cells: &[Cell]) -> Row {
-    Row {
+fn total_row(cells: &[Cell]) -> DocRow {
+    DocRow {
         cells: cells.iter().cloned().map(Cell::strong).collect(),
         data: vec![("total", "true".to_string())],
     }
@@ -400,11 +402,11 @@ fn estimate_section(doc: &mut Document, summary: &DeviceSummary) {
         ]
         .into(),
     );
-    doc.push(Block::Table(Table {
+    doc.push(DocBlock::Table(DocTable {
         columns: vec![
-            Column::new("Term", Align::Left),
-            Column::new("Bytes", Align::Right),
-            Column::new("Exact bytes", Align::Right),
+            DocColumn::new("Term", Align::Left),
+            DocColumn::new("Bytes", Align::Right),
+            DocColumn::new("Exact bytes", Align::Right),
         ],
         rows,
     }));
@@ -469,17 +471,17 @@ fn largest_section(doc: &mut Document, peak: &MomentBreakdown) {
             .into()
         })
         .collect();
-    doc.push(Block::Table(Table {
+    doc.push(DocBlock::Table(DocTable {
         columns: vec![
-            Column {
+            DocColumn {
                 title: vec![Inline::Literal("#")],
                 align: Align::Right,
             },
-            Column::new("Size", Align::Right),
-            Column::new("Exact bytes", Align::Right),
-            Column::new("Role", Align::Left),
-            Column::new("Component", Align::Left),
-            Column::new("Call site", Align::Left),
+            DocColumn::new("Size", Align::Right),
+            DocColumn::new("Exact bytes", Align::Right),
+            DocColumn::new("Role", Align::Left),
+            DocColumn::new("Component", Align::Left),
+            DocColumn::new("Call site", Align::Left),
         ],
         rows,
     }));
@@ -503,7 +505,7 @@ fn fragmentation_section(doc: &mut Document, analysed: &Analysed, device: u32) {
     let (free_bytes, free_blocks, largest) = free.fold((0u64, 0u64, 0u64), |(b, n, m), block| {
         (b + block.size, n + 1, m.max(block.size))
     });
-    doc.push(Block::List(vec![
+    doc.push(DocBlock::List(vec![
         item(
             "Reserved:",
             vec![
@@ -544,7 +546,7 @@ fn findings_section(doc: &mut Document, summary: &DeviceSummary) {
     for (i, f) in summary.findings.iter().enumerate() {
         doc.heading(3, format!("{}. {}", i + 1, findings::title(f)));
         doc.paragraph(findings::why(f));
-        doc.push(Block::Paragraph(vec![
+        doc.push(DocBlock::Paragraph(vec![
             Inline::strong("What to try:"),
             Inline::text(" "),
             Inline::text(findings::what_to_try(f)),
@@ -555,9 +557,10 @@ fn findings_section(doc: &mut Document, summary: &DeviceSummary) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::moment::Moment;
     use crate::breakdown::estimate::{Estimate, PeakSide};
     use crate::breakdown::findings::{CacheReason, Finding, FindingKind, Overhead};
-    use crate::breakdown::service::{BreakdownAnswer, BreakdownRequest, Moment, TopAllocation};
+    use crate::breakdown::service::{BreakdownAnswer, BreakdownRequest, TopAllocation};
     use crate::format::document::code;
     use crate::model::{Block, Device, Segment, Snapshot};
     use crate::protocol::{Answer, Request};

@@ -8,7 +8,7 @@
 
 use std::fmt::Write;
 
-use crate::analysis::allocator::Totals;
+use crate::analysis::allocator::AllocatorTotals;
 
 use crate::table::columns::Rows;
 use crate::table::groups::{every_group, share, Tree};
@@ -18,7 +18,7 @@ use crate::table::groups::{every_group, share, Tree};
 /// What a fragmentation percentage means, said wherever one is shown.
 pub const FRAGMENTATION_MEANS: &str = "1 − largest free block ÷ cached free; 0% when the cached memory is one block, near 100% when it is in many small ones";
 
-pub fn allocator_totals(segments: u32, t: &Totals) -> String {
+pub fn allocator_totals(segments: u32, t: &AllocatorTotals) -> String {
     format!(
         "{} segments, {} reserved: {} allocated ({} requested, {} rounding waste), {} waiting to be freed, {} cached free (largest free block {}, fragmentation {}: {FRAGMENTATION_MEANS})",
         super::count(segments as u64),

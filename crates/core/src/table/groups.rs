@@ -71,7 +71,7 @@ impl Node {
 
     /// Lines it takes when shown: itself, and what is under it when open.
     /// `path` leads to its parent.
-    pub fn lines(&self, path: &mut Vec<String>, open: &Opened) -> u64 {
+    pub fn lines(&self, path: &mut Vec<String>, open: &OpenGroups) -> u64 {
         path.push(self.key.clone());
         let mut n = 1;
         if open.contains(path) {
@@ -87,7 +87,7 @@ impl Node {
 }
 
 /// The groups a tree's reader has opened, each by its path of keys.
-pub type Opened = FxHashSet<Vec<String>>;
+pub type OpenGroups = FxHashSet<Vec<String>>;
 
 /// Groups of a table's allocations.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -354,7 +354,7 @@ pub struct GroupLine {
 pub fn window(
     rows: &Rows<'_>,
     tree: &Tree,
-    open: &Opened,
+    open: &OpenGroups,
     scope_bytes: u64,
     first: u64,
     count: u64,
@@ -375,7 +375,7 @@ pub fn window(
 
 struct Walk<'w, 'a> {
     rows: &'w Rows<'a>,
-    open: &'w Opened,
+    open: &'w OpenGroups,
     scope_bytes: u64,
     from: u64,
     to: u64,
@@ -465,7 +465,7 @@ pub fn path_to(tree: &Tree, allocation: u32) -> Option<(Vec<String>, usize)> {
 }
 
 /// The line of the group at `path` (which must be in the tree), with `open` groups opened.
-pub fn line_of(tree: &Tree, open: &Opened, path: &[String]) -> u64 {
+pub fn line_of(tree: &Tree, open: &OpenGroups, path: &[String]) -> u64 {
     let mut at = 0;
     let mut nodes = &tree.roots[..];
     let mut prefix: Vec<String> = Vec::new();

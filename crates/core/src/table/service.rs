@@ -10,9 +10,9 @@ use serde::{Deserialize, Serialize};
 
 use super::columns::{DeviceColumns, Rows};
 use super::filter::{scope_states, select, ScopeStates, Selection};
-use super::groups::{group, line_of, path_to, share, window, Line, Opened, Tree};
+use super::groups::{group, line_of, path_to, share, window, Line, OpenGroups, Tree};
 use super::{GroupBy, Scope, Sort, TableQuery};
-use crate::analysis::allocator::{AllocatorHistory, SegmentOrder, SegmentState, Totals};
+use crate::analysis::allocator::{AllocatorHistory, AllocatorTotals, SegmentOrder, SegmentState};
 use crate::analysis::axis::Axis;
 use crate::analysis::elements::AllocationElements;
 use crate::service::{Context, Reply, Service, ViewError};
@@ -59,7 +59,7 @@ pub struct AllocatorView {
     pub time_us: Option<i64>,
     pub time_origin_us: Option<i64>,
     /// Over every segment.
-    pub totals: Totals,
+    pub totals: AllocatorTotals,
     /// Events of the trace that could not be reconciled with the final segments.
     pub unreconciled: u32,
     pub segment_count: u32,
@@ -376,7 +376,7 @@ impl TableService {
         let rows = self.rows(cx, device);
         let last = self.last.as_ref().expect("computed");
         let count = count.min(MAX_LINES) as u64;
-        let mut open: Opened = open.into_iter().collect();
+        let mut open: OpenGroups = open.into_iter().collect();
         let mut first = first;
         let mut revealed = None;
         if let Some(element) = reveal {

@@ -27,7 +27,7 @@ fn event_state(e: u64) -> u32 {
 
 #[derive(Clone, Debug, PartialEq)]
 struct Checkpoint {
-    /// Offset of this checkpoint's live stack in `Layout::pool`.
+    /// Offset of this checkpoint's live stack in `TimelineLayout::pool`.
     start: u32,
     len: u32,
     drawn_total: u64,
@@ -35,7 +35,7 @@ struct Checkpoint {
 
 /// The drawn set of a timeline and its events.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Layout {
+pub struct TimelineLayout {
     /// Elements drawn individually (the `detail` largest, fewer if there are fewer).
     pub drawn: u32,
     /// All elements.
@@ -52,16 +52,16 @@ pub struct Layout {
     pool: Vec<u32>,
 }
 
-impl Layout {
+impl TimelineLayout {
     /// Lays out `elements` with the `detail` largest drawn individually.
     pub fn build(elements: &impl Elements, detail: u32) -> Self {
         let total = elements.count();
         let drawn_target = detail.min(total);
         let (threshold, ties) = cut(elements, drawn_target);
-        let mut layout = Layout {
+        let mut layout = TimelineLayout {
             drawn: 0,
             total,
-            ..Layout::default()
+            ..TimelineLayout::default()
         };
         let mut ties_left = ties;
         // As many elements are drawn as the target: the columns are made that long at once
@@ -281,7 +281,7 @@ impl Cursor {
     }
 
     /// Moves to `state`: afterwards `live` holds the ranks of the drawn elements alive in it.
-    pub fn seek(&mut self, layout: &Layout, state: u32) {
+    pub fn seek(&mut self, layout: &TimelineLayout, state: u32) {
         let target = layout.events.partition_point(|&e| event_state(e) <= state);
         let interval = layout.interval.max(1) as usize;
         self.unchanged_below = usize::MAX;
@@ -353,7 +353,7 @@ mod tests {
     }
 
     /// Element indices (not ranks) alive at `state`, and their bytes.
-    fn live_at(layout: &Layout, state: u32) -> (Vec<u32>, u64) {
+    fn live_at(layout: &TimelineLayout, state: u32) -> (Vec<u32>, u64) {
         let mut c = Cursor::default();
         c.seek(layout, state);
         (
@@ -366,7 +366,7 @@ mod tests {
     fn the_stack_follows_allocation_order_and_slides_down_on_free() {
         // 0 is a baseline element; 1, 2, 3 are allocated at states 1, 2, 3; 1 is freed first.
         let e = Fixed(vec![(5, 0, ALIVE), (10, 1, 4), (20, 2, 6), (30, 3, 5)]);
-        let layout = Layout::build(&e, 4);
+        let layout = TimelineLayout::build(&e, 4);
         assert_eq!(layout.drawn, 4);
         assert_eq!(live_at(&layout, 0), (vec![0], 5));
         assert_eq!(live_at(&layout, 3), (vec![0, 1, 2, 3], 65));
@@ -384,19 +384,19 @@ mod tests {
             (7, 2, 3),
             (1, 2, 3),
         ]);
-        let layout = Layout::build(&e, 2);
+        let layout = TimelineLayout::build(&e, 2);
         assert_eq!(layout.drawn, 2);
         let drawn: Vec<u32> = (0..5).filter(|&i| layout.is_drawn(i)).collect();
         assert_eq!(drawn, vec![0, 2]);
         assert_eq!(live_at(&layout, 2), (vec![0, 2], 14));
-        assert_eq!(Layout::build(&e, 0).drawn, 0);
-        assert_eq!(Layout::build(&e, 99).drawn, 5);
+        assert_eq!(TimelineLayout::build(&e, 0).drawn, 0);
+        assert_eq!(TimelineLayout::build(&e, 99).drawn, 5);
     }
 
     /// Checkpoints and forward/backward seeks must agree with the definition of the live
     /// stack: the drawn elements alive in the state, in element order.
     fn assert_seeks_match_a_direct_scan(e: &Fixed, detail: u32, rand: &mut impl FnMut(u64) -> u64) {
-        let layout = Layout::build(e, detail);
+        let layout = TimelineLayout::build(e, detail);
         let last = (e.0.iter())
             .map(|&(_, start, end)| if end == ALIVE { start } else { end })
             .max()

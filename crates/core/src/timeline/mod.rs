@@ -8,7 +8,7 @@
 //!
 //! The x axis is a *state* index: state 0 is memory before the first trace row, state `r + 1`
 //! is memory after row `r`. Unlike memory_viz, nothing is precomputed per element and state
-//! (its polygons cost O(N × live)): [`layout::Layout`] keeps the drawn elements' push/remove
+//! (its polygons cost O(N × live)): [`layout::TimelineLayout`] keeps the drawn elements' push/remove
 //! events with checkpoints of the live stack, so the stack at any state is a seek away, and
 //! [`raster`] paints one pixel column at a time, each showing the state where memory peaks
 //! within the column. Everything here is pure and tested natively; the worker owns it and the

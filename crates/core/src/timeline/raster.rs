@@ -19,7 +19,7 @@
 //! one column, so a hover names what is painted under the cursor (for a blended row, its
 //! largest part).
 
-use super::layout::{Cursor, Layout};
+use super::layout::{Cursor, TimelineLayout};
 use super::Viewport;
 use crate::analysis::axis::{Axis, StateRange};
 use crate::analysis::curve::Curve;
@@ -145,7 +145,7 @@ const PALETTE: [[u8; 4]; 9] = [
 /// Everything a track needs to be drawn.
 pub struct Track<'a, E: Elements> {
     pub elements: &'a E,
-    pub layout: &'a Layout,
+    pub layout: &'a TimelineLayout,
     /// What the stack adds up to (drawn elements plus the small band).
     pub total: Curve<'a>,
     /// A curve drawn as a line over the stack, if any.
@@ -170,7 +170,7 @@ fn is_marked(bits: Option<&[u64]>, i: u32) -> bool {
 
 /// The bytes a view's height spans.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum YRange {
+pub enum YScale {
     /// From 0 to the highest value in view, plus headroom ([`fitted_y_max`]).
     Fit,
     /// `min` bytes at the bottom edge, `max` at the top.
@@ -179,7 +179,7 @@ pub enum YRange {
 
 /// A painted view.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Frame {
+pub struct PaintedFrame {
     /// `width × height` RGBA pixels, top row first.
     pub pixels: Vec<u8>,
     /// Bytes at the bottom and the top edge.
@@ -283,7 +283,7 @@ const BAND_REST: u16 = u16::MAX;
 
 /// The parts of the stack at the cursor's state, bottom first, with their byte ranges.
 fn parts<'a>(
-    layout: &'a Layout,
+    layout: &'a TimelineLayout,
     cursor: &'a Cursor,
     total: u64,
 ) -> impl Iterator<Item = (Part, u64, u64)> + 'a {
@@ -294,7 +294,7 @@ fn parts<'a>(
 /// `live.len()`), which starts `offset` bytes up; the band is split into parts of `band`
 /// bytes each, then the rest.
 fn parts_from<'a>(
-    layout: &'a Layout,
+    layout: &'a TimelineLayout,
     cursor: &'a Cursor,
     total: u64,
     first: usize,
@@ -394,11 +394,11 @@ impl Blend {
 pub fn paint<E: Elements, C: Colouring + ?Sized>(
     track: &Track<'_, E>,
     view: &Viewport,
-    y: YRange,
+    y: YScale,
     style: &Style,
     colouring: &C,
     marks: Marks<'_>,
-) -> Frame {
+) -> PaintedFrame {
     paint_walking(
         track,
         view,
@@ -423,12 +423,12 @@ enum Walk {
 fn paint_walking<E: Elements, C: Colouring + ?Sized>(
     track: &Track<'_, E>,
     view: &Viewport,
-    y: YRange,
+    y: YScale,
     style: &Style,
     colouring: &C,
     marks: Marks<'_>,
     walk: Walk,
-) -> Frame {
+) -> PaintedFrame {
     let (w, h) = (view.width as usize, view.height as usize);
     let mut pixels = style.background.repeat(w * h);
     let cols = columns(track, view);
@@ -448,8 +448,8 @@ fn paint_walking<E: Elements, C: Colouring + ?Sized>(
         }
     }
     let (y_min, y_max) = match y {
-        YRange::Fit => (0, fitted_y_max(highest)),
-        YRange::Bytes { min, max } => (min, max.max(min.saturating_add(1))),
+        YScale::Fit => (0, fitted_y_max(highest)),
+        YScale::Bytes { min, max } => (min, max.max(min.saturating_add(1))),
     };
     let scale = Scale::new(view.height, y_min, y_max);
 
@@ -603,7 +603,7 @@ fn paint_walking<E: Elements, C: Colouring + ?Sized>(
         }
         previous_line = Some(row);
     }
-    Frame {
+    PaintedFrame {
         pixels,
         y_min,
         y_max,
@@ -690,11 +690,11 @@ mod tests {
         d: &Device,
         detail: u32,
         view: impl Fn(u32) -> (Viewport, Option<u64>),
-        check: impl Fn(&Frame, &dyn Fn(u32, u32) -> Hit),
+        check: impl Fn(&PaintedFrame, &dyn Fn(u32, u32) -> Hit),
     ) {
         let facts = replay(d);
         let elements = AllocationElements::new(&facts);
-        let layout = Layout::build(&elements, detail);
+        let layout = TimelineLayout::build(&elements, detail);
         let envelope = Envelope::new(
             std::iter::once(facts.baseline_allocated).chain(facts.allocated.iter().copied()),
         );
@@ -710,7 +710,7 @@ mod tests {
             axis: Axis::new(&d.trace),
         };
         let (v, y_max) = view(track.axis.states);
-        let y = y_max.map_or(YRange::Fit, |max| YRange::Bytes { min: 0, max });
+        let y = y_max.map_or(YScale::Fit, |max| YScale::Bytes { min: 0, max });
         let style = Style::light();
         let frame = paint(&track, &v, y, &style, &ByElement(&style), Marks::default());
         check(&frame, &|x, y| {
@@ -741,7 +741,7 @@ mod tests {
         let style = Style::light();
         let peak = facts.allocated.iter().copied().max().unwrap();
         for detail in [50, 700, u32::MAX] {
-            let layout = Layout::build(&elements, detail);
+            let layout = TimelineLayout::build(&elements, detail);
             let track = Track {
                 elements: &elements,
                 layout: &layout,
@@ -766,12 +766,12 @@ mod tests {
                     height,
                 };
                 for y in [
-                    YRange::Fit,
-                    YRange::Bytes {
+                    YScale::Fit,
+                    YScale::Bytes {
                         min: peak / 10,
                         max: peak * 6 / 10,
                     },
-                    YRange::Bytes {
+                    YScale::Bytes {
                         min: peak / 3,
                         max: peak / 3 + (1 << 20),
                     },
@@ -825,7 +825,7 @@ mod tests {
         ]);
         let facts = replay(&d);
         let elements = AllocationElements::new(&facts);
-        let layout = Layout::build(&elements, 2);
+        let layout = TimelineLayout::build(&elements, 2);
         let cursor = {
             let mut c = Cursor::default();
             c.seek(&layout, 4);
@@ -882,13 +882,13 @@ mod tests {
         }
     }
 
-    fn pixel(frame: &Frame, width: u32, x: u32, y: u32) -> [u8; 4] {
+    fn pixel(frame: &PaintedFrame, width: u32, x: u32, y: u32) -> [u8; 4] {
         let at = ((y * width + x) * 4) as usize;
         frame.pixels[at..at + 4].try_into().unwrap()
     }
 
     /// Height in pixels of the painted (non-background) part of column `x`.
-    fn column_height(frame: &Frame, width: u32, height: u32, x: u32) -> u32 {
+    fn column_height(frame: &PaintedFrame, width: u32, height: u32, x: u32) -> u32 {
         let bg = Style::light().background;
         (0..height)
             .filter(|&y| pixel(frame, width, x, y) != bg)
@@ -995,7 +995,7 @@ mod tests {
     /// A track of a device's allocations, all drawn, for the tests below.
     struct Fixture {
         facts: crate::analysis::DeviceFacts,
-        layout: Layout,
+        layout: TimelineLayout,
         envelope: Envelope,
         device: Device,
     }
@@ -1003,7 +1003,7 @@ mod tests {
     impl Fixture {
         fn new(device: Device) -> Self {
             let facts = replay(&device);
-            let layout = Layout::build(&AllocationElements::new(&facts), u32::MAX);
+            let layout = TimelineLayout::build(&AllocationElements::new(&facts), u32::MAX);
             let envelope = Envelope::new(
                 std::iter::once(facts.baseline_allocated).chain(facts.allocated.iter().copied()),
             );
@@ -1015,7 +1015,13 @@ mod tests {
             }
         }
 
-        fn paint(&self, width: u32, height: u32, y: YRange, colouring: &dyn Colouring) -> Frame {
+        fn paint(
+            &self,
+            width: u32,
+            height: u32,
+            y: YScale,
+            colouring: &dyn Colouring,
+        ) -> PaintedFrame {
             let elements = AllocationElements::new(&self.facts);
             let track = self.track(&elements);
             paint(
@@ -1028,7 +1034,7 @@ mod tests {
             )
         }
 
-        fn hit(&self, width: u32, height: u32, frame: &Frame, x: u32, y: u32) -> Hit {
+        fn hit(&self, width: u32, height: u32, frame: &PaintedFrame, x: u32, y: u32) -> Hit {
             let elements = AllocationElements::new(&self.facts);
             let track = self.track(&elements);
             hit(
@@ -1081,7 +1087,7 @@ mod tests {
         // 11 states, one column each; 4 bytes per row: rows 0 and 1 are full at state 10.
         let style = Style::light();
         let by_element = ByElement(&style);
-        let frame = fixture.paint(11, 3, YRange::Bytes { min: 0, max: 12 }, &by_element);
+        let frame = fixture.paint(11, 3, YScale::Bytes { min: 0, max: 12 }, &by_element);
         let mix = |ids: std::ops::Range<u32>| {
             let mut blend = Blend::default();
             for i in ids {
@@ -1126,7 +1132,7 @@ mod tests {
             (Action::Alloc, 3, 1),
         ]));
         let style = Style::light();
-        let frame = fixture.paint(4, 2, YRange::Bytes { min: 0, max: 8 }, &ByElement(&style));
+        let frame = fixture.paint(4, 2, YScale::Bytes { min: 0, max: 8 }, &ByElement(&style));
         assert_eq!(
             fixture.hit(4, 2, &frame, 3, 1),
             Hit::Element { index: 1, state: 3 }
@@ -1141,7 +1147,7 @@ mod tests {
         let fixture = Fixture::new(device(&[(Action::Alloc, 1, 1000), (Action::Alloc, 2, 10)]));
         let style = Style::light();
         let by_element = ByElement(&style);
-        let y = YRange::Bytes {
+        let y = YScale::Bytes {
             min: 1000,
             max: 1020,
         };
@@ -1160,7 +1166,7 @@ mod tests {
             "the 1000 bytes are below the view"
         );
         // Fitted, the 10 bytes are less than a pixel.
-        let fitted = fixture.paint(3, 20, YRange::Fit, &by_element);
+        let fitted = fixture.paint(3, 20, YScale::Fit, &by_element);
         assert_eq!(fitted.y_min, 0);
         assert_eq!(fitted.drawn_individually, 1);
     }
@@ -1174,7 +1180,7 @@ mod tests {
             }
         }
         let fixture = Fixture::new(ten_bytes());
-        let frame = fixture.paint(11, 3, YRange::Bytes { min: 0, max: 12 }, &AllRed);
+        let frame = fixture.paint(11, 3, YScale::Bytes { min: 0, max: 12 }, &AllRed);
         assert_eq!(pixel(&frame, 11, 10, 2), [255, 0, 0, 255]);
         assert_eq!(pixel(&frame, 11, 10, 1), [255, 0, 0, 255]);
     }

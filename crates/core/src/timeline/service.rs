@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use super::colouring::{category_colours, highlighted, ByCategory, ColourBy};
 use super::inspect::{self, ElementDetail, OomDetail};
-use super::layout::{Cursor, Layout};
-use super::raster::{self, ByElement, Hit, Marks, Style, Track, YRange};
+use super::layout::{Cursor, TimelineLayout};
+use super::raster::{self, ByElement, Hit, Marks, Style, Track, YScale};
 use super::{TimelineKind, Viewport};
 use crate::analysis::axis::Axis;
 use crate::analysis::axis::AxisMode;
@@ -334,7 +334,7 @@ struct Found {
 struct Entry {
     device: u32,
     kind: TimelineKind,
-    layout: Layout,
+    layout: TimelineLayout,
     /// Kept between hit tests: a hover moves little, so its seeks are short.
     hover: std::cell::RefCell<Cursor>,
     segments: Option<SegmentElements>,
@@ -470,7 +470,7 @@ impl TimelineService {
             let elements = any_elements(facts, entry.segments.as_ref());
             let detail = detail.unwrap_or(entry.info.detail).min(elements.count());
             if detail != entry.info.detail {
-                entry.layout = Layout::build(&elements, detail);
+                entry.layout = TimelineLayout::build(&elements, detail);
                 // Ranks changed: a kept cursor would name the wrong elements.
                 entry.hover = Default::default();
                 entry.band = Default::default();
@@ -486,7 +486,7 @@ impl TimelineService {
             TimelineKind::Segments => facts.peak_reserved,
         };
         let default_detail = default_detail(&elements, peak.bytes);
-        let layout = Layout::build(
+        let layout = TimelineLayout::build(
             &elements,
             detail.unwrap_or(default_detail).min(elements.count()),
         );
@@ -567,8 +567,8 @@ impl TimelineService {
             ..track
         };
         let y = match request.y_range {
-            Some((min, max)) if min < max => YRange::Bytes { min, max },
-            _ => YRange::Fit,
+            Some((min, max)) if min < max => YScale::Bytes { min, max },
+            _ => YScale::Fit,
         };
         let by_category = match (request.colour_by.dimension(), &entry.segments) {
             (Some(dimension), None) => Some((dimension, self.band(cx, entry, facts)?)),

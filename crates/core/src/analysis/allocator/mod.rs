@@ -65,7 +65,7 @@ pub struct BlockView {
 /// `allocated` counts every block holding an allocation, pending frees included, as the
 /// replay's allocated curve does; `reserved = allocated + cached_free`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Totals {
+pub struct AllocatorTotals {
     pub segments: u32,
     pub blocks: u32,
     pub reserved: u64,
@@ -87,7 +87,7 @@ pub struct Totals {
     pub fragmentation: f64,
 }
 
-impl Totals {
+impl AllocatorTotals {
     fn add_block(&mut self, block: &BlockView) {
         self.blocks += 1;
         self.reserved += block.size;
@@ -106,7 +106,7 @@ impl Totals {
         }
     }
 
-    fn add(&mut self, other: &Totals) {
+    fn add(&mut self, other: &AllocatorTotals) {
         self.segments += other.segments;
         self.blocks += other.blocks;
         self.reserved += other.reserved;
@@ -140,7 +140,7 @@ pub struct SegmentState {
     pub pool_id: Option<(i64, i64)>,
     pub expandable: bool,
     pub blocks: Vec<BlockView>,
-    pub totals: Totals,
+    pub totals: AllocatorTotals,
 }
 
 /// The order segments are listed in: by address (how the allocator lays them out), or
@@ -226,7 +226,7 @@ pub struct AllocatorState {
     pub state: u32,
     /// By address.
     pub segments: Vec<SegmentState>,
-    pub totals: Totals,
+    pub totals: AllocatorTotals,
     /// Events of the trace that could not be applied (the same for every state).
     pub unreconciled: Unreconciled,
 }
@@ -440,14 +440,14 @@ impl AllocatorHistory {
         detail: Detail,
     ) -> AllocatorState {
         let mut held = held.into_iter().peekable();
-        let mut totals = Totals::default();
+        let mut totals = AllocatorTotals::default();
         let mut out = Vec::new();
         for (address, size, info) in segments {
             let end = address + size;
             let mut blocks = Vec::new();
-            let mut segment_totals = Totals {
+            let mut segment_totals = AllocatorTotals {
                 segments: 1,
-                ..Totals::default()
+                ..AllocatorTotals::default()
             };
             let mut keep = |block: BlockView| {
                 segment_totals.add_block(&block);
