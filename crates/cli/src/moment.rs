@@ -2,7 +2,7 @@
 //! user counts events (trace rows, from 0); the core counts states, `event + 1` being the
 //! state after an event, so the two meet here and nowhere else.
 
-use memsight_core::analysis::moment::Moment;
+use memsight_core::analysis::moment::{row_before, Moment};
 use memsight_core::analysis::DeviceFacts;
 
 /// `peak`, `end`, or an event number.
@@ -22,8 +22,10 @@ pub fn name(moment: Moment) -> String {
     match moment {
         Moment::Peak => "peak".into(),
         Moment::End => "end".into(),
-        Moment::State(0) => "before the first event".into(),
-        Moment::State(s) => format!("event {}", s - 1),
+        Moment::State(s) => match row_before(s) {
+            Some(event) => format!("event {event}"),
+            None => "before the first event".into(),
+        },
     }
 }
 
@@ -33,7 +35,7 @@ pub fn state(moment: Moment, facts: &DeviceFacts) -> Result<u32, String> {
     match moment {
         Moment::State(s) if s > rows => Err(format!(
             "event {} is beyond this device's trace ({rows} events)",
-            s - 1
+            row_before(s).unwrap_or(0)
         )),
         _ => Ok(moment.state(facts, rows as usize)),
     }

@@ -10,6 +10,7 @@
 
 use std::sync::Arc;
 
+use super::moment::state_after;
 use crate::model::{StackId, Trace};
 
 /// Row index of "no such event".
@@ -62,13 +63,12 @@ impl Allocation {
     /// the end); state `r + 1` is after row `r`, so an allocation from before the window is
     /// alive from state 0.
     pub fn alive_states(&self) -> (u32, u32) {
-        let after = |row: u32| if row == NO_ROW { u32::MAX } else { row + 1 };
         let start = if self.origin() == Origin::Trace {
-            after(self.alloc_row)
+            state_after(self.alloc_row)
         } else {
             0
         };
-        (start, after(self.free_row))
+        (start, state_after(self.free_row))
     }
 
     /// Whether it is alive in `state`.

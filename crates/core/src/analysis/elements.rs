@@ -7,6 +7,7 @@
 //! Allocations are not copied: [`AllocationElements`] maps stack positions onto the replay's
 //! [`Allocation`] records. Segments are few, so [`SegmentElements`] owns its records.
 
+use super::moment::state_after;
 use rustc_hash::FxHashMap;
 
 use crate::analysis::{Allocation, Allocations, DeviceFacts, Origin, NO_ROW};
@@ -23,15 +24,6 @@ pub trait Elements {
     fn start(&self, i: u32) -> u32;
     /// First state it is no longer alive in, or [`ALIVE`].
     fn end(&self, i: u32) -> u32;
-}
-
-/// State in which the effect of trace row `row` is first visible.
-pub fn state_after(row: u32) -> u32 {
-    if row == NO_ROW {
-        ALIVE
-    } else {
-        row + 1
-    }
 }
 
 /// The replay's allocations in stack order.

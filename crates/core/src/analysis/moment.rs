@@ -1,6 +1,7 @@
 //! A moment of a device's run, as every view names one: the allocated peak, the end, or a
 //! state (`r + 1` is after trace row `r`). Not the place for how a moment is written or read
-//! in words (`format`, the command line).
+//! in words (`format`, the command line). Rows and states meet in [`state_after`] and
+//! [`row_before`] only.
 
 use serde::{Deserialize, Serialize};
 
@@ -21,15 +22,46 @@ pub enum Moment {
 impl Moment {
     /// The moment after trace row (event) `event`.
     pub fn after_event(event: u32) -> Moment {
-        Moment::State(event.saturating_add(1))
+        Moment::State(state_after(event))
     }
 
     /// The state this moment is on a trace of `rows` rows, clamped to its end.
     pub fn state(self, facts: &DeviceFacts, rows: usize) -> u32 {
         match self {
-            Moment::Peak => facts.peak_allocated.row.map_or(0, |r| r + 1),
+            Moment::Peak => facts.peak_allocated.state(),
             Moment::End => rows as u32,
             Moment::State(s) => s.min(rows as u32),
         }
+    }
+}
+
+/// The state in which trace row `row` has taken effect: state `r + 1` is after row `r`. No
+/// row ([`NO_ROW`](super::NO_ROW), an allocation never freed) gives `u32::MAX`, which is
+/// [`ALIVE`](super::elements::ALIVE): alive to the end.
+pub fn state_after(row: u32) -> u32 {
+    row.saturating_add(1)
+}
+
+/// The row whose effect state `state` is the first to show, or `None` for state 0 (before the
+/// first row).
+pub fn row_before(state: u32) -> Option<u32> {
+    state.checked_sub(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::elements::ALIVE;
+    use crate::analysis::NO_ROW;
+
+    #[test]
+    fn rows_and_states_convert_one_way_each() {
+        assert_eq!(state_after(0), 1);
+        assert_eq!(row_before(1), Some(0));
+        assert_eq!(row_before(0), None);
+        assert_eq!(row_before(state_after(41)), Some(41));
+        // No row is alive to the end.
+        assert_eq!(state_after(NO_ROW), ALIVE);
+        assert_eq!(Moment::after_event(41), Moment::State(42));
     }
 }

@@ -11,6 +11,7 @@
 use rustc_hash::FxHashMap;
 
 use super::allocations::{Allocations, Record, NO_ROW};
+use super::moment::state_after;
 use super::warning::Warning;
 use crate::model::{Action, Device, StackId, NO_STACK};
 
@@ -21,6 +22,13 @@ pub struct Peak {
     /// The row after which the value is first reached; `None` when the baseline (before the
     /// first row) is already the peak.
     pub row: Option<u32>,
+}
+
+impl Peak {
+    /// The state where the value is first reached (0: before the first row).
+    pub fn state(&self) -> u32 {
+        self.row.map_or(0, state_after)
+    }
 }
 
 /// Everything derived from one device's trace and segments.
@@ -77,7 +85,7 @@ impl DeviceFacts {
     /// (`docs/decisions/0002-cached-memory-findings-only-where-they-hurt.md`); `None` when
     /// nothing is reserved there.
     pub fn efficiency_at_peak_ppm(&self) -> Option<u64> {
-        let state = self.peak_allocated.row.map_or(0, |r| r + 1);
+        let state = self.peak_allocated.state();
         efficiency_ppm(
             self.allocated_at(state),
             self.reserved_after(self.peak_allocated.row),

@@ -13,6 +13,7 @@
 //! trace, no segments, no stacks, no times, no phases) gives fewer findings, never a panic.
 //! Not the place for ranking findings across devices or for drawing them.
 
+use crate::analysis::moment::{row_before, state_after};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
@@ -314,11 +315,6 @@ fn at_least_percent(part: u64, whole: u64, percent: u64) -> bool {
     part as u128 * 100 >= whole as u128 * percent as u128
 }
 
-/// The state in which the effect of `row` is first visible (`None`: before the first row).
-fn state_after(row: Option<u32>) -> u32 {
-    row.map_or(0, |r| r.saturating_add(1))
-}
-
 /// Allocation indices by `weight`, the heaviest first (ties in index order), at most
 /// [`MAX_ALLOCATIONS`].
 fn heaviest_first(mut weighted: Vec<(u64, u32)>) -> Vec<u32> {
@@ -367,7 +363,7 @@ fn out_of_memory(
         .take(MAX_OOM_FINDINGS)
         .map(|r| {
             let row = r as u32;
-            let state = row + 1;
+            let state = state_after(row);
             let mut roles = vec![0u64; Role::ALL.len()];
             let mut stacks: FxHashMap<StackId, u64> = FxHashMap::default();
             let mut live = Vec::new();
@@ -689,9 +685,9 @@ fn cached_memory(
         .map(|r| {
             let row = r as u32;
             let at = Overhead::new(
-                row + 1,
+                state_after(row),
                 facts.reserved_after(Some(row)),
-                facts.allocated_at(row + 1),
+                facts.allocated_at(state_after(row)),
             );
             (at, trace.size[r], trace.addr[r])
         })
@@ -702,7 +698,7 @@ fn cached_memory(
         })
         .map(|(o, _, _)| o);
     let reason = if let Some(at) = at_oom {
-        let row = at.state - 1;
+        let row = row_before(at.state).unwrap_or(0);
         CacheReason::AtOutOfMemory {
             row,
             requested: trace.size[row as usize],
@@ -822,7 +818,7 @@ fn long_free_waits(device: &Device, facts: &DeviceFacts) -> Option<Finding> {
             .copied()
             .filter(|&t| t != NO_TIME)
     };
-    let peak_state = state_after(facts.peak_allocated.row);
+    let peak_state = facts.peak_allocated.state();
     let (mut waits, mut waited_bytes, mut pending_at_peak) = (0u32, 0u64, 0u64);
     let mut longest_in_rows: Option<Wait> = None;
     let mut longest_in_time: Option<Wait> = None;

@@ -346,7 +346,7 @@ fn summary(cx: &Context<'_>, device: u32) -> Result<DeviceSummary, ViewError> {
     let (position, dev, facts) = find(cx.analysed, device)?;
     let categories = cx.categorised.device(position);
     let index = cx.categorised.index(position, facts);
-    let reserved_peak_state = facts.peak_reserved.row.map_or(0, |r| r + 1);
+    let reserved_peak_state = facts.peak_reserved.state();
     let findings = findings(cx.analysed, position, categories);
     let elements = AllocationElements::new(facts);
     let finding_allocations = findings

@@ -131,7 +131,7 @@ pub fn digest(
         .and_then(|p| crate::phases::phase_peak(dev, facts, phases, p).map(|(s, _, _)| (s, p)))
     {
         Some((state, phase)) => (state, Some(phase)),
-        None => (facts.peak_allocated.row.map_or(0, |r| r + 1), None),
+        None => (facts.peak_allocated.state(), None),
     };
     let (peak_phase, peak_iteration) = peak_state
         .checked_sub(1)

@@ -11,6 +11,7 @@
 
 pub mod service;
 
+use crate::analysis::moment::state_after;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::categories::index::Lookup;
@@ -214,7 +215,7 @@ impl Measure<'_> {
                 peak_row = r;
             }
         }
-        let roles = self.index.roles_at(peak_row as u32 + 1);
+        let roles = self.index.roles_at(state_after(peak_row as u32));
         let top = Role::ALL
             .iter()
             .copied()
@@ -380,9 +381,9 @@ pub fn phase_peak(
         .filter(|r| r.phase == phase)
     {
         for row in run.first..=run.last {
-            let bytes = facts.allocated_at(row as u32 + 1);
+            let bytes = facts.allocated_at(state_after(row as u32));
             if best.is_none_or(|(_, b, _)| bytes > b) {
-                best = Some((row as u32 + 1, bytes, run.iteration));
+                best = Some((state_after(row as u32), bytes, run.iteration));
             }
         }
     }

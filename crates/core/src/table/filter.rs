@@ -30,7 +30,7 @@ pub enum ScopeStates {
 pub fn scope_states(rows: &Rows<'_>, scope: Scope) -> ScopeStates {
     let last = rows.device.trace.len() as u32;
     match scope {
-        Scope::Peak => ScopeStates::At(rows.facts.peak_allocated.row.map_or(0, |r| r + 1)),
+        Scope::Peak => ScopeStates::At(rows.facts.peak_allocated.state()),
         Scope::End => ScopeStates::At(last),
         Scope::State(s) => ScopeStates::At(s.min(last)),
         Scope::Window { mode, x0, x1 } => {

@@ -326,7 +326,7 @@ impl TableService {
             .entry(device)
             .or_insert_with(|| AllocatorHistory::new(&cx.analysed.snapshot, dev, facts));
         let build_ms = (cx.now)() - start;
-        let peak_state = facts.peak_allocated.row.map_or(0, |r| r + 1);
+        let peak_state = facts.peak_allocated.state();
         let state = state.unwrap_or(peak_state).min(history.last_state());
         let mut whole = history.state_at(facts, state);
         order.sort(&mut whole.segments);

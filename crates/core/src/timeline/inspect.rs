@@ -4,6 +4,7 @@
 //! Reads the model; computes no layout and draws nothing. What a frame is, and which frame
 //! names an allocation, is decided by [`crate::analysis::stacks`].
 
+use crate::analysis::moment::state_after;
 use serde::{Deserialize, Serialize};
 
 use super::TimelineKind;
@@ -135,7 +136,7 @@ pub fn detail(
                 start_state: elements.start(index),
                 end_state: opt_state(elements.end(index)),
                 free_requested_state: (a.free_requested_row != NO_ROW)
-                    .then(|| a.free_requested_row + 1),
+                    .then(|| state_after(a.free_requested_row)),
                 alloc_time_us: time(a.alloc_row),
                 free_time_us: time(a.free_row),
                 top_frame,
@@ -232,7 +233,7 @@ pub fn oom_detail(
     let row = (0..trace.len())
         .filter(|&r| trace.action[r] == Action::Oom)
         .nth(nth as usize)?;
-    let state = row as u32 + 1;
+    let state = state_after(row as u32);
     let StackText {
         top_frame,
         top_frame_is_user,

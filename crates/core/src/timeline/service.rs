@@ -5,6 +5,7 @@
 //! Pure logic over [`crate::timeline`], tested natively; the
 //! [`Session`](crate::session::Session) routes [`TimelineRequest`]s here.
 
+use crate::analysis::moment::state_after;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
@@ -491,7 +492,7 @@ impl TimelineService {
             detail.unwrap_or(default_detail).min(elements.count()),
         );
         let axis = Axis::new(&dev.trace);
-        let peak_state = peak.row.map_or(0, |r| r + 1);
+        let peak_state = peak.state();
         let info = TimelineInfo {
             device,
             kind,
@@ -735,7 +736,7 @@ impl TimelineService {
         let elements = any_elements(facts, entry.segments.as_ref());
         // Walked largest first: what holds the memory comes first (equal sizes in stack order).
         ids.sort_by_key(|&id| (std::cmp::Reverse(elements.size(id)), id));
-        let peak = facts.peak_allocated.row.map_or(0, |r| r + 1);
+        let peak = facts.peak_allocated.state();
         let bytes_at_peak = ids
             .iter()
             .filter(|&&id| elements.start(id) <= peak && peak < elements.end(id))
@@ -920,8 +921,10 @@ fn ooms(dev: &Device, axis: &Axis<'_>) -> Vec<OomMark> {
     (0..trace.len())
         .filter(|&r| trace.action[r] == Action::Oom)
         .map(|r| OomMark {
-            state: r as u32 + 1,
-            time_us: axis.time_of_state(r as u32 + 1).filter(|_| axis.has_time()),
+            state: state_after(r as u32),
+            time_us: axis
+                .time_of_state(state_after(r as u32))
+                .filter(|_| axis.has_time()),
             requested: trace.size[r],
             device_free: trace.addr[r],
         })

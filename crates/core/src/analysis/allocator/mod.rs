@@ -17,6 +17,7 @@ pub mod rules;
 mod stabbing;
 mod walk;
 
+use crate::analysis::moment::state_after;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
@@ -412,16 +413,13 @@ impl AllocatorHistory {
     }
 
     fn kind(&self, facts: &DeviceFacts, allocation: u32, state: u32) -> BlockKind {
-        let pending_from =
-            self.pending_from
-                .get(&allocation)
-                .copied()
-                .unwrap_or_else(|| {
-                    match facts.allocations.at(allocation as usize).free_requested_row {
-                        NO_ROW => u32::MAX,
-                        row => row + 1,
-                    }
-                });
+        let pending_from = self
+            .pending_from
+            .get(&allocation)
+            .copied()
+            .unwrap_or_else(|| {
+                state_after(facts.allocations.at(allocation as usize).free_requested_row)
+            });
         if state >= pending_from {
             BlockKind::PendingFree
         } else {

@@ -13,6 +13,7 @@
 use super::heap::{BlockSize, Heap, Log, SegmentInfo};
 use super::rules::{SizeRules, SMALL_SEGMENT};
 use super::{Misfit, SegmentPool, SizeCheck, Unreconciled};
+use crate::analysis::moment::state_after;
 use crate::analysis::{DeviceFacts, Origin, NO_ROW};
 use crate::model::{Action, Device, SegmentType, Snapshot};
 
@@ -147,7 +148,7 @@ impl<'a> Walk<'a> {
             end: self.by_end.len(),
         };
         for row in (stop as usize..trace.len()).rev() {
-            heap.boundary = row as u32 + 1;
+            heap.boundary = state_after(row as u32);
             // An `alloc` may also end an allocation whose free was lost (the replay closes it
             // there): undo the start first, then put the older block back.
             while at.start > self.first_traced
