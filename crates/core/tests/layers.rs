@@ -132,6 +132,55 @@ fn no_two_files_name_each_other() {
     assert!(pairs.is_empty(), "\n{}", pairs.join("\n"));
 }
 
+#[test]
+fn no_two_public_types_share_a_name() {
+    let root = workspace();
+    let mut seen: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for package in [
+        "crates/core/src",
+        "crates/charts/src",
+        "crates/cli/src",
+        "src",
+    ] {
+        let mut paths = Vec::new();
+        collect(&root.join(package), &mut paths);
+        for path in paths {
+            let text = fs::read_to_string(&path).expect("a source file reads");
+            for line in text.lines() {
+                let line = line.trim_start();
+                let Some(rest) = ["pub ", "pub(crate) ", "pub(super) "]
+                    .iter()
+                    .find_map(|p| line.strip_prefix(p))
+                else {
+                    continue;
+                };
+                let Some(rest) = ["struct ", "enum ", "type ", "trait "]
+                    .iter()
+                    .find_map(|k| rest.strip_prefix(k))
+                else {
+                    continue;
+                };
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                let place = path
+                    .strip_prefix(&root)
+                    .unwrap_or(&path)
+                    .display()
+                    .to_string();
+                seen.entry(name).or_default().push(place);
+            }
+        }
+    }
+    let shared: Vec<String> = seen
+        .into_iter()
+        .filter(|(_, places)| places.len() > 1)
+        .map(|(name, places)| format!("{name}: {}", places.join(", ")))
+        .collect();
+    assert!(shared.is_empty(), "\n{}", shared.join("\n"));
+}
+
 /// The longest module path that `named` starts with.
 fn resolve(named: &[String], modules: &BTreeMap<&[String], &SourceFile>) -> Option<Vec<String>> {
     (1..=named.len())
