@@ -16,13 +16,12 @@ use leptos::prelude::*;
 
 use super::actions::Actions;
 use super::deep_link::DeepLink;
-use super::requests::ScopeId;
 use super::state::FileId;
+use super::view_asker::ViewAsker;
 use crate::analysis::axis::AxisMode;
 use crate::analysis::categories::rules::{RuleError, Rules};
 use crate::analysis::categories::{Category, Component, Dimension, Role};
 use crate::format;
-use crate::protocol::{Answer, Request};
 use crate::timeline::raster::Style;
 
 /// Where the user's rules are kept.
@@ -32,8 +31,7 @@ const RULES_KEY: &str = "memsight:rules";
 #[derive(Clone, Copy)]
 pub struct CategoryView {
     file: FileId,
-    actions: Actions,
-    scope: ScopeId,
+    asker: ViewAsker,
     /// The worker's categories generation the views should show (0 until known).
     pub generation: RwSignal<u32>,
     /// The state picked by a click on the timeline.
@@ -65,12 +63,10 @@ impl CategoryView {
     /// stored rules, to its worker when there are any. Forgets its requests when the view goes
     /// away.
     pub fn new(file: FileId, actions: Actions, link: DeepLink) -> Self {
-        let scope = actions.new_scope();
-        on_cleanup(move || actions.forget_scope(file, scope));
+        let asker = ViewAsker::new(actions, file);
         let view = CategoryView {
             file,
-            actions,
-            scope,
+            asker,
             generation: RwSignal::new(0),
             picked: RwSignal::new(None),
             highlight: RwSignal::new(None),
@@ -161,33 +157,24 @@ impl CategoryView {
     /// are for the file it opens).
     fn send(self, rules: Rules, store: bool) {
         let sent = rules.clone();
-        self.actions.ask(
-            self.file,
-            self.scope,
-            Request::SetRules(rules),
-            move |answered| match answered.result {
-                Ok(Answer::Rules(applied)) => match applied.error {
-                    Some(error) => self.rules_error.set(Some(error)),
-                    None => {
-                        if store {
-                            store_rules(&sent);
-                        }
-                        self.rules_error.set(None);
-                        self.rules.set(sent);
-                        self.categorise_ms.set(Some(applied.categorise_ms));
-                        self.generation.set(applied.generation);
+        self.asker.ask(rules, move |answer| match answer.result {
+            Ok(applied) => match applied.error {
+                Some(error) => self.rules_error.set(Some(error)),
+                None => {
+                    if store {
+                        store_rules(&sent);
                     }
-                },
-                Ok(other) => self.rules_error.set(Some(RuleError {
-                    index: 0,
-                    message: format!("the worker answered with a {}", other.feature()),
-                })),
-                Err(error) => self.rules_error.set(Some(RuleError {
-                    index: 0,
-                    message: format::problems::view_error(&error),
-                })),
+                    self.rules_error.set(None);
+                    self.rules.set(sent);
+                    self.categorise_ms.set(Some(applied.categorise_ms));
+                    self.generation.set(applied.generation);
+                }
             },
-        );
+            Err(error) => self.rules_error.set(Some(RuleError {
+                index: 0,
+                message: format::problems::view_error(&error),
+            })),
+        });
     }
 }
 

@@ -62,6 +62,7 @@ mod table;
 mod theme;
 mod timeline;
 mod toolbar;
+mod view_asker;
 mod welcome;
 mod workers;
 

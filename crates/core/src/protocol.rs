@@ -28,7 +28,9 @@ use crate::overview::Overview;
 use crate::phases::service::PhasesRequest;
 use crate::phases::PhaseReport;
 pub use crate::service::ViewError;
-use crate::table::service::{TableAnswer, TableRequest};
+use crate::table::service::{
+    AllocatorRequest, AllocatorView, TableAnswer, TableRequest, TableView, ViewRequest,
+};
 use crate::timeline::service::{FirstFrame, FirstView, TimelineAnswer, TimelineRequest};
 
 /// Identifies a request to one worker; its answer carries the same id.
@@ -84,6 +86,64 @@ pub enum Answer {
     Export(ExportAnswer),
     Rules(RulesApplied),
 }
+
+/// A request with one kind of answer. Whoever asks gets that answer typed ([`typed`]), so
+/// the compiler checks what a view reads; an answer of another kind (a worker that does not
+/// match the page) is a [`ViewError::Malformed`].
+pub trait Ask: Into<Request> {
+    type Answer;
+    /// The answer this request gets, out of the protocol's, or `None` for another kind.
+    fn take(answer: Answer) -> Option<Self::Answer>;
+}
+
+/// `result` as the answer request `R` gets.
+pub fn typed<R: Ask>(result: Result<Answer, ViewError>) -> Result<R::Answer, ViewError> {
+    let answer = result?;
+    let feature = answer.feature();
+    R::take(answer).ok_or_else(|| ViewError::Malformed {
+        detail: format!("the worker answered with a {feature}"),
+    })
+}
+
+/// `Ask` for a request: the variant of [`Request`] it goes in, and the [`Answer`] pattern
+/// that holds its answer.
+macro_rules! ask {
+    ($request:ty => $answer:ty, $wrap:expr, $pattern:pat => $value:expr) => {
+        impl From<$request> for Request {
+            fn from(request: $request) -> Request {
+                $wrap(request)
+            }
+        }
+        impl Ask for $request {
+            type Answer = $answer;
+            fn take(answer: Answer) -> Option<$answer> {
+                match answer {
+                    $pattern => Some($value),
+                    #[allow(unreachable_patterns)]
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+ask!(OverviewRequest => Overview, Request::Overview, Answer::Overview(a) => a);
+ask!(TimelineRequest => TimelineAnswer, Request::Timeline, Answer::Timeline(a) => a);
+ask!(BreakdownRequest => BreakdownAnswer, Request::Breakdown, Answer::Breakdown(a) => a);
+ask!(
+    ViewRequest => Box<TableView>,
+    |r| Request::Table(TableRequest::View(r)),
+    Answer::Table(TableAnswer::View(a)) => a
+);
+ask!(
+    AllocatorRequest => Box<AllocatorView>,
+    |r| Request::Table(TableRequest::Allocator(r)),
+    Answer::Table(TableAnswer::Allocator(a)) => a
+);
+ask!(DigestRequest => Digest, Request::Digest, Answer::Digest(a) => a);
+ask!(PhasesRequest => PhaseReport, Request::Phases, Answer::Phases(a) => a);
+ask!(ExportRequest => ExportAnswer, Request::Export, Answer::Export(a) => a);
+ask!(Rules => RulesApplied, Request::SetRules, Answer::Rules(a) => a);
 
 /// The outcome of new rules.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -205,6 +265,36 @@ impl ToWorker {
 mod tests {
     use super::*;
     use crate::timeline::TimelineKind;
+
+    #[test]
+    fn a_typed_request_gets_its_own_answer_and_refuses_another_kind() {
+        let request = PhasesRequest { device: 0 };
+        assert_eq!(Request::from(request.clone()), Request::Phases(request));
+        let applied = RulesApplied {
+            generation: 1,
+            error: None,
+            categorise_ms: 0.0,
+        };
+        assert_eq!(
+            typed::<Rules>(Ok(Answer::Rules(applied.clone()))),
+            Ok(applied)
+        );
+        assert_eq!(
+            typed::<PhasesRequest>(Err(ViewError::NotLoaded)),
+            Err(ViewError::NotLoaded)
+        );
+        let other = typed::<PhasesRequest>(Ok(Answer::Rules(RulesApplied {
+            generation: 1,
+            error: None,
+            categorise_ms: 0.0,
+        })));
+        assert_eq!(
+            other,
+            Err(ViewError::Malformed {
+                detail: "the worker answered with a rules applied".into()
+            })
+        );
+    }
 
     #[test]
     fn messages_round_trip_as_json() {

@@ -21,10 +21,10 @@ use super::charts::{self, geometry::Piece, geometry::PieceKind};
 use super::requests::Latest;
 use super::state::FileId;
 use super::timeline::tooltip::when;
+use super::view_asker::ViewAsker;
 use crate::analysis::allocator::{BlockKind, SegmentOrder, SegmentPool, SegmentState};
 use crate::format;
-use crate::protocol::{Answer, Request};
-use crate::table::service::{AllocatorRequest, AllocatorView, TableAnswer, TableRequest};
+use crate::table::service::{AllocatorRequest, AllocatorView};
 
 /// Segments a page shows.
 const PAGE: u32 = 12;
@@ -70,8 +70,7 @@ pub fn AllocatorPanel(
     categories: CategoryView,
     dark: Signal<bool>,
 ) -> impl IntoView {
-    let scope = actions.new_scope();
-    on_cleanup(move || actions.forget_scope(file, scope));
+    let asker = ViewAsker::new(actions, file);
     // `None`: the peak (or the moment a link restores).
     let restored = categories
         .link
@@ -88,27 +87,17 @@ pub fn AllocatorPanel(
     let answers = RwSignal::new(0u32);
     let latest = StoredValue::new(Latest::default());
     Effect::new(move |_| {
-        let request = Request::Table(TableRequest::Allocator(AllocatorRequest {
+        let request = AllocatorRequest {
             device,
             state: state.get(),
             first_segment: first.get(),
             segment_count: PAGE,
             order: order.get(),
-        }));
-        let id = actions.ask(file, scope, request, move |answered| {
-            if latest.try_update_value(|l| l.answered(answered.id)) != Some(true) {
-                return;
-            }
-            view.set(Some(match answered.result {
-                Ok(Answer::Table(TableAnswer::Allocator(v))) => Ok(*v),
-                Ok(other) => Err(format!("The worker answered with a {}.", other.feature())),
-                Err(error) => Err(format::problems::view_error(&error)),
-            }));
+        };
+        asker.ask_latest(latest, request, move |answer| {
+            view.set(Some(answer.map(|v| *v)));
             answers.update(|n| *n += 1);
         });
-        if let Some(id) = id {
-            latest.update_value(|l| l.sent(id));
-        }
     });
     // A moment picked on the timeline is the one to show.
     Effect::new(move |mounted: Option<()>| {

@@ -24,6 +24,7 @@ use super::moment_notice::MomentNotice;
 use super::requests::Latest;
 use super::segmented::segmented_button;
 use super::state::FileId;
+use super::view_asker::ViewAsker;
 use crate::analysis::axis::AxisMode;
 use crate::analysis::categories::{Category, Dimension};
 use crate::analysis::moment::Moment;
@@ -32,7 +33,7 @@ use crate::breakdown::service::{
 };
 use crate::export::{ExportAnswer, ExportRequest};
 use crate::format;
-use crate::protocol::{Answer, Request, ViewError};
+use crate::protocol::ViewError;
 use chart::{ChartCard, Click, Draw, Hover, CHART_SIZE, WIDE_CHART_SIZE};
 
 /// Allocations the "largest" chart shows.
@@ -89,33 +90,20 @@ pub fn BreakdownPanel(
     categories: CategoryView,
     dark: Signal<bool>,
 ) -> impl IntoView {
-    let scope = actions.new_scope();
-    on_cleanup(move || actions.forget_scope(file, scope));
+    let asker = ViewAsker::new(actions, file);
     let pick = RwSignal::new(Pick::Peak);
     let summary = RwSignal::new(None::<Result<DeviceSummary, String>>);
     let moment = RwSignal::new(None::<Result<MomentBreakdown, String>>);
     let series = RwSignal::new(None::<Series>);
     let report_error = RwSignal::new(None::<String>);
-    let latest = StoredValue::new([Latest::default(), Latest::default(), Latest::default()]);
+    let latest = [(); 3].map(|_| StoredValue::new(Latest::default()));
 
     // Asks and hands the breakdown answer (or why there is none) to `on_answer` if it is
     // still the latest of its `kind`.
     let ask = move |kind: usize,
                     request: BreakdownRequest,
                     on_answer: Box<dyn FnOnce(Result<BreakdownAnswer, String>)>| {
-        let id = actions.ask(file, scope, Request::Breakdown(request), move |answered| {
-            if latest.try_update_value(|l| l[kind].answered(answered.id)) != Some(true) {
-                return;
-            }
-            on_answer(match answered.result {
-                Ok(Answer::Breakdown(answer)) => Ok(answer),
-                Ok(other) => Err(format!("The worker answered with a {}.", other.feature())),
-                Err(error) => Err(format::problems::view_error(&error)),
-            });
-        });
-        if let Some(id) = id {
-            latest.update_value(|l| l[kind].sent(id));
-        }
+        asker.ask_latest(latest[kind], request, on_answer);
     };
 
     Effect::new(move |_| {
@@ -186,26 +174,22 @@ pub fn BreakdownPanel(
     let report = move |_| {
         let name = file_name.clone();
         report_error.set(None);
-        let id = actions.ask(
-            file,
-            scope,
-            Request::Export(ExportRequest::Report {
-                device,
-                file_name: name.clone(),
-            }),
-            move |answered| match answered.result {
-                Ok(Answer::Export(ExportAnswer::Report(text))) => {
-                    let stem = name.rsplit_once('.').map_or(name.as_str(), |(s, _)| s);
-                    download_text(
-                        &format!("{stem}-cuda{device}-report.md"),
-                        &text,
-                        "text/markdown",
-                    );
-                }
-                Ok(other) => report_error.set(Some(format!("Unexpected {}.", other.feature()))),
-                Err(error) => report_error.set(Some(format::problems::view_error(&error))),
-            },
-        );
+        let request = ExportRequest::Report {
+            device,
+            file_name: name.clone(),
+        };
+        let id = asker.ask(request, move |answer| match answer.result {
+            Ok(ExportAnswer::Report(text)) => {
+                let stem = name.rsplit_once('.').map_or(name.as_str(), |(s, _)| s);
+                download_text(
+                    &format!("{stem}-cuda{device}-report.md"),
+                    &text,
+                    "text/markdown",
+                );
+            }
+            Ok(other) => report_error.set(Some(format!("Unexpected {}.", other.name()))),
+            Err(error) => report_error.set(Some(format::problems::view_error(&error))),
+        });
         if id.is_none() {
             report_error.set(Some(format::problems::view_error(&ViewError::NotLoaded)));
         }

@@ -12,7 +12,7 @@ use crate::analysis::categories::signals::Phase;
 use crate::compare::service::DigestRequest;
 use crate::compare::Digest;
 use crate::format;
-use crate::protocol::{Answer, Request};
+use crate::protocol::{typed, Request};
 use crate::ui::actions::Actions;
 use crate::ui::categories::stored_rules;
 use crate::ui::requests::ScopeId;
@@ -110,24 +110,21 @@ impl Digests {
                 self.actions.tell(file, Request::SetRules(rules));
             }
         }
-        let request = Request::Digest(DigestRequest {
+        let request = DigestRequest {
             device,
             detail: self.detail,
             at_phase: self.at_phase.get_untracked(),
-        });
+        };
         let answers = self.answers;
         // An answer for digests at another phase than the one now asked for is dropped.
         let (asked_at, at_phase) = (self.at_phase.get_untracked(), self.at_phase);
         self.actions
-            .ask(file, self.scope, request, move |answered| {
+            .ask(file, self.scope, request.into(), move |answered| {
                 if at_phase.try_get_untracked() != Some(asked_at) {
                     return;
                 }
-                let result = match answered.result {
-                    Ok(Answer::Digest(d)) => Ok(d),
-                    Ok(other) => Err(format!("the worker answered with a {}", other.feature())),
-                    Err(e) => Err(format::problems::view_error(&e)),
-                };
+                let result = typed::<DigestRequest>(answered.result)
+                    .map_err(|e| format::problems::view_error(&e));
                 answers.update(|a| {
                     a.insert((file, device), result);
                 });

@@ -19,10 +19,10 @@ use super::categories::CategoryView;
 use super::charts::{self, Slice};
 use super::requests::Latest;
 use super::state::FileId;
+use super::view_asker::ViewAsker;
 use crate::format::{self, phases as words};
 use crate::phases::service::PhasesRequest;
 use crate::phases::{PhaseReport, PhaseRow};
-use crate::protocol::{Answer, Request};
 use crate::timeline::raster::Style;
 
 /// Rows a table shows until "Show all" is clicked.
@@ -39,30 +39,14 @@ pub fn PhasesPanel(
     categories: CategoryView,
     dark: Signal<bool>,
 ) -> impl IntoView {
-    let scope = actions.new_scope();
-    on_cleanup(move || actions.forget_scope(file, scope));
+    let asker = ViewAsker::new(actions, file);
     let report = RwSignal::new(None::<Result<PhaseReport, String>>);
     let latest = StoredValue::new(Latest::default());
     Effect::new(move |_| {
         categories.generation.track();
-        let id = actions.ask(
-            file,
-            scope,
-            Request::Phases(PhasesRequest { device }),
-            move |answered| {
-                if latest.try_update_value(|l| l.answered(answered.id)) != Some(true) {
-                    return;
-                }
-                report.set(Some(match answered.result {
-                    Ok(Answer::Phases(r)) => Ok(r),
-                    Ok(other) => Err(format!("The worker answered with a {}.", other.feature())),
-                    Err(e) => Err(format::problems::view_error(&e)),
-                }));
-            },
-        );
-        if let Some(id) = id {
-            latest.update_value(|l| l.sent(id));
-        }
+        asker.ask_latest(latest, PhasesRequest { device }, move |answer| {
+            report.set(Some(answer))
+        });
     });
     let draw: Draw = std::rc::Rc::new(move |canvas, theme| {
         let (slices, phases): (Vec<Slice>, usize) = report.with(|r| match r {

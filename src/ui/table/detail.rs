@@ -6,18 +6,16 @@ use leptos::prelude::*;
 use super::{event_text, lifetime_text, TableState};
 use crate::format;
 use crate::format::breakdown::{component_label, phase_label, role_label};
-use crate::protocol::{Answer, Request};
 use crate::timeline::inspect::ElementDetail;
 use crate::timeline::service::{TimelineAnswer, TimelineRequest};
 use crate::timeline::TimelineKind;
 use crate::ui::requests::Latest;
 use crate::ui::timeline::details::{anchor, folded, RoleLine, Stack};
+use crate::ui::view_asker::ViewAsker;
 
 #[component]
 pub fn RowDetail(table: TableState) -> impl IntoView {
-    let scope = table.actions.new_scope();
-    let (file, actions) = (table.file, table.actions);
-    on_cleanup(move || actions.forget_scope(file, scope));
+    let asker = ViewAsker::new(table.actions, table.file);
     let stack = RwSignal::new(None::<Result<ElementDetail, String>>);
     let latest = StoredValue::new(Latest::default());
     let show_all = RwSignal::new(false);
@@ -27,24 +25,17 @@ pub fn RowDetail(table: TableState) -> impl IntoView {
             stack.set(None);
             return;
         };
-        let request = Request::Timeline(TimelineRequest::Element {
+        let request = TimelineRequest::Element {
             device: table.device,
             kind: TimelineKind::Allocations,
             index: element,
+        };
+        asker.ask_latest(latest, request, move |answer| {
+            stack.set(Some(answer.and_then(|a| match a {
+                TimelineAnswer::Element(Some(detail)) => Ok(detail),
+                other => Err(format!("The worker answered with a {}.", other.name())),
+            })));
         });
-        let id = actions.ask(file, scope, request, move |answered| {
-            if latest.try_update_value(|l| l.answered(answered.id)) != Some(true) {
-                return;
-            }
-            stack.set(Some(match answered.result {
-                Ok(Answer::Timeline(TimelineAnswer::Element(Some(detail)))) => Ok(detail),
-                Ok(other) => Err(format!("The worker answered with a {}.", other.feature())),
-                Err(error) => Err(format::problems::view_error(&error)),
-            }));
-        });
-        if let Some(id) = id {
-            latest.update_value(|l| l.sent(id));
-        }
     });
     move || {
         let Some(row) = table.selected.get() else {

@@ -21,17 +21,17 @@ use super::breakdown::download;
 use super::categories::CategoryView;
 use super::link::TableLink;
 pub use super::link::TablePick;
-use super::requests::{Latest, ScopeId};
+use super::requests::Latest;
 use super::state::FileId;
 use super::timeline::tooltip::when;
+use super::view_asker::ViewAsker;
 use crate::analysis::axis::AxisMode;
 use crate::analysis::categories::{Component, Dimension, Role};
 use crate::export::{ExportAnswer, ExportRequest};
 use crate::format;
-use crate::protocol::{Answer, Request};
 use crate::table::columns::TableRow;
 use crate::table::groups::Line;
-use crate::table::service::{TableAnswer, TableRequest, TableView, ViewRequest};
+use crate::table::service::{TableView, ViewRequest};
 use crate::table::{Filter, GroupBy, Scope, Sort, TableQuery};
 
 /// Height of one line, in CSS pixels (the grid's CSS says the same).
@@ -74,7 +74,7 @@ pub struct TableState {
     pub device: u32,
     pub actions: Actions,
     pub categories: CategoryView,
-    scope: ScopeId,
+    asker: ViewAsker,
     pub pick: RwSignal<TablePick>,
     /// The timeline's view once it has stayed still for a moment.
     window: RwSignal<Option<(AxisMode, f64, f64)>>,
@@ -102,14 +102,13 @@ pub struct TableState {
 
 impl TableState {
     fn new(file: FileId, device: u32, actions: Actions, categories: CategoryView) -> Self {
-        let scope = actions.new_scope();
-        on_cleanup(move || actions.forget_scope(file, scope));
+        let asker = ViewAsker::new(actions, file);
         TableState {
             file,
             device,
             actions,
             categories,
-            scope,
+            asker,
             pick: RwSignal::new(TablePick::Peak),
             window: RwSignal::new(None),
             text: RwSignal::new(String::new()),
@@ -210,30 +209,18 @@ impl TableState {
     /// Asks for the lines around the scroll position (or around the allocation `reveal`).
     fn ask(&self, query: TableQuery, reveal: Option<u32>) {
         let first = self.first_in_view().saturating_sub(OVERSCAN);
-        let request = Request::Table(TableRequest::View(ViewRequest {
+        let request = ViewRequest {
             device: self.device,
             query,
             open: self.open.get_untracked(),
             first,
             count: (LINES_SHOWN + 2 * OVERSCAN) as u32,
             reveal,
-        }));
+        };
         let this = *self;
-        let id = self
-            .actions
-            .ask(self.file, self.scope, request, move |answered| {
-                if this.latest.try_update_value(|l| l.answered(answered.id)) != Some(true) {
-                    return;
-                }
-                this.on_view(match answered.result {
-                    Ok(Answer::Table(TableAnswer::View(view))) => Ok(*view),
-                    Ok(other) => Err(format!("The worker answered with a {}.", other.feature())),
-                    Err(error) => Err(format::problems::view_error(&error)),
-                });
-            });
-        if let Some(id) = id {
-            self.latest.update_value(|l| l.sent(id));
-        }
+        self.asker.ask_latest(self.latest, request, move |view| {
+            this.on_view(view.map(|v| *v))
+        });
     }
 
     fn on_view(&self, view: Result<TableView, String>) {
@@ -366,12 +353,10 @@ impl TableState {
         let device = self.device;
         let status = self.csv_status;
         status.set(Some("Writing the CSV…".into()));
-        self.actions.ask(
-            self.file,
-            self.scope,
-            Request::Export(ExportRequest::TableCsv { device, query }),
-            move |answered| match (answered.result, answered.attachment) {
-                (Ok(Answer::Export(ExportAnswer::Csv(export))), Some(bytes)) => {
+        self.asker.ask(
+            ExportRequest::TableCsv { device, query },
+            move |answer| match (answer.result, answer.attachment) {
+                (Ok(ExportAnswer::Csv(export)), Some(bytes)) => {
                     let parts = js_sys::Array::of1(&bytes);
                     let options = web_sys::BlobPropertyBag::new();
                     options.set_type("text/csv");
@@ -394,10 +379,7 @@ impl TableState {
                         format::bytes(export.bytes)
                     )));
                 }
-                (Ok(other), _) => status.set(Some(format!(
-                    "The worker answered with a {}.",
-                    other.feature()
-                ))),
+                (Ok(_), _) => status.set(Some("The worker sent no CSV.".into())),
                 (Err(error), _) => status.set(Some(format::problems::view_error(&error))),
             },
         );
