@@ -4,7 +4,7 @@
 //! (`streamed.rs`), and any (if neither can be used) in slices read with `Blob.arrayBuffer()`
 //! here, asked for ahead of the decoder. The first part tells the format: a plain
 //! pickle's parts are pushed into the core's [`Feeding`] as they come; any other file goes to
-//! the formats decoded from a reader (gzip, JSON: `runtime::load_read`, `reader.rs` over
+//! the formats decoded from a reader (gzip, JSON: `load_read`, `reader.rs` over
 //! `blob.rs`). Not the place for decoding (the core's `PickleFeed`).
 
 use std::cell::RefCell;
@@ -58,9 +58,9 @@ const LOAD_START: &str = "memsight:worker-load";
 const FINISH_START: &str = "memsight:worker-finish";
 
 /// Loads `blob` (of `total` bytes) into `session`, sending progress and failures to
-/// `outbox`, then the `Loaded` event (with `first_frame` painted, see `runtime::loaded`). The
+/// `outbox`, then the `Loaded` event (with `first_frame` painted, see `first_view::loaded`). The
 /// first part tells the file's format: a plain pickle is decoded part by part as it is read;
-/// any other file is loaded from a synchronous reader (`runtime::load_read`), and the parts
+/// any other file is loaded from a synchronous reader (`load_read`), and the parts
 /// read ahead (and, over 12 MiB, the reading worker) are dropped: a few parts read twice for
 /// a gzip or JSON file, so that no pickle waits for the file twice before it decodes. A file
 /// over 12 MiB takes the reading worker started ahead in `readers`, or starts one; a smaller

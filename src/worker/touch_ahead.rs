@@ -6,7 +6,7 @@
 //! the next file's load allocates into pages already there. The price is the idle worker's
 //! resident memory; a file larger than this pays for the rest as before.
 //!
-//! Not the place for the worker's memory limit (`memory`) or the warm-up's loads (`runtime`).
+//! Not the place for the worker's memory limit (`memory`) or the warm-up's loads (`warmup`).
 
 use std::cell::Cell;
 use std::rc::Rc;
