@@ -6,6 +6,8 @@
 //! in its feature's service ([`crate::overview::service`], [`crate::timeline::service`]). Not
 //! the place for the transport or for reading files.
 
+mod startup;
+
 use std::cell::Cell;
 use std::io::Read;
 
@@ -19,10 +21,7 @@ use crate::phases::service::PhasesService;
 use crate::protocol::{Answer, FileEvent, LoadedSummary, Request, RulesApplied};
 use crate::service::{Context, Reply, Service, ViewError};
 use crate::table::service::TableService;
-use crate::timeline::service::{
-    FirstFrame, FirstView, TimelineAnswer, TimelineRequest, TimelineService,
-};
-use crate::timeline::TimelineKind;
+use crate::timeline::service::TimelineService;
 
 /// Progress is reported at most once per this many bytes read (plus once at the end), so the
 /// page gets a smooth bar without a flood of messages.
@@ -189,64 +188,6 @@ impl Session {
             overview,
             first_view: None,
         }
-    }
-
-    /// Prepares what the page shows first of a file just loaded, before it asks: the default
-    /// device's allocations timeline, laid out and ready to paint as it is first coloured.
-    /// The page's first frame then waits for no layout. Nothing happens without a file.
-    pub fn prepare_first_view(&mut self, now: &dyn Fn() -> f64) {
-        let Some(analysed) = self.analysed.as_ref() else {
-            return;
-        };
-        let Some((device, _)) = analysed.default_device() else {
-            return;
-        };
-        let cx = Context {
-            analysed,
-            categorised: &self.categorised,
-            now,
-        };
-        self.services.timeline.prepare(&cx, device);
-    }
-
-    /// Paints the `first` frame a page sent with its file, for `device`: the allocations
-    /// timeline's layout and its whole-run frame, with the frame's pixels. `None` without a
-    /// file, or when that device has no timeline to paint (the page then asks as usual).
-    pub fn first_view(
-        &mut self,
-        first: &FirstFrame,
-        device: u32,
-        now: &dyn Fn() -> f64,
-    ) -> Option<(FirstView, Vec<u8>)> {
-        let mut timeline = |request| match self.answer(Request::Timeline(request), now) {
-            Ok(Reply {
-                answer: Answer::Timeline(answer),
-                attachment,
-            }) => Some((answer, attachment)),
-            _ => None,
-        };
-        let (TimelineAnswer::Layout(layout), _) = timeline(TimelineRequest::Layout {
-            device,
-            kind: TimelineKind::Allocations,
-            detail: None,
-        })?
-        else {
-            return None;
-        };
-        let request = first.request(device);
-        let (TimelineAnswer::Frame(frame), Some(pixels)) =
-            timeline(TimelineRequest::Frame(request.clone()))?
-        else {
-            return None;
-        };
-        Some((
-            FirstView {
-                request,
-                layout,
-                frame,
-            },
-            pixels,
-        ))
     }
 
     /// [`Self::load`] as the event the page receives: `Loaded` or `Failed`.
@@ -422,7 +363,7 @@ mod tests {
     use crate::decode::DecodeError;
     use crate::overview::service::OverviewRequest;
     use crate::timeline::colouring::ColourBy;
-    use crate::timeline::service::{FrameRequest, TimelineAnswer, TimelineRequest};
+    use crate::timeline::service::{FirstFrame, FrameRequest, TimelineAnswer, TimelineRequest};
     use crate::timeline::TimelineKind;
 
     fn clock() -> impl Fn() -> f64 {
