@@ -21,8 +21,8 @@ use super::view_asker::ViewAsker;
 use crate::analysis::axis::AxisMode;
 use crate::analysis::categories::rules::{RuleError, Rules};
 use crate::analysis::categories::{Category, Component, Dimension, Role};
+use crate::analysis::palette::Style;
 use crate::format;
-use crate::timeline::raster::Style;
 
 /// Where the user's rules are kept.
 const RULES_KEY: &str = "memsight:rules";
@@ -227,11 +227,11 @@ pub fn highlighted_colours(
     highlight: Option<Category>,
 ) -> Vec<[u8; 3]> {
     let style = if dark { Style::dark() } else { Style::light() };
-    let colours = crate::timeline::colouring::category_colours(&style, dimension);
+    let colours = crate::analysis::palette::category_colours(&style, dimension);
     let highlight = highlight
         .filter(|c| c.dimension == dimension)
         .map(|c| c.index);
-    crate::timeline::colouring::highlighted(colours, highlight, style.background)
+    crate::analysis::palette::highlighted(colours, highlight, style.background)
         .into_iter()
         .map(|c| [c[0], c[1], c[2]])
         .collect()

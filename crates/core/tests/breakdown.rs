@@ -10,11 +10,11 @@ use memsight_core::analysis::axis::AxisMode;
 use memsight_core::analysis::categories::rules::{Rule, Rules};
 use memsight_core::analysis::categories::{Category, Component, Dimension, Role};
 use memsight_core::analysis::moment::Moment;
+use memsight_core::analysis::palette::Style;
 use memsight_core::breakdown::service::{BreakdownAnswer, BreakdownRequest};
 use memsight_core::protocol::{Answer, Request};
 use memsight_core::session::Session;
 use memsight_core::timeline::colouring::ColourBy;
-use memsight_core::timeline::raster::Style;
 use memsight_core::timeline::service::{FrameRequest, TimelineAnswer, TimelineRequest};
 use memsight_core::timeline::TimelineKind;
 

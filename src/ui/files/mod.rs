@@ -19,11 +19,11 @@ use super::breakdown::download_text;
 use super::charts::{self, Slice};
 use super::deep_link::DeepLink;
 use super::state::{AppState, FileId, Showing};
+use crate::analysis::palette::Style;
 use crate::compare::files::{
     flag_outliers, iteration_summaries, read_settings, rows_of, sort_rows, FileRow, FilesColumn,
 };
 use crate::format::{self, compare as words};
-use crate::timeline::raster::Style;
 use digests::Digests;
 
 /// A file's row as the page keeps it: the core's row and the file it belongs to.

@@ -20,10 +20,10 @@ use super::charts::{self, Slice};
 use super::requests::Latest;
 use super::state::FileId;
 use super::view_asker::ViewAsker;
+use crate::analysis::palette::Style;
 use crate::format::{self, phases as words};
 use crate::phases::service::PhasesRequest;
 use crate::phases::{PhaseReport, PhaseRow};
-use crate::timeline::raster::Style;
 
 /// Rows a table shows until "Show all" is clicked.
 const ROWS_SHOWN: usize = 30;

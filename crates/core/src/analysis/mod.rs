@@ -12,6 +12,7 @@ pub mod elements;
 pub mod keywords;
 pub mod live;
 pub mod moment;
+pub mod palette;
 pub mod query;
 pub mod replay;
 pub mod scopes;

@@ -19,11 +19,11 @@ use super::table::cell;
 use super::{bytes, bytes_delta, count, duration_us, percent_ppm};
 use crate::analysis::categories::signals::Phase;
 use crate::analysis::categories::{Component, Role};
+use crate::analysis::palette::Style;
 use crate::compare::diff::{Change, MetricDelta};
 use crate::compare::files::{iteration_summaries, FileRow, FilesColumn, IterationSummary};
 use crate::compare::Digest;
 use crate::overview::{Metric, Unit};
-use crate::timeline::raster::Style;
 
 /// A files-table column's title.
 pub fn column_title(column: FilesColumn) -> String {

@@ -21,11 +21,11 @@ use super::overview::{era, group_title, metric_exact, metric_label, metric_value
 use super::overview::{no_allocator_settings, warning};
 use super::{bytes, bytes_delta, count, findings, percent_ppm, timestamp_us};
 use crate::analysis::categories::{Component, Role};
+use crate::analysis::palette::Style;
 use crate::analysis::Analysed;
 use crate::breakdown::service::{DeviceSummary, MomentBreakdown};
 use crate::model::BlockState;
 use crate::overview::{Group, Overview};
-use crate::timeline::raster::Style;
 
 /// How many of the largest allocations at the peak the report lists.
 pub const TOP_ALLOCATIONS: usize = 50;

@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::raster::{Colouring, Style};
+use super::raster::Colouring;
 use crate::analysis::categories::index::Lookup;
 use crate::analysis::categories::{DeviceCategories, Dimension};
 use crate::analysis::elements::AllocationElements;
@@ -34,35 +34,6 @@ impl ColourBy {
             ColourBy::Component => Some(Dimension::Component),
         }
     }
-}
-
-/// The colours of a dimension's categories in `style`.
-pub fn category_colours(style: &Style, dimension: Dimension) -> &[[u8; 4]] {
-    match dimension {
-        Dimension::Role => &style.roles,
-        Dimension::Component => &style.components,
-    }
-}
-
-/// `colours` with every category but `highlight` (when there is one) faded three quarters of
-/// the way to `background`.
-pub fn highlighted(
-    colours: &[[u8; 4]],
-    highlight: Option<u32>,
-    background: [u8; 4],
-) -> Vec<[u8; 4]> {
-    let fade = |c: [u8; 4]| {
-        let mix = |i: usize| ((c[i] as u16 + 3 * background[i] as u16) / 4) as u8;
-        [mix(0), mix(1), mix(2), 255]
-    };
-    colours
-        .iter()
-        .enumerate()
-        .map(|(k, &c)| match highlight {
-            Some(h) if h as usize != k => fade(c),
-            _ => c,
-        })
-        .collect()
 }
 
 /// Allocations in their category's colour; the band split by the categories of the

@@ -24,50 +24,7 @@ use super::Viewport;
 use crate::analysis::axis::{Axis, StateRange};
 use crate::analysis::curve::Curve;
 use crate::analysis::elements::Elements;
-
-/// Colours, as RGBA.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Style {
-    pub background: [u8; 4],
-    /// The band of elements not drawn individually.
-    pub small: [u8; 4],
-    /// The line drawn over the stack (reserved bytes on the allocations timeline).
-    pub line: [u8; 4],
-    pub pinned: [u8; 4],
-    pub matched: [u8; 4],
-    pub palette: Vec<[u8; 4]>,
-    /// Colours of the roles and of the components, indexed like `Role::ALL` and
-    /// `Component::ALL` (the legends' colours too).
-    pub roles: [[u8; 4]; 11],
-    pub components: [[u8; 4]; 8],
-    /// Thickness of the line, in pixels.
-    pub line_width: u32,
-}
-
-impl Style {
-    pub fn light() -> Self {
-        Style {
-            background: [255, 255, 255, 255],
-            small: [170, 176, 186, 255],
-            line: [30, 30, 30, 255],
-            pinned: [220, 20, 60, 255],
-            matched: [250, 204, 21, 255],
-            palette: PALETTE.to_vec(),
-            roles: ROLE_COLOURS,
-            components: COMPONENT_COLOURS,
-            line_width: 2,
-        }
-    }
-
-    pub fn dark() -> Self {
-        Style {
-            background: [24, 26, 31, 255],
-            small: [90, 96, 108, 255],
-            line: [235, 235, 235, 255],
-            ..Style::light()
-        }
-    }
-}
+use crate::analysis::palette::Style;
 
 /// The colour of each element: what the painter is told, so a view can colour by element or
 /// by category.
@@ -99,48 +56,6 @@ impl Colouring for ByElement<'_> {
         palette[((hash * palette.len() as u64) >> 24) as usize]
     }
 }
-
-/// Roles: what lives long in saturated colours (parameters blue, gradients orange, optimizer
-/// state purple, activations green), each phase's temporaries in a light tint of its phase's
-/// colour, unknown in a warm grey distinct from the small band's.
-const ROLE_COLOURS: [[u8; 4]; 11] = [
-    [0x4e, 0x79, 0xa7, 255],
-    [0xf2, 0x8e, 0x2c, 255],
-    [0x8e, 0x5e, 0xa2, 255],
-    [0x59, 0xa1, 0x4f, 255],
-    [0xa8, 0xd8, 0x9a, 255],
-    [0xff, 0xc6, 0x8a, 255],
-    [0xd4, 0xa6, 0xc8, 255],
-    [0x76, 0xb7, 0xb2, 255],
-    [0xe1, 0x57, 0x59, 255],
-    [0xb6, 0x99, 0x2d, 255],
-    [0xc9, 0xb8, 0xa8, 255],
-];
-
-/// Components, from Tableau 10; "other" in a warm grey.
-const COMPONENT_COLOURS: [[u8; 4]; 8] = [
-    [0x4e, 0x79, 0xa7, 255],
-    [0xf2, 0x8e, 0x2c, 255],
-    [0xaf, 0x7a, 0xa1, 255],
-    [0x59, 0xa1, 0x4f, 255],
-    [0xed, 0xc9, 0x49, 255],
-    [0xe1, 0x57, 0x59, 255],
-    [0x76, 0xb7, 0xb2, 255],
-    [0xc9, 0xb8, 0xa8, 255],
-];
-
-/// Tableau 10, the palette memory_viz uses, minus its grey (which is the small band's).
-const PALETTE: [[u8; 4]; 9] = [
-    [0x4e, 0x79, 0xa7, 255],
-    [0xf2, 0x8e, 0x2c, 255],
-    [0xe1, 0x57, 0x59, 255],
-    [0x76, 0xb7, 0xb2, 255],
-    [0x59, 0xa1, 0x4f, 255],
-    [0xed, 0xc9, 0x49, 255],
-    [0xaf, 0x7a, 0xa1, 255],
-    [0xff, 0x9d, 0xa7, 255],
-    [0x9c, 0x75, 0x5f, 255],
-];
 
 /// Everything a track needs to be drawn.
 pub struct Track<'a, E: Elements> {
