@@ -18,6 +18,7 @@ mod input;
 mod json;
 mod kineto;
 mod memory_timeline;
+mod opcodes;
 mod peak_tensors;
 mod pickle;
 mod profiled;

@@ -13,6 +13,7 @@ use std::io::Read;
 
 use super::build::{At, Builder, Decoded, ScalarRow, MAX_DEPTH};
 use super::input::{truncated, Input, Part, Queue};
+use super::opcodes::*;
 use super::DecodeError;
 use crate::model::{FrameId, StackId, StrId};
 
@@ -178,30 +179,30 @@ const MIN_ROW_BYTES: u64 = 16;
 
 fn op_name(op: u8) -> &'static str {
     match op {
-        b'c' => "GLOBAL",
-        0x93 => "STACK_GLOBAL",
-        b'R' => "REDUCE",
-        b'b' => "BUILD",
-        b'i' => "INST",
-        b'o' => "OBJ",
-        0x81 => "NEWOBJ",
-        0x92 => "NEWOBJ_EX",
-        0x82 => "EXT1",
-        0x83 => "EXT2",
-        0x84 => "EXT4",
-        b'P' => "PERSID",
-        b'Q' => "BINPERSID",
-        0x97 => "NEXT_BUFFER",
-        0x98 => "READONLY_BUFFER",
-        b'I' => "INT",
-        b'L' => "LONG",
-        b'F' => "FLOAT",
-        b'S' => "STRING",
-        b'V' => "UNICODE",
-        b'p' => "PUT",
-        b'g' => "GET",
-        b'T' => "BINSTRING",
-        b'U' => "SHORT_BINSTRING",
+        GLOBAL => "GLOBAL",
+        STACK_GLOBAL => "STACK_GLOBAL",
+        REDUCE => "REDUCE",
+        BUILD => "BUILD",
+        INST => "INST",
+        OBJ => "OBJ",
+        NEWOBJ => "NEWOBJ",
+        NEWOBJ_EX => "NEWOBJ_EX",
+        EXT1 => "EXT1",
+        EXT2 => "EXT2",
+        EXT4 => "EXT4",
+        PERSID => "PERSID",
+        BINPERSID => "BINPERSID",
+        NEXT_BUFFER => "NEXT_BUFFER",
+        READONLY_BUFFER => "READONLY_BUFFER",
+        INT => "INT",
+        LONG => "LONG",
+        FLOAT => "FLOAT",
+        STRING => "STRING",
+        UNICODE => "UNICODE",
+        PUT => "PUT",
+        GET => "GET",
+        BINSTRING => "BINSTRING",
+        SHORT_BINSTRING => "SHORT_BINSTRING",
         _ => "unknown",
     }
 }
@@ -320,16 +321,16 @@ impl<R: Read> Parser<R> {
             let op = self.input.take(1, "an opcode")?[0];
             match op {
                 // --- framing and protocol -------------------------------------------------
-                0x80 => {
+                PROTO => {
                     let proto = self.input.take(1, "PROTO")?[0];
                     if proto > 5 {
                         return Err(DecodeError::at(at, format!("pickle protocol {proto} is newer than 5, the newest this reader knows")));
                     }
                 }
-                0x95 => {
+                FRAME => {
                     self.input.take(8, "FRAME")?;
                 }
-                b'.' => {
+                STOP => {
                     // Read ahead before popping: the input may starve here, and the opcode
                     // then runs again.
                     let at_end = self.input.at_end()?;
@@ -344,28 +345,28 @@ impl<R: Read> Parser<R> {
                     return Ok(Some(root));
                 }
                 // --- scalars --------------------------------------------------------------
-                b'N' => self.push(Val::None, at)?,
-                0x88 => self.push(Val::Bool(true), at)?,
-                0x89 => self.push(Val::Bool(false), at)?,
-                b'J' => {
+                NONE => self.push(Val::None, at)?,
+                NEWTRUE => self.push(Val::Bool(true), at)?,
+                NEWFALSE => self.push(Val::Bool(false), at)?,
+                BININT => {
                     let b = self.input.take(4, "BININT")?;
                     let v = i32::from_le_bytes([b[0], b[1], b[2], b[3]]);
                     self.push(Val::Int(v as i64), at)?;
                 }
-                b'K' => {
+                BININT1 => {
                     let v = self.input.take(1, "BININT1")?[0];
                     self.push(Val::Int(v as i64), at)?;
                 }
-                b'M' => {
+                BININT2 => {
                     let b = self.input.take(2, "BININT2")?;
                     let v = u16::from_le_bytes([b[0], b[1]]);
                     self.push(Val::Int(v as i64), at)?;
                 }
-                0x8a => {
+                LONG1 => {
                     let n = self.input.take(1, "LONG1")?[0] as usize;
                     self.long(n, at)?;
                 }
-                0x8b => {
+                LONG4 => {
                     let b = self.input.take(4, "LONG4")?;
                     let n = i32::from_le_bytes([b[0], b[1], b[2], b[3]]);
                     if n < 0 {
@@ -373,65 +374,65 @@ impl<R: Read> Parser<R> {
                     }
                     self.long(n as usize, at)?;
                 }
-                b'G' => {
+                BINFLOAT => {
                     let b = self.input.take(8, "BINFLOAT")?;
                     let v = f64::from_be_bytes(b.try_into().unwrap());
                     self.push(Val::Float(v), at)?;
                 }
-                0x8c => {
+                SHORT_BINUNICODE => {
                     let n = self.input.take(1, "SHORT_BINUNICODE")?[0] as usize;
                     self.string(n, at)?;
                 }
-                b'X' => {
+                BINUNICODE => {
                     let b = self.input.take(4, "BINUNICODE")?;
                     let n = u32::from_le_bytes(b.try_into().unwrap()) as usize;
                     self.string(n, at)?;
                 }
-                0x8d => {
+                BINUNICODE8 => {
                     let n = self.length8("BINUNICODE8", at)?;
                     self.string(n, at)?;
                 }
-                b'C' => {
+                SHORT_BINBYTES => {
                     let n = self.input.take(1, "SHORT_BINBYTES")?[0] as usize;
                     self.bytes(n, at)?;
                 }
-                b'B' => {
+                BINBYTES => {
                     let b = self.input.take(4, "BINBYTES")?;
                     let n = u32::from_le_bytes(b.try_into().unwrap()) as usize;
                     self.bytes(n, at)?;
                 }
-                0x8e => {
+                BINBYTES8 => {
                     let n = self.length8("BINBYTES8", at)?;
                     self.bytes(n, at)?;
                 }
-                0x96 => {
+                BYTEARRAY8 => {
                     let n = self.length8("BYTEARRAY8", at)?;
                     self.bytes(n, at)?;
                 }
                 // --- containers -----------------------------------------------------------
-                b'}' => {
+                EMPTY_DICT => {
                     let o = self.new_obj(Container::Dict);
                     self.push(Val::Obj(o), at)?;
                 }
-                b']' => {
+                EMPTY_LIST => {
                     let o = self.new_obj(Container::List);
                     self.push(Val::Obj(o), at)?;
                 }
-                b')' => {
+                EMPTY_TUPLE => {
                     let o = self.new_obj(Container::Tuple);
                     self.push(Val::Obj(o), at)?;
                 }
-                0x8f => {
+                EMPTY_SET => {
                     let o = self.new_obj(Container::Set);
                     self.push(Val::Obj(o), at)?;
                 }
-                b'(' => self.op_mark(at)?,
-                b't' | b'l' | b'd' | 0x91 => {
+                MARK => self.op_mark(at)?,
+                TUPLE | LIST | DICT | FROZENSET => {
                     let mark = self.pop_mark(at)?;
                     let kind = match op {
-                        b't' => Container::Tuple,
-                        b'l' => Container::List,
-                        b'd' => Container::Dict,
+                        TUPLE => Container::Tuple,
+                        LIST => Container::List,
+                        DICT => Container::Dict,
                         _ => Container::Set,
                     };
                     if kind == Container::Dict && !(self.stack.len() - mark).is_multiple_of(2) {
@@ -443,12 +444,12 @@ impl<R: Read> Parser<R> {
                     self.fill_obj(o, kind, at)?;
                     self.stack.push(Val::Obj(o));
                 }
-                0x85..=0x87 => self.op_tuple_n((op - 0x84) as usize, at)?,
-                b'a' => self.op_append(at)?,
-                b'e' => self.op_appends(at)?,
-                b's' => self.op_setitem(at)?,
-                b'u' => self.op_setitems(at)?,
-                0x90 => {
+                TUPLE1..=TUPLE3 => self.op_tuple_n((op - TUPLE1 + 1) as usize, at)?,
+                APPEND => self.op_append(at)?,
+                APPENDS => self.op_appends(at)?,
+                SETITEM => self.op_setitem(at)?,
+                SETITEMS => self.op_setitems(at)?,
+                ADDITEMS => {
                     let mark = self.pop_mark(at)?;
                     let target = self.obj_below(mark, Container::Set, "ADDITEMS", at)?;
                     self.scratch.clear();
@@ -456,7 +457,7 @@ impl<R: Read> Parser<R> {
                     self.fill_obj(target, Container::Set, at)?;
                 }
                 // --- stack manipulation ---------------------------------------------------
-                b'0' => {
+                POP => {
                     let floor = self.marks.last().copied();
                     match floor {
                         Some(m) if m == self.stack.len() => {
@@ -467,45 +468,45 @@ impl<R: Read> Parser<R> {
                         }
                     }
                 }
-                b'1' => {
+                POP_MARK => {
                     let mark = self.pop_mark(at)?;
                     self.stack.truncate(mark);
                 }
-                b'2' => {
+                DUP => {
                     let v = *self.stack.last().ok_or_else(|| DecodeError::at(at, "DUP on an empty stack"))?;
                     self.alias(v);
                     self.push(v, at)?;
                 }
                 // --- memo -----------------------------------------------------------------
-                0x94 => {
+                MEMOIZE => {
                     let idx = self.memo.len();
                     self.memo_put(idx, at)?;
                 }
-                b'q' => {
+                BINPUT => {
                     let idx = self.input.take(1, "BINPUT")?[0] as usize;
                     self.memo_put(idx, at)?;
                 }
-                b'r' => {
+                LONG_BINPUT => {
                     let b = self.input.take(4, "LONG_BINPUT")?;
                     let idx = u32::from_le_bytes(b.try_into().unwrap()) as usize;
                     self.memo_put(idx, at)?;
                 }
-                b'h' => {
+                BINGET => {
                     let idx = self.input.take(1, "BINGET")?[0] as usize;
                     self.memo_get(idx, at)?;
                 }
-                b'j' => {
+                LONG_BINGET => {
                     let b = self.input.take(4, "LONG_BINGET")?;
                     let idx = u32::from_le_bytes(b.try_into().unwrap()) as usize;
                     self.memo_get(idx, at)?;
                 }
                 // --- refused --------------------------------------------------------------
-                b'c' | 0x93 | b'R' | b'b' | b'i' | b'o' | 0x81 | 0x92 | 0x82 | 0x83 | 0x84
-                | b'P' | b'Q' => return Err(self.code_opcode(op, at)),
-                0x97 | 0x98 => {
+                GLOBAL | STACK_GLOBAL | REDUCE | BUILD | INST | OBJ | NEWOBJ | NEWOBJ_EX | EXT1 | EXT2 | EXT4
+                | PERSID | BINPERSID => return Err(self.code_opcode(op, at)),
+                NEXT_BUFFER | READONLY_BUFFER => {
                     return Err(DecodeError::at(at, format!("opcode {} (0x{op:02x}) refers to an out-of-band buffer, which a snapshot never has", op_name(op))))
                 }
-                b'I' | b'L' | b'F' | b'S' | b'V' | b'p' | b'g' | b'T' | b'U' => {
+                INT | LONG | FLOAT | STRING | UNICODE | PUT | GET | BINSTRING | SHORT_BINSTRING => {
                     return Err(DecodeError::at(at, format!("opcode {} (0x{op:02x}) belongs to pickle protocols 0–1, which this reader does not support", op_name(op)))
                         .with_hint("re-save the snapshot with pickle protocol 2 or later (torch's default is 4)"))
                 }
@@ -530,98 +531,98 @@ impl<R: Read> Parser<R> {
     fn fast_op(&mut self, c: [u8; 16]) -> Result<bool, DecodeError> {
         let at = self.input.offset();
         match c[0] {
-            b'h' => {
+            BINGET => {
                 self.input.pos += 2;
                 self.memo_get(c[1] as usize, at)?;
             }
-            b'j' => {
+            LONG_BINGET => {
                 self.input.pos += 5;
                 self.memo_get(u32::from_le_bytes([c[1], c[2], c[3], c[4]]) as usize, at)?;
             }
-            0x94 => {
+            MEMOIZE => {
                 self.input.pos += 1;
                 let idx = self.memo.len();
                 self.memo_put(idx, at)?;
             }
-            b'(' => {
+            MARK => {
                 self.input.pos += 1;
                 self.op_mark(at)?;
             }
-            b']' if c[1] == 0x94 && c[2] == b'(' => {
+            EMPTY_LIST if c[1] == MEMOIZE && c[2] == MARK => {
                 if !self.frame_list(at)? {
                     return Ok(false);
                 }
             }
-            b'}' if c[1] == 0x94 && c[2] == b'(' => {
+            EMPTY_DICT if c[1] == MEMOIZE && c[2] == MARK => {
                 if !self.trace_dict(at)? {
                     return Ok(false);
                 }
             }
-            b'}' | b']' => {
+            EMPTY_DICT | EMPTY_LIST => {
                 self.input.pos += 1;
-                let o = self.new_obj(if c[0] == b'}' {
+                let o = self.new_obj(if c[0] == EMPTY_DICT {
                     Container::Dict
                 } else {
                     Container::List
                 });
                 self.push(Val::Obj(o), at)?;
             }
-            b'K' => {
+            BININT1 => {
                 self.input.pos += 2;
                 self.push(Val::Int(c[1] as i64), at)?;
             }
-            b'M' => {
+            BININT2 => {
                 self.input.pos += 3;
                 self.push(Val::Int(u16::from_le_bytes([c[1], c[2]]) as i64), at)?;
             }
-            b'J' => {
+            BININT => {
                 self.input.pos += 5;
                 self.push(
                     Val::Int(i32::from_le_bytes([c[1], c[2], c[3], c[4]]) as i64),
                     at,
                 )?;
             }
-            0x8a if c[1] <= 8 => {
+            LONG1 if c[1] <= 8 => {
                 self.input.pos += 2;
                 self.long(c[1] as usize, at)?;
             }
-            0x8c if c[1] <= 14 => {
+            SHORT_BINUNICODE if c[1] <= 14 => {
                 self.input.pos += 2;
                 self.string(c[1] as usize, at)?;
             }
-            b'N' => {
+            NONE => {
                 self.input.pos += 1;
                 self.push(Val::None, at)?;
             }
-            0x88 | 0x89 => {
+            NEWTRUE | NEWFALSE => {
                 self.input.pos += 1;
-                self.push(Val::Bool(c[0] == 0x88), at)?;
+                self.push(Val::Bool(c[0] == NEWTRUE), at)?;
             }
-            b'G' => {
+            BINFLOAT => {
                 self.input.pos += 9;
                 let v = f64::from_be_bytes(c[1..9].try_into().unwrap());
                 self.push(Val::Float(v), at)?;
             }
-            0x95 => self.input.pos += 9,
-            b'u' => {
+            FRAME => self.input.pos += 9,
+            SETITEMS => {
                 self.input.pos += 1;
                 self.op_setitems(at)?;
             }
-            b'e' => {
+            APPENDS => {
                 self.input.pos += 1;
                 self.op_appends(at)?;
             }
-            b'a' => {
+            APPEND => {
                 self.input.pos += 1;
                 self.op_append(at)?;
             }
-            b's' => {
+            SETITEM => {
                 self.input.pos += 1;
                 self.op_setitem(at)?;
             }
-            0x85..=0x87 => {
+            TUPLE1..=TUPLE3 => {
                 self.input.pos += 1;
-                self.op_tuple_n((c[0] - 0x84) as usize, at)?;
+                self.op_tuple_n((c[0] - TUPLE1 + 1) as usize, at)?;
             }
             _ => return Ok(false),
         }
@@ -661,9 +662,9 @@ impl<R: Read> Parser<R> {
             let buf = &self.input.bytes()[start..];
             loop {
                 // Key: a memoized string, or a short string (memoized right after).
-                let key = match buf.get(i) {
-                    Some(b'u') => break 'scan true,
-                    Some(b'h' | b'j') => {
+                let key = match buf.get(i).copied() {
+                    Some(SETITEMS) => break 'scan true,
+                    Some(BINGET | LONG_BINGET) => {
                         let Some((idx, len)) = get_index(buf, i) else {
                             break 'scan false;
                         };
@@ -673,7 +674,7 @@ impl<R: Read> Parser<R> {
                             _ => break 'scan false,
                         }
                     }
-                    Some(0x8c) => {
+                    Some(SHORT_BINUNICODE) => {
                         let Some(id) = short_string(buf, &mut i, &mut self.builder, &mut self.memo)
                         else {
                             break 'scan false;
@@ -682,16 +683,16 @@ impl<R: Read> Parser<R> {
                     }
                     _ => break 'scan false,
                 };
-                let set = match buf.get(i) {
-                    Some(b'K') if i + 1 < buf.len() => {
+                let set = match buf.get(i).copied() {
+                    Some(BININT1) if i + 1 < buf.len() => {
                         i += 2;
                         fields.set_int(key, buf[i - 1] as i64)
                     }
-                    Some(b'M') if i + 2 < buf.len() => {
+                    Some(BININT2) if i + 2 < buf.len() => {
                         i += 3;
                         fields.set_int(key, u16::from_le_bytes([buf[i - 2], buf[i - 1]]) as i64)
                     }
-                    Some(b'J') if i + 4 < buf.len() => {
+                    Some(BININT) if i + 4 < buf.len() => {
                         i += 5;
                         fields.set_int(
                             key,
@@ -699,7 +700,7 @@ impl<R: Read> Parser<R> {
                                 as i64,
                         )
                     }
-                    Some(0x8a)
+                    Some(LONG1)
                         if i + 1 < buf.len()
                             && (1..=8).contains(&buf[i + 1])
                             && i + 2 + (buf[i + 1] as usize) <= buf.len() =>
@@ -715,7 +716,7 @@ impl<R: Read> Parser<R> {
                         i += 2 + len;
                         fields.set_int(key, i64::from_le_bytes(le))
                     }
-                    Some(b'h' | b'j') => {
+                    Some(BINGET | LONG_BINGET) => {
                         let Some((idx, len)) = get_index(buf, i) else {
                             break 'scan false;
                         };
@@ -730,15 +731,15 @@ impl<R: Read> Parser<R> {
                             _ => break 'scan false,
                         }
                     }
-                    Some(0x8c) => {
+                    Some(SHORT_BINUNICODE) => {
                         let Some(id) = short_string(buf, &mut i, &mut self.builder, &mut self.memo)
                         else {
                             break 'scan false;
                         };
                         fields.set_str(key, id)
                     }
-                    Some(b']')
-                        if buf.get(i + 1) == Some(&0x94) && buf.get(i + 2) == Some(&b'(') =>
+                    Some(EMPTY_LIST)
+                        if buf.get(i + 1) == Some(&MEMOIZE) && buf.get(i + 2) == Some(&MARK) =>
                     {
                         let Some(len) =
                             scan_frame_gets(&buf[i + 3..], &self.memo, &mut self.frame_ids)
@@ -881,7 +882,7 @@ impl<R: Read> Parser<R> {
             "opcode {} (0x{op:02x}) would load or call Python code; refused, nothing was executed",
             op_name(op)
         );
-        if op == b'c' {
+        if op == GLOBAL {
             // Name the global for the user, without resolving it.
             let mut name = Vec::new();
             for _ in 0..2 {
@@ -891,7 +892,7 @@ impl<R: Read> Parser<R> {
                         Ok(b) => name.push(b[0]),
                     }
                 }
-                name.push(b'.');
+                name.push(STOP);
             }
             name.pop();
             let name = String::from_utf8_lossy(&name);
@@ -1497,9 +1498,9 @@ fn push_rows(items: &mut Vec<Val>, item: Val) {
 /// The memo index and opcode length of a `BINGET`/`LONG_BINGET` at `buf[i]`.
 #[inline(always)]
 fn get_index(buf: &[u8], i: usize) -> Option<(usize, usize)> {
-    match buf.get(i)? {
-        b'h' => Some((*buf.get(i + 1)? as usize, 2)),
-        b'j' => {
+    match *buf.get(i)? {
+        BINGET => Some((*buf.get(i + 1)? as usize, 2)),
+        LONG_BINGET => {
             let b = buf.get(i + 1..i + 5)?;
             Some((u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize, 5))
         }
@@ -1514,7 +1515,7 @@ fn scan_frame_gets(buf: &[u8], memo: &[Slot], out: &mut Vec<FrameId>) -> Option<
     out.clear();
     let mut i = 0;
     loop {
-        if buf.get(i) == Some(&b'e') && !out.is_empty() {
+        if buf.get(i) == Some(&APPENDS) && !out.is_empty() {
             return Some(i + 1);
         }
         let (idx, len) = get_index(buf, i)?;
@@ -1539,7 +1540,7 @@ fn short_string(
     let bytes = buf.get(*i + 2..*i + 2 + len)?;
     let id = builder.strings.intern_utf8(bytes).ok()?;
     *i += 2 + len;
-    if buf.get(*i) == Some(&0x94) {
+    if buf.get(*i) == Some(&MEMOIZE) {
         memo.push(Slot::tagged(Slot::T_STR, id)?);
         *i += 1;
     }
