@@ -269,7 +269,7 @@ mod tests {
     #[test]
     fn a_typed_request_gets_its_own_answer_and_refuses_another_kind() {
         let request = PhasesRequest { device: 0 };
-        assert_eq!(Request::from(request.clone()), Request::Phases(request));
+        assert_eq!(Request::from(request), Request::Phases(request));
         let applied = RulesApplied {
             generation: 1,
             error: None,
