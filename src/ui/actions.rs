@@ -49,6 +49,9 @@ pub struct Actions {
     /// memory it touched ahead (72 MiB), for a second file that an embed seldom opens
     /// (docs/decisions/0008-an-embedded-viewer-starts-no-spare-worker.md).
     spare_after_load: bool,
+    /// A file's worker is sent the size of its first frame with the file, to paint with the
+    /// news that it is loaded (off in a plain startup: the timeline asks as usual).
+    first_frames: bool,
     /// The plot's width the page has laid out, shared with the rehearsal's actions, which lay
     /// one out before any file is opened.
     plot_widths: StoredValue<PlotWidths, LocalStorage>,
@@ -62,6 +65,17 @@ impl Actions {
     pub fn new(state: RwSignal<AppState>) -> Self {
         let plot_widths = StoredValue::new_local(PlotWidths::default());
         Self::with(state, WorkerPool::warm(), false, plot_widths)
+    }
+
+    /// The actions of a page started plain (`?startup=plain`): no worker started ahead of need
+    /// (and so none warmed up), no first frame painted with the news of a load.
+    pub fn plain(state: RwSignal<AppState>) -> Self {
+        let plot_widths = StoredValue::new_local(PlotWidths::default());
+        Actions {
+            spare_after_load: false,
+            first_frames: false,
+            ..Self::with(state, WorkerPool::plain(), false, plot_widths)
+        }
     }
 
     /// The actions of an embedded viewer: a worker started ahead for its first file only.
@@ -97,6 +111,7 @@ impl Actions {
             downloads: StoredValue::new_local(Default::default()),
             rehearsal,
             spare_after_load: !rehearsal,
+            first_frames: true,
             plot_widths,
             first_views: StoredValue::new_local(Default::default()),
         }
@@ -115,6 +130,9 @@ impl Actions {
     /// timeline's first frame as it will be asked for, when the page expects its plot's size
     /// and will show the file alone.
     fn first_frame(self, id: FileId) -> Option<FirstFrame> {
+        if !self.first_frames {
+            return None;
+        }
         let shown_alone = self
             .state
             .try_with_untracked(|s| s.showing() == Showing::File && s.selected_id() == Some(id))

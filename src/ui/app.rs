@@ -28,7 +28,9 @@ pub fn App() -> impl IntoView {
         .and_then(|w| w.location().search().ok())
         .unwrap_or_default();
     let query = PageQuery::parse(&search);
-    let actions = if query.embed {
+    let actions = if query.plain_startup {
+        Actions::plain(state)
+    } else if query.embed {
         Actions::embedded(state)
     } else {
         Actions::new(state)
@@ -38,7 +40,9 @@ pub fn App() -> impl IntoView {
         actions.open_urls(&query.urls);
     }
     // The first file opened should not pay for compiling the views.
-    super::rehearsal::rehearse(state, actions);
+    if !query.plain_startup {
+        super::rehearsal::rehearse(state, actions);
+    }
     if query.embed {
         return view! { <EmbedApp state=state actions=actions link=link query=query /> }.into_any();
     }

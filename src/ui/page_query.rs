@@ -22,6 +22,10 @@ pub struct PageQuery {
     pub view: Option<Section>,
     /// Origins (`scheme://host[:port]`) of pages that may embed the viewer and hand it files.
     pub hosts: Vec<String>,
+    /// `startup=plain`: every startup trick off (no rehearsal, no worker started ahead or warmed
+    /// up, no first view made before it is asked for), to compare with and to test the views
+    /// without them.
+    pub plain_startup: bool,
 }
 
 impl PageQuery {
@@ -35,6 +39,7 @@ impl PageQuery {
                 "url" if !value.trim().is_empty() => query.urls.push(value.trim().to_string()),
                 "embed" => query.embed = matches!(value.as_ref(), "" | "1" | "true" | "yes"),
                 "view" => query.view = Section::ALL.into_iter().find(|s| s.key() == value.as_ref()),
+                "startup" => query.plain_startup = value == "plain",
                 "host" => {
                     if let Some(origin) = origin_of(&value) {
                         query.hosts.push(origin);
@@ -278,9 +283,12 @@ mod tests {
                 embed: true,
                 view: Some(Section::Table),
                 hosts: vec!["https://docs.example.com".into()],
+                plain_startup: false,
             }
         );
         assert!(PageQuery::parse("embed").embed);
+        assert!(PageQuery::parse("?startup=plain").plain_startup);
+        assert!(!PageQuery::parse("?startup=quick").plain_startup);
         assert!(!PageQuery::parse("embed=0").embed);
         assert_eq!(PageQuery::parse(""), PageQuery::default());
     }

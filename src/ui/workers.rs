@@ -23,6 +23,8 @@ use crate::protocol::{Answer, FileEvent, FromWorker, Request, RequestId, ToWorke
 /// The worker script, relative to the page so the site works under any sub-path. It queues
 /// early messages, then loads `worker.js` and `worker_bg.wasm` (built by Trunk).
 const WORKER_URL: &str = "./worker_loader.js";
+/// The query that tells a worker to start plain (read by `worker/startup.rs`).
+const PLAIN_STARTUP: &str = "startup=plain";
 
 /// An answer as it reaches whoever asked.
 pub struct Answered {
@@ -49,6 +51,8 @@ pub struct WorkerPool {
     /// Starting a worker (fetching and compiling its wasm) takes a noticeable part of a small
     /// file's load time, so the next file's worker is started before the file is picked.
     spare: Option<Worker>,
+    /// Workers told to start plain (`startup=plain` on their address): no warm-up.
+    plain: bool,
 }
 
 impl WorkerPool {
@@ -59,18 +63,31 @@ impl WorkerPool {
         pool
     }
 
-    fn start_worker() -> Result<Worker, String> {
+    /// A pool of workers that start plain, none started ahead of need.
+    pub fn plain() -> Self {
+        WorkerPool {
+            plain: true,
+            ..WorkerPool::default()
+        }
+    }
+
+    fn start_worker(&self) -> Result<Worker, String> {
         let options = WorkerOptions::new();
         options.set_type(WorkerType::Classic);
         options.set_name("memsight worker");
-        Worker::new_with_options(WORKER_URL, &options).map_err(|e| js_text(&e))
+        let url = if self.plain {
+            format!("{WORKER_URL}?{PLAIN_STARTUP}")
+        } else {
+            WORKER_URL.to_string()
+        };
+        Worker::new_with_options(&url, &options).map_err(|e| js_text(&e))
     }
 
     /// Starts the next file's worker if none is waiting. Called when no file is loading, so a
     /// starting worker (compiling and warming its decoder up) never competes with a load.
     pub fn prepare_spare(&mut self) {
         if self.spare.is_none() {
-            self.spare = Self::start_worker().ok();
+            self.spare = self.start_worker().ok();
         }
     }
 
@@ -86,7 +103,7 @@ impl WorkerPool {
     ) -> Result<(), String> {
         let worker = match self.spare.take() {
             Some(worker) => worker,
-            None => Self::start_worker()?,
+            None => self.start_worker()?,
         };
         let pending: Rc<RefCell<Pending<Asker>>> = Rc::default();
 

@@ -9,6 +9,7 @@ use memsight_core::session::Session;
 use memsight_core::timeline::service::FirstFrame;
 
 use super::outbox::{mark, measure_since, Outbox};
+use super::startup;
 
 /// Posts the end of a load. With a `first_frame` to paint, prepares the first view and paints
 /// that frame first, so the page gets it with the news and shows the timeline at once;
@@ -26,6 +27,9 @@ pub(super) fn loaded(
     };
     let Some(first_frame) = first_frame else {
         outbox.end(FileEvent::Loaded(summary), None);
+        if startup::plain() {
+            return;
+        }
         return prepare(session, now);
     };
     prepare(session, now);

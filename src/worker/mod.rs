@@ -9,6 +9,7 @@
 //!   from one stream, `streamed`); other formats from a synchronous reader ([`reader`] over `blob`);
 //! - `first_view`: the end of a load, the first frame painted and posted with the news;
 //! - `warmup` and `touch_ahead`: what a worker started ahead of need does while it waits;
+//!   `startup`: whether the page asked for none of it (`?startup=plain`);
 //! - `outbox`: posting events and answers, the clock and the timing marks;
 //! - [`memory`]: the worker's memory limit, and the message when a file does not fit.
 //!
@@ -37,6 +38,8 @@ mod outbox;
 mod read_ahead;
 #[cfg(target_arch = "wasm32")]
 mod runtime;
+#[cfg(target_arch = "wasm32")]
+mod startup;
 #[cfg(target_arch = "wasm32")]
 mod streamed;
 #[cfg(target_arch = "wasm32")]

@@ -15,7 +15,7 @@ use web_sys::{Blob, MessageEvent};
 use super::feed::{self, Readers};
 use super::memory::{self, Shortage};
 use super::outbox::{answer, console_error, post_event, scope, Outbox};
-use super::warmup;
+use super::{startup, warmup};
 
 /// Name of the queue `static/worker_loader.js` fills while the module loads.
 const EARLY_QUEUE: &str = "__memsightQueue";
@@ -81,7 +81,9 @@ pub fn start() {
             &JsValue::from_str(EARLY_QUEUE),
         );
     }
-    warmup::begin(busy, readers);
+    if !startup::plain() {
+        warmup::begin(busy, readers);
+    }
 }
 
 /// Handles one message from the page: `[json, file?]`.

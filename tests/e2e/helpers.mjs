@@ -62,18 +62,25 @@ export function sharedBrowser() {
     await server?.close();
   });
   return {
-    open: (contextOptions = {}) => openApp(browser, server, contextOptions),
+    open: (contextOptions = {}, query) => openApp(browser, server, contextOptions, query),
     get server() { return server; },
     get browser() { return browser; },
   };
 }
 
 /**
+ * `MEMSIGHT_STARTUP=plain node --test tests/e2e/…` opens the app with every startup trick off
+ * (`?startup=plain`: no rehearsal, no worker started ahead or warmed up, no first view made
+ * before it is asked for), so the views are tested without them too.
+ */
+export const STARTUP_QUERY = process.env.MEMSIGHT_STARTUP === 'plain' ? '?startup=plain' : '';
+
+/**
  * Opens the app in a fresh context (with Playwright `contextOptions`, e.g. a
  * `deviceScaleFactor`). Records every request (page and workers), console errors, uncaught
  * errors and Content-Security-Policy violations.
  */
-export async function openApp(browser, server, contextOptions = {}) {
+export async function openApp(browser, server, contextOptions = {}, query = STARTUP_QUERY) {
   const context = await browser.newContext(contextOptions);
   const requests = [];
   context.on('request', (request) => requests.push(request.url()));
@@ -85,7 +92,7 @@ export async function openApp(browser, server, contextOptions = {}) {
       window.__cspViolations.push(`${event.violatedDirective} blocked ${event.blockedURI}`);
     });
   });
-  await page.goto(server.url);
+  await page.goto(server.url + query);
   await page.waitForSelector('#open-file');
   // From here on every request is the app's own, not the service worker caching the site.
   await waitForServiceWorker(page);

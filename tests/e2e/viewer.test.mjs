@@ -304,6 +304,34 @@ describe('opening files', () => {
     }
   });
 
+  it('a page started plain (?startup=plain) rehearses nothing and starts no worker until a file comes, then shows the same numbers', async () => {
+    const quick = await app.open({}, '');
+    let expected;
+    try {
+      await quick.page.click('#open-example');
+      assert.equal(await waitSettled(quick.page), 'ready');
+      expected = await metrics(quick.page);
+    } finally {
+      await quick.context.close();
+    }
+    const { context, page, errors } = await app.open({}, '?startup=plain');
+    try {
+      const decodingWorkers = () => page.workers().filter((w) => w.url().includes('/worker_loader.js')).length;
+      await page.waitForTimeout(1500);
+      assert.equal(decodingWorkers(), 0, 'no worker started ahead of a file');
+      assert.equal(await page.locator('.rehearsal').count(), 0, 'no rehearsal');
+      await page.click('#open-example');
+      assert.equal(await waitSettled(page), 'ready');
+      assert.ok(page.workers().some((w) => w.url().endsWith('/worker_loader.js?startup=plain')));
+      assert.deepEqual(await metrics(page), expected);
+      // The timeline asked for its first frame itself: none came with the file.
+      await page.waitForSelector('#timeline[data-first-frame="asked"]:not([data-frames-painted="0"])', { timeout: 30_000 });
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
+
   it('opens several files at once side by side, lists them, switches between them and closes them', async () => {
     const { context, page } = await app.open();
     try {
