@@ -75,6 +75,9 @@ export function sharedBrowser() {
  */
 export const STARTUP_QUERY = process.env.MEMSIGHT_STARTUP === 'plain' ? '?startup=plain' : '';
 
+/** The options of a test of a startup trick itself: skipped when the tricks are off. */
+export const PLAIN_SKIP = { skip: STARTUP_QUERY ? 'tests a startup trick, off in a plain startup' : false };
+
 /**
  * Opens the app in a fresh context (with Playwright `contextOptions`, e.g. a
  * `deviceScaleFactor`). Records every request (page and workers), console errors, uncaught

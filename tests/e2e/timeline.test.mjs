@@ -13,7 +13,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 
 import {
-  EXPECTATIONS, marks, openFiles, REAL_FIXTURES, ROOT, sharedBrowser, tempFile, waitSettled,
+  EXPECTATIONS, marks, openFiles, PLAIN_SKIP, REAL_FIXTURES, ROOT, sharedBrowser, tempFile, waitSettled,
 } from './helpers.mjs';
 
 const TIMELINE_EXPECTATIONS = path.join(ROOT, 'tests/expectations/timeline.json');
@@ -1038,7 +1038,7 @@ const canvasDigest = (page) => page.$eval('#timeline-canvas', (canvas) => {
 
 const FRAME_VALUES = ['width', 'height', 'yMin', 'yMax', 'firstState', 'lastState', 'peakBytes', 'drawn'];
 
-describe('the first timeline frame, painted with the file', () => {
+describe('the first timeline frame, painted with the file', PLAIN_SKIP, () => {
   // Once the page has laid a plot out (its rehearsal of a first load does), it sends the plot's
   // size with the file and the worker paints the first frame before it reports the file
   // loaded: no layout or frame is asked for.
