@@ -1,10 +1,17 @@
 //! The page: a Leptos (client-side rendered) app that opens snapshot files, hands each one to
 //! its own Web Worker, and shows what the workers answer.
 //!
+//! A module of the library (`src/lib.rs`), started by the `page` binary (`src/main.rs`). Its
+//! browser parts (Leptos components, web-sys) are compiled for wasm32 only; its pure modules
+//! are compiled everywhere and unit-tested natively, so a pure module declared here is tested
+//! without a browser. Nothing but their tests uses the pure modules natively.
+//!
 //! Layout of this module, one component per file:
-//! - [`state`]: the page state and its state machine (pure, natively tested);
-//! - [`requests`]: the table of requests in flight to each worker, and "latest wins" (pure,
+//! - `state`: the page state and its state machine (pure, natively tested);
+//! - `requests`: the table of requests in flight to each worker, and "latest wins" (pure,
 //!   natively tested);
+//! - `link` (a view as a URL fragment) and `page_query` (the page's own query): pure, natively
+//!   tested;
 //! - `actions`: what the user can do, and carrying out what the state machine asks;
 //! - `workers`: the page side of the worker transport (one table of pending requests each);
 //! - `app` and the components it is built from (`toolbar`, `file_list`, `file_view`,
@@ -26,47 +33,87 @@
 //! State lives in signals created by `App` and passed down; nothing here is global. File data
 //! is only ever rendered as text nodes, never as HTML.
 
-pub mod link;
-pub mod requests;
-pub mod state;
+// Natively only the pure modules are compiled, and nothing but their tests uses them.
+#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 
-mod actions;
-mod allocator;
-mod app;
-mod breakdown;
-mod categories;
-mod charts;
-mod compare;
-mod debounce;
-mod deep_link;
-mod device_picker;
-mod drop_overlay;
-mod embed;
-mod error_report;
-mod file_list;
-mod file_view;
-mod files;
-mod load_progress;
-mod moment_notice;
-mod near_screen;
-mod overview;
+// Pure: compiled everywhere, unit-tested natively.
+mod link;
 mod page_query;
-mod panic_banner;
-mod perf;
-mod phases;
-mod rehearsal;
-mod remote;
-mod segmented;
-mod snapshot_view;
-mod table;
-mod theme;
+mod requests;
+mod state;
+// The timeline's pure modules are compiled everywhere, its components for wasm32 only.
 mod timeline;
+
+// The browser's: Leptos components and what they need of web-sys.
+#[cfg(target_arch = "wasm32")]
+mod actions;
+#[cfg(target_arch = "wasm32")]
+mod allocator;
+#[cfg(target_arch = "wasm32")]
+mod app;
+#[cfg(target_arch = "wasm32")]
+mod breakdown;
+#[cfg(target_arch = "wasm32")]
+mod categories;
+#[cfg(target_arch = "wasm32")]
+mod charts;
+#[cfg(target_arch = "wasm32")]
+mod compare;
+#[cfg(target_arch = "wasm32")]
+mod debounce;
+#[cfg(target_arch = "wasm32")]
+mod deep_link;
+#[cfg(target_arch = "wasm32")]
+mod device_picker;
+#[cfg(target_arch = "wasm32")]
+mod drop_overlay;
+#[cfg(target_arch = "wasm32")]
+mod embed;
+#[cfg(target_arch = "wasm32")]
+mod error_report;
+#[cfg(target_arch = "wasm32")]
+mod file_list;
+#[cfg(target_arch = "wasm32")]
+mod file_view;
+#[cfg(target_arch = "wasm32")]
+mod files;
+#[cfg(target_arch = "wasm32")]
+mod load_progress;
+#[cfg(target_arch = "wasm32")]
+mod moment_notice;
+#[cfg(target_arch = "wasm32")]
+mod near_screen;
+#[cfg(target_arch = "wasm32")]
+mod overview;
+#[cfg(target_arch = "wasm32")]
+mod panic_banner;
+#[cfg(target_arch = "wasm32")]
+mod perf;
+#[cfg(target_arch = "wasm32")]
+mod phases;
+#[cfg(target_arch = "wasm32")]
+mod rehearsal;
+#[cfg(target_arch = "wasm32")]
+mod remote;
+#[cfg(target_arch = "wasm32")]
+mod segmented;
+#[cfg(target_arch = "wasm32")]
+mod snapshot_view;
+#[cfg(target_arch = "wasm32")]
+mod table;
+#[cfg(target_arch = "wasm32")]
+mod theme;
+#[cfg(target_arch = "wasm32")]
 mod toolbar;
+#[cfg(target_arch = "wasm32")]
 mod view_asker;
+#[cfg(target_arch = "wasm32")]
 mod welcome;
+#[cfg(target_arch = "wasm32")]
 mod workers;
 
-/// Entry point of the page binary (`src/main.rs`): installs the panic hook and mounts the app.
+/// Starts the page (the `page` binary's `main`): installs the panic hook and mounts the app.
+#[cfg(target_arch = "wasm32")]
 pub fn start() {
     panic_banner::install_hook();
     leptos::mount::mount_to_body(app::App);

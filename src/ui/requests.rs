@@ -2,8 +2,7 @@
 //! each answer to whoever asked, and [`Latest`], which a view keeps per kind of request so an
 //! answer superseded by a newer request is dropped by its id.
 //!
-//! Pure logic with no browser dependency, unit-tested natively (see the `cfg(test)` block in
-//! `src/main.rs`). Not the transport (`workers`) and not what views do with answers.
+//! Pure logic with no browser dependency, unit-tested natively. Not the transport (`workers`) and not what views do with answers.
 
 use std::collections::HashMap;
 

@@ -4,8 +4,7 @@
 //! the user gave files, and the overviews received so far. Files fetched from the page's own
 //! site (`?url=`) are listed while they download, then load like any other.
 //!
-//! Pure logic with no browser dependency, unit-tested natively (see the `cfg(test)` block in
-//! `src/main.rs`). Every change goes through a method that returns the [`Command`]s the page
+//! Pure logic with no browser dependency, unit-tested natively. Every change goes through a method that returns the [`Command`]s the page
 //! must carry out (start a file's worker, ask it for a view, end it, set a performance mark),
 //! so the state machine is tested without workers. A file's lifecycle arrives as
 //! [`FileEvent`]s; the answers to what the state asked for (overviews) come back to
