@@ -1,26 +1,16 @@
 //! The minimap: the whole run's curve (highest total per column, and the reserved line) with
 //! the visible window on it, which can be dragged, resized by its edges, or moved by clicking
-//! elsewhere.
+//! elsewhere (what a press grabs and where a drag moves the window: `gestures.rs`).
 
 use leptos::html::{Canvas, Div};
 use leptos::prelude::*;
 use web_sys::PointerEvent;
 
 use super::canvas::context;
-use super::range::XRange;
+use super::gestures::{minimap_x, Grab};
 use super::Timeline;
 
 const HEIGHT: f64 = 56.0;
-/// Pixels either side of a window edge that grab the edge.
-const EDGE: f64 = 6.0;
-
-#[derive(Clone, Copy, PartialEq)]
-enum Grab {
-    None,
-    Move { offset: f64 },
-    Left,
-    Right,
-}
 
 #[component]
 pub fn Minimap(tl: Timeline) -> impl IntoView {
@@ -94,53 +84,27 @@ pub fn Minimap(tl: Timeline) -> impl IntoView {
         let left = s.get_bounding_client_rect().left() + s.client_left() as f64;
         Some((client_x - left, (s.client_width() as f64).max(1.0)))
     };
-    let x_at = move |px: f64, width: f64| {
-        tl.full()
-            .map(|full| full.x0 + (px / width).clamp(0.0, 1.0) * full.span())
-    };
     let on_down = move |event: PointerEvent| {
-        let Some((px, width)) = position(&event) else {
+        let (Some((px, width)), Some(full)) = (position(&event), tl.full()) else {
             return;
         };
-        let (Some(full), Some(x)) = (tl.full(), x_at(px, width)) else {
-            return;
-        };
-        let range = tl.range.get_untracked();
-        let px_per_unit = width / full.span();
-        let left = (range.x0 - full.x0) * px_per_unit;
-        let right = (range.x1 - full.x0) * px_per_unit;
-        let g = if (px - left).abs() <= EDGE {
-            Grab::Left
-        } else if (px - right).abs() <= EDGE {
-            Grab::Right
-        } else if px > left && px < right {
-            Grab::Move {
-                offset: x - range.x0,
-            }
-        } else {
-            let span = range.span();
-            tl.set_range(XRange::new(x - span / 2.0, x + span / 2.0));
-            Grab::Move { offset: span / 2.0 }
-        };
+        let (g, centred) = Grab::press(px, width, full, tl.range.get_untracked());
+        if let Some(range) = centred {
+            tl.set_range(range);
+        }
         grab.set_value(g);
         if let Some(s) = strip.get_untracked() {
             let _ = s.set_pointer_capture(event.pointer_id());
         }
     };
     let on_move = move |event: PointerEvent| {
-        let Some(x) = position(&event).and_then(|(px, width)| x_at(px, width)) else {
+        let (Some((px, width)), Some(full)) = (position(&event), tl.full()) else {
             return;
         };
+        let x = minimap_x(px, width, full);
         let range = tl.range.get_untracked();
-        let min = tl.min_span();
-        match grab.get_value() {
-            Grab::None => {}
-            Grab::Move { offset } => {
-                let span = range.span();
-                tl.set_range(XRange::new(x - offset, x - offset + span));
-            }
-            Grab::Left => tl.set_range(XRange::new(x.min(range.x1 - min), range.x1)),
-            Grab::Right => tl.set_range(XRange::new(range.x0, x.max(range.x0 + min))),
+        if let Some(range) = grab.get_value().drag_to(x, range, tl.min_span()) {
+            tl.set_range(range);
         }
     };
     let on_up = move |_: PointerEvent| grab.set_value(Grab::None);

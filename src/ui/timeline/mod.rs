@@ -2,25 +2,37 @@
 //! detail, search, jump to peak), the plot with its overlay and tooltip, the minimap and the
 //! pinned allocation's details.
 //!
-//! The worker lays the timeline out and paints it; this module only keeps the view state in
-//! signals ([`Timeline`]), asks for frames when it changes (one in flight at a time, the
-//! latest view wins) and shows what comes back. Every request is asked with
-//! [`Timeline::ask`], whose answer comes back to the handler given with it; each kind of
-//! request remembers its latest id ([`Latest`]), so an answer superseded by a newer request
-//! is dropped.
-//! - [`range`]: navigation arithmetic (pure, natively tested);
-//! - `plot`: the canvas, its pointer, wheel and keyboard handling (`canvas`: drawing on it);
-//! - `overlay`: axes, peak, OOM and phase marks drawn over the pixels;
-//! - [`labels`]: where the overlay's labels go, none overlapping (pure, natively tested);
-//! - [`detail`]: the detail slider's scale (pure, natively tested);
-//! - [`plot_size`]: the plot's size, and the width expected before the page lays it out
-//!   (pure, natively tested);
+//! The worker lays the timeline out and paints it; the page keeps the view state in signals
+//! ([`Timeline`]), asks for frames when it changes and shows what comes back. What is asked
+//! and when, and which answers count (one frame in flight, the latest view wins, a hover
+//! waits behind the hit test in flight, an answer superseded by a newer request is dropped),
+//! is the timeline's client's to decide: a state machine with no browser in it, fed events
+//! and returning commands.
+//!
+//! Pure, compiled everywhere and unit-tested natively:
+//! - [`client`]: the timeline's conversation with its worker (events in, commands out);
+//! - [`gestures`]: what a drag, a wheel turn, a key or a press on the minimap asks of the
+//!   view, and what the pointer is over;
+//! - [`range`]: the visible ranges and how navigation moves them;
+//! - [`labels`]: where the overlay's labels go, none overlapping;
+//! - [`detail`]: the detail slider's scale;
+//! - [`folding`]: which frames of a stack are shown;
+//! - [`plot_size`]: the plot's size, and the width expected before the page lays it out.
+//!
+//! For the browser only:
+//! - `view`: the view state in signals, the client's events fed in and its commands carried
+//!   out, and navigation;
+//! - `panel`: the component ([`TimelinePanel`]) and the effects that tie it to the page;
+//! - `plot`: the canvas and its input (`canvas`: drawing on it; `overlay`: axes, peak, OOM and
+//!   phase marks over the pixels);
 //! - `minimap`, `toolbar`, `details`, `tooltip`, `help`, `legend` (the categories' colours
 //!   and bytes at the hovered moment): one component each.
 
 // Pure: compiled everywhere, unit-tested natively.
+pub mod client;
 pub mod detail;
 pub mod folding;
+pub mod gestures;
 pub mod labels;
 pub mod plot_size;
 pub mod range;
@@ -46,6 +58,10 @@ mod plot;
 mod toolbar;
 #[cfg(target_arch = "wasm32")]
 pub mod tooltip;
+#[cfg(target_arch = "wasm32")]
+mod view;
 
 #[cfg(target_arch = "wasm32")]
-pub use panel::{store_plot_share, stored_plot_share, Timeline, TimelinePanel, DEFAULT_PLOT_SHARE};
+pub use panel::{store_plot_share, stored_plot_share, TimelinePanel, DEFAULT_PLOT_SHARE};
+#[cfg(target_arch = "wasm32")]
+pub use view::Timeline;

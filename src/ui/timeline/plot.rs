@@ -1,8 +1,11 @@
 //! The plot: the canvas the worker's pixels are put on, the overlay canvas for axes and
-//! marks, the tooltip, and the input that navigates (wheel, drag, keys) and inspects (hover,
-//! click, Esc).
+//! marks, the tooltip, the bar under it that resizes it, and the input that navigates (wheel,
+//! drag, keys) and inspects (hover, click, Esc).
 //!
-//! Holds no view state of its own: everything goes through [`Timeline`].
+//! Each part is a function of its own: measuring the plot, the keys, the wheel, the pointer,
+//! drawing the overlay, the resize bar. They read the browser's events and carry out on the
+//! [`Timeline`] what the gestures' arithmetic (`gestures.rs`) makes of them; the plot holds no
+//! view state of its own.
 
 use leptos::ev;
 use leptos::html::{Canvas, Div};
@@ -13,8 +16,57 @@ use web_sys::{
     AddEventListenerOptions, HtmlCanvasElement, KeyboardEvent, PointerEvent, WheelEvent,
 };
 
+use super::gestures::{self, Drag, DragStep, Key, KeyPress, Over, PlotResize, Release, ZoomBox};
+use super::plot_size::Window;
 use super::tooltip::Tooltip;
-use super::{overlay, Timeline};
+use super::{overlay, store_plot_share, Timeline, DEFAULT_PLOT_SHARE};
+
+#[component]
+pub fn Plot(tl: Timeline) -> impl IntoView {
+    let container = NodeRef::<Div>::new();
+    let canvas = NodeRef::<Canvas>::new();
+    let overlay_canvas = NodeRef::<Canvas>::new();
+    measure(tl, container, canvas);
+    listen_to_keys(tl);
+    listen_to_wheel(tl, canvas);
+    let pointer = PlotPointer::new(tl, canvas);
+    let drawn = draw_overlay(tl, overlay_canvas);
+
+    let height = move || format!("{}px", tl.size.get().1);
+    view! {
+        <div class="timeline-plot" node_ref=container>
+            <canvas
+                id="timeline-canvas"
+                class="timeline-canvas"
+                node_ref=canvas
+                tabindex="0"
+                aria-label="Memory timeline: wheel or W/S to zoom, drag or A/D to pan, Shift+wheel or a drag along the byte axis to zoom bytes, Shift+drag to zoom into a box, F to fit the bytes, 0 to reset, click to pin an allocation, Shift+click to show a moment in the other views, ? for all keys"
+                style:height=height
+                style:cursor=move || if pointer.over_axis.get() { "ns-resize" } else { "crosshair" }
+                on:pointerdown=move |event| pointer.press(&event)
+                on:pointermove=move |event| pointer.moved(&event)
+                on:pointerup=move |event| pointer.release(&event)
+                on:pointerleave=move |_| pointer.left()
+            ></canvas>
+            <canvas
+                id="timeline-overlay"
+                class="timeline-overlay"
+                node_ref=overlay_canvas
+                aria-hidden="true"
+                style:height=height
+                data-labels=move || drawn.labels.get()
+                data-overlay-ms=move || drawn.ms.get().to_string()
+            ></canvas>
+            {move || pointer.zoom_box.get().map(|b| view! {
+                <div class="zoom-box" id="timeline-zoom-box"
+                    style:left=format!("{}px", b.left) style:top=format!("{}px", b.top)
+                    style:width=format!("{}px", b.width) style:height=format!("{}px", b.height)></div>
+            })}
+            <Tooltip tl=tl />
+        </div>
+        <PlotResizeBar tl=tl />
+    }
+}
 
 /// Milliseconds from the page's clock.
 fn now() -> f64 {
@@ -22,9 +74,6 @@ fn now() -> f64 {
         .and_then(|w| w.performance())
         .map_or(0.0, |p| p.now())
 }
-
-/// Pixels a press may move and still count as a click.
-const CLICK_SLOP: f64 = 4.0;
 
 /// The pointer's position in the target, in fractional CSS pixels (`web_sys`'s `offset_x()`
 /// is an integer, which at a device pixel ratio of 2 would reach only every other pixel).
@@ -41,67 +90,25 @@ pub fn offset(event: &web_sys::MouseEvent) -> (f64, f64) {
     )
 }
 
-/// Whether keys typed now belong to a text field rather than the timeline.
-fn typing(event: &KeyboardEvent) -> bool {
-    event
-        .target()
-        .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
-        .is_some_and(|e| matches!(e.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT"))
+/// The window's inner height in CSS pixels.
+fn window_height() -> f64 {
+    web_sys::window()
+        .and_then(|w| w.inner_height().ok())
+        .and_then(|h| h.as_f64())
+        .unwrap_or(800.0)
 }
 
-/// Pixels either side of an OOM mark that hover or click it.
-const OOM_REACH: f64 = 5.0;
-
-/// Width of the strip along the left edge, over the byte labels, where a vertical drag
-/// zooms the y axis.
-pub const Y_AXIS_STRIP: f64 = 56.0;
-
-/// What a press on the plot does as the pointer moves.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum DragKind {
-    /// Pans the x range (and a zoomed y range).
-    Pan,
-    /// Zooms the y axis around where the press started (drag up to zoom in).
-    YAxis,
-    /// Draws a box to zoom into (Shift + drag).
-    Box,
-}
-
-#[derive(Clone, Copy)]
-struct Drag {
-    kind: DragKind,
-    start_x: f64,
-    start_y: f64,
-    moved: bool,
-    x: super::range::XRange,
-    y: Option<super::range::YRange>,
-    /// The y range on screen when the press started (a fitted axis has none of its own).
-    painted_y: super::range::YRange,
-}
-
-#[component]
-pub fn Plot(tl: Timeline) -> impl IntoView {
-    let container = NodeRef::<Div>::new();
-    let canvas = NodeRef::<Canvas>::new();
-    let overlay_canvas = NodeRef::<Canvas>::new();
-    let drag = StoredValue::new_local(None::<Drag>);
-    // The zoom box being drawn, in CSS pixels: left, top, width, height.
-    let zoom_box = RwSignal::new(None::<(f64, f64, f64, f64)>);
-    let labels = RwSignal::new(String::new());
-    // How long drawing the overlay took (for benchmarks).
-    let overlay_ms = RwSignal::new(0.0);
-    // The pointer is over the byte axis, where a vertical drag zooms the bytes.
-    let over_axis = RwSignal::new(false);
-
-    // Measure the plot (its width, its share of the window's height) and keep the canvas in
-    // the timeline state. A plot whose size is expected is measured once the page lays it
-    // out (the resize observer's first call), not by forcing a layout now.
+/// Measures the plot (its width, its share of the window's height) whenever the page's
+/// layout may have changed it, and keeps the canvas in the timeline state. A plot whose size
+/// is expected is measured once the page lays it out (the resize observer's first call), not
+/// by forcing a layout now.
+fn measure(tl: Timeline, container: NodeRef<Div>, canvas: NodeRef<Canvas>) {
     let measure = move || {
         let Some(div) = container.get_untracked() else {
             return;
         };
         let width = div.client_width() as f64;
-        if let Some(window) = super::plot_size::Window::now().filter(|_| width > 0.0) {
+        if let Some(window) = Window::now().filter(|_| width > 0.0) {
             tl.measured(window, width);
         }
     };
@@ -139,135 +146,99 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
             o.disconnect();
         }
     });
-    // Dragging the bar under the plot resizes it; a double click restores its share.
-    let resizing = StoredValue::new_local(None::<(f64, f64)>);
-    let on_resize_down = move |event: PointerEvent| {
-        let inner = web_sys::window()
-            .and_then(|w| w.inner_height().ok())
-            .and_then(|h| h.as_f64())
-            .unwrap_or(800.0);
-        resizing.set_value(Some((
-            event.client_y() as f64,
-            tl.size.get_untracked().1 / inner,
-        )));
-        if let Some(target) = event
-            .target()
-            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
-        {
-            let _ = target.set_pointer_capture(event.pointer_id());
-        }
-    };
-    let on_resize_move = move |event: PointerEvent| {
-        let Some((start_y, start_share)) = resizing.get_value() else {
+}
+
+/// Whether keys typed now belong to a text field rather than the timeline.
+fn typing(event: &KeyboardEvent) -> bool {
+    event
+        .target()
+        .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+        .is_some_and(|e| matches!(e.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT"))
+}
+
+/// The timeline's keys, anywhere on the page ([`gestures::key`] says which).
+fn listen_to_keys(tl: Timeline) {
+    let keys = window_event_listener(ev::keydown, move |event: KeyboardEvent| {
+        let key = event.key();
+        let press = KeyPress {
+            key: &key,
+            shift: event.shift_key(),
+            ctrl_or_meta: event.ctrl_key() || event.meta_key(),
+            alt: event.alt_key(),
+            typing: typing(&event),
+        };
+        let Some(key) = gestures::key(press) else {
             return;
         };
-        let inner = web_sys::window()
-            .and_then(|w| w.inner_height().ok())
-            .and_then(|h| h.as_f64())
-            .unwrap_or(800.0);
-        let share = start_share + (event.client_y() as f64 - start_y) / inner.max(1.0);
-        tl.plot_share.set(share.clamp(0.1, 0.95));
-    };
-    let on_resize_up = move |_: PointerEvent| {
-        if resizing.get_value().is_some() {
-            resizing.set_value(None);
-            super::store_plot_share(tl.plot_share.get_untracked());
-        }
-    };
-
-    // Keys: W/S zoom, A/D pan, 0 reset, Shift+W/S zoom y, ↑/↓ pan a zoomed y, F fits y, ?
-    // shows every key, Esc unpins, Ctrl/Cmd+F searches.
-    let keys = window_event_listener(ev::keydown, move |event: KeyboardEvent| {
-        if (event.ctrl_key() || event.meta_key()) && event.key().eq_ignore_ascii_case("f") {
-            if let Some(input) = document().get_element_by_id("timeline-search") {
-                event.prevent_default();
-                if let Ok(input) = input.dyn_into::<web_sys::HtmlInputElement>() {
-                    let _ = input.focus();
-                    input.select();
+        let handled = match key {
+            Key::FocusSearch => {
+                if let Some(input) = document().get_element_by_id("timeline-search") {
+                    event.prevent_default();
+                    if let Ok(input) = input.dyn_into::<web_sys::HtmlInputElement>() {
+                        let _ = input.focus();
+                        input.select();
+                    }
                 }
+                return;
             }
-            return;
-        }
-        if event.key() == "Escape" {
-            tl.unpin();
-            tl.clear_hover();
-            return;
-        }
-        if typing(&event) || event.ctrl_key() || event.meta_key() || event.alt_key() {
-            return;
-        }
-        let handled = match (event.key().as_str(), event.shift_key()) {
-            ("W", true) => {
-                tl.zoom_y(0.5, 0.8);
+            Key::Unpin => {
+                tl.unpin();
+                tl.clear_hover();
+                return;
+            }
+            Key::Zoom(factor) => {
+                tl.zoom(0.5, factor);
                 true
             }
-            ("S", true) => {
-                tl.zoom_y(0.5, 1.25);
+            Key::ZoomY(factor) => {
+                tl.zoom_y(0.5, factor);
                 true
             }
-            ("w" | "W" | "+" | "=", _) => {
-                tl.zoom(0.5, 0.8);
+            Key::Pan(fraction) => {
+                tl.pan(fraction);
                 true
             }
-            ("s" | "S" | "-", _) => {
-                tl.zoom(0.5, 1.25);
-                true
-            }
-            ("a" | "A" | "ArrowLeft", _) => {
-                tl.pan(-0.1);
-                true
-            }
-            ("d" | "D" | "ArrowRight", _) => {
-                tl.pan(0.1);
-                true
-            }
-            ("ArrowUp", _) => tl.pan_y(0.1),
-            ("ArrowDown", _) => tl.pan_y(-0.1),
-            ("f" | "F", _) => {
+            Key::PanY(fraction) => tl.pan_y(fraction),
+            Key::FitY => {
                 tl.fit_y();
                 true
             }
-            ("0", _) => {
+            Key::Reset => {
                 tl.reset();
                 true
             }
-            ("?", _) => {
+            Key::ToggleHelp => {
                 tl.show_help.update(|shown| *shown = !*shown);
                 true
             }
-            _ => false,
         };
         if handled {
             event.prevent_default();
         }
     });
     on_cleanup(move || keys.remove());
+}
 
-    // Wheel zooms x around the cursor (pinch arrives as a wheel with ctrlKey), Shift+wheel
-    // zooms y around it; a horizontal wheel pans. Registered by hand as non-passive so the
-    // page does not scroll instead.
+/// The wheel over the plot ([`gestures::wheel`] says what it does). Registered by hand as
+/// non-passive so the page does not scroll instead.
+fn listen_to_wheel(tl: Timeline, canvas: NodeRef<Canvas>) {
     let wheel = StoredValue::new_local(None::<Closure<dyn FnMut(WheelEvent)>>);
     Effect::new(move |_| {
         let Some(c) = canvas.get() else { return };
         let handler = Closure::<dyn FnMut(WheelEvent)>::new(move |event: WheelEvent| {
             event.prevent_default();
             let (w, h, _) = tl.size.get_untracked();
-            let scale = match event.delta_mode() {
-                1 => 16.0,
-                2 => 400.0,
-                _ => 1.0,
+            let turn = gestures::WheelTurn {
+                delta: (event.delta_x(), event.delta_y()),
+                delta_mode: event.delta_mode(),
+                at: offset(&event),
+                shift: event.shift_key(),
+                ctrl: event.ctrl_key(),
             };
-            let (dx, dy) = (event.delta_x() * scale, event.delta_y() * scale);
-            let (px, py) = offset(&event);
-            if event.shift_key() {
-                // Browsers may turn a shifted wheel into a horizontal one.
-                let d = if dy != 0.0 { dy } else { dx };
-                tl.zoom_y(1.0 - py / h.max(1.0), (d * 0.002).exp());
-            } else if dx.abs() > dy.abs() {
-                tl.pan(dx / w.max(1.0));
-            } else {
-                let speed = if event.ctrl_key() { 0.01 } else { 0.002 };
-                tl.zoom(px / w.max(1.0), (dy * speed).exp());
+            match gestures::wheel(turn, (w, h)) {
+                gestures::Wheel::ZoomY { fraction, factor } => tl.zoom_y(fraction, factor),
+                gestures::Wheel::Pan(fraction) => tl.pan(fraction),
+                gestures::Wheel::Zoom { fraction, factor } => tl.zoom(fraction, factor),
             }
         });
         let options = AddEventListenerOptions::new();
@@ -279,130 +250,153 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
         );
         wheel.set_value(Some(handler));
     });
+}
 
-    let on_down = move |event: PointerEvent| {
+/// The pointer on the plot: a press drags (pans, zooms the bytes, draws a box) or clicks; a
+/// move without a press hovers.
+#[derive(Clone, Copy)]
+struct PlotPointer {
+    tl: Timeline,
+    canvas: NodeRef<Canvas>,
+    drag: StoredValue<Option<Drag>, LocalStorage>,
+    /// The zoom box being drawn.
+    zoom_box: RwSignal<Option<ZoomBox>>,
+    /// The pointer is over the byte axis, where a vertical drag zooms the bytes.
+    over_axis: RwSignal<bool>,
+}
+
+impl PlotPointer {
+    fn new(tl: Timeline, canvas: NodeRef<Canvas>) -> PlotPointer {
+        PlotPointer {
+            tl,
+            canvas,
+            drag: StoredValue::new_local(None),
+            zoom_box: RwSignal::new(None),
+            over_axis: RwSignal::new(false),
+        }
+    }
+
+    fn press(&self, event: &PointerEvent) {
         if event.button() != 0 {
             return;
         }
-        let (x, y) = offset(&event);
-        let kind = if event.shift_key() {
-            DragKind::Box
-        } else if x < Y_AXIS_STRIP {
-            DragKind::YAxis
-        } else {
-            DragKind::Pan
-        };
-        drag.set_value(Some(Drag {
-            kind,
-            start_x: x,
-            start_y: y,
-            moved: false,
-            x: tl.range.get_untracked(),
-            y: tl.y_range.get_untracked(),
-            painted_y: tl.painted_y(),
-        }));
-        if let Some(c) = canvas.get_untracked() {
+        let tl = self.tl;
+        let drag = Drag::press(
+            offset(event),
+            event.shift_key(),
+            tl.range.get_untracked(),
+            tl.y_range.get_untracked(),
+            tl.painted_y(),
+        );
+        self.drag.set_value(Some(drag));
+        if let Some(c) = self.canvas.get_untracked() {
             let _ = c.set_pointer_capture(event.pointer_id());
         }
-    };
-    let on_move = move |event: PointerEvent| {
-        let (x, y) = offset(&event);
-        if let Some(d) = drag.get_value() {
-            let (dx, dy) = (x - d.start_x, y - d.start_y);
-            if d.moved || dx.abs() > CLICK_SLOP || dy.abs() > CLICK_SLOP {
-                drag.update_value(|d| {
-                    if let Some(d) = d {
-                        d.moved = true;
+    }
+
+    fn moved(&self, event: &PointerEvent) {
+        let tl = self.tl;
+        let at = offset(event);
+        let (w, h, _) = tl.size.get_untracked();
+        let step = self
+            .drag
+            .try_update_value(|d| d.as_mut().and_then(|d| d.move_to(at, (w, h))))
+            .flatten();
+        if let Some(step) = step {
+            match step {
+                DragStep::Pan { x, y } => {
+                    if let Some(y) = y {
+                        tl.y_range.set(Some(y));
                     }
-                });
-                let (w, h, _) = tl.size.get_untracked();
-                match d.kind {
-                    DragKind::Pan => {
-                        let shift = -dx / w.max(1.0) * d.x.span();
-                        if let Some(y_range) = d.y {
-                            tl.y_range.set(Some(y_range.pan(dy / h.max(1.0))));
-                        }
-                        tl.set_range(super::range::XRange::new(d.x.x0 + shift, d.x.x1 + shift));
-                    }
-                    DragKind::YAxis => {
-                        let start = d.y.unwrap_or(d.painted_y);
-                        let anchor = 1.0 - d.start_y / h.max(1.0);
-                        tl.y_range.set(Some(start.zoom(anchor, (dy * 0.01).exp())));
-                    }
-                    DragKind::Box => {
-                        zoom_box.set(Some((
-                            d.start_x.min(x),
-                            d.start_y.min(y),
-                            dx.abs(),
-                            dy.abs(),
-                        )));
-                    }
+                    tl.set_range(x);
                 }
-                tl.clear_hover();
-                return;
+                DragStep::ZoomY(y) => tl.y_range.set(Some(y)),
+                DragStep::Box(b) => self.zoom_box.set(Some(b)),
             }
+            tl.clear_hover();
+            return;
         }
-        let on_axis = x < Y_AXIS_STRIP;
-        if over_axis.get_untracked() != on_axis {
-            over_axis.set(on_axis);
+        self.hover(at);
+    }
+
+    /// Hovers `(x, y)`: a phase over the lanes, an out-of-memory mark near one, else what is
+    /// painted there.
+    fn hover(&self, (x, y): (f64, f64)) {
+        let tl = self.tl;
+        let on_axis = x < gestures::Y_AXIS_STRIP;
+        if self.over_axis.get_untracked() != on_axis {
+            self.over_axis.set(on_axis);
         }
         tl.pointer_at(x, y);
-        // Over the phase lanes, the phase is what is hovered; near an OOM mark, the OOM.
-        let (phase, oom) = tl
-            .overlay
-            .with_value(|l| {
-                l.as_ref().map(|l| {
-                    let phase = l.phase_at(x, y).map(|p| p.index);
-                    let oom = (y >= l.phase_band())
-                        .then(|| l.oom_at(x, OOM_REACH))
-                        .flatten();
-                    (phase, oom)
-                })
-            })
-            .unwrap_or_default();
-        if let Some(index) = phase {
-            tl.hover.set(None);
-            tl.oom_hover.set(None);
-            tl.phase_hover.set(Some((index, x, y)));
-            return;
-        }
-        tl.phase_hover.set(None);
-        if let Some(nth) = oom {
-            tl.hover.set(None);
-            tl.oom_hover.set(Some((nth, x, y)));
-            return;
-        }
-        tl.oom_hover.set(None);
-        tl.hit_test(x, y, false);
-    };
-    let on_up = move |event: PointerEvent| {
-        let Some(d) = drag.get_value() else { return };
-        drag.set_value(None);
-        let (x, y) = offset(&event);
-        if d.kind == DragKind::Box {
-            zoom_box.set(None);
-            if d.moved {
-                tl.zoom_to_box((d.start_x, d.start_y), (x, y));
-            } else {
-                // Shift+click: the other views show this moment.
-                tl.pick_moment_at(x, y);
+        match tl.overlay.with_value(|l| gestures::over(l.as_ref(), x, y)) {
+            Over::Phase(index) => {
+                tl.hover_elsewhere();
+                tl.oom_hover.set(None);
+                tl.phase_hover.set(Some((index, x, y)));
             }
-            return;
-        }
-        if !d.moved {
-            tl.pointer_at(x, y);
-            let oom = tl
-                .overlay
-                .with_value(|l| l.as_ref().and_then(|l| l.oom_at(x, OOM_REACH)));
-            match oom {
-                Some(nth) => tl.pin_oom(nth),
-                None => tl.hit_test(x, y, true),
+            Over::Oom(nth) => {
+                tl.phase_hover.set(None);
+                tl.hover_elsewhere();
+                tl.oom_hover.set(Some((nth, x, y)));
+            }
+            Over::Plot => {
+                tl.phase_hover.set(None);
+                tl.oom_hover.set(None);
+                tl.hover_at(x, y);
             }
         }
-    };
+    }
 
-    // Axes and marks follow the frame on screen.
-    let draw_overlay = move || {
+    fn release(&self, event: &PointerEvent) {
+        let Some(drag) = self.drag.try_update_value(Option::take).flatten() else {
+            return;
+        };
+        let tl = self.tl;
+        if drag.kind == gestures::DragKind::Box {
+            self.zoom_box.set(None);
+        }
+        match drag.release(offset(event)) {
+            Release::ZoomToBox { from, to } => tl.zoom_to_box(from, to),
+            // Shift+click: the other views show this moment.
+            Release::PickMoment(x, y) => tl.pick_moment_at(x, y),
+            Release::Click(x, y) => {
+                tl.pointer_at(x, y);
+                match tl
+                    .overlay
+                    .with_value(|l| gestures::clicked_oom(l.as_ref(), x))
+                {
+                    Some(nth) => tl.pin_oom(nth),
+                    None => tl.click_at(x, y),
+                }
+            }
+            Release::Done => {}
+        }
+    }
+
+    fn left(&self) {
+        if self.drag.with_value(Option::is_none) {
+            self.tl.clear_hover();
+        }
+    }
+}
+
+/// What the overlay's last drawing left for tests and benchmarks.
+#[derive(Clone, Copy)]
+struct OverlayDrawn {
+    /// Its labels, as JSON.
+    labels: RwSignal<String>,
+    /// How long drawing it took, in milliseconds.
+    ms: RwSignal<f64>,
+}
+
+/// Draws the axes and marks over the frame on screen whenever it, the layout, the size, the
+/// theme, the pin or the axis change.
+fn draw_overlay(tl: Timeline, overlay_canvas: NodeRef<Canvas>) -> OverlayDrawn {
+    let drawn = OverlayDrawn {
+        labels: RwSignal::new(String::new()),
+        ms: RwSignal::new(0.0),
+    };
+    let draw = move || {
         let frame = tl.frame.get_untracked();
         let info = tl.info.get_untracked();
         let (w, h, dpr) = tl.size.get_untracked();
@@ -431,8 +425,8 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
                 dark,
             },
         );
-        overlay_ms.set(now() - start);
-        labels.set(
+        drawn.ms.set(now() - start);
+        drawn.labels.set(
             layout
                 .as_ref()
                 .map(overlay::labels_json)
@@ -454,56 +448,55 @@ pub fn Plot(tl: Timeline) -> impl IntoView {
         if drawn.is_none() && tl.first_with_file.get_untracked() {
             request_animation_frame(move || {
                 if !tl.is_gone() {
-                    draw_overlay();
+                    draw();
                 }
             });
         } else {
-            draw_overlay();
+            draw();
         }
     });
+    drawn
+}
 
-    let height = move || format!("{}px", tl.size.get().1);
+/// The bar under the plot: dragging it resizes the plot (its share of the window's height,
+/// remembered); a double click restores the usual share.
+#[component]
+fn PlotResizeBar(tl: Timeline) -> impl IntoView {
+    let resizing = StoredValue::new_local(None::<PlotResize>);
+    let on_down = move |event: PointerEvent| {
+        let press = PlotResize::press(
+            event.client_y() as f64,
+            tl.size.get_untracked().1,
+            window_height(),
+        );
+        resizing.set_value(Some(press));
+        if let Some(target) = event
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+        {
+            let _ = target.set_pointer_capture(event.pointer_id());
+        }
+    };
+    let on_move = move |event: PointerEvent| {
+        let Some(resize) = resizing.get_value() else {
+            return;
+        };
+        let share = resize.share_at(event.client_y() as f64, window_height());
+        tl.plot_share.set(share);
+    };
+    let on_up = move |_: PointerEvent| {
+        if resizing.get_value().is_some() {
+            resizing.set_value(None);
+            store_plot_share(tl.plot_share.get_untracked());
+        }
+    };
     view! {
-        <div class="timeline-plot" node_ref=container>
-            <canvas
-                id="timeline-canvas"
-                class="timeline-canvas"
-                node_ref=canvas
-                tabindex="0"
-                aria-label="Memory timeline: wheel or W/S to zoom, drag or A/D to pan, Shift+wheel or a drag along the byte axis to zoom bytes, Shift+drag to zoom into a box, F to fit the bytes, 0 to reset, click to pin an allocation, Shift+click to show a moment in the other views, ? for all keys"
-                style:height=height
-                style:cursor=move || if over_axis.get() { "ns-resize" } else { "crosshair" }
-                on:pointerdown=on_down
-                on:pointermove=on_move
-                on:pointerup=on_up
-                on:pointerleave=move |_| {
-                    if drag.get_value().is_none() {
-                        tl.clear_hover();
-                    }
-                }
-            ></canvas>
-            <canvas
-                id="timeline-overlay"
-                class="timeline-overlay"
-                node_ref=overlay_canvas
-                aria-hidden="true"
-                style:height=height
-                data-labels=move || labels.get()
-                data-overlay-ms=move || overlay_ms.get().to_string()
-            ></canvas>
-            {move || zoom_box.get().map(|(x, y, w, h)| view! {
-                <div class="zoom-box" id="timeline-zoom-box"
-                    style:left=format!("{x}px") style:top=format!("{y}px")
-                    style:width=format!("{w}px") style:height=format!("{h}px")></div>
-            })}
-            <Tooltip tl=tl />
-        </div>
         <div class="plot-resize" id="timeline-resize" role="separator" aria-orientation="horizontal"
             title="Drag to resize the plot; double-click for its usual size"
-            on:pointerdown=on_resize_down on:pointermove=on_resize_move on:pointerup=on_resize_up
+            on:pointerdown=on_down on:pointermove=on_move on:pointerup=on_up
             on:dblclick=move |_| {
-                tl.plot_share.set(super::DEFAULT_PLOT_SHARE);
-                super::store_plot_share(super::DEFAULT_PLOT_SHARE);
+                tl.plot_share.set(DEFAULT_PLOT_SHARE);
+                store_plot_share(DEFAULT_PLOT_SHARE);
             }
         ></div>
     }
