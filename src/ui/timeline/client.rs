@@ -14,9 +14,9 @@
 //! - a new layout starts at the whole trace, or at the view a link restores (its search
 //!   highlighted without moving the view), and the first frame of each layout is told apart.
 //!
-//! Pure: no signals, no browser; unit-tested natively. The component (`view.rs`) keeps the
-//! view in signals (the ranges, the axis, the colouring…), describes it as the frame it would
-//! ask for, feeds the events in and carries the commands out. Not the place for navigation
+//! Pure: no signals, no browser; unit-tested natively. The timeline's view state (`view.rs`)
+//! keeps the view in signals (the ranges, the axis, the colouring…), describes it as the frame
+//! it would ask for, feeds the events in and carries the commands out. Not the place for navigation
 //! arithmetic (`range.rs`, `gestures.rs`) or for how answers are drawn.
 
 use super::range::{XRange, YRange};
