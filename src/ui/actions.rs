@@ -139,7 +139,7 @@ impl Actions {
             .unwrap_or(false);
         let window = Window::now().filter(|_| shown_alone)?;
         let width = self.expected_plot_width(window)?;
-        let size = window.plot_size(width, super::timeline::stored_plot_share());
+        let size = window.plot_size(width, super::timeline::plot_share::stored_plot_share());
         let (width, height, line_width) = plot_size::device_pixels(size);
         Some(FirstFrame {
             width,

@@ -1,6 +1,6 @@
 //! The timeline's conversation with its file's worker, as a state machine: events come in
 //! (the view changed, an answer arrived with its id, the pointer hovered or clicked, the plot
-//! was measured, a search was typed or restored from a link…) and [`Command`]s go out (ask
+//! was measured, a search was typed or restored from a link…) and [`TimelineCommand`]s go out (ask
 //! the worker this, show that). It decides what is asked for and when, and which answers
 //! count:
 //! - one frame in flight: a view that changes while a frame is out is asked for when that
@@ -62,7 +62,7 @@ pub enum ElementPurpose {
 
 /// What the component does for the client.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Command {
+pub enum TimelineCommand {
     /// Ask the worker, then tell the client the id the request went out with
     /// ([`Client::sent`]); its answer goes to [`Client::answered`] with `Purpose`.
     Ask(Purpose, TimelineRequest),
@@ -285,22 +285,22 @@ impl Client {
 
     /// The plot's size is expected to be `size` (a plot was laid out in a window of this
     /// size): frames may be asked for at once, without measuring the new plot first.
-    pub fn expect_size(&mut self, size: PlotSize) -> Vec<Command> {
+    pub fn expect_size(&mut self, size: PlotSize) -> Vec<TimelineCommand> {
         self.size = size;
         self.size_known = SizeKnown::Expected;
-        vec![Command::Resize(size)]
+        vec![TimelineCommand::Resize(size)]
     }
 
     /// The plot was measured at `size`: the first measure lets frames be asked for.
-    pub fn measured(&mut self, size: PlotSize) -> Vec<Command> {
+    pub fn measured(&mut self, size: PlotSize) -> Vec<TimelineCommand> {
         let first = self.size_known == SizeKnown::No;
         self.size_known = SizeKnown::Measured;
         if self.size != size {
             // The view changed: the effect that follows it asks for its frame.
             self.size = size;
-            vec![Command::Resize(size)]
+            vec![TimelineCommand::Resize(size)]
         } else if first {
-            vec![Command::RequestFrame]
+            vec![TimelineCommand::RequestFrame]
         } else {
             Vec::new()
         }
@@ -309,7 +309,11 @@ impl Client {
     /// The first view the worker painted with the file, shown if it is what this timeline
     /// would ask for first (`wanted`: the same size, no link to restore); `None` otherwise,
     /// and the timeline asks as usual.
-    pub fn first_view(&mut self, view: FirstView, wanted: &FrameRequest) -> Option<Vec<Command>> {
+    pub fn first_view(
+        &mut self,
+        view: FirstView,
+        wanted: &FrameRequest,
+    ) -> Option<Vec<TimelineCommand>> {
         if self.restoring() || !self.size_known() || !same_picture(&view.request, wanted, None) {
             return None;
         }
@@ -329,7 +333,7 @@ impl Client {
     /// The timeline shows `kind`: its layout is asked for (at the detail a link asks for,
     /// the first time), and what was asked of the previous one is forgotten. Nothing is asked
     /// when the layout on screen is of this kind (it came with the file).
-    pub fn show_kind(&mut self, kind: TimelineKind) -> Vec<Command> {
+    pub fn show_kind(&mut self, kind: TimelineKind) -> Vec<TimelineCommand> {
         self.kind = kind;
         if self.shown.is_some_and(|shown| shown.kind == kind) {
             return Vec::new();
@@ -342,7 +346,7 @@ impl Client {
 
     /// Lays the current kind out again (`detail` = `None` keeps the current detail), a
     /// frame asked for right behind it.
-    pub fn lay_out(&mut self, detail: Option<u32>) -> Vec<Command> {
+    pub fn lay_out(&mut self, detail: Option<u32>) -> Vec<TimelineCommand> {
         self.awaiting_first_frame = true;
         let request = TimelineRequest::Layout {
             device: self.device,
@@ -350,15 +354,15 @@ impl Client {
             detail,
         };
         vec![
-            Command::Ask(Purpose::Layout, request),
-            Command::RequestFrame,
+            TimelineCommand::Ask(Purpose::Layout, request),
+            TimelineCommand::RequestFrame,
         ]
     }
 
     /// The view is now `wanted` (from the effect that follows every change of the view, or
     /// because the client asked to describe it): ask for its frame, unless it is the one
     /// asked for directly just before.
-    pub fn frame_wanted(&mut self, wanted: FrameRequest) -> Vec<Command> {
+    pub fn frame_wanted(&mut self, wanted: FrameRequest) -> Vec<TimelineCommand> {
         if !self.size_known() {
             return Vec::new();
         }
@@ -372,7 +376,7 @@ impl Client {
 
     /// An input handler moved the view to `wanted`: ask for its frame now, so the worker
     /// starts painting before the page's effects run.
-    pub fn frame_wanted_now(&mut self, wanted: FrameRequest) -> Vec<Command> {
+    pub fn frame_wanted_now(&mut self, wanted: FrameRequest) -> Vec<TimelineCommand> {
         if !self.size_known() {
             return Vec::new();
         }
@@ -383,14 +387,14 @@ impl Client {
     }
 
     /// The minimap `width` device pixels wide, along `mode`'s axis.
-    pub fn minimap_wanted(&mut self, mode: AxisMode, width: u32) -> Vec<Command> {
+    pub fn minimap_wanted(&mut self, mode: AxisMode, width: u32) -> Vec<TimelineCommand> {
         let request = TimelineRequest::Minimap {
             device: self.device,
             kind: self.kind,
             mode,
             width,
         };
-        vec![Command::Ask(Purpose::Minimap, request)]
+        vec![TimelineCommand::Ask(Purpose::Minimap, request)]
     }
 
     // ---- Events: the pointer.
@@ -401,64 +405,64 @@ impl Client {
     }
 
     /// The pointer hovers `(x, y)`: what is there shows in the tooltip.
-    pub fn hover(&mut self, x: f64, y: f64) -> Vec<Command> {
+    pub fn hover(&mut self, x: f64, y: f64) -> Vec<TimelineCommand> {
         self.ask_hit(x, y, None)
     }
 
     /// A click at `(x, y)`: pins the allocation there; a click where there is none picks its
     /// moment instead.
-    pub fn click(&mut self, x: f64, y: f64) -> Vec<Command> {
+    pub fn click(&mut self, x: f64, y: f64) -> Vec<TimelineCommand> {
         self.ask_hit(x, y, Some(false))
     }
 
     /// A Shift+click at `(x, y)`: the other views show its moment; what is pinned stays.
-    pub fn pick_moment_at(&mut self, x: f64, y: f64) -> Vec<Command> {
+    pub fn pick_moment_at(&mut self, x: f64, y: f64) -> Vec<TimelineCommand> {
         self.ask_hit(x, y, Some(true))
     }
 
     /// The pointer is over something other than the painted pixels (a phase, an
     /// out-of-memory mark): no hit shows.
-    pub fn hover_elsewhere(&mut self) -> Vec<Command> {
+    pub fn hover_elsewhere(&mut self) -> Vec<TimelineCommand> {
         self.hit_shown = false;
-        vec![Command::HideHit]
+        vec![TimelineCommand::HideHit]
     }
 
     /// The pointer left the plot (or a drag started): no hit shows, and none waits.
-    pub fn pointer_left(&mut self) -> Vec<Command> {
+    pub fn pointer_left(&mut self) -> Vec<TimelineCommand> {
         self.hover_next = None;
         self.hover_elsewhere()
     }
 
     // ---- Events: pins and searches.
 
-    pub fn unpin(&mut self) -> Vec<Command> {
+    pub fn unpin(&mut self) -> Vec<TimelineCommand> {
         self.cancel_pending_elements();
-        vec![Command::Unpin]
+        vec![TimelineCommand::Unpin]
     }
 
     /// Pins the `nth` out-of-memory of the device.
-    pub fn pin_oom(&mut self, nth: u32) -> Vec<Command> {
+    pub fn pin_oom(&mut self, nth: u32) -> Vec<TimelineCommand> {
         let request = TimelineRequest::Oom {
             device: self.device,
             nth,
         };
-        vec![Command::Ask(Purpose::Oom, request)]
+        vec![TimelineCommand::Ask(Purpose::Oom, request)]
     }
 
     /// Pins an allocation of the allocations timeline and centres the view on it.
-    pub fn pin_allocation(&mut self, index: u32) -> Vec<Command> {
+    pub fn pin_allocation(&mut self, index: u32) -> Vec<TimelineCommand> {
         self.ask_element(TimelineKind::Allocations, index, ElementPurpose::Match)
     }
 
     /// Searches, and goes to the first match when the answer comes.
-    pub fn run_search(&mut self, query: String) -> Vec<Command> {
+    pub fn run_search(&mut self, query: String) -> Vec<TimelineCommand> {
         self.search_with(query, false)
     }
 
     /// Searches for what is being typed: the matches are highlighted and counted, and the
     /// view stays where it is until the user asks for a match. Nothing is asked when the
     /// query is the one already searched.
-    pub fn type_search(&mut self, query: String) -> Vec<Command> {
+    pub fn type_search(&mut self, query: String) -> Vec<TimelineCommand> {
         if self
             .search_shown
             .as_ref()
@@ -469,7 +473,7 @@ impl Client {
         self.search_with(query, true)
     }
 
-    pub fn clear_search(&mut self) -> Vec<Command> {
+    pub fn clear_search(&mut self) -> Vec<TimelineCommand> {
         self.search.cancel();
         self.cancel_pending_elements();
         self.search_shown = None;
@@ -479,11 +483,11 @@ impl Client {
             kind: self.kind,
             query: String::new(),
         };
-        vec![Command::ClearSearch, Command::Tell(forget)]
+        vec![TimelineCommand::ClearSearch, TimelineCommand::Tell(forget)]
     }
 
     /// Shows the `nth` search match (wrapping around), pinned and centred.
-    pub fn go_to_match(&mut self, nth: i64) -> Vec<Command> {
+    pub fn go_to_match(&mut self, nth: i64) -> Vec<TimelineCommand> {
         let Some(count) = self.search_shown.as_ref().map(|(_, count)| *count) else {
             return Vec::new();
         };
@@ -497,8 +501,8 @@ impl Client {
             nth,
         };
         vec![
-            Command::ShowMatch(nth),
-            Command::Ask(Purpose::Element(ElementPurpose::Match), request),
+            TimelineCommand::ShowMatch(nth),
+            TimelineCommand::Ask(Purpose::Element(ElementPurpose::Match), request),
         ]
     }
 
@@ -529,7 +533,7 @@ impl Client {
         purpose: Purpose,
         id: RequestId,
         result: Result<TimelineAnswer, ViewError>,
-    ) -> Vec<Command> {
+    ) -> Vec<TimelineCommand> {
         match purpose {
             Purpose::Layout => self.layout_answered(id, result),
             Purpose::Frame => self.frame_answered(id, result),
@@ -545,15 +549,15 @@ impl Client {
         &mut self,
         id: RequestId,
         result: Result<TimelineAnswer, ViewError>,
-    ) -> Vec<Command> {
+    ) -> Vec<TimelineCommand> {
         if !self.layout.answered(id) {
             return Vec::new();
         }
         let mut commands = match result {
             Ok(TimelineAnswer::Layout(info)) => self.show_layout(info),
-            other => return vec![Command::ShowError(failure(other))],
+            other => return vec![TimelineCommand::ShowError(failure(other))],
         };
-        commands.push(Command::RequestFrame);
+        commands.push(TimelineCommand::RequestFrame);
         commands
     }
 
@@ -561,17 +565,17 @@ impl Client {
         &mut self,
         id: RequestId,
         result: Result<TimelineAnswer, ViewError>,
-    ) -> Vec<Command> {
+    ) -> Vec<TimelineCommand> {
         self.asked_directly = None;
         if !self.frame.answered(id) {
             return Vec::new();
         }
         let mut commands = match result {
             Ok(TimelineAnswer::Frame(frame)) => self.show_frame(frame),
-            other => vec![Command::ShowError(failure(other))],
+            other => vec![TimelineCommand::ShowError(failure(other))],
         };
         if std::mem::take(&mut self.frame_wanted_again) {
-            commands.push(Command::RequestFrame);
+            commands.push(TimelineCommand::RequestFrame);
         }
         commands
     }
@@ -580,7 +584,7 @@ impl Client {
         &mut self,
         id: RequestId,
         result: Result<TimelineAnswer, ViewError>,
-    ) -> Vec<Command> {
+    ) -> Vec<TimelineCommand> {
         self.hit_in_flight = false;
         let click = self.click.answered(id);
         let latest = self.hover.answered(id);
@@ -596,22 +600,22 @@ impl Client {
                         (Some(e), false) => {
                             commands.extend(self.ask_element(e.kind, e.index, ElementPurpose::Pin))
                         }
-                        (_, true) => commands.extend(hit.state.map(Command::PickMoment)),
+                        (_, true) => commands.extend(hit.state.map(TimelineCommand::PickMoment)),
                         (None, false) => {
                             commands.extend(self.unpin());
-                            commands.extend(hit.state.map(Command::PickMoment));
+                            commands.extend(hit.state.map(TimelineCommand::PickMoment));
                         }
                     }
                 }
                 if latest {
                     self.hit_shown = true;
-                    commands.push(Command::ShowHit {
+                    commands.push(TimelineCommand::ShowHit {
                         hit: Box::new(hit),
                         at: self.pointer,
                     });
                 }
             }
-            other => commands.push(Command::ShowError(failure(other))),
+            other => commands.push(TimelineCommand::ShowError(failure(other))),
         }
         if let Some((x, y)) = next {
             commands.extend(self.hover(x, y));
@@ -624,17 +628,17 @@ impl Client {
         id: RequestId,
         purpose: ElementPurpose,
         result: Result<TimelineAnswer, ViewError>,
-    ) -> Vec<Command> {
+    ) -> Vec<TimelineCommand> {
         if !self.element.answered(id) {
             return Vec::new();
         }
         match result {
-            Ok(TimelineAnswer::Element(Some(detail))) => vec![Command::Pin {
+            Ok(TimelineAnswer::Element(Some(detail))) => vec![TimelineCommand::Pin {
                 detail: Box::new(detail),
                 centre: purpose == ElementPurpose::Match,
             }],
             Ok(TimelineAnswer::Element(None)) => Vec::new(),
-            other => vec![Command::ShowError(failure(other))],
+            other => vec![TimelineCommand::ShowError(failure(other))],
         }
     }
 
@@ -642,14 +646,14 @@ impl Client {
         &mut self,
         id: RequestId,
         result: Result<TimelineAnswer, ViewError>,
-    ) -> Vec<Command> {
+    ) -> Vec<TimelineCommand> {
         if !self.element.answered(id) {
             return Vec::new();
         }
         match result {
-            Ok(TimelineAnswer::Oom(Some(detail))) => vec![Command::PinOom(detail)],
+            Ok(TimelineAnswer::Oom(Some(detail))) => vec![TimelineCommand::PinOom(detail)],
             Ok(TimelineAnswer::Oom(None)) => Vec::new(),
-            other => vec![Command::ShowError(failure(other))],
+            other => vec![TimelineCommand::ShowError(failure(other))],
         }
     }
 
@@ -657,17 +661,17 @@ impl Client {
         &mut self,
         id: RequestId,
         result: Result<TimelineAnswer, ViewError>,
-    ) -> Vec<Command> {
+    ) -> Vec<TimelineCommand> {
         if !self.search.answered(id) {
             return Vec::new();
         }
         let found = match result {
             Ok(TimelineAnswer::Search(found)) => found,
-            other => return vec![Command::ShowError(failure(other))],
+            other => return vec![TimelineCommand::ShowError(failure(other))],
         };
         let any = found.count > 0;
         self.search_shown = Some((found.query.clone(), found.count));
-        let mut commands = vec![Command::ShowSearch(found)];
+        let mut commands = vec![TimelineCommand::ShowSearch(found)];
         let quiet = std::mem::take(&mut self.quiet_search);
         if any && !quiet {
             commands.extend(self.go_to_match(0));
@@ -679,13 +683,13 @@ impl Client {
         &mut self,
         id: RequestId,
         result: Result<TimelineAnswer, ViewError>,
-    ) -> Vec<Command> {
+    ) -> Vec<TimelineCommand> {
         if !self.minimap.answered(id) {
             return Vec::new();
         }
         match result {
-            Ok(TimelineAnswer::Minimap(minimap)) => vec![Command::ShowMinimap(minimap)],
-            other => vec![Command::ShowError(failure(other))],
+            Ok(TimelineAnswer::Minimap(minimap)) => vec![TimelineCommand::ShowMinimap(minimap)],
+            other => vec![TimelineCommand::ShowError(failure(other))],
         }
     }
 
@@ -702,7 +706,7 @@ impl Client {
 
     /// Asks for `wanted`, or, while a frame is in flight, remembers to ask for the view then
     /// (unless the frame in flight paints the same picture).
-    fn ask_frame(&mut self, wanted: FrameRequest) -> Vec<Command> {
+    fn ask_frame(&mut self, wanted: FrameRequest) -> Vec<TimelineCommand> {
         if self.frame.awaited() {
             let full = self.full(wanted.view.mode);
             let same = self
@@ -714,18 +718,21 @@ impl Client {
         }
         self.frame_wanted_again = false;
         self.frame_asked = Some(wanted.clone());
-        vec![Command::Ask(Purpose::Frame, TimelineRequest::Frame(wanted))]
+        vec![TimelineCommand::Ask(
+            Purpose::Frame,
+            TimelineRequest::Frame(wanted),
+        )]
     }
 
     /// Shows a painted frame: its view for hit tests, and what is under the pointer again
     /// when the tooltip shows (the frame moved under it).
-    fn show_frame(&mut self, frame: FrameInfo) -> Vec<Command> {
+    fn show_frame(&mut self, frame: FrameInfo) -> Vec<TimelineCommand> {
         self.painted = Some(Painted {
             view: frame.view,
             y: (frame.y_min, frame.y_max),
         });
         let first = std::mem::take(&mut self.awaiting_first_frame);
-        let mut commands = vec![Command::ShowFrame { frame, first }];
+        let mut commands = vec![TimelineCommand::ShowFrame { frame, first }];
         if self.hit_shown {
             let (x, y) = self.pointer;
             commands.extend(self.hover(x, y));
@@ -735,23 +742,23 @@ impl Client {
 
     /// Shows a layout's description; a new layout starts at the whole trace (or at the view
     /// a link restores). Asks for no frame.
-    fn show_layout(&mut self, info: TimelineInfo) -> Vec<Command> {
+    fn show_layout(&mut self, info: TimelineInfo) -> Vec<TimelineCommand> {
         let same_layout = self.shown.is_some_and(|shown| shown.kind == info.kind);
         self.shown = Some(Extents::of(&info));
-        let mut commands = vec![Command::ShowLayout(info)];
+        let mut commands = vec![TimelineCommand::ShowLayout(info)];
         if !same_layout {
             match self.restore.take() {
                 Some(link) => commands.extend(self.restore_view(link)),
-                None => commands.push(Command::ShowWhole),
+                None => commands.push(TimelineCommand::ShowWhole),
             }
-            commands.push(Command::RequestMinimap);
+            commands.push(TimelineCommand::RequestMinimap);
         }
         commands
     }
 
     /// A link's ranges, pin and search, over the layout that has just arrived.
-    fn restore_view(&mut self, link: ViewLink) -> Vec<Command> {
-        let mut commands = vec![Command::ShowRanges {
+    fn restore_view(&mut self, link: ViewLink) -> Vec<TimelineCommand> {
+        let mut commands = vec![TimelineCommand::ShowRanges {
             x: link.timeline.x.map(|(x0, x1)| XRange::new(x0, x1)),
             y: link
                 .timeline
@@ -775,10 +782,10 @@ impl Client {
 
     /// Forgets everything asked before the layout changes: answers about the previous
     /// layout must not reach the new one.
-    fn forget_layout(&mut self) -> Vec<Command> {
+    fn forget_layout(&mut self) -> Vec<TimelineCommand> {
         self.shown = None;
         self.search_shown = None;
-        let mut commands = vec![Command::ForgetLayout];
+        let mut commands = vec![TimelineCommand::ForgetLayout];
         commands.extend(self.unpin());
         self.search.cancel();
         self.minimap.cancel();
@@ -787,7 +794,7 @@ impl Client {
 
     /// Asks what is under `(x, y)`: for a hover (`click` = `None`), which waits behind a hit
     /// in flight, or for a click, which picks its moment (`Some(true)`) or pins.
-    fn ask_hit(&mut self, x: f64, y: f64, click: Option<bool>) -> Vec<Command> {
+    fn ask_hit(&mut self, x: f64, y: f64, click: Option<bool>) -> Vec<TimelineCommand> {
         if self.hit_in_flight && click.is_none() {
             self.hover_next = Some((x, y));
             return Vec::new();
@@ -812,7 +819,7 @@ impl Client {
         let purpose = Purpose::Hit {
             click: click.is_some(),
         };
-        vec![Command::Ask(purpose, TimelineRequest::Hit(request))]
+        vec![TimelineCommand::Ask(purpose, TimelineRequest::Hit(request))]
     }
 
     /// Asks for an element to pin; only the latest one asked for counts.
@@ -821,13 +828,13 @@ impl Client {
         kind: TimelineKind,
         index: u32,
         purpose: ElementPurpose,
-    ) -> Vec<Command> {
+    ) -> Vec<TimelineCommand> {
         let request = TimelineRequest::Element {
             device: self.device,
             kind,
             index,
         };
-        vec![Command::Ask(Purpose::Element(purpose), request)]
+        vec![TimelineCommand::Ask(Purpose::Element(purpose), request)]
     }
 
     /// Answers still to come for pins or matches must not pin anything any more.
@@ -836,7 +843,7 @@ impl Client {
         self.element.cancel();
     }
 
-    fn search_with(&mut self, query: String, quiet: bool) -> Vec<Command> {
+    fn search_with(&mut self, query: String, quiet: bool) -> Vec<TimelineCommand> {
         self.quiet_search = quiet;
         let request = TimelineRequest::Search {
             device: self.device,
@@ -844,8 +851,8 @@ impl Client {
             query: query.clone(),
         };
         vec![
-            Command::SearchFor(query),
-            Command::Ask(Purpose::Search, request),
+            TimelineCommand::SearchFor(query),
+            TimelineCommand::Ask(Purpose::Search, request),
         ]
     }
 }
@@ -998,7 +1005,7 @@ mod tests {
         asked: Vec<(RequestId, Purpose, TimelineRequest)>,
         told: Vec<TimelineRequest>,
         /// The commands carried out that do not change the view or ask the worker, in order.
-        done: Vec<Command>,
+        done: Vec<TimelineCommand>,
     }
 
     impl Page {
@@ -1066,7 +1073,7 @@ mod tests {
 
         /// Feeds the client an event, carries out its commands, then lets the view's
         /// effect run.
-        fn on(&mut self, event: impl FnOnce(&mut Client) -> Vec<Command>) {
+        fn on(&mut self, event: impl FnOnce(&mut Client) -> Vec<TimelineCommand>) {
             let commands = event(&mut self.client);
             self.run(commands);
             while std::mem::take(&mut self.view_changed) {
@@ -1076,54 +1083,54 @@ mod tests {
             }
         }
 
-        fn run(&mut self, commands: Vec<Command>) {
+        fn run(&mut self, commands: Vec<TimelineCommand>) {
             for command in commands {
                 self.carry_out(command);
             }
         }
 
-        fn carry_out(&mut self, command: Command) {
+        fn carry_out(&mut self, command: TimelineCommand) {
             match command {
-                Command::Ask(purpose, request) => {
+                TimelineCommand::Ask(purpose, request) => {
                     let id = self.next_id;
                     self.next_id += 1;
                     self.asked.push((id, purpose, request));
                     self.client.sent(purpose, id);
                 }
-                Command::Tell(request) => self.told.push(request),
-                Command::RequestFrame => {
+                TimelineCommand::Tell(request) => self.told.push(request),
+                TimelineCommand::RequestFrame => {
                     let wanted = self.wanted();
                     let commands = self.client.frame_wanted(wanted);
                     self.run(commands);
                 }
-                Command::RequestMinimap => {
+                TimelineCommand::RequestMinimap => {
                     let commands = self.client.minimap_wanted(AxisMode::Events, 500);
                     self.run(commands);
                 }
-                Command::Resize(size) => {
+                TimelineCommand::Resize(size) => {
                     self.size = size;
                     self.view_changed = true;
                 }
-                Command::ShowLayout(ref info) => {
+                TimelineCommand::ShowLayout(ref info) => {
                     self.layout = Some(info.kind);
                     self.done.push(command);
                 }
-                Command::ShowWhole => {
+                TimelineCommand::ShowWhole => {
                     self.range = XRange::new(WHOLE.0, WHOLE.1);
                     self.y = None;
                     self.view_changed = true;
                 }
-                Command::ShowRanges { x, y } => {
+                TimelineCommand::ShowRanges { x, y } => {
                     self.range = x.unwrap_or(XRange::new(WHOLE.0, WHOLE.1));
                     self.y = y;
                     self.view_changed = true;
                 }
-                Command::ForgetLayout => {
+                TimelineCommand::ForgetLayout => {
                     self.layout = None;
                     self.search_count = 0;
                     self.view_changed = true;
                 }
-                Command::Pin { ref detail, centre } => {
+                TimelineCommand::Pin { ref detail, centre } => {
                     self.pinned = Some(detail.index);
                     if centre {
                         let full = XRange::new(WHOLE.0, WHOLE.1);
@@ -1133,17 +1140,17 @@ mod tests {
                     self.view_changed = true;
                     self.done.push(command);
                 }
-                Command::Unpin => {
+                TimelineCommand::Unpin => {
                     self.pinned = None;
                     self.view_changed = true;
                     self.done.push(command);
                 }
-                Command::ShowSearch(ref found) => {
+                TimelineCommand::ShowSearch(ref found) => {
                     self.search_count = found.count;
                     self.view_changed = true;
                     self.done.push(command);
                 }
-                Command::ClearSearch => {
+                TimelineCommand::ClearSearch => {
                     self.search_count = 0;
                     self.view_changed = true;
                     self.done.push(command);
@@ -1242,7 +1249,7 @@ mod tests {
             self.done
                 .iter()
                 .filter_map(|c| match c {
-                    Command::ShowFrame { frame, first } => {
+                    TimelineCommand::ShowFrame { frame, first } => {
                         Some(((frame.view.x0, frame.view.x1), *first))
                     }
                     _ => None,
@@ -1255,7 +1262,7 @@ mod tests {
             self.done
                 .iter()
                 .filter_map(|c| match c {
-                    Command::ShowHit { at, .. } => Some(*at),
+                    TimelineCommand::ShowHit { at, .. } => Some(*at),
                     _ => None,
                 })
                 .collect()
@@ -1309,9 +1316,11 @@ mod tests {
         assert!(!page
             .done
             .iter()
-            .any(|c| matches!(c, Command::ShowSearch(_))));
+            .any(|c| matches!(c, TimelineCommand::ShowSearch(_))));
         page.answer(searches[1].0, Ok(TimelineAnswer::Search(found("ab", 2))));
-        assert!(page.done.contains(&Command::ShowSearch(found("ab", 2))));
+        assert!(page
+            .done
+            .contains(&TimelineCommand::ShowSearch(found("ab", 2))));
 
         // Two allocations pinned: only the latest is.
         page.on(|c| c.pin_allocation(1));
@@ -1340,7 +1349,7 @@ mod tests {
         assert!(!page
             .done
             .iter()
-            .any(|c| matches!(c, Command::ShowLayout(_))));
+            .any(|c| matches!(c, TimelineCommand::ShowLayout(_))));
 
         // Two hovers' hits, the second a click that went out while the first was in
         // flight: the tooltip shows the click's.
@@ -1455,7 +1464,7 @@ mod tests {
         assert!(!page
             .done
             .iter()
-            .any(|c| matches!(c, Command::PickMoment(_))));
+            .any(|c| matches!(c, TimelineCommand::PickMoment(_))));
 
         // Shift+click over an allocation: its moment, and the pin stays.
         page.on(|c| c.pick_moment_at(20.0, 10.0));
@@ -1465,14 +1474,14 @@ mod tests {
             .asked_for(Purpose::Element(ElementPurpose::Pin))
             .is_empty());
         assert_eq!(page.pinned, Some(4));
-        assert!(page.done.contains(&Command::PickMoment(50)));
+        assert!(page.done.contains(&TimelineCommand::PickMoment(50)));
 
         // A click where there is nothing: unpinned, and its moment picked.
         page.on(|c| c.click(30.0, 190.0));
         let click = page.only(clicks);
         page.answer(click, Ok(TimelineAnswer::Hit(hit(None, 60))));
         assert_eq!(page.pinned, None);
-        assert!(page.done.contains(&Command::PickMoment(60)));
+        assert!(page.done.contains(&TimelineCommand::PickMoment(60)));
     }
 
     #[test]
@@ -1505,7 +1514,7 @@ mod tests {
         assert!(page.asked_for(Purpose::Search).is_empty());
         // Enter goes to the next match, wrapping around.
         page.on(|c| c.go_to_match(3));
-        assert!(page.done.contains(&Command::ShowMatch(0)));
+        assert!(page.done.contains(&TimelineCommand::ShowMatch(0)));
     }
 
     #[test]
@@ -1520,7 +1529,7 @@ mod tests {
         assert!(matches!(request, TimelineRequest::Match { nth: 0, .. }));
         page.answer(id, Ok(TimelineAnswer::Element(Some(element(8)))));
         assert_eq!(page.pinned, Some(8));
-        let centred = Command::Pin {
+        let centred = TimelineCommand::Pin {
             detail: Box::new(element(8)),
             centre: true,
         };
@@ -1550,7 +1559,7 @@ mod tests {
         assert_eq!(page.range, XRange::new(100.0, 200.0));
         assert!(page
             .done
-            .contains(&Command::SearchFor("optimizer".to_string())));
+            .contains(&TimelineCommand::SearchFor("optimizer".to_string())));
 
         let search = page.only(Purpose::Search);
         page.answer(search, Ok(TimelineAnswer::Search(found("optimizer", 3))));
@@ -1592,7 +1601,7 @@ mod tests {
         let wanted = page.wanted();
         // The handler asks at once, before the page's effects run...
         let commands = page.client.frame_wanted_now(wanted.clone());
-        let asked = Command::Ask(Purpose::Frame, TimelineRequest::Frame(wanted.clone()));
+        let asked = TimelineCommand::Ask(Purpose::Frame, TimelineRequest::Frame(wanted.clone()));
         assert_eq!(commands, [asked]);
         page.run(commands);
         // ...and the effect that follows the view wants the same frame: nothing more.
@@ -1665,7 +1674,7 @@ mod tests {
 
         // Another kind: a new layout, whose first frame is first again.
         page.on(|c| c.show_kind(TimelineKind::Segments));
-        assert!(page.done.contains(&Command::ForgetLayout) || page.layout.is_none());
+        assert!(page.done.contains(&TimelineCommand::ForgetLayout) || page.layout.is_none());
         let layout = page.only(Purpose::Layout);
         let frame = page.only(Purpose::Frame);
         page.answer_layout(layout);
@@ -1765,7 +1774,7 @@ mod tests {
         page.answer(frame, Ok(TimelineAnswer::Hit(hit(None, 1))));
         assert!(page
             .done
-            .contains(&Command::ShowError(ViewError::Malformed {
+            .contains(&TimelineCommand::ShowError(ViewError::Malformed {
                 detail: "unexpected timeline hit answer".into()
             })));
         page.zoom_to(300.0, 400.0);
@@ -1773,6 +1782,6 @@ mod tests {
         page.answer(frame, Err(ViewError::NotLoaded));
         assert!(page
             .done
-            .contains(&Command::ShowError(ViewError::NotLoaded)));
+            .contains(&TimelineCommand::ShowError(ViewError::NotLoaded)));
     }
 }

@@ -24,15 +24,15 @@ const ELLIPSIS: &str = "…";
 
 /// A rectangle: left, top, width, height.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Rect {
+pub struct LabelRect {
     pub x: f64,
     pub y: f64,
     pub w: f64,
     pub h: f64,
 }
 
-impl Rect {
-    pub fn overlaps(&self, other: &Rect) -> bool {
+impl LabelRect {
+    pub fn overlaps(&self, other: &LabelRect) -> bool {
         self.x < other.x + other.w
             && other.x < self.x + self.w
             && self.y < other.y + other.h
@@ -72,7 +72,7 @@ impl LabelKind {
 pub struct Label {
     pub kind: LabelKind,
     pub text: String,
-    pub rect: Rect,
+    pub rect: LabelRect,
 }
 
 /// A phase band: where it is drawn, its lane, and its name when it fits.
@@ -128,7 +128,7 @@ impl Layout {
 }
 
 /// What is in view, in CSS pixels and axis units.
-pub struct Scene<'a> {
+pub struct InView<'a> {
     pub width: f64,
     pub height: f64,
     pub x0: f64,
@@ -170,8 +170,8 @@ struct Placer<'a> {
 }
 
 impl Placer<'_> {
-    fn rect_at(&self, text: &str, x: f64, y: f64) -> Rect {
-        Rect {
+    fn rect_at(&self, text: &str, x: f64, y: f64) -> LabelRect {
+        LabelRect {
             x,
             y,
             w: (self.measure)(text).ceil(),
@@ -179,7 +179,7 @@ impl Placer<'_> {
         }
     }
 
-    fn free(&self, rect: &Rect, avoid: &[Rect]) -> bool {
+    fn free(&self, rect: &LabelRect, avoid: &[LabelRect]) -> bool {
         rect.inside(self.w, self.h)
             && !self.placed.iter().any(|l| l.rect.overlaps(rect))
             && !avoid.iter().any(|a| a.overlaps(rect))
@@ -191,7 +191,7 @@ impl Placer<'_> {
         kind: LabelKind,
         text: &str,
         candidates: &[(f64, f64)],
-        avoid: &[Rect],
+        avoid: &[LabelRect],
     ) -> bool {
         for &(x, y) in candidates {
             let rect = self.rect_at(text, x, y);
@@ -242,7 +242,7 @@ fn fitted(text: &str, width: f64, measure: &dyn Fn(&str) -> f64) -> Option<Strin
 }
 
 /// Lays the overlay of `scene` out.
-pub fn lay_out(scene: &Scene<'_>, measure: &dyn Fn(&str) -> f64) -> Layout {
+pub fn lay_out(scene: &InView<'_>, measure: &dyn Fn(&str) -> f64) -> Layout {
     let (w, h) = (scene.width, scene.height);
     let info = scene.info;
     let span = (scene.x1 - scene.x0).max(f64::MIN_POSITIVE);
@@ -357,10 +357,10 @@ pub fn lay_out(scene: &Scene<'_>, measure: &dyn Fn(&str) -> f64) -> Layout {
             let tw = measure(&text).ceil();
             let above = py - 4.0 - TEXT_HEIGHT;
             let below = py + 2.0;
-            let phases: Vec<Rect> = out
+            let phases: Vec<LabelRect> = out
                 .phases
                 .iter()
-                .map(|p| Rect {
+                .map(|p| LabelRect {
                     x: p.x0,
                     y: p.lane as f64 * PHASE_LANE,
                     w: (p.x1 - p.x0).max(1.0),
@@ -431,7 +431,7 @@ pub fn lay_out(scene: &Scene<'_>, measure: &dyn Fn(&str) -> f64) -> Layout {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::timeline::service::{OomMark, Phase};
+    use crate::timeline::service::{OomMark, ScopeMark};
     use crate::timeline::TimelineKind;
 
     /// 7 pixels per character, like an 11 px UI font.
@@ -459,8 +459,8 @@ mod tests {
         }
     }
 
-    fn scene(info: &TimelineInfo, width: f64, height: f64) -> Scene<'_> {
-        Scene {
+    fn scene(info: &TimelineInfo, width: f64, height: f64) -> InView<'_> {
+        InView {
             width,
             height,
             x0: 0.0,
@@ -493,7 +493,7 @@ mod tests {
         }];
         info.peak_bytes = 54 << 30;
         info.phases = (0..40)
-            .map(|i| Phase {
+            .map(|i| ScopeMark {
                 name: format!("Optimizer.step#AdamW.step {i}"),
                 start_state: i * 25,
                 end_state: Some(i * 25 + 20),
@@ -520,7 +520,7 @@ mod tests {
     #[test]
     fn tick_labels_stay_whole_below_the_phases() {
         let mut info = info();
-        info.phases = vec![Phase {
+        info.phases = vec![ScopeMark {
             name: "forward".into(),
             start_state: 0,
             end_state: Some(1001),
@@ -561,7 +561,7 @@ mod tests {
     #[test]
     fn long_phase_names_end_with_an_ellipsis_and_show_whole_on_hover() {
         let mut info = info();
-        info.phases = vec![Phase {
+        info.phases = vec![ScopeMark {
             name: "Optimizer.step#AdamW.step".into(),
             start_state: 100,
             end_state: Some(200),

@@ -55,6 +55,8 @@ mod panel;
 #[cfg(target_arch = "wasm32")]
 mod plot;
 #[cfg(target_arch = "wasm32")]
+pub mod plot_share;
+#[cfg(target_arch = "wasm32")]
 mod toolbar;
 #[cfg(target_arch = "wasm32")]
 pub mod tooltip;
@@ -62,6 +64,8 @@ pub mod tooltip;
 mod view;
 
 #[cfg(target_arch = "wasm32")]
-pub use panel::{store_plot_share, stored_plot_share, TimelinePanel, DEFAULT_PLOT_SHARE};
+pub use panel::TimelinePanel;
+#[cfg(target_arch = "wasm32")]
+pub use plot_share::{store_plot_share, DEFAULT_PLOT_SHARE};
 #[cfg(target_arch = "wasm32")]
 pub use view::Timeline;

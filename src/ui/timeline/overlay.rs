@@ -36,7 +36,7 @@ pub fn lay_out(ctx: &CanvasRenderingContext2d, scene: &Scene<'_>) -> Layout {
     ctx.set_font(FONT);
     let measure = |text: &str| ctx.measure_text(text).map_or(0.0, |m| m.width());
     labels::lay_out(
-        &labels::Scene {
+        &labels::InView {
             width: scene.width,
             height: scene.height,
             x0: scene.x0,

@@ -12,9 +12,9 @@
 use leptos::prelude::*;
 use wasm_bindgen::JsValue;
 
-use super::client::{Client, Command, Purpose};
+use super::client::{Client, Purpose, TimelineCommand};
 use super::gestures;
-use super::panel::stored_plot_share;
+use super::plot_share::stored_plot_share;
 use super::plot_size::{self, Window};
 use super::range::{self, XRange, YRange};
 use super::{canvas, labels};
@@ -375,14 +375,14 @@ impl Timeline {
     // ---- The client's events and commands.
 
     /// Feeds the client an event and carries out the commands it returns.
-    fn feed(&self, event: impl FnOnce(&mut Client) -> Vec<Command>) {
+    fn feed(&self, event: impl FnOnce(&mut Client) -> Vec<TimelineCommand>) {
         self.feed_with_pixels(event, None);
     }
 
     /// [`Self::feed`], with the pixels of the frame the event brought.
     fn feed_with_pixels(
         &self,
-        event: impl FnOnce(&mut Client) -> Vec<Command>,
+        event: impl FnOnce(&mut Client) -> Vec<TimelineCommand>,
         mut pixels: Option<JsValue>,
     ) {
         // Carried out once the client is put back: a command may feed it another event.
@@ -392,22 +392,24 @@ impl Timeline {
         }
     }
 
-    fn carry_out(&self, command: Command, pixels: &mut Option<JsValue>) {
+    fn carry_out(&self, command: TimelineCommand, pixels: &mut Option<JsValue>) {
         match command {
-            Command::Ask(purpose, request) => self.ask_for(purpose, request),
-            Command::Tell(request) => self.actions.tell(self.file, Request::Timeline(request)),
-            Command::RequestFrame => self.request_frame(),
-            Command::RequestMinimap => self.request_minimap(),
-            Command::Resize(size) => self.size.set(size),
-            Command::ShowLayout(info) => {
+            TimelineCommand::Ask(purpose, request) => self.ask_for(purpose, request),
+            TimelineCommand::Tell(request) => {
+                self.actions.tell(self.file, Request::Timeline(request))
+            }
+            TimelineCommand::RequestFrame => self.request_frame(),
+            TimelineCommand::RequestMinimap => self.request_minimap(),
+            TimelineCommand::Resize(size) => self.size.set(size),
+            TimelineCommand::ShowLayout(info) => {
                 if !info.has_time && self.mode.get_untracked() == AxisMode::Time {
                     self.mode.set(AxisMode::Events);
                 }
                 self.error.set(None);
                 self.info.set(Some(info));
             }
-            Command::ShowWhole => self.show_whole(),
-            Command::ShowRanges { x, y } => {
+            TimelineCommand::ShowWhole => self.show_whole(),
+            TimelineCommand::ShowRanges { x, y } => {
                 match x {
                     Some(x) => self.move_range(x),
                     None => {
@@ -418,42 +420,44 @@ impl Timeline {
                 }
                 self.y_range.set(y);
             }
-            Command::ForgetLayout => {
+            TimelineCommand::ForgetLayout => {
                 self.info.set(None);
                 self.search.set(None);
                 self.minimap.set(None);
             }
-            Command::ShowFrame { frame, first } => self.show_frame(frame, pixels.take(), first),
-            Command::ShowHit { hit, at: (x, y) } => self.hover.set(Some((*hit, x, y))),
-            Command::HideHit => self.hover.set(None),
-            Command::Pin { detail, centre } => {
+            TimelineCommand::ShowFrame { frame, first } => {
+                self.show_frame(frame, pixels.take(), first)
+            }
+            TimelineCommand::ShowHit { hit, at: (x, y) } => self.hover.set(Some((*hit, x, y))),
+            TimelineCommand::HideHit => self.hover.set(None),
+            TimelineCommand::Pin { detail, centre } => {
                 if centre {
                     self.centre_on(&detail);
                 }
                 self.pinned_oom.set(None);
                 self.pinned.set(Some(*detail));
             }
-            Command::PinOom(detail) => {
+            TimelineCommand::PinOom(detail) => {
                 self.pinned.set(None);
                 self.pinned_oom.set(Some(*detail));
             }
-            Command::Unpin => {
+            TimelineCommand::Unpin => {
                 self.pinned.set(None);
                 self.pinned_oom.set(None);
             }
-            Command::PickMoment(state) => self.categories.picked.set(Some(state)),
-            Command::SearchFor(query) => {
+            TimelineCommand::PickMoment(state) => self.categories.picked.set(Some(state)),
+            TimelineCommand::SearchFor(query) => {
                 self.match_nth.set(0);
                 self.categories.search.set(query);
             }
-            Command::ShowSearch(found) => self.search.set(Some(found)),
-            Command::ClearSearch => {
+            TimelineCommand::ShowSearch(found) => self.search.set(Some(found)),
+            TimelineCommand::ClearSearch => {
                 self.categories.search.set(String::new());
                 self.search.set(None);
             }
-            Command::ShowMatch(nth) => self.match_nth.set(nth),
-            Command::ShowMinimap(minimap) => self.minimap.set(Some(minimap)),
-            Command::ShowError(error) => self.show_error(&error),
+            TimelineCommand::ShowMatch(nth) => self.match_nth.set(nth),
+            TimelineCommand::ShowMinimap(minimap) => self.minimap.set(Some(minimap)),
+            TimelineCommand::ShowError(error) => self.show_error(&error),
         }
     }
 

@@ -233,7 +233,7 @@ pub struct TimelineInfo {
     pub peak_bytes: u64,
     pub peak_time_us: Option<i64>,
     /// Named phases (`external_annotations`) as state ranges.
-    pub phases: Vec<Phase>,
+    pub phases: Vec<ScopeMark>,
     /// Out-of-memory events.
     pub ooms: Vec<OomMark>,
     /// Milliseconds the worker spent laying the timeline out.
@@ -241,7 +241,7 @@ pub struct TimelineInfo {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Phase {
+pub struct ScopeMark {
     pub name: String,
     pub start_state: u32,
     /// `None` when the phase never ended within the trace.
@@ -895,7 +895,7 @@ fn default_detail(elements: &impl Elements, peak: u64) -> u32 {
 }
 
 /// `external_annotations` of this device as state ranges (start/end paired by name).
-fn phases(analysed: &Analysed, dev: &Device, axis: &Axis<'_>) -> Vec<Phase> {
+fn phases(analysed: &Analysed, dev: &Device, axis: &Axis<'_>) -> Vec<ScopeMark> {
     if !axis.has_time() {
         return Vec::new();
     }
@@ -907,7 +907,7 @@ fn phases(analysed: &Analysed, dev: &Device, axis: &Axis<'_>) -> Vec<Phase> {
     };
     scope_ranges(snapshot, dev.id)
         .into_iter()
-        .map(|s| Phase {
+        .map(|s| ScopeMark {
             name: snapshot.str(s.name).to_string(),
             start_state: state_at(s.start_us),
             end_state: s.end_us.map(state_at),
