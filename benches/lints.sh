@@ -2,9 +2,9 @@
 # How long the lints and the native test build take from nothing (a fresh target directory, the
 # crates already downloaded), two ways, alternately, and prints a Markdown table of the medians:
 #   separate: clippy natively over every target, clippy for wasm32 (the web app, the core and
-#             the charts), then the test build — the way `./x test` linted before;
+#             the charts), then the test build — as `./x test` lints (it checks the web app alone);
 #   inside:   clippy for wasm32 (the web app only), then the test build with clippy-driver as
-#             the workspace's compiler (`./x test` now; docs/decisions/0025-clippy-runs-inside-the-test-build.md).
+#             the workspace's compiler (measured, not adopted: docs/decisions/0025-clippy-runs-beside-the-test-build.md).
 # The tests are not run: both ways run the same tests.
 #
 #   bash benches/lints.sh [RUNS]      (default 1; each run of each way takes minutes)
