@@ -68,17 +68,7 @@ pub fn TimelinePanel(
         if for_device != device {
             return;
         }
-        if tl.kind.get_untracked() != TimelineKind::Allocations {
-            // Laying the allocations out unpins; pin once that request has gone out.
-            tl.kind.set(TimelineKind::Allocations);
-            request_animation_frame(move || {
-                if !tl.is_gone() {
-                    tl.pin_allocation(element);
-                }
-            });
-        } else {
-            tl.pin_allocation(element);
-        }
+        tl.pin_on_allocations(element);
         if let Some(root) = web_sys::window()
             .and_then(|w| w.document())
             .and_then(|d| d.get_element_by_id("timeline"))
@@ -119,16 +109,7 @@ pub fn TimelinePanel(
         });
         match selected {
             Some((for_device, element)) if for_device == device && pinned != Some(element) => {
-                if tl.kind.get_untracked() != TimelineKind::Allocations {
-                    tl.kind.set(TimelineKind::Allocations);
-                    request_animation_frame(move || {
-                        if !tl.is_gone() {
-                            tl.pin_allocation(element);
-                        }
-                    });
-                } else {
-                    tl.pin_allocation(element);
-                }
+                tl.pin_on_allocations(element);
             }
             None if pinned.is_some() => tl.unpin(),
             _ => {}

@@ -107,6 +107,20 @@ impl Timeline {
         self.frame.is_disposed()
     }
 
+    /// Pins allocation `element`, showing the allocations tab first if another is shown:
+    /// laying the allocations out unpins, so the pin waits until that request has gone out.
+    pub(super) fn pin_on_allocations(self, element: u32) {
+        if self.kind.get_untracked() == TimelineKind::Allocations {
+            return self.pin_allocation(element);
+        }
+        self.kind.set(TimelineKind::Allocations);
+        request_animation_frame(move || {
+            if !self.is_gone() {
+                self.pin_allocation(element);
+            }
+        });
+    }
+
     pub(super) fn new(
         file: FileId,
         device: u32,

@@ -114,22 +114,12 @@ impl Analysed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Device, Trace, TraceRow};
+    use crate::model::Device;
 
     fn device(id: u32, rows: &[(Action, u64, u64)]) -> Device {
-        let mut trace = Trace::default();
-        for &(action, addr, size) in rows {
-            let mut row = TraceRow::new(action);
-            row.addr = addr;
-            row.size = size;
-            trace.push(row);
-        }
-        trace.finish();
         Device {
             id,
-            has_trace_list: true,
-            trace,
-            ..Device::default()
+            ..test_traces::device(rows)
         }
     }
 
