@@ -375,13 +375,13 @@ describe('what users stumbled on', () => {
     }
   });
 
-  it('names the timeline\'s phase bands by their words, never "#…", at 1440 and 1024 px', { skip: skipWithout(HEALTHY_STEP) }, async () => {
+  it('names the timeline\'s annotation scope bands by their words, never "#…", at 1440 and 1024 px', { skip: skipWithout(HEALTHY_STEP) }, async () => {
     for (const [width, height] of [[1440, 900], [1024, 700]]) {
       const { context, page, errors } = await open(HEALTHY_STEP, width, height);
       try {
-        await page.waitForFunction(() => JSON.parse(document.querySelector('#timeline-overlay')?.dataset.labels || '[]').some((l) => l.kind === 'phase'), null, { timeout: WAIT });
-        const phases = JSON.parse(await page.getAttribute('#timeline-overlay', 'data-labels')).filter((l) => l.kind === 'phase');
-        for (const label of phases) assert.match(label.text, /^[^#\s]/, `a band reads ${JSON.stringify(label.text)}`);
+        await page.waitForFunction(() => JSON.parse(document.querySelector('#timeline-overlay')?.dataset.labels || '[]').some((l) => l.kind === 'scope'), null, { timeout: WAIT });
+        const scopes = JSON.parse(await page.getAttribute('#timeline-overlay', 'data-labels')).filter((l) => l.kind === 'scope');
+        for (const label of scopes) assert.match(label.text, /^[^#\s]/, `a band reads ${JSON.stringify(label.text)}`);
         assert.deepEqual(errors, []);
       } finally {
         await context.close();

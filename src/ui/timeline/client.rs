@@ -420,7 +420,7 @@ impl Client {
         self.ask_hit(x, y, Some(true))
     }
 
-    /// The pointer is over something other than the painted pixels (a phase, an
+    /// The pointer is over something other than the painted pixels (a scope, an
     /// out-of-memory mark): no hit shows.
     pub fn hover_elsewhere(&mut self) -> Vec<TimelineCommand> {
         self.hit_shown = false;
@@ -914,7 +914,7 @@ mod tests {
             peak_state: 500,
             peak_bytes: 1 << 30,
             peak_time_us: None,
-            phases: vec![],
+            scopes: vec![],
             ooms: vec![],
             layout_ms: 0.0,
         }

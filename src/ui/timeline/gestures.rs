@@ -381,24 +381,24 @@ impl Grab {
 /// What the pointer is over on the plot.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Over {
-    /// A phase's lane along the top (its index in the layout's phases).
-    Phase(usize),
+    /// A scope's lane along the top (its index in the layout's scopes).
+    Scope(usize),
     /// An out-of-memory mark (its index in the layout's OOMs).
     Oom(usize),
     /// The painted pixels.
     Plot,
 }
 
-/// What is under `(x, y)` given the overlay as last drawn: over the phase lanes the phase,
+/// What is under `(x, y)` given the overlay as last drawn: over the scope lanes the scope,
 /// below them near an out-of-memory mark the mark, else the painted pixels.
 pub fn over(overlay: Option<&labels::Layout>, x: f64, y: f64) -> Over {
     let Some(overlay) = overlay else {
         return Over::Plot;
     };
-    if let Some(phase) = overlay.phase_at(x, y) {
-        return Over::Phase(phase.index);
+    if let Some(scope) = overlay.scope_at(x, y) {
+        return Over::Scope(scope.index);
     }
-    let oom = (y >= overlay.phase_band())
+    let oom = (y >= overlay.scope_band())
         .then(|| overlay.oom_at(x, OOM_REACH))
         .flatten();
     oom.map_or(Over::Plot, Over::Oom)
@@ -667,9 +667,9 @@ mod tests {
     }
 
     #[test]
-    fn the_pointer_is_over_a_phase_then_an_out_of_memory_mark_then_the_plot() {
+    fn the_pointer_is_over_a_scope_then_an_out_of_memory_mark_then_the_plot() {
         let overlay = labels::Layout {
-            phases: vec![labels::PhaseBand {
+            scopes: vec![labels::ScopeBand {
                 index: 2,
                 lane: 0,
                 x0: 0.0,
@@ -678,10 +678,10 @@ mod tests {
             ooms: vec![(0, 300.0), (1, 600.0)],
             ..labels::Layout::default()
         };
-        let band = overlay.phase_band();
-        assert_eq!(over(Some(&overlay), 300.0, band / 2.0), Over::Phase(2));
+        let band = overlay.scope_band();
+        assert_eq!(over(Some(&overlay), 300.0, band / 2.0), Over::Scope(2));
         assert_eq!(over(Some(&overlay), 303.0, band + 10.0), Over::Oom(0));
-        // Over the lanes but not a phase: an out-of-memory mark is hovered only below them.
+        // Over the lanes but not a scope: an out-of-memory mark is hovered only below them.
         assert_eq!(over(Some(&overlay), 600.0, band / 2.0), Over::Plot);
         assert_eq!(over(Some(&overlay), 450.0, band + 10.0), Over::Plot);
         assert_eq!(over(None, 300.0, 0.0), Over::Plot);

@@ -30,7 +30,7 @@ const ENTRIES: [(&str, &str); 18] = [
     ),
     (
         "Hover",
-        "what is under the pointer; a phase's whole name along the top",
+        "what is under the pointer; an annotation scope's whole name along the top",
     ),
     ("Click", "pin an allocation and show its stack (the other views stay at their moment)"),
     (

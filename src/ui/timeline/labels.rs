@@ -1,24 +1,24 @@
-//! Where the overlay's marks and labels go: byte and time ticks, `external_annotations` phases
+//! Where the overlay's marks and labels go: byte and time ticks, `external_annotations` scopes
 //! in lanes along the top, OOM marks and the peak, placed so that no two labels overlap and
 //! none is cut by the plot's edges.
 //!
 //! Pure geometry in CSS pixels, unit-tested natively; `overlay` draws what this lays out, and
-//! the plot asks it which phase is under the pointer. Text widths come from a `measure`
+//! the plot asks it which scope is under the pointer. Text widths come from a `measure`
 //! function (the canvas' `measureText` in the browser). Labels are placed by priority (OOM
-//! marks, the peak, phases, then ticks): each takes the first of its candidate positions that
+//! marks, the peak, scopes, then ticks): each takes the first of its candidate positions that
 //! is free, or is left out.
 
 use crate::analysis::axis::AxisMode;
 use crate::format;
 use crate::timeline::service::TimelineInfo;
 
-/// Height of one lane of phases along the top; nested or overlapping phases take the next
-/// lane, up to [`PHASE_LANES`].
-pub const PHASE_LANE: f64 = 14.0;
-pub const PHASE_LANES: usize = 3;
+/// Height of one lane of scopes along the top; nested or overlapping scopes take the next
+/// lane, up to [`SCOPE_LANES`].
+pub const SCOPE_LANE: f64 = 14.0;
+pub const SCOPE_LANES: usize = 3;
 /// Height of a line of label text.
 pub const TEXT_HEIGHT: f64 = 13.0;
-/// Phases narrower than this are drawn without their name.
+/// Scopes narrower than this are drawn without their name.
 const MIN_LABEL_WIDTH: f64 = 24.0;
 const ELLIPSIS: &str = "…";
 
@@ -49,7 +49,7 @@ impl LabelRect {
 pub enum LabelKind {
     YTick,
     XTick,
-    Phase,
+    Scope,
     Oom,
     Peak,
 }
@@ -59,7 +59,7 @@ impl LabelKind {
         match self {
             LabelKind::YTick => "y-tick",
             LabelKind::XTick => "x-tick",
-            LabelKind::Phase => "phase",
+            LabelKind::Scope => "scope",
             LabelKind::Oom => "oom",
             LabelKind::Peak => "peak",
         }
@@ -75,10 +75,10 @@ pub struct Label {
     pub rect: LabelRect,
 }
 
-/// A phase band: where it is drawn, its lane, and its name when it fits.
+/// A scope band: where it is drawn, its lane, and its name when it fits.
 #[derive(Clone, Debug, PartialEq)]
-pub struct PhaseBand {
-    /// Index in `TimelineInfo::phases`.
+pub struct ScopeBand {
+    /// Index in `TimelineInfo::scopes`.
     pub index: usize,
     pub lane: usize,
     pub x0: f64,
@@ -92,7 +92,7 @@ pub struct Layout {
     pub y_grid: Vec<f64>,
     /// x of each time or event grid line.
     pub x_grid: Vec<f64>,
-    pub phases: Vec<PhaseBand>,
+    pub scopes: Vec<ScopeBand>,
     /// Each OOM mark in view: its index in `TimelineInfo::ooms`, and its x.
     pub ooms: Vec<(usize, f64)>,
     /// Where the peak is, when in view.
@@ -101,11 +101,11 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// The phase band under a point, if any.
-    pub fn phase_at(&self, x: f64, y: f64) -> Option<&PhaseBand> {
-        self.phases.iter().rev().find(|p| {
-            let top = p.lane as f64 * PHASE_LANE;
-            y >= top && y < top + PHASE_LANE && x >= p.x0 && x < p.x1.max(p.x0 + 1.0)
+    /// The scope band under a point, if any.
+    pub fn scope_at(&self, x: f64, y: f64) -> Option<&ScopeBand> {
+        self.scopes.iter().rev().find(|p| {
+            let top = p.lane as f64 * SCOPE_LANE;
+            y >= top && y < top + SCOPE_LANE && x >= p.x0 && x < p.x1.max(p.x0 + 1.0)
         })
     }
 
@@ -118,11 +118,11 @@ impl Layout {
             .map(|(nth, _)| *nth)
     }
 
-    /// Height of the phase lanes in use.
-    pub fn phase_band(&self) -> f64 {
-        self.phases
+    /// Height of the scope lanes in use.
+    pub fn scope_band(&self) -> f64 {
+        self.scopes
             .iter()
-            .map(|p| (p.lane + 1) as f64 * PHASE_LANE)
+            .map(|p| (p.lane + 1) as f64 * SCOPE_LANE)
             .fold(0.0, f64::max)
     }
 }
@@ -208,7 +208,7 @@ impl Placer<'_> {
     }
 }
 
-/// What a phase's band says of its name when space is short: without the `#` marks profiler
+/// What a scope's band says of its name when space is short: without the `#` marks profiler
 /// scopes wrap names in (`## forward ##`) and, for `Class.method#Instance.method` scopes, the
 /// part after the `#` (`AdamW.step`) — so a narrow band reads `forw…`, never `#…`.
 fn band_name(name: &str) -> &str {
@@ -261,7 +261,7 @@ pub fn lay_out(scene: &InView<'_>, measure: &dyn Fn(&str) -> f64) -> Layout {
         measure,
     };
 
-    // Phases: each takes the first lane whose previous phase ended before it starts. Thousands
+    // Scopes: each takes the first lane whose previous scope ended before it starts. Thousands
     // can share a pixel when zoomed out: each pixel of a lane is kept once.
     let end_x = match scene.mode {
         AxisMode::Events => info.events_range.1,
@@ -269,17 +269,17 @@ pub fn lay_out(scene: &InView<'_>, measure: &dyn Fn(&str) -> f64) -> Layout {
     };
     let mut lane_ends: Vec<f64> = Vec::new();
     let mut lane_columns: Vec<i64> = Vec::new();
-    for (index, phase) in info.phases.iter().enumerate() {
-        let Some(a) = x_of(phase.start_state, Some(phase.start_time_us)) else {
+    for (index, scope) in info.scopes.iter().enumerate() {
+        let Some(a) = x_of(scope.start_state, Some(scope.start_time_us)) else {
             continue;
         };
-        let b = phase
+        let b = scope
             .end_state
-            .and_then(|e| x_of(e, phase.end_time_us))
+            .and_then(|e| x_of(e, scope.end_time_us))
             .unwrap_or(end_x);
         let lane = match lane_ends.iter().position(|&end| end <= a) {
             Some(lane) => lane,
-            None if lane_ends.len() < PHASE_LANES => {
+            None if lane_ends.len() < SCOPE_LANES => {
                 lane_ends.push(f64::NEG_INFINITY);
                 lane_ends.len() - 1
             }
@@ -298,14 +298,14 @@ pub fn lay_out(scene: &InView<'_>, measure: &dyn Fn(&str) -> f64) -> Layout {
             lane_columns.resize(lane + 1, i64::MIN);
         }
         lane_columns[lane] = column;
-        out.phases.push(PhaseBand {
+        out.scopes.push(ScopeBand {
             index,
             lane,
             x0: pa,
             x1: pb,
         });
     }
-    let band = out.phase_band();
+    let band = out.scope_band();
 
     // OOM marks first: they matter most.
     for (nth, oom) in info.ooms.iter().enumerate() {
@@ -357,14 +357,14 @@ pub fn lay_out(scene: &InView<'_>, measure: &dyn Fn(&str) -> f64) -> Layout {
             let tw = measure(&text).ceil();
             let above = py - 4.0 - TEXT_HEIGHT;
             let below = py + 2.0;
-            let phases: Vec<LabelRect> = out
-                .phases
+            let scopes: Vec<LabelRect> = out
+                .scopes
                 .iter()
                 .map(|p| LabelRect {
                     x: p.x0,
-                    y: p.lane as f64 * PHASE_LANE,
+                    y: p.lane as f64 * SCOPE_LANE,
                     w: (p.x1 - p.x0).max(1.0),
-                    h: PHASE_LANE,
+                    h: SCOPE_LANE,
                 })
                 .collect();
             // Beside the marker, above or below it; near the top, a line or two lower.
@@ -373,23 +373,23 @@ pub fn lay_out(scene: &InView<'_>, measure: &dyn Fn(&str) -> f64) -> Layout {
                 candidates.push((px + 8.0, y));
                 candidates.push((px - 8.0 - tw, y));
             }
-            placer.place(LabelKind::Peak, &text, &candidates, &phases);
+            placer.place(LabelKind::Peak, &text, &candidates, &scopes);
         }
     }
 
-    // Phase names inside their bands, cut with an ellipsis (the full name shows on hover).
-    for p in &out.phases {
+    // Scope names inside their bands, cut with an ellipsis (the full name shows on hover).
+    for p in &out.scopes {
         if p.x1 - p.x0 < MIN_LABEL_WIDTH {
             continue;
         }
-        let name = band_name(&info.phases[p.index].name);
+        let name = band_name(&info.scopes[p.index].name);
         if let Some(text) = fitted(name, p.x1 - p.x0 - 6.0, measure) {
-            let top = p.lane as f64 * PHASE_LANE + (PHASE_LANE - TEXT_HEIGHT) / 2.0;
-            placer.place(LabelKind::Phase, &text, &[(p.x0 + 3.0, top.max(0.0))], &[]);
+            let top = p.lane as f64 * SCOPE_LANE + (SCOPE_LANE - TEXT_HEIGHT) / 2.0;
+            placer.place(LabelKind::Scope, &text, &[(p.x0 + 3.0, top.max(0.0))], &[]);
         }
     }
 
-    // Bytes: grid lines and labels on the left, above their line, below the phases.
+    // Bytes: grid lines and labels on the left, above their line, below the scopes.
     let step = byte_step(y_span);
     let mut tick = scene.y_min.div_ceil(step).max(1) * step;
     while tick < scene.y_max {
@@ -453,7 +453,7 @@ mod tests {
             peak_state: 500,
             peak_bytes: 50 << 30,
             peak_time_us: None,
-            phases: vec![],
+            scopes: vec![],
             ooms: vec![],
             layout_ms: 0.0,
         }
@@ -492,7 +492,7 @@ mod tests {
             device_free: 0,
         }];
         info.peak_bytes = 54 << 30;
-        info.phases = (0..40)
+        info.scopes = (0..40)
             .map(|i| ScopeMark {
                 name: format!("Optimizer.step#AdamW.step {i}"),
                 start_state: i * 25,
@@ -518,9 +518,9 @@ mod tests {
     }
 
     #[test]
-    fn tick_labels_stay_whole_below_the_phases() {
+    fn tick_labels_stay_whole_below_the_scopes() {
         let mut info = info();
-        info.phases = vec![ScopeMark {
+        info.scopes = vec![ScopeMark {
             name: "forward".into(),
             start_state: 0,
             end_state: Some(1001),
@@ -529,10 +529,10 @@ mod tests {
         }];
         let layout = lay_out(&scene(&info, 800.0, 200.0), &measure);
         assert_no_overlaps(&layout, 800.0, 200.0);
-        let band = layout.phase_band();
-        assert_eq!(band, PHASE_LANE);
+        let band = layout.scope_band();
+        assert_eq!(band, SCOPE_LANE);
         for label in layout.labels.iter().filter(|l| l.kind == LabelKind::YTick) {
-            assert!(label.rect.y >= band, "{label:?} under the phases");
+            assert!(label.rect.y >= band, "{label:?} under the scopes");
         }
         // The first x tick (0) is whole at the left edge, not centred off the plot.
         let first = layout
@@ -559,9 +559,9 @@ mod tests {
     }
 
     #[test]
-    fn long_phase_names_end_with_an_ellipsis_and_show_whole_on_hover() {
+    fn long_scope_names_end_with_an_ellipsis_and_show_whole_on_hover() {
         let mut info = info();
-        info.phases = vec![ScopeMark {
+        info.scopes = vec![ScopeMark {
             name: "Optimizer.step#AdamW.step".into(),
             start_state: 100,
             end_state: Some(200),
@@ -570,18 +570,18 @@ mod tests {
         }];
         // 100 states of 1001 over 1001 px: a 100 px band.
         let layout = lay_out(&scene(&info, 1001.0, 200.0), &measure);
-        let phase = layout
+        let scope = layout
             .labels
             .iter()
-            .find(|l| l.kind == LabelKind::Phase)
+            .find(|l| l.kind == LabelKind::Scope)
             .unwrap();
-        assert!(phase.text.starts_with("AdamW"), "{}", phase.text);
-        assert!(phase.rect.w <= 100.0);
+        assert!(scope.text.starts_with("AdamW"), "{}", scope.text);
+        assert!(scope.rect.w <= 100.0);
         let band = layout
-            .phase_at(150.0, 5.0)
+            .scope_at(150.0, 5.0)
             .expect("the band under the pointer");
-        assert_eq!(info.phases[band.index].name, "Optimizer.step#AdamW.step");
-        assert!(layout.phase_at(150.0, 40.0).is_none());
+        assert_eq!(info.scopes[band.index].name, "Optimizer.step#AdamW.step");
+        assert!(layout.scope_at(150.0, 40.0).is_none());
     }
 
     #[test]

@@ -24,7 +24,7 @@
 //!   out, and navigation;
 //! - `panel`: the component ([`TimelinePanel`]) and the effects that tie it to the page;
 //! - `plot`: the canvas and its input (`canvas`: drawing on it; `overlay`: axes, peak, OOM and
-//!   phase marks over the pixels);
+//!   scope marks over the pixels);
 //! - `minimap`, `toolbar`, `details`, `tooltip`, `help`, `legend` (the categories' colours
 //!   and bytes at the hovered moment): one component each.
 

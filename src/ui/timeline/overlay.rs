@@ -1,13 +1,13 @@
 //! What is drawn over the worker's pixels, as `labels` lays it out: the byte and time grids
-//! with their labels, the `external_annotations` phase bands, the peak marker, OOM marks and
+//! with their labels, the `external_annotations` scope bands, the peak marker, OOM marks and
 //! the pinned allocation's lifetime.
 //!
-//! Text from the file (phase names) is drawn with `fillText`, never as HTML.
+//! Text from the file (scope names) is drawn with `fillText`, never as HTML.
 
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
 
 use super::canvas::context;
-use super::labels::{self, Layout, PHASE_LANE, TEXT_HEIGHT};
+use super::labels::{self, Layout, SCOPE_LANE, TEXT_HEIGHT};
 use crate::analysis::axis::AxisMode;
 use crate::timeline::service::TimelineInfo;
 
@@ -50,7 +50,7 @@ pub fn lay_out(ctx: &CanvasRenderingContext2d, scene: &Scene<'_>) -> Layout {
     )
 }
 
-/// Draws the scene; returns its layout (for hovering phases, and for tests).
+/// Draws the scene; returns its layout (for hovering scopes, and for tests).
 pub fn draw(canvas: &HtmlCanvasElement, scene: &Scene<'_>) -> Option<Layout> {
     let (w, h) = (scene.width, scene.height);
     let (pw, ph) = (
@@ -72,7 +72,7 @@ pub fn draw(canvas: &HtmlCanvasElement, scene: &Scene<'_>) -> Option<Layout> {
     } else {
         ("rgba(27,31,39,0.85)", "rgba(0,0,0,0.07)")
     };
-    let band = layout.phase_band();
+    let band = layout.scope_band();
     ctx.set_line_width(1.0);
     ctx.set_stroke_style_str(grid);
     for &y in &layout.y_grid {
@@ -82,15 +82,15 @@ pub fn draw(canvas: &HtmlCanvasElement, scene: &Scene<'_>) -> Option<Layout> {
         line(&ctx, (x, band), (x, h));
     }
 
-    for p in &layout.phases {
+    for p in &layout.scopes {
         let fill = if p.index % 2 == 0 {
             "rgba(79,70,229,0.22)"
         } else {
             "rgba(13,148,136,0.22)"
         };
         ctx.set_fill_style_str(fill);
-        let top = p.lane as f64 * PHASE_LANE;
-        ctx.fill_rect(p.x0, top, (p.x1 - p.x0).max(1.0), PHASE_LANE - 1.0);
+        let top = p.lane as f64 * SCOPE_LANE;
+        ctx.fill_rect(p.x0, top, (p.x1 - p.x0).max(1.0), SCOPE_LANE - 1.0);
     }
 
     let red = "rgba(220,20,60,0.95)";

@@ -319,7 +319,7 @@ impl PlotPointer {
         self.hover(at);
     }
 
-    /// Hovers `(x, y)`: a phase over the lanes, an out-of-memory mark near one, else what is
+    /// Hovers `(x, y)`: a scope over the lanes, an out-of-memory mark near one, else what is
     /// painted there.
     fn hover(&self, (x, y): (f64, f64)) {
         let tl = self.tl;
@@ -329,18 +329,18 @@ impl PlotPointer {
         }
         tl.pointer_at(x, y);
         match tl.overlay.with_value(|l| gestures::over(l.as_ref(), x, y)) {
-            Over::Phase(index) => {
+            Over::Scope(index) => {
                 tl.hover_elsewhere();
                 tl.oom_hover.set(None);
-                tl.phase_hover.set(Some((index, x, y)));
+                tl.scope_hover.set(Some((index, x, y)));
             }
             Over::Oom(nth) => {
-                tl.phase_hover.set(None);
+                tl.scope_hover.set(None);
                 tl.hover_elsewhere();
                 tl.oom_hover.set(Some((nth, x, y)));
             }
             Over::Plot => {
-                tl.phase_hover.set(None);
+                tl.scope_hover.set(None);
                 tl.oom_hover.set(None);
                 tl.hover_at(x, y);
             }

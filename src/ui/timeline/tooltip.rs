@@ -1,5 +1,5 @@
 //! The hover tooltip: what is under the pointer (size, requested size, address, stream,
-//! allocated and freed at, lifetime, top user frame), the small-allocations band, or a phase
+//! allocated and freed at, lifetime, top user frame), the small-allocations band, or a scope
 //! of the lanes along the top (its whole name, however narrow its band).
 
 use leptos::prelude::*;
@@ -102,23 +102,23 @@ pub fn Tooltip(tl: Timeline) -> impl IntoView {
                 .into_any(),
             );
         }
-        if let Some((index, x, y)) = tl.phase_hover.get() {
-            let phase = tl
+        if let Some((index, x, y)) = tl.scope_hover.get() {
+            let scope = tl
                 .info
-                .with(|i| i.as_ref().and_then(|i| i.phases.get(index).cloned()))?;
+                .with(|i| i.as_ref().and_then(|i| i.scopes.get(index).cloned()))?;
             let (left, top, lift) = place(x, y);
-            let from = when(Some(phase.start_state), Some(phase.start_time_us), origin());
-            let to = match phase.end_state {
-                Some(end) => when(Some(end), phase.end_time_us, origin()),
+            let from = when(Some(scope.start_state), Some(scope.start_time_us), origin());
+            let to = match scope.end_state {
+                Some(end) => when(Some(end), scope.end_time_us, origin()),
                 None => "not ended in the trace".into(),
             };
-            let duration = phase
+            let duration = scope
                 .end_time_us
-                .map(|end| format::duration_us((end - phase.start_time_us).max(0) as u64));
+                .map(|end| format::duration_us((end - scope.start_time_us).max(0) as u64));
             return Some(
                 view! {
-                    <div class="timeline-tooltip" id="timeline-tooltip" style:left=left style:top=top style:transform=lift data-phase=index.to_string()>
-                        <p class="tooltip-title">{phase.name}</p>
+                    <div class="timeline-tooltip" id="timeline-tooltip" style:left=left style:top=top style:transform=lift data-scope=index.to_string()>
+                        <p class="tooltip-title">{scope.name}</p>
                         <dl>
                             <dt>"From"</dt><dd>{from}</dd>
                             <dt>"To"</dt><dd>{to}</dd>

@@ -87,11 +87,11 @@ pub struct Timeline {
     /// Set once the first frame, or an error in its place, is on screen (the views below wait
     /// for it).
     pub(super) painted: RwSignal<bool>,
-    /// The phase under the pointer (index in the layout's phases), with the pointer's position.
-    pub phase_hover: RwSignal<Option<(usize, f64, f64)>>,
+    /// The scope under the pointer (index in the layout's scopes), with the pointer's position.
+    pub scope_hover: RwSignal<Option<(usize, f64, f64)>>,
     /// The keyboard and mouse reference is open.
     pub show_help: RwSignal<bool>,
-    /// The overlay as last drawn: where its phases are, for hovering them.
+    /// The overlay as last drawn: where its scopes are, for hovering them.
     pub(super) overlay: StoredValue<Option<labels::Layout>, LocalStorage>,
     pub(super) canvas: StoredValue<Option<web_sys::HtmlCanvasElement>, LocalStorage>,
     /// A frame's pixels that arrived before the canvas was there.
@@ -159,7 +159,7 @@ impl Timeline {
             frames_painted: RwSignal::new(0),
             first_with_file: RwSignal::new(false),
             painted,
-            phase_hover: RwSignal::new(None),
+            scope_hover: RwSignal::new(None),
             show_help: RwSignal::new(false),
             overlay: StoredValue::new_local(None),
             canvas: StoredValue::new_local(None),
@@ -180,7 +180,7 @@ impl Timeline {
     /// The timeline's part of the view's link (tracked); `None` until its layout has arrived
     /// (and while a link's part waits for it), so a link's ranges are not written over.
     pub(super) fn link_part(&self) -> Option<(TimelineLink, Option<u32>)> {
-        // Not `get`: the layout's description holds every phase's name, and this runs on
+        // Not `get`: the layout's description holds every scope's name, and this runs on
         // each move of the view.
         let (detail, default_detail) = self
             .info
@@ -672,14 +672,14 @@ impl Timeline {
         self.feed(|c| c.pick_moment_at(x, y));
     }
 
-    /// The pointer is over a phase or an out-of-memory mark: no allocation's tooltip shows.
+    /// The pointer is over a scope or an out-of-memory mark: no allocation's tooltip shows.
     pub fn hover_elsewhere(&self) {
         self.feed(Client::hover_elsewhere);
     }
 
     pub fn clear_hover(&self) {
         self.feed(Client::pointer_left);
-        self.phase_hover.set(None);
+        self.scope_hover.set(None);
         self.oom_hover.set(None);
     }
 

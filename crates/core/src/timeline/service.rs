@@ -232,8 +232,8 @@ pub struct TimelineInfo {
     pub peak_state: u32,
     pub peak_bytes: u64,
     pub peak_time_us: Option<i64>,
-    /// Named phases (`external_annotations`) as state ranges.
-    pub phases: Vec<ScopeMark>,
+    /// Annotation scopes (`external_annotations`, start and end paired by name) as state ranges.
+    pub scopes: Vec<ScopeMark>,
     /// Out-of-memory events.
     pub ooms: Vec<OomMark>,
     /// Milliseconds the worker spent laying the timeline out.
@@ -244,7 +244,7 @@ pub struct TimelineInfo {
 pub struct ScopeMark {
     pub name: String,
     pub start_state: u32,
-    /// `None` when the phase never ended within the trace.
+    /// `None` when the scope never ended within the trace.
     pub end_state: Option<u32>,
     pub start_time_us: i64,
     pub end_time_us: Option<i64>,
@@ -507,7 +507,7 @@ impl TimelineService {
             peak_state,
             peak_bytes: peak.bytes,
             peak_time_us: axis.time_of_state(peak_state).filter(|_| axis.has_time()),
-            phases: phases(analysed, dev, &axis),
+            scopes: scopes(analysed, dev, &axis),
             ooms: ooms(dev, &axis),
             layout_ms: now() - start,
         };
@@ -895,7 +895,7 @@ fn default_detail(elements: &impl Elements, peak: u64) -> u32 {
 }
 
 /// `external_annotations` of this device as state ranges (start/end paired by name).
-fn phases(analysed: &Analysed, dev: &Device, axis: &Axis<'_>) -> Vec<ScopeMark> {
+fn scopes(analysed: &Analysed, dev: &Device, axis: &Axis<'_>) -> Vec<ScopeMark> {
     if !axis.has_time() {
         return Vec::new();
     }
@@ -1171,7 +1171,7 @@ mod tests {
             peak_state: 0,
             peak_bytes: 0,
             peak_time_us: None,
-            phases: vec![],
+            scopes: vec![],
             ooms: vec![],
             layout_ms: 0.0,
         };
