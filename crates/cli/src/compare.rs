@@ -2,7 +2,8 @@
 //! files (or two devices) side by side as the page's comparison shows them — the overview's
 //! numbers with deltas, the bytes of each role and component at both peaks (or at each run's
 //! peak within one phase of training), what moment of training each is at, and the call sites
-//! and model modules that changed — from the core's digests.
+//! and model modules that changed — from the core's digests. Either side may be a digest
+//! written by `memsight digest`.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -14,7 +15,8 @@ use memsight_core::compare::{compare, Comparison, Digest};
 use memsight_core::format::{self, compare as words};
 use serde_json::json;
 
-use crate::open::{describe_error, open, with_context};
+use crate::digest::say_rules_do_not_apply;
+use crate::open::{describe_error, open_input, with_context, SnapshotOrDigests};
 
 /// Lines of call sites and modules printed as text.
 const TEXT_LINES: usize = 20;
@@ -63,15 +65,43 @@ fn moment(path: &Path, d: &Digest) -> serde_json::Value {
     })
 }
 
-/// The digest of one side: the device asked for, else the file's default device.
+/// The digest of one side: the device asked for, else the file's default device. A side may
+/// be a digest (`memsight digest`), which holds each device at its run's peak only.
 fn side(
     path: &Path,
     device: Option<u32>,
     at_phase: Option<Phase>,
     rules: &Rules,
 ) -> Option<Digest> {
-    let opened = match open(path) {
-        Ok(opened) => opened,
+    let fail = |why: String| {
+        eprintln!("memsight: {}: {why}", path.display());
+        None
+    };
+    let opened = match open_input(path, true) {
+        Ok(SnapshotOrDigests::Snapshot(opened)) => opened,
+        Ok(SnapshotOrDigests::Digests(files)) => {
+            say_rules_do_not_apply(path, rules);
+            let [file] = files.as_slice() else {
+                return fail(format!(
+                    "it holds {} digests one after another; each side of a comparison is one",
+                    files.len()
+                ));
+            };
+            if at_phase.is_some() {
+                return fail(
+                    "a digest holds each device at its run's peak only; --at-phase needs the \
+                     snapshot"
+                        .to_string(),
+                );
+            }
+            let Some(device) = device.or(file.shown_device()) else {
+                return fail("the digest holds no device".to_string());
+            };
+            return match file.device(device) {
+                Some(digest) => Some(digest.clone()),
+                None => fail(format!("the digest holds no device {device}")),
+            };
+        }
         Err(report) => {
             eprintln!("{}", describe_error(path, &report));
             return None;
@@ -79,18 +109,11 @@ fn side(
     };
     let device = device.or_else(|| opened.analysed.default_device().map(|(d, _)| d));
     let Some(device) = device else {
-        eprintln!("memsight: {}: the file holds no device", path.display());
-        return None;
+        return fail("the file holds no device".to_string());
     };
     with_context(&opened, rules, Some(device), |cx, _| {
         digest(cx, device, true, at_phase)
-            .map_err(|e| {
-                eprintln!(
-                    "memsight: {}: {}",
-                    path.display(),
-                    format::problems::view_error(&e)
-                )
-            })
+            .map_err(|e| fail(format::problems::view_error(&e)))
             .ok()
     })
 }

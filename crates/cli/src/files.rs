@@ -2,19 +2,19 @@
 //! files table — one row per file and device with its peaks, its end, efficiency, trace
 //! entries, time span and the bytes of each role at its peak, ranks, iterations and the
 //! settings that tell the files apart (`ctx512`, `bs8`) read from the names, and outlier ranks
-//! flagged — from the core's digests.
+//! flagged — from the core's digests. Takes snapshots and digests (`memsight digest`) alike.
 
 use std::path::Path;
 use std::process::ExitCode;
 
 use memsight_core::analysis::categories::rules::Rules;
-use memsight_core::compare::digest::digest;
 use memsight_core::compare::files::{
     flag_outliers, iteration_summaries, read_settings, rows_of, sort_rows, FileRow, FilesColumn,
 };
 use memsight_core::format::compare as words;
 
-use crate::open::{describe_error, open, with_context};
+use crate::digest::read_as_digests;
+use crate::open::describe_error;
 
 /// How the table is printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,22 +76,17 @@ pub fn run(
     let mut rows = Vec::new();
     for path in files {
         let path = path.as_ref();
-        let opened = match open(path) {
-            Ok(opened) => opened,
+        match read_as_digests(path, rules, false, true) {
+            Ok(files) => {
+                for file in files {
+                    rows.extend(rows_of(&file.name, None, &file.devices));
+                }
+            }
             Err(report) => {
                 failed = true;
                 eprintln!("{}", describe_error(path, &report));
-                continue;
             }
-        };
-        let name = path.display().to_string();
-        with_context(&opened, rules, None, |cx, devices| {
-            let digests: Vec<_> = devices
-                .iter()
-                .filter_map(|&d| digest(cx, d, false, None).ok())
-                .collect();
-            rows.extend(rows_of(&name, None, &digests));
-        });
+        }
     }
     flag_outliers(&mut rows);
     read_settings(&mut rows);

@@ -2,16 +2,20 @@
 //! scripts, CI and files too large for a browser tab.
 //!
 //! One module per command (`overview`, `categories`, `report`, `table`, `segments`, `files`,
-//! `compare`, `phases`); `open` streams a file into the core and reports a
+//! `compare`, `phases`, `digest`, `check`); `open` streams a file into the core and reports a
 //! file that cannot be read exactly as the page does. Not the place for any computation: every
 //! number comes from `memsight-core`.
 
 mod categories;
+mod check;
 mod compare;
+mod digest;
 mod files;
 mod moment;
 mod open;
+mod output_names;
 mod overview;
+mod parallel;
 mod phases;
 mod report;
 mod segments;
@@ -237,6 +241,80 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Memory budgets for CI: every device of every file (snapshots or digests) against the
+    /// limits given; exit code 0 when all are within them, 1 when any is not (one line per
+    /// breach), 2 when a file or the baseline cannot be read. Sizes in binary units (`40GiB`;
+    /// `GB` is read as GiB).
+    Check {
+        /// Snapshot or digest files (`-` for standard input).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Allocated memory at its peak.
+        #[arg(long, value_name = "SIZE", value_parser = table::parse_size)]
+        max_peak: Option<u64>,
+        /// Reserved memory at its peak.
+        #[arg(long, value_name = "SIZE", value_parser = table::parse_size)]
+        max_reserved: Option<u64>,
+        /// Lowest efficiency at the peak (allocated / reserved), in percent.
+        #[arg(long, value_name = "PCT", value_parser = check::parse_percent)]
+        min_efficiency: Option<u64>,
+        /// Largest share of the peak whose role is unknown, in percent.
+        #[arg(long, value_name = "PCT", value_parser = check::parse_percent)]
+        max_unknown: Option<u64>,
+        /// Most bytes of one role at the peak (`activations=12GiB`); repeat for more roles.
+        #[arg(long = "max", value_name = "ROLE=SIZE", value_parser = check::parse_role_limit)]
+        max_role: Vec<memsight_core::compare::budget::RoleBytes>,
+        /// Earlier digests to compare with: a file of digests (as --write-baseline or
+        /// `memsight digest` write it), a folder of digests, or a snapshot. Each device is
+        /// matched by rank, else by file name, else (a baseline of one file) by device.
+        #[arg(long, value_name = "BASELINE")]
+        baseline: Option<PathBuf>,
+        /// Most growth against the baseline, in percent: of the peak allocated and reserved
+        /// memory over the baseline's, and of any role's bytes at the peak over the baseline's
+        /// peak allocated.
+        #[arg(long, value_name = "PCT", value_parser = check::parse_percent, requires = "baseline")]
+        max_growth: Option<u64>,
+        /// Also write the files' digests, one per line, as a baseline for a later check.
+        #[arg(long, value_name = "FILE")]
+        write_baseline: Option<PathBuf>,
+        /// A rules file as the page exports it; the roles of snapshots follow its rules.
+        #[arg(long, value_name = "RULES.json")]
+        rules: Option<PathBuf>,
+        /// Print the verdict, the breaches and every device's figures as Markdown (for a CI
+        /// job's summary).
+        #[arg(long, conflicts_with = "json")]
+        markdown: bool,
+        /// Print the verdict and every figure checked as one JSON object, exact: {"pass",
+        /// "budgets", "devices": [{"file", "rank", "device", "peak_allocated_bytes", …,
+        /// "growth", "breaches": [{"checked", "value", "limit", …}]}]}.
+        #[arg(long)]
+        json: bool,
+        /// How many files are read at once (default: the machine's cores).
+        #[arg(long, short, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        jobs: Option<u32>,
+    },
+    /// Each snapshot as a digest of a few kilobytes: every device's overview numbers, bytes by
+    /// role and component, call sites and model modules at its peak, and its curve — what
+    /// `files`, `compare`, `report` and `check` read in place of the snapshot. Each rank can
+    /// write its own where it ran, so only digests travel. Versioned: a digest of another
+    /// version is refused with a message, never misread.
+    Digest {
+        /// Snapshot files (`-` for standard input).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Where digests go: a path ending in `.json` for one file; any other path is a folder
+        /// (made if missing) of NAME.digest.json, named as report folders name files
+        /// (`iteration_3/rank5.pickle` → `iteration_3__rank5.digest.json`). Default: standard
+        /// output, one line per file.
+        #[arg(long, short, value_name = "DIR|FILE.json")]
+        output: Option<PathBuf>,
+        /// How many files are read at once (default: the machine's cores).
+        #[arg(long, short, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        jobs: Option<u32>,
+        /// A rules file as the page exports it; the digest's roles follow its rules.
+        #[arg(long, value_name = "RULES.json")]
+        rules: Option<PathBuf>,
+    },
     /// Two files (or two devices of one) side by side: the overview's numbers with deltas
     /// (B − A), bytes by role and component at both peaks, and the call sites and model
     /// modules whose bytes at the peak changed, new or vanished.
@@ -315,11 +393,7 @@ fn main() -> ExitCode {
                     report::run(&files, device, &rules, Some(&path), format)
                 }
                 report::Destination::Folder(folder) => {
-                    let jobs = jobs.map_or_else(
-                        || std::thread::available_parallelism().map_or(1, |n| n.get()),
-                        |n| n as usize,
-                    );
-                    report::folder::run(&files, device, &rules, &folder, jobs)
+                    report::folder::run(&files, device, &rules, &folder, jobs_or_cores(jobs))
                 }
             }
         }
@@ -416,7 +490,72 @@ fn main() -> ExitCode {
             };
             compare::run(&a, &b, (device_a, device_b), at_phase, &rules, json)
         }
+        Command::Check {
+            files,
+            max_peak,
+            max_reserved,
+            min_efficiency,
+            max_unknown,
+            max_role,
+            baseline,
+            max_growth,
+            write_baseline,
+            rules,
+            markdown,
+            json,
+            jobs,
+        } => {
+            let Some(rules) = rules_or_exit(rules) else {
+                return ExitCode::from(2);
+            };
+            let budgets = memsight_core::compare::budget::Budgets {
+                max_peak_bytes: max_peak,
+                max_reserved_bytes: max_reserved,
+                min_efficiency_ppm: min_efficiency,
+                max_unknown_ppm: max_unknown,
+                max_role_bytes: max_role,
+                max_growth_ppm: max_growth,
+            };
+            let output = match (markdown, json) {
+                (true, _) => check::CheckOutput::Markdown,
+                (_, true) => check::CheckOutput::Json,
+                _ => check::CheckOutput::Text,
+            };
+            check::run(
+                &files,
+                &budgets,
+                baseline.as_deref(),
+                write_baseline.as_deref(),
+                &rules,
+                output,
+                jobs_or_cores(jobs),
+            )
+        }
+        Command::Digest {
+            files,
+            output,
+            jobs,
+            rules,
+        } => {
+            let Some(rules) = rules_or_exit(rules) else {
+                return ExitCode::from(2);
+            };
+            digest::run(
+                &files,
+                &rules,
+                digest::DigestDestination::of(output),
+                jobs_or_cores(jobs),
+            )
+        }
     }
+}
+
+/// `--jobs` as given, else the machine's cores.
+fn jobs_or_cores(jobs: Option<u32>) -> usize {
+    jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        |n| n as usize,
+    )
 }
 
 /// The rules of `path` (none without one); `None` after saying why they cannot be used.

@@ -3,7 +3,7 @@
 //! read reported with the same message, byte offset and hint as the page.
 
 use std::fs::File;
-use std::io::{IsTerminal, Read, Write};
+use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -11,6 +11,7 @@ use std::time::Instant;
 use memsight_core::analysis::categories::categorised::Categorised;
 use memsight_core::analysis::categories::rules::Rules;
 use memsight_core::analysis::Analysed;
+use memsight_core::compare::digest_file::{looks_like_digest, read_digests, DigestFile};
 use memsight_core::decode::{decode_reader, ErrorReport};
 use memsight_core::format;
 use memsight_core::service::Context;
@@ -24,7 +25,7 @@ pub struct Opened {
 }
 
 /// Decodes and analyses the snapshot at `path` (`-` reads standard input), showing progress
-/// on a terminal for a large file.
+/// on a terminal for a large file. A digest is refused, saying which commands read one.
 pub fn open(path: &Path) -> Result<Opened, ErrorReport> {
     open_with(path, true)
 }
@@ -32,6 +33,35 @@ pub fn open(path: &Path) -> Result<Opened, ErrorReport> {
 /// [`open`], with the progress line only when `progress` is set (files opened side by side
 /// would overwrite each other's).
 pub fn open_with(path: &Path, progress: bool) -> Result<Opened, ErrorReport> {
+    match open_input(path, progress)? {
+        SnapshotOrDigests::Snapshot(opened) => Ok(*opened),
+        SnapshotOrDigests::Digests(_) => Err(ErrorReport {
+            message: "This is a memsight digest, not a snapshot: it holds each device's \
+                      numbers at its peak, not the trace this command reads."
+                .to_string(),
+            offset: None,
+            hint: Some(
+                "`memsight files`, `compare`, `report` and `check` read digests; give this \
+                 command the snapshot the digest was written from."
+                    .to_string(),
+            ),
+        }),
+    }
+}
+
+/// What a file given to a command that reads both turned out to be.
+pub enum SnapshotOrDigests {
+    Snapshot(Box<Opened>),
+    /// One digest, or several one after another (a baseline).
+    Digests(Vec<DigestFile>),
+}
+
+/// A digest larger than this is not one memsight wrote (they hold kilobytes per device).
+const MAX_DIGEST_BYTES: u64 = 64 << 20;
+
+/// Opens `path` (`-` reads standard input) as a digest when it begins as one
+/// ([`looks_like_digest`]), else decodes and analyses it as a snapshot.
+pub fn open_input(path: &Path, progress: bool) -> Result<SnapshotOrDigests, ErrorReport> {
     let start = Instant::now();
     let (source, size): (Box<dyn Read>, u64) = if path.as_os_str() == "-" {
         (Box::new(std::io::stdin().lock()), 0)
@@ -43,19 +73,56 @@ pub fn open_with(path: &Path, progress: bool) -> Result<Opened, ErrorReport> {
         (Box::new(file), size)
     };
     let mut counted = Counted {
-        inner: source,
+        inner: BufReader::with_capacity(64 << 10, source),
         bytes: 0,
     };
+    let head = counted
+        .inner
+        .fill_buf()
+        .map_err(|error| ErrorReport::message(format!("The file cannot be read: {error}.")))?;
+    if looks_like_digest(head) {
+        let mut bytes = Vec::new();
+        (&mut counted)
+            .take(MAX_DIGEST_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|error| ErrorReport::message(format!("The file cannot be read: {error}.")))?;
+        if bytes.len() as u64 > MAX_DIGEST_BYTES {
+            return Err(ErrorReport::message(format!(
+                "This file begins as a memsight digest but is larger than {}, which no digest \
+                 memsight writes is.",
+                format::bytes(MAX_DIGEST_BYTES)
+            )));
+        }
+        return read_digests(&bytes)
+            .map(SnapshotOrDigests::Digests)
+            .map_err(|(at, error)| {
+                let which = if at > 1 {
+                    format!(" (the file's digest {at})")
+                } else {
+                    String::new()
+                };
+                ErrorReport::message(format!("{}{which}.", capitalised(&error.to_string())))
+            });
+    }
     let mut progress = Progress::new(path, if progress { size } else { 0 });
     let snapshot = decode_reader(&mut counted, &mut |read| progress.show(read));
     progress.clear();
     let snapshot = snapshot.map_err(|error| error.into_report())?;
     let analysed = Analysed::new(snapshot);
-    Ok(Opened {
+    Ok(SnapshotOrDigests::Snapshot(Box::new(Opened {
         analysed,
         file_bytes: counted.bytes,
         decode_ms: start.elapsed().as_secs_f64() * 1e3,
-    })
+    })))
+}
+
+/// `text` with its first letter in capitals, as a sentence begins.
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
 }
 
 /// Opens each file in turn and prints what `show` makes of it: one line of JSON, or text

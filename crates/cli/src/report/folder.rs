@@ -15,7 +15,6 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use memsight_core::analysis::categories::rules::Rules;
 use memsight_core::analysis::moment::Moment;
@@ -33,9 +32,10 @@ use memsight_core::overview;
 use memsight_core::service::{Service, ViewError};
 
 use super::charts::chart_markup;
-use super::names::report_names;
 use super::{display_name, malformed};
 use crate::open::{describe_error, open_with, with_context, Opened};
+use crate::output_names::report_names;
+use crate::parallel::parallel_map;
 
 /// One input: its path, how reports name it, its reports' file name and how the summary
 /// lists it.
@@ -137,33 +137,6 @@ pub fn run(
     } else {
         ExitCode::SUCCESS
     }
-}
-
-/// Runs `work` on every item, `jobs` at a time on scoped threads, each thread taking the next
-/// item when it is done with one; the results in the items' order.
-fn parallel_map<T: Sync, R: Send>(
-    items: &[T],
-    jobs: usize,
-    work: impl Fn(&T) -> R + Sync,
-) -> Vec<R> {
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
-    std::thread::scope(|scope| {
-        for _ in 0..jobs.clamp(1, items.len().max(1)) {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(item) = items.get(i) else { break };
-                let result = work(item);
-                results.lock().expect("no worker panicked")[i] = Some(result);
-            });
-        }
-    });
-    results
-        .into_inner()
-        .expect("no worker panicked")
-        .into_iter()
-        .map(|r| r.expect("every item was taken"))
-        .collect()
 }
 
 /// Reads one file and writes its reports; the file's model is dropped on return.

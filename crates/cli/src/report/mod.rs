@@ -11,7 +11,6 @@
 
 mod charts;
 pub mod folder;
-mod names;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

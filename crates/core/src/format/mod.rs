@@ -2,13 +2,15 @@
 //! thing: binary byte units, counts with separators, durations, timestamps and percentages
 //! (here), the overview's labels and sentences ([`overview`]), the breakdown's labels
 //! ([`breakdown`]), the findings' words ([`findings`]), a device's Markdown report
-//! ([`report`]), the tables as CSV ([`table`]), and why something could not be shown ([`problems`]).
+//! ([`report`]), the tables as CSV ([`table`]), a budget check ([`check`]), and why something
+//! could not be shown ([`problems`]).
 //!
 //! The analysis computes numbers and typed facts; only this module turns them into text. Not
 //! for parsing, and not for exact values: the page always keeps the exact integer next to a
 //! formatted one (`data-value`, `title`), and the command line's JSON prints it.
 
 pub mod breakdown;
+pub mod check;
 pub mod compare;
 pub mod document;
 pub mod findings;

@@ -1,5 +1,5 @@
-//! What each input's report files are called in the report folder: its path below the
-//! folders every input shares, its folders joined by `__` (`iteration_3/rank5.pickle` →
+//! What each input's files are called in an output folder (reports, digests): its path below
+//! the folders every input shares, its folders joined by `__` (`iteration_3/rank5.pickle` →
 //! `iteration_3__rank5`), without the snapshot's extensions, in characters any file system
 //! takes, and unique (`-2`, `-3`… in the inputs' order, ignoring case, as some file systems
 //! do). `index` and `summary` are the folder's own, so an input named so gets a `_`.

@@ -1,0 +1,197 @@
+//! `memsight check FILE… [--max-peak SIZE] [--max-reserved SIZE] [--min-efficiency PCT]
+//! [--max-unknown PCT] [--max ROLE=SIZE …] [--baseline BASELINE] [--max-growth PCT]
+//! [--write-baseline FILE] [--markdown|--json]`: memory budgets for CI. Every device of every
+//! file (snapshots or digests) against the limits, exit code 0 when all are within them and
+//! 1 otherwise, one line per breach in words a reviewer reads (the core's
+//! [`format::check`](memsight_core::format::check)). A baseline is digests one after another
+//! (what `--write-baseline` and `memsight digest` write), a folder of digests, or a snapshot.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use memsight_core::analysis::categories::rules::Rules;
+use memsight_core::compare::budget::{check, Budgets, RoleBytes, PPM_PER_PERCENT};
+use memsight_core::compare::digest_file::DigestFile;
+use memsight_core::format::check as words;
+
+use crate::digest::read_as_digests;
+use crate::open::describe_error;
+use crate::parallel::parallel_map;
+use crate::table::{parse_role, parse_size};
+
+/// How the verdict is printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CheckOutput {
+    /// One line per breach, then the verdict.
+    Text,
+    /// The verdict, the breaches and a table of every device's figures (for a job summary).
+    Markdown,
+    /// The verdict and every figure checked, exact.
+    Json,
+}
+
+/// Exit code when a file or the baseline cannot be read: there is no verdict.
+const CANNOT_CHECK: u8 = 2;
+
+/// A percentage as typed (`5`, `12.5`, `5%`), in parts per million.
+pub fn parse_percent(text: &str) -> Result<u64, String> {
+    let number = text.trim().trim_end_matches('%').trim();
+    match number.parse::<f64>() {
+        Ok(value) if (0.0..=100_000.0).contains(&value) => {
+            Ok((value * PPM_PER_PERCENT as f64).round() as u64)
+        }
+        _ => Err(format!("'{text}' is not a percentage: say 5 or 12.5")),
+    }
+}
+
+/// A role's limit as typed: `activations=12GiB`.
+pub fn parse_role_limit(text: &str) -> Result<RoleBytes, String> {
+    let (role, size) = text
+        .split_once('=')
+        .ok_or_else(|| format!("'{text}' is not ROLE=SIZE: say activations=12GiB"))?;
+    Ok(RoleBytes {
+        role: parse_role(role.trim())?,
+        bytes: parse_size(size)?,
+    })
+}
+
+/// Checks `files` against `budgets` (and the baseline), writes the baseline when asked, and
+/// prints the verdict.
+pub fn run(
+    files: &[PathBuf],
+    budgets: &Budgets,
+    baseline: Option<&Path>,
+    write_baseline: Option<&Path>,
+    rules: &Rules,
+    output: CheckOutput,
+    jobs: usize,
+) -> ExitCode {
+    if !budgets.any() && write_baseline.is_none() {
+        eprintln!(
+            "memsight check: no budget given: say --max-peak, --max-reserved, --min-efficiency, \
+             --max-unknown, --max ROLE=SIZE or --baseline with --max-growth (or \
+             --write-baseline to only write one)"
+        );
+        return ExitCode::from(CANNOT_CHECK);
+    }
+    let read = parallel_map(files, jobs, |path| {
+        read_as_digests(path, rules, true, files.len() == 1)
+    });
+    let mut digests: Vec<DigestFile> = Vec::new();
+    let mut unreadable = false;
+    for (path, result) in files.iter().zip(read) {
+        match result {
+            Ok(read) => digests.extend(read),
+            Err(report) => {
+                unreadable = true;
+                eprintln!("{}", describe_error(path, &report));
+            }
+        }
+    }
+    if unreadable {
+        eprintln!("memsight check: not every file could be read, so there is no verdict");
+        return ExitCode::from(CANNOT_CHECK);
+    }
+    let baseline = match baseline.map(|path| read_baseline(path, rules)).transpose() {
+        Ok(baseline) => baseline.unwrap_or_default(),
+        Err(why) => {
+            eprintln!("{why}");
+            return ExitCode::from(CANNOT_CHECK);
+        }
+    };
+    if let Some(path) = write_baseline {
+        let text: String = digests.iter().map(DigestFile::to_json).collect();
+        if let Err(e) = std::fs::write(path, text) {
+            eprintln!(
+                "memsight: {}: the baseline cannot be written: {e}",
+                path.display()
+            );
+            return ExitCode::from(CANNOT_CHECK);
+        }
+        eprintln!(
+            "Wrote the baseline of {} {} to {}",
+            digests.len(),
+            if digests.len() == 1 { "file" } else { "files" },
+            path.display()
+        );
+    }
+    let verdict = check(&digests, &baseline, budgets);
+    match output {
+        CheckOutput::Json => println!(
+            "{}",
+            serde_json::to_string(&verdict).expect("a verdict serializes")
+        ),
+        CheckOutput::Markdown => print!("{}", words::markdown(&verdict)),
+        CheckOutput::Text => {
+            for line in words::breach_lines(&verdict)
+                .into_iter()
+                .chain(words::unmatched_lines(&verdict))
+            {
+                println!("{line}");
+            }
+            println!("{}", words::verdict_line(&verdict));
+        }
+    }
+    if verdict.pass {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// The baseline's digests: a file of digests, a folder of them (`*.json`, in name order), or
+/// a snapshot.
+fn read_baseline(path: &Path, rules: &Rules) -> Result<Vec<DigestFile>, String> {
+    let paths = if path.is_dir() {
+        let mut paths: Vec<PathBuf> = std::fs::read_dir(path)
+            .map_err(|e| {
+                format!(
+                    "memsight: {}: the baseline cannot be read: {e}",
+                    path.display()
+                )
+            })?
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|e| e == "json"))
+            .collect();
+        paths.sort();
+        if paths.is_empty() {
+            return Err(format!(
+                "memsight: {}: the baseline folder holds no digest (*.json)",
+                path.display()
+            ));
+        }
+        paths
+    } else {
+        vec![path.to_path_buf()]
+    };
+    let mut out = Vec::new();
+    for path in paths {
+        let read = read_as_digests(&path, rules, true, true)
+            .map_err(|report| format!("{} (the baseline)", describe_error(&path, &report)))?;
+        out.extend(read);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memsight_core::analysis::categories::Role;
+
+    #[test]
+    fn percentages_and_role_limits_read_as_typed() {
+        assert_eq!(parse_percent("5"), Ok(50_000));
+        assert_eq!(parse_percent("12.5%"), Ok(125_000));
+        assert!(parse_percent("five").is_err());
+        assert!(parse_percent("-3").is_err());
+        assert_eq!(
+            parse_role_limit("activations=1.5GiB"),
+            Ok(RoleBytes {
+                role: Role::Activations,
+                bytes: 3 << 29
+            })
+        );
+        assert!(parse_role_limit("activations").is_err());
+        assert!(parse_role_limit("weights=1GiB").is_err());
+    }
+}

@@ -1,0 +1,369 @@
+//! `memsight check` on real snapshots: each budget passes at the file's own figure and fails
+//! one byte (or one tenth of a percent) below it, with the exit codes CI reads, the JSON
+//! carries what the text says, and a baseline catches a regression built from two real runs
+//! (a step's forward against its full step) while a file checked against itself does not
+//! grow.
+
+mod command;
+#[path = "../../core/tests/common/mod.rs"]
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use command::{json_lines, memsight};
+use common::real_fixtures_dir;
+use serde_json::Value;
+
+const FULL_STEP: &str = "notHanmin__assignment2-systems__memory_snapshot.pickle";
+const FORWARD: &str = "notHanmin__assignment2-systems__memory_snapshot_forward.pickle";
+/// Recorded after its model was built, with frames no role is known by: all of it unknown.
+const ALL_UNKNOWN: &str = "kkaitlyn111__cs336-a2-systems__memory_snapshot.pickle";
+
+fn fixture(name: &str) -> Option<PathBuf> {
+    let path = real_fixtures_dir()?.join(name);
+    if path.is_file() {
+        Some(path)
+    } else {
+        eprintln!("skipped: {name} is not among the real fixtures");
+        None
+    }
+}
+
+fn code(output: &Output) -> i32 {
+    output.status.code().expect("memsight exited")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+/// The figures `check --json` reports for the file's device (every budget met).
+fn figures(file: &Path) -> Value {
+    let output = memsight(
+        &["check", "--json", "--max-peak", "1TiB"],
+        &[file.to_path_buf()],
+    );
+    assert_eq!(
+        code(&output),
+        0,
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    json_lines(&output)[0]["devices"][0].clone()
+}
+
+fn check(args: &[&str], file: &Path) -> Output {
+    let mut all = vec!["check"];
+    all.extend_from_slice(args);
+    memsight(&all, &[file.to_path_buf()])
+}
+
+#[test]
+fn each_budget_passes_at_the_files_own_figure_and_fails_just_below_it() {
+    let Some(file) = fixture(FULL_STEP) else {
+        return;
+    };
+    let fig = figures(&file);
+    let peak = fig["peak_allocated_bytes"].as_u64().unwrap();
+    let reserved = fig["peak_reserved_bytes"].as_u64().unwrap();
+    let efficiency = fig["efficiency_at_peak_ppm"].as_u64().unwrap();
+    let activations = fig["roles_at_peak"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["role"] == "activations")
+        .unwrap()["bytes"]
+        .as_u64()
+        .unwrap();
+    assert!(peak > 0 && reserved >= peak && activations > 0);
+    // Efficiency in percent with one decimal, just below and just above the file's.
+    let below = format!("{:.1}", (efficiency / 1000) as f64 / 10.0);
+    let above = format!("{:.1}", (efficiency / 1000 + 1) as f64 / 10.0);
+    let cases: Vec<(Vec<String>, Vec<String>, &str)> = vec![
+        (
+            vec!["--max-peak".into(), peak.to_string()],
+            vec!["--max-peak".into(), (peak - 1).to_string()],
+            "peak allocated",
+        ),
+        (
+            vec!["--max-reserved".into(), reserved.to_string()],
+            vec!["--max-reserved".into(), (reserved - 1).to_string()],
+            "peak reserved",
+        ),
+        (
+            vec!["--min-efficiency".into(), below],
+            vec!["--min-efficiency".into(), above],
+            "efficiency at the peak",
+        ),
+        (
+            vec!["--max".into(), format!("activations={activations}")],
+            vec!["--max".into(), format!("activations={}", activations - 1)],
+            "activations at the peak",
+        ),
+        (
+            vec!["--max-unknown".into(), "0".into()],
+            vec!["--max-unknown".into(), "0".into()],
+            "",
+        ),
+    ];
+    for (pass, fail, words) in cases {
+        let pass: Vec<&str> = pass.iter().map(String::as_str).collect();
+        let output = check(&pass, &file);
+        assert_eq!(code(&output), 0, "{pass:?}: {}", stdout(&output));
+        assert_eq!(
+            stdout(&output),
+            "memsight check: the device is within budget\n"
+        );
+        if words.is_empty() {
+            continue;
+        }
+        let fail: Vec<&str> = fail.iter().map(String::as_str).collect();
+        let output = check(&fail, &file);
+        assert_eq!(code(&output), 1, "{fail:?}: {}", stdout(&output));
+        let text = stdout(&output);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(
+            lines[0].ends_with(&format!("cuda:0: {words}"))
+                || lines[0].contains(&format!("cuda:0: {words} ")),
+            "{fail:?}: {}",
+            lines[0]
+        );
+        assert_eq!(lines[1], "memsight check: 1 budget exceeded");
+        // The JSON says the same: the breach, its figure and its limit.
+        let mut json = fail.clone();
+        json.push("--json");
+        let output = check(&json, &file);
+        assert_eq!(code(&output), 1);
+        let verdict = &json_lines(&output)[0];
+        assert_eq!(verdict["pass"], false);
+        let breaches = verdict["devices"][0]["breaches"].as_array().unwrap();
+        assert_eq!(breaches.len(), 1, "{verdict}");
+    }
+    let json = check(&["--json", "--max-peak", &(peak - 1).to_string()], &file);
+    let breach = &json_lines(&json)[0]["devices"][0]["breaches"][0];
+    assert_eq!(breach["checked"]["kind"], "peak_allocated");
+    assert_eq!(breach["value"].as_u64(), Some(peak));
+    assert_eq!(breach["limit"].as_u64(), Some(peak - 1));
+}
+
+#[test]
+fn a_share_of_unknown_memory_fails_the_unknown_budget() {
+    let Some(file) = fixture(ALL_UNKNOWN) else {
+        return;
+    };
+    let fig = figures(&file);
+    assert_eq!(fig["unknown_share_ppm"].as_u64(), Some(1_000_000), "{fig}");
+    let output = check(&["--max-unknown", "50"], &file);
+    assert_eq!(code(&output), 1);
+    let text = stdout(&output);
+    assert!(
+        text.contains(
+            "cuda:0: 100.0% of the peak (50.9 GiB) has no known role, above the 50.0% allowed"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_baseline_catches_growth_and_a_file_against_itself_does_not_grow() {
+    let (Some(full), Some(forward)) = (fixture(FULL_STEP), fixture(FORWARD)) else {
+        return;
+    };
+    let dir = tempdir("baseline");
+    let baseline = dir.join("baseline.json");
+    // Written while checking, then read back: the run against itself has grown by nothing.
+    let output = memsight(
+        &[
+            "check",
+            "--max-peak",
+            "1TiB",
+            "--write-baseline",
+            baseline.to_str().unwrap(),
+        ],
+        std::slice::from_ref(&full),
+    );
+    assert_eq!(
+        code(&output),
+        0,
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let same = check(
+        &[
+            "--baseline",
+            baseline.to_str().unwrap(),
+            "--max-growth",
+            "0",
+            "--json",
+        ],
+        &full,
+    );
+    assert_eq!(code(&same), 0, "{}", stdout(&same));
+    let growth = &json_lines(&same)[0]["devices"][0]["growth"];
+    assert_eq!(growth["peak_delta_bytes"].as_i64(), Some(0), "{growth}");
+    assert!(growth["largest_role"].is_null() && growth["largest_call_site"].is_null());
+
+    // The forward-only run against the full step's baseline: the growth is the comparison's.
+    let grown = check(
+        &[
+            "--baseline",
+            baseline.to_str().unwrap(),
+            "--max-growth",
+            "5",
+            "--json",
+        ],
+        &forward,
+    );
+    assert_eq!(code(&grown), 1);
+    let device = &json_lines(&grown)[0]["devices"][0];
+    let compared = memsight(&["compare", "--json"], &[full.clone(), forward.clone()]);
+    let comparison = &json_lines(&compared)[0]["comparison"];
+    let peak_delta = comparison["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["key"] == "peak-allocated-bytes")
+        .unwrap()["delta"]
+        .as_i64()
+        .unwrap();
+    assert_eq!(
+        device["growth"]["peak_delta_bytes"].as_i64(),
+        Some(peak_delta)
+    );
+    let largest_role = comparison["roles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .max_by_key(|r| r["delta_bytes"].as_i64().unwrap())
+        .unwrap();
+    assert_eq!(
+        device["growth"]["largest_role"]["role"],
+        largest_role["key"]
+    );
+    let kinds: Vec<&str> = device["breaches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["checked"]["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"peak_growth"), "{kinds:?}");
+    // In words: the first line names what grew most.
+    let text = stdout(&check(
+        &[
+            "--baseline",
+            baseline.to_str().unwrap(),
+            "--max-growth",
+            "5",
+        ],
+        &forward,
+    ));
+    let first = text.lines().next().unwrap();
+    assert!(
+        first.contains("peak allocated grew by")
+            && first.contains("above the 5.0% allowed; the largest growth against the baseline is optimizer state +"),
+        "{first}"
+    );
+    // A snapshot serves as a baseline too, with the same verdict.
+    let from_snapshot = check(
+        &[
+            "--baseline",
+            full.to_str().unwrap(),
+            "--max-growth",
+            "5",
+            "--json",
+        ],
+        &forward,
+    );
+    assert_eq!(json_lines(&from_snapshot)[0], json_lines(&grown)[0]);
+}
+
+#[test]
+fn ranks_match_their_own_rank_in_the_baseline() {
+    let (Some(full), Some(forward)) = (fixture(FULL_STEP), fixture(FORWARD)) else {
+        return;
+    };
+    let dir = tempdir("ranks");
+    // Two "ranks" of a job: rank 0 the full step, rank 1 the forward; the baseline lists
+    // them the other way round, so only matching by rank gives zero growth to both.
+    let digest = |path: &Path, name: &str| -> String {
+        let output = memsight(&["digest"], &[path.to_path_buf()]);
+        assert_eq!(code(&output), 0);
+        let mut value: Value = serde_json::from_slice(&output.stdout).unwrap();
+        value["name"] = Value::String(name.to_string());
+        format!("{value}\n")
+    };
+    let rank0 = digest(&full, "job/rank0.pickle");
+    let rank1 = digest(&forward, "job/rank1.pickle");
+    std::fs::write(dir.join("now.json"), format!("{rank0}{rank1}")).unwrap();
+    std::fs::write(dir.join("before.json"), format!("{rank1}{rank0}")).unwrap();
+    let output = memsight(
+        &[
+            "check",
+            "--json",
+            "--max-growth",
+            "0",
+            "--baseline",
+            dir.join("before.json").to_str().unwrap(),
+        ],
+        &[dir.join("now.json")],
+    );
+    assert_eq!(code(&output), 0, "{}", stdout(&output));
+    let verdict = &json_lines(&output)[0];
+    let ranks: Vec<u64> = verdict["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            assert_eq!(d["growth"]["peak_delta_bytes"].as_i64(), Some(0), "{d}");
+            d["rank"].as_u64().unwrap()
+        })
+        .collect();
+    assert_eq!(ranks, [0, 1]);
+    let text = stdout(&memsight(
+        &["check", "--max-peak", "1GiB"],
+        &[dir.join("now.json")],
+    ));
+    assert!(text.contains("\nrank 1 cuda:0: peak allocated"), "{text}");
+    assert!(
+        text.ends_with("memsight check: 2 budgets exceeded on 2 of 2 devices\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn no_budget_an_unreadable_file_or_baseline_is_exit_code_2() {
+    let dir = tempdir("unreadable");
+    let bad = dir.join("bad.pickle");
+    std::fs::write(&bad, b"\x80\x04not a pickle").unwrap();
+    let output = memsight(&["check"], std::slice::from_ref(&bad));
+    assert_eq!(code(&output), 2);
+    assert!(String::from_utf8_lossy(&output.stderr).contains("no budget given"));
+    let output = memsight(&["check", "--max-peak", "1GiB"], std::slice::from_ref(&bad));
+    assert_eq!(code(&output), 2);
+    assert!(String::from_utf8_lossy(&output.stderr).contains("no verdict"));
+    let Some(full) = fixture(FULL_STEP) else {
+        return;
+    };
+    let output = memsight(
+        &[
+            "check",
+            "--max-growth",
+            "5",
+            "--baseline",
+            bad.to_str().unwrap(),
+        ],
+        &[full],
+    );
+    assert_eq!(code(&output), 2);
+    assert!(String::from_utf8_lossy(&output.stderr).contains("(the baseline)"));
+}
+
+/// A fresh folder for one test's files.
+fn tempdir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("memsight-check-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}

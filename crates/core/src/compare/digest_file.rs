@@ -1,0 +1,277 @@
+//! A snapshot reduced to a file of a few kilobytes: every device's [`Digest`] (with its call
+//! sites and modules) under the snapshot's name, versioned, written as JSON. A job of any
+//! size digests each snapshot where it was written and moves only the digests: the files
+//! table, a comparison, a report's summary and a budget check read them as they read the
+//! snapshots.
+//!
+//! A reader refuses a digest of another version with a message saying which is newer, never
+//! reads one as if it were its own. Not the place for making a device's digest
+//! ([`super::digest`]) or for reading snapshots (`decode`).
+
+use serde::{Deserialize, Serialize};
+
+use super::digest::Digest;
+
+/// What a digest file says it is, first of its keys.
+pub const DIGEST_FORMAT: &str = "memsight-digest";
+
+/// The digest layout this build writes and reads. Any change to [`DigestFile`] or [`Digest`]
+/// that an older reader would misread raises it.
+pub const DIGEST_VERSION: u32 = 1;
+
+/// A snapshot's digest as written to a file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DigestFile {
+    /// Always [`DIGEST_FORMAT`].
+    pub format: String,
+    /// [`DIGEST_VERSION`] of the memsight that wrote it.
+    pub version: u32,
+    /// The snapshot's name as it was given (its path), which the files table shows and reads
+    /// ranks, iterations and settings from.
+    pub name: String,
+    /// The memsight that wrote it (`memsight 0.1.0`).
+    pub writer: String,
+    /// The snapshot's size in bytes as read (compressed bytes for gzip).
+    pub snapshot_bytes: u64,
+    /// Its paths were redacted when it was written.
+    #[serde(default)]
+    pub redacted: bool,
+    /// The device a view of the snapshot shows first (where an allocation failed, else the
+    /// highest peak): what a comparison takes when no device is named.
+    pub default_device: Option<u32>,
+    /// Every device of the snapshot, ascending by id, each at its run's allocated peak.
+    pub devices: Vec<Digest>,
+}
+
+impl DigestFile {
+    /// A digest of this build's version.
+    pub fn new(
+        name: &str,
+        writer: &str,
+        snapshot_bytes: u64,
+        default_device: Option<u32>,
+        devices: Vec<Digest>,
+    ) -> Self {
+        DigestFile {
+            format: DIGEST_FORMAT.to_string(),
+            version: DIGEST_VERSION,
+            name: name.to_string(),
+            writer: writer.to_string(),
+            snapshot_bytes,
+            redacted: false,
+            default_device,
+            devices,
+        }
+    }
+
+    /// The JSON written to a digest file (one line, then a line break).
+    pub fn to_json(&self) -> String {
+        let mut out = serde_json::to_string(self).expect("a digest serializes");
+        out.push('\n');
+        out
+    }
+
+    /// The digest of `device`.
+    pub fn device(&self, device: u32) -> Option<&Digest> {
+        self.devices.iter().find(|d| d.device == device)
+    }
+
+    /// The device a view shows first ([`DigestFile::default_device`]).
+    pub fn shown_device(&self) -> Option<u32> {
+        self.default_device
+            .or_else(|| self.devices.first().map(|d| d.device))
+    }
+}
+
+/// Why bytes are not a digest this build can read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DigestError {
+    /// Not JSON, or not a digest's JSON.
+    NotADigest { detail: String },
+    /// A digest of another layout.
+    Version { found: u32 },
+    /// A digest of this version whose contents do not fit its layout.
+    Malformed { detail: String },
+}
+
+impl std::fmt::Display for DigestError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DigestError::NotADigest { detail } => write!(f, "not a memsight digest: {detail}"),
+            DigestError::Version { found } if *found > DIGEST_VERSION => write!(
+                f,
+                "a memsight digest of version {found}, newer than this memsight reads \
+                 ({DIGEST_VERSION}): update memsight to read it"
+            ),
+            DigestError::Version { found } => write!(
+                f,
+                "a memsight digest of version {found}, older than this memsight reads \
+                 ({DIGEST_VERSION}): write it again from its snapshot with `memsight digest`"
+            ),
+            DigestError::Malformed { detail } => {
+                write!(f, "a memsight digest that cannot be read: {detail}")
+            }
+        }
+    }
+}
+
+/// Whether `head` (the first bytes of a file, up to 64 KiB) begins a digest: a JSON object
+/// that says `"memsight-digest"` — first of its keys as memsight writes it, later when a tool
+/// has sorted them. A snapshot's JSON form does not say so in its first bytes.
+pub fn looks_like_digest(head: &[u8]) -> bool {
+    let skipped = head.iter().take_while(|b| b.is_ascii_whitespace()).count();
+    let marker = format!("\"{DIGEST_FORMAT}\"");
+    head.get(skipped) == Some(&b'{') && head.windows(marker.len()).any(|w| w == marker.as_bytes())
+}
+
+/// Reads a digest file's bytes: its version first, so that a digest of another layout is
+/// refused rather than misread.
+pub fn read_digest(bytes: &[u8]) -> Result<DigestFile, DigestError> {
+    let value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| DigestError::NotADigest {
+            detail: e.to_string(),
+        })?;
+    digest_of_value(value)
+}
+
+/// Reads one or more digests written one after another (as `memsight digest` prints them, one
+/// per line; a baseline is such a file): each as [`read_digest`] reads one. The error of the
+/// first that cannot be read, counting from 1.
+pub fn read_digests(bytes: &[u8]) -> Result<Vec<DigestFile>, (usize, DigestError)> {
+    let mut out = Vec::new();
+    for value in serde_json::Deserializer::from_slice(bytes).into_iter::<serde_json::Value>() {
+        let at = out.len() + 1;
+        let value = value.map_err(|e| {
+            (
+                at,
+                DigestError::NotADigest {
+                    detail: e.to_string(),
+                },
+            )
+        })?;
+        out.push(digest_of_value(value).map_err(|e| (at, e))?);
+    }
+    if out.is_empty() {
+        return Err((
+            1,
+            DigestError::NotADigest {
+                detail: "the file is empty".to_string(),
+            },
+        ));
+    }
+    Ok(out)
+}
+
+fn digest_of_value(value: serde_json::Value) -> Result<DigestFile, DigestError> {
+    #[derive(Deserialize)]
+    struct Header {
+        format: Option<String>,
+        version: Option<u32>,
+    }
+    let header = Header::deserialize(&value).map_err(|e| DigestError::NotADigest {
+        detail: e.to_string(),
+    })?;
+    if header.format.as_deref() != Some(DIGEST_FORMAT) {
+        return Err(DigestError::NotADigest {
+            detail: format!("its \"format\" is not \"{DIGEST_FORMAT}\""),
+        });
+    }
+    match header.version {
+        Some(DIGEST_VERSION) => {}
+        Some(found) => return Err(DigestError::Version { found }),
+        None => {
+            return Err(DigestError::Malformed {
+                detail: "it has no \"version\"".to_string(),
+            })
+        }
+    }
+    DigestFile::deserialize(value).map_err(|e| DigestError::Malformed {
+        detail: e.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn empty() -> DigestFile {
+        DigestFile::new("runs/rank3.pickle", "memsight test", 1234, None, Vec::new())
+    }
+
+    #[test]
+    fn a_digest_reads_back_as_written_and_is_known_by_its_first_key() {
+        let file = empty();
+        let json = file.to_json();
+        assert!(json.starts_with("{\"format\":\"memsight-digest\",\"version\":1,"));
+        assert!(looks_like_digest(json.as_bytes()));
+        assert!(looks_like_digest(
+            b" {\n  \"format\" : \"memsight-digest\", \"version\": 1}"
+        ));
+        // Keys sorted by another tool.
+        let sorted = serde_json::to_string(&serde_json::to_value(&file).unwrap()).unwrap();
+        assert!(!sorted.starts_with("{\"format\""));
+        assert!(looks_like_digest(sorted.as_bytes()));
+        assert_eq!(read_digest(sorted.as_bytes()), Ok(file.clone()));
+        assert!(!looks_like_digest(
+            b"{\"segments\": [], \"device_traces\": []}"
+        ));
+        assert!(!looks_like_digest(b"\x80\x04\x95"));
+        assert_eq!(read_digest(json.as_bytes()), Ok(file));
+    }
+
+    #[test]
+    fn a_digest_of_another_version_is_refused_saying_which_is_newer() {
+        let newer = empty().to_json().replace("\"version\":1", "\"version\":2");
+        let error = read_digest(newer.as_bytes()).unwrap_err();
+        assert_eq!(error, DigestError::Version { found: 2 });
+        assert!(error
+            .to_string()
+            .contains("newer than this memsight reads (1)"));
+        let older = empty().to_json().replace("\"version\":1", "\"version\":0");
+        let error = read_digest(older.as_bytes()).unwrap_err().to_string();
+        assert!(
+            error.contains("older") && error.contains("memsight digest"),
+            "{error}"
+        );
+        // A newer layout is refused before its unknown contents are read.
+        let changed = newer.replace("\"devices\":[]", "\"devices\":{\"0\":\"other\"}");
+        assert_eq!(
+            read_digest(changed.as_bytes()),
+            Err(DigestError::Version { found: 2 })
+        );
+    }
+
+    #[test]
+    fn digests_one_after_another_read_as_a_list_and_the_one_that_cannot_be_read_is_named() {
+        let mut other = empty();
+        other.name = "runs/rank4.pickle".to_string();
+        let both = format!("{}{}", empty().to_json(), other.to_json());
+        assert_eq!(read_digests(both.as_bytes()), Ok(vec![empty(), other]));
+        let pretty = serde_json::to_string_pretty(&empty()).unwrap();
+        assert_eq!(read_digests(pretty.as_bytes()), Ok(vec![empty()]));
+        let newer = both.replacen("\"version\":1", "\"version\":2", 2);
+        let second = format!("{}{}", empty().to_json(), newer.lines().nth(1).unwrap());
+        assert_eq!(
+            read_digests(second.as_bytes()),
+            Err((2, DigestError::Version { found: 2 }))
+        );
+        assert!(read_digests(b"  ").is_err());
+    }
+
+    #[test]
+    fn what_is_not_a_digest_says_so() {
+        assert!(matches!(
+            read_digest(b"{\"segments\": []}"),
+            Err(DigestError::NotADigest { .. })
+        ));
+        assert!(matches!(
+            read_digest(b"not json"),
+            Err(DigestError::NotADigest { .. })
+        ));
+        let broken = empty().to_json().replace("\"devices\":[]", "\"devices\":7");
+        assert!(matches!(
+            read_digest(broken.as_bytes()),
+            Err(DigestError::Malformed { .. })
+        ));
+    }
+}
