@@ -14,7 +14,7 @@ use memsight_core::format;
 use serde_json::{json, Map, Value};
 
 use crate::moment;
-use crate::open::for_each_file;
+use crate::open::{for_each_file, shown};
 
 /// Prints the categories of every file; fails (exit code 1) when any file cannot be read,
 /// after printing the others.
@@ -86,11 +86,11 @@ fn to_json(path: &Path, at: Moment, devices: &[Counted]) -> Value {
         };
         out.insert(counted.device.to_string(), value);
     }
-    json!({"file": path.display().to_string(), "devices": out})
+    json!({"file": shown(path), "devices": out})
 }
 
 fn to_text(path: &Path, at: Moment, devices: &[Counted]) -> String {
-    let mut out = format!("{}\n", path.display());
+    let mut out = format!("{}\n", shown(path));
     if devices.is_empty() {
         out.push_str("This snapshot holds no device.\n");
     }

@@ -16,7 +16,7 @@ use memsight_core::format::{self, compare as words};
 use serde_json::json;
 
 use crate::digest::say_rules_do_not_apply;
-use crate::open::{describe_error, open_input, with_context, SnapshotOrDigests};
+use crate::open::{describe_error, open_input, shown, with_context, SnapshotOrDigests};
 
 /// Lines of call sites and modules printed as text.
 const TEXT_LINES: usize = 20;
@@ -55,7 +55,7 @@ pub fn run(
 /// A side's file, device and the moment its digest is at.
 fn moment(path: &Path, d: &Digest) -> serde_json::Value {
     json!({
-        "file": path.display().to_string(),
+        "file": shown(path),
         "device": d.device,
         "state": d.peak_state,
         "bytes": d.peak_bytes,
@@ -121,10 +121,10 @@ fn side(
 fn text(a: &Path, da: &Digest, b: &Path, db: &Digest, c: &Comparison) -> String {
     let mut out = format!(
         "A: {} ({}), at {}\nB: {} ({}), at {}\n",
-        a.display(),
+        shown(a),
         format::device(da.device_kind, da.device),
         words::moment_words(da),
-        b.display(),
+        shown(b),
         format::device(db.device_kind, db.device),
         words::moment_words(db),
     );

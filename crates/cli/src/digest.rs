@@ -13,7 +13,9 @@ use memsight_core::compare::digest_file::DigestFile;
 use memsight_core::decode::ErrorReport;
 use memsight_core::format;
 
-use crate::open::{describe_error, open_input, with_context, Opened, SnapshotOrDigests};
+use crate::open::{
+    describe_error, open_input, redacting, shown, with_context, Opened, SnapshotOrDigests,
+};
 use crate::output_names::report_names;
 use crate::parallel::parallel_map;
 
@@ -31,7 +33,9 @@ pub fn file_digest(name: &str, opened: &Opened, rules: &Rules, detail: bool) -> 
             .collect()
     });
     let default_device = opened.analysed.default_device().map(|(d, _)| d);
-    DigestFile::new(name, WRITER, opened.file_bytes, default_device, devices)
+    let mut file = DigestFile::new(name, WRITER, opened.file_bytes, default_device, devices);
+    file.redacted = redacting();
+    file
 }
 
 /// `path` as digests: read as they are when it holds digests (one, or several one after
@@ -44,12 +48,9 @@ pub fn read_as_digests(
     progress: bool,
 ) -> Result<Vec<DigestFile>, ErrorReport> {
     match open_input(path, progress)? {
-        SnapshotOrDigests::Snapshot(opened) => Ok(vec![file_digest(
-            &path.display().to_string(),
-            &opened,
-            rules,
-            detail,
-        )]),
+        SnapshotOrDigests::Snapshot(opened) => {
+            Ok(vec![file_digest(&shown(path), &opened, rules, detail)])
+        }
         SnapshotOrDigests::Digests(files) => {
             say_rules_do_not_apply(path, rules);
             Ok(files)
@@ -119,12 +120,7 @@ pub fn run(files: &[PathBuf], rules: &Rules, output: DigestDestination, jobs: us
             return ExitCode::from(2);
         }
     }
-    let names = report_names(
-        &files
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>(),
-    );
+    let names = report_names(&files.iter().map(|p| shown(p)).collect::<Vec<_>>());
     let progress = files.len() == 1;
     let digests = parallel_map(files, jobs, |path| {
         read_as_digests(path, rules, true, progress)

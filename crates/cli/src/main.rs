@@ -41,6 +41,13 @@ use memsight_core::table::{Filter, GroupBy, Scope, Sort, TableQuery};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Redact paths in everything printed and written: installed packages as
+    /// `site-packages/…`, Python's library as `<python>/…`, home folders as `<home>/…`,
+    /// temporary folders as `<tmp>/…`, other absolute paths as `<root>/` and their last two
+    /// parts; user names found in those paths as `<user>`. The same file groups and compares
+    /// with the same numbers.
+    #[arg(long, global = true)]
+    redact: bool,
 }
 
 #[derive(Subcommand)]
@@ -357,6 +364,9 @@ fn parse_phase(key: &str) -> Result<memsight_core::analysis::categories::signals
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if cli.redact {
+        open::redact_from_now();
+    }
     match cli.command {
         Command::Overview { files, json } => overview::run(&files, json),
         Command::Categories {

@@ -6,15 +6,43 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use memsight_core::analysis::categories::categorised::Categorised;
 use memsight_core::analysis::categories::rules::Rules;
 use memsight_core::analysis::Analysed;
-use memsight_core::compare::digest_file::{looks_like_digest, read_digests, DigestFile};
+use memsight_core::compare::digest_file::{
+    looks_like_digest, read_digests, redact_digest, DigestFile,
+};
 use memsight_core::decode::{decode_reader, ErrorReport};
 use memsight_core::format;
+use memsight_core::model::redact::{redact_snapshot, Redaction};
 use memsight_core::service::Context;
+
+/// Whether paths are redacted in everything printed and written (`--redact`), set once by
+/// `main` before any file is opened.
+static REDACT: AtomicBool = AtomicBool::new(false);
+
+/// Redacts every file opened from now on, and the names they are shown by.
+pub fn redact_from_now() {
+    REDACT.store(true, Ordering::Relaxed);
+}
+
+pub fn redacting() -> bool {
+    REDACT.load(Ordering::Relaxed)
+}
+
+/// How outputs name the file at `path`: as given, or with `--redact` its path redacted as
+/// the snapshot's own paths are (`/home/jdoe/runs/rank3.pickle` → `<home>/runs/rank3.pickle`).
+pub fn shown(path: &Path) -> String {
+    let given = path.display().to_string();
+    if redacting() {
+        Redaction::plan([given.as_str()]).apply(&given).into_owned()
+    } else {
+        given
+    }
+}
 
 /// A decoded and analysed snapshot, with how long that took.
 pub struct Opened {
@@ -93,21 +121,27 @@ pub fn open_input(path: &Path, progress: bool) -> Result<SnapshotOrDigests, Erro
                 format::bytes(MAX_DIGEST_BYTES)
             )));
         }
-        return read_digests(&bytes)
-            .map(SnapshotOrDigests::Digests)
-            .map_err(|(at, error)| {
-                let which = if at > 1 {
-                    format!(" (the file's digest {at})")
-                } else {
-                    String::new()
-                };
-                ErrorReport::message(format!("{}{which}.", capitalised(&error.to_string())))
-            });
+        let digests = read_digests(&bytes).map_err(|(at, error)| {
+            let which = if at > 1 {
+                format!(" (the file's digest {at})")
+            } else {
+                String::new()
+            };
+            ErrorReport::message(format!("{}{which}.", capitalised(&error.to_string())))
+        })?;
+        return Ok(SnapshotOrDigests::Digests(if redacting() {
+            digests.into_iter().map(redact_digest).collect()
+        } else {
+            digests
+        }));
     }
     let mut progress = Progress::new(path, if progress { size } else { 0 });
     let snapshot = decode_reader(&mut counted, &mut |read| progress.show(read));
     progress.clear();
-    let snapshot = snapshot.map_err(|error| error.into_report())?;
+    let mut snapshot = snapshot.map_err(|error| error.into_report())?;
+    if redacting() {
+        redact_snapshot(&mut snapshot);
+    }
     let analysed = Analysed::new(snapshot);
     Ok(SnapshotOrDigests::Snapshot(Box::new(Opened {
         analysed,
@@ -163,7 +197,7 @@ pub fn for_each_file_into<P: AsRef<Path>>(
                 eprintln!("{}", describe_error(path, &report));
                 if as_json {
                     let error = serde_json::json!({
-                        "file": path.display().to_string(),
+                        "file": shown(path),
                         "error": report,
                     });
                     writeln!(out, "{error}")

@@ -12,7 +12,7 @@ use memsight_core::format::{self, overview as words};
 use memsight_core::overview::{self, Group, Overview};
 use serde_json::{json, Map, Value};
 
-use crate::open::{for_each_file, Opened};
+use crate::open::{for_each_file, shown, Opened};
 
 /// Prints the overview of every file; fails (exit code 1) when any file cannot be read, after
 /// printing the others.
@@ -62,7 +62,7 @@ fn to_json(path: &Path, opened: &Opened, overviews: &[Overview]) -> Value {
         );
     }
     json!({
-        "file": path.display().to_string(),
+        "file": shown(path),
         "file_bytes": opened.file_bytes,
         "devices": devices,
         "warnings": warnings,
@@ -94,7 +94,7 @@ fn warning_json(warning: &Warning) -> Value {
 fn to_text(path: &Path, opened: &Opened, overviews: &[Overview]) -> String {
     let mut out = format!(
         "{} · {} · decoded in {}\n",
-        path.display(),
+        shown(path),
         format::bytes(opened.file_bytes),
         format::duration_us((opened.decode_ms * 1e3) as u64)
     );

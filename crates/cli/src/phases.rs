@@ -12,7 +12,7 @@ use memsight_core::phases::service::{PhasesRequest, PhasesService};
 use memsight_core::service::Service;
 use serde_json::{json, Map};
 
-use crate::open::{for_each_file, with_context};
+use crate::open::{for_each_file, shown, with_context};
 
 /// Prints the report of every device of every file (or of `device`); fails (exit code 1)
 /// when a file cannot be read or has no such device.
@@ -49,7 +49,7 @@ pub fn run(
                 } else {
                     text.push_str(&format!(
                         "## {} · {}\n\n",
-                        path.display(),
+                        shown(path),
                         cx.analysed.snapshot.device_name(d)
                     ));
                     text.push_str(&words::markdown(&report));
@@ -57,7 +57,7 @@ pub fn run(
                 }
             }
             if as_json {
-                json!({"file": path.display().to_string(), "devices": json_devices}).to_string()
+                json!({"file": shown(path), "devices": json_devices}).to_string()
             } else {
                 text
             }

@@ -18,7 +18,7 @@ use memsight_core::table::service::{
 use serde_json::{json, Map, Value};
 
 use crate::moment;
-use crate::open::{for_each_file, with_context};
+use crate::open::{for_each_file, shown, with_context};
 use memsight_core::analysis::moment::Moment;
 
 /// Prints the segments of every device of every file (or of `device`) at `at`; fails (exit
@@ -98,7 +98,7 @@ pub fn run(
                 } else {
                     text.push_str(&format!(
                         "{} — {}, {} (event {}): {}\n",
-                        path.display(),
+                        shown(path),
                         cx.analysed.snapshot.device_name(d),
                         moment::name(at),
                         view.event.map_or("none".to_string(), |e| e.to_string()),
@@ -118,9 +118,7 @@ pub fn run(
                 }
             }
             if as_json {
-                text = Value::to_string(
-                    &json!({ "file": path.display().to_string(), "devices": json_devices }),
-                );
+                text = Value::to_string(&json!({ "file": shown(path), "devices": json_devices }));
             }
             text
         })

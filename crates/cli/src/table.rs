@@ -19,7 +19,7 @@ use memsight_core::table::service::{Table, TableService};
 use memsight_core::table::{Column, Scope, Sort, TableQuery};
 use serde_json::{json, Map, Value};
 
-use crate::open::{for_each_file, with_context, Opened};
+use crate::open::{for_each_file, shown, with_context, Opened};
 
 /// What is printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,8 +152,7 @@ fn tables_of(
             }
         }
         if output == TableOutput::Json {
-            text =
-                json!({ "file": path.display().to_string(), "devices": json_devices }).to_string();
+            text = json!({ "file": shown(path), "devices": json_devices }).to_string();
         }
         (text, ok)
     })
@@ -227,7 +226,7 @@ fn as_text(
     let t = table.totals;
     let mut out = format!(
         "{} — {device}, {}: {} allocations, {} requested ({} in blocks), {:.1}% of {} in scope\n",
-        path.display(),
+        shown(path),
         scope_name(query.scope),
         format::count(t.count as u64),
         format::bytes(t.requested_bytes),

@@ -33,7 +33,7 @@ use memsight_core::service::{Service, ViewError};
 
 use super::charts::chart_markup;
 use super::{display_name, malformed};
-use crate::open::{describe_error, open_with, with_context, Opened};
+use crate::open::{describe_error, open_with, shown, with_context, Opened};
 use crate::output_names::report_names;
 use crate::parallel::parallel_map;
 
@@ -74,16 +74,19 @@ pub fn run(
     }
     let mut paths: Vec<&PathBuf> = files.iter().collect();
     paths.sort_by(|a, b| natural_cmp(&display_name(a), &display_name(b)));
-    let shown: Vec<String> = paths.iter().map(|p| display_name(p)).collect();
-    let names = report_names(
-        &paths
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>(),
-    );
+    let titles: Vec<String> = paths.iter().map(|p| display_name(p)).collect();
+    // Named after the paths as outputs show them (redacted with --redact); `-` stays `-`.
+    let given: Vec<String> = paths
+        .iter()
+        .map(|p| match p.as_os_str() == "-" {
+            true => "-".to_string(),
+            false => shown(p),
+        })
+        .collect();
+    let names = report_names(&given);
     let inputs: Vec<Input> = paths
         .iter()
-        .zip(shown)
+        .zip(titles)
         .zip(names)
         .map(|((path, shown), named)| Input {
             path: path.to_path_buf(),
@@ -334,7 +337,7 @@ impl Input {
     /// The name its rows carry (the path as given, so ranks and iterations are read from its
     /// folders too), by which a row finds its report.
     fn row_name(&self) -> String {
-        self.path.display().to_string()
+        shown(&self.path)
     }
 }
 

@@ -25,7 +25,7 @@ use memsight_core::export;
 use memsight_core::format::{self, report::TOP_ALLOCATIONS};
 use memsight_core::service::{Context, Service, ViewError};
 
-use crate::open::{for_each_file_into, with_context, Opened};
+use crate::open::{for_each_file_into, shown, with_context, Opened};
 
 /// Between two reports: a blank line (the previous report ends with a line break), a rule and
 /// another blank line.
@@ -93,7 +93,7 @@ fn display_name(path: &Path) -> String {
     if path.as_os_str() == "-" {
         "standard input".to_string()
     } else {
-        path.display().to_string()
+        shown(path)
     }
 }
 
@@ -182,7 +182,7 @@ fn numbers_of(
         );
         Ok(())
     });
-    let value: Value = json!({ "file": path.display().to_string(), "devices": devices });
+    let value: Value = json!({ "file": shown(path), "devices": devices });
     (value.to_string(), ok)
 }
 

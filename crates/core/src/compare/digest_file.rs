@@ -11,6 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::digest::Digest;
+use crate::model::redact::Redaction;
 
 /// What a digest file says it is, first of its keys.
 pub const DIGEST_FORMAT: &str = "memsight-digest";
@@ -80,6 +81,50 @@ impl DigestFile {
     pub fn shown_device(&self) -> Option<u32> {
         self.default_device
             .or_else(|| self.devices.first().map(|d| d.device))
+    }
+}
+
+/// Redacts a digest written without: its name and the frames of its call sites and modules,
+/// planned from the paths those frames hold (see [`crate::model::redact`]).
+pub fn redact_digest(mut file: DigestFile) -> DigestFile {
+    if file.redacted {
+        return file;
+    }
+    let labels: Vec<String> = file
+        .devices
+        .iter()
+        .flat_map(|d| d.call_sites.iter().chain(&d.modules))
+        .map(|k| frame_path(&k.label).to_string())
+        .chain([file.name.clone()])
+        .collect();
+    let redaction = Redaction::plan(labels.iter().map(String::as_str));
+    let apply = |text: &mut String| {
+        if let std::borrow::Cow::Owned(changed) = redaction.apply(text) {
+            *text = changed;
+        }
+    };
+    apply(&mut file.name);
+    for device in &mut file.devices {
+        for keyed in device.call_sites.iter_mut().chain(&mut device.modules) {
+            // The label's path as planned, and the rest of the frame after it.
+            let path_len = frame_path(&keyed.label).len();
+            let (path, rest) = keyed.label.split_at(path_len);
+            let mut path = path.to_string();
+            apply(&mut path);
+            keyed.label = format!("{path}{rest}");
+            apply(&mut keyed.key);
+        }
+    }
+    file.redacted = true;
+    file
+}
+
+/// The file path of a frame's text `path:line:name` (the whole text when it has no line).
+fn frame_path(frame: &str) -> &str {
+    let mut parts = frame.rsplitn(3, ':');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(_), Some(line), Some(path)) if line.bytes().all(|b| b.is_ascii_digit()) => path,
+        _ => frame,
     }
 }
 

@@ -74,6 +74,25 @@ impl Strings {
         self.texts.is_empty()
     }
 
+    /// Replaces each text for which `rewrite` gives a new one, keeping every id. Two texts
+    /// may then read the same; lookups find the first.
+    pub fn rewrite(&mut self, mut rewrite: impl FnMut(&str) -> Option<String>) {
+        let mut changed = false;
+        for text in &mut self.texts {
+            if let Some(new) = rewrite(text) {
+                *text = new.into();
+                changed = true;
+            }
+        }
+        if changed {
+            self.index.clear();
+            for (id, text) in self.texts.iter().enumerate().rev() {
+                self.index.insert(text.clone(), id as StrId);
+            }
+            self.last = None;
+        }
+    }
+
     pub fn heap_bytes(&self) -> usize {
         let text: usize = self.texts.iter().map(|t| t.len()).sum();
         // Each text is held twice (list and index) plus the table slots.

@@ -8,6 +8,7 @@
 
 pub mod cut;
 mod intern;
+pub mod redact;
 pub mod text;
 mod trace;
 mod value;
