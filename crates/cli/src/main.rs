@@ -85,9 +85,11 @@ enum Command {
     /// the peak estimate, the 50 largest allocations, fragmentation and findings. With
     /// `--output DIR`, a folder of reports for docs and CI: per file, a self-contained HTML
     /// page (with the overview and the charts) and its Markdown, and with several files a
-    /// summary across them (index.html, summary.md).
+    /// summary across them (index.html, summary.md). A digest (`memsight digest`) gets what a
+    /// digest holds: bytes by role, component, call site and module at the peak, and the
+    /// overview; in a folder's summary, the same row as its snapshot.
     Report {
-        /// Snapshot files (`-` for standard input).
+        /// Snapshot or digest files (`-` for standard input).
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
         /// Report this device only (default: every device of each file).
@@ -300,9 +302,10 @@ enum Command {
         #[arg(long, short, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
         jobs: Option<u32>,
     },
-    /// Each snapshot as a digest of a few kilobytes: every device's overview numbers, bytes by
-    /// role and component, call sites and model modules at its peak, and its curve — what
-    /// `files`, `compare`, `report` and `check` read in place of the snapshot. Each rank can
+    /// Each snapshot as a digest (kilobytes; a few hundred for thousands of call sites): every
+    /// device's overview numbers, bytes by role and component, call sites and model modules at
+    /// its peak, and its curve — what `files`, `compare`, `report` and `check` read in place of
+    /// the snapshot. Each rank can
     /// write its own where it ran, so only digests travel. Versioned: a digest of another
     /// version is refused with a message, never misread.
     Digest {

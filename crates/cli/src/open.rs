@@ -1,6 +1,8 @@
 //! Opening a snapshot file (or standard input, `-`): streamed through the core's decoder
 //! (the file is never read whole), with progress on a terminal, and a file that cannot be
-//! read reported with the same message, byte offset and hint as the page.
+//! read reported with the same message, byte offset and hint as the page. A file of digests
+//! (`memsight digest`) is told apart by its first bytes and read whole; commands that need
+//! the trace refuse it. `--redact` applies here, to every file opened and every name shown.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
@@ -52,28 +54,18 @@ pub struct Opened {
     pub decode_ms: f64,
 }
 
-/// Decodes and analyses the snapshot at `path` (`-` reads standard input), showing progress
-/// on a terminal for a large file. A digest is refused, saying which commands read one.
-pub fn open(path: &Path) -> Result<Opened, ErrorReport> {
-    open_with(path, true)
-}
-
-/// [`open`], with the progress line only when `progress` is set (files opened side by side
-/// would overwrite each other's).
-pub fn open_with(path: &Path, progress: bool) -> Result<Opened, ErrorReport> {
-    match open_input(path, progress)? {
-        SnapshotOrDigests::Snapshot(opened) => Ok(*opened),
-        SnapshotOrDigests::Digests(_) => Err(ErrorReport {
-            message: "This is a memsight digest, not a snapshot: it holds each device's \
-                      numbers at its peak, not the trace this command reads."
+/// Why a command that reads the trace cannot read a digest.
+fn not_a_snapshot() -> ErrorReport {
+    ErrorReport {
+        message: "This is a memsight digest, not a snapshot: it holds each device's numbers \
+                  at its peak, not the trace this command reads."
+            .to_string(),
+        offset: None,
+        hint: Some(
+            "`memsight files`, `compare`, `report` and `check` read digests; give this command \
+             the snapshot the digest was written from."
                 .to_string(),
-            offset: None,
-            hint: Some(
-                "`memsight files`, `compare`, `report` and `check` read digests; give this \
-                 command the snapshot the digest was written from."
-                    .to_string(),
-            ),
-        }),
+        ),
     }
 }
 
@@ -87,8 +79,10 @@ pub enum SnapshotOrDigests {
 /// A digest larger than this is not one memsight wrote (they hold kilobytes per device).
 const MAX_DIGEST_BYTES: u64 = 64 << 20;
 
-/// Opens `path` (`-` reads standard input) as a digest when it begins as one
-/// ([`looks_like_digest`]), else decodes and analyses it as a snapshot.
+/// Opens `path` (`-` reads standard input) as digests when it begins as one
+/// ([`looks_like_digest`]), else decodes and analyses it as a snapshot, with a progress line
+/// on a terminal for a large file when `progress` is set (files opened side by side would
+/// overwrite each other's). With `--redact`, either comes redacted.
 pub fn open_input(path: &Path, progress: bool) -> Result<SnapshotOrDigests, ErrorReport> {
     let start = Instant::now();
     let (source, size): (Box<dyn Read>, u64) = if path.as_os_str() == "-" {
@@ -179,12 +173,26 @@ pub fn for_each_file_into<P: AsRef<Path>>(
     as_json: bool,
     mut show: impl FnMut(&Path, &Opened) -> String,
 ) -> ExitCode {
+    for_each_input_into(out, files, as_json, |path, input| match input {
+        SnapshotOrDigests::Snapshot(opened) => Ok(show(path, opened)),
+        SnapshotOrDigests::Digests(_) => Err(not_a_snapshot()),
+    })
+}
+
+/// [`for_each_file_into`] for a command that reads digests too: `show` is handed what each
+/// file turned out to be, and may refuse it with a report.
+pub fn for_each_input_into<P: AsRef<Path>>(
+    out: &mut dyn Write,
+    files: &[P],
+    as_json: bool,
+    mut show: impl FnMut(&Path, &SnapshotOrDigests) -> Result<String, ErrorReport>,
+) -> ExitCode {
     let mut failed = false;
     for (i, path) in files.iter().enumerate() {
         let path = path.as_ref();
-        let printed = match open(path) {
-            Ok(opened) => {
-                let shown = show(path, &opened);
+        let shown_or_error = open_input(path, true).and_then(|input| show(path, &input));
+        let printed = match shown_or_error {
+            Ok(shown) => {
                 if as_json {
                     writeln!(out, "{shown}")
                 } else {
@@ -215,6 +223,24 @@ pub fn for_each_file_into<P: AsRef<Path>>(
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// The name of the first digest in the file at `path` (redacted with `--redact`), when the
+/// file holds digests: what a report folder names a digest's report after, so that it is
+/// named as its snapshot's would be.
+pub fn digest_name(path: &Path) -> Option<String> {
+    if path.as_os_str() == "-" {
+        return None;
+    }
+    let mut head = [0u8; 4096];
+    let n = File::open(path).ok()?.read(&mut head).ok()?;
+    if !looks_like_digest(&head[..n]) {
+        return None;
+    }
+    match open_input(path, false).ok()? {
+        SnapshotOrDigests::Digests(files) => files.first().map(|f| f.name.clone()),
+        SnapshotOrDigests::Snapshot(_) => None,
     }
 }
 

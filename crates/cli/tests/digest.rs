@@ -120,6 +120,50 @@ fn every_comparison_from_digests_equals_the_comparison_from_the_snapshots() {
 }
 
 #[test]
+fn a_report_folder_from_digests_has_the_summary_of_the_one_from_the_snapshots() {
+    let files = real_fixture_files();
+    if files.len() < 2 {
+        return;
+    }
+    let dir = tempdir("report");
+    let written = digests(&files, &dir);
+    let folder = |name: &str, inputs: &[PathBuf]| -> PathBuf {
+        let out = dir.join(name);
+        let output = memsight(&["report", "-o", out.to_str().unwrap()], inputs);
+        assert_succeeded(&output);
+        out
+    };
+    let from_snapshots = folder("from-snapshots", &files);
+    let from_digests = folder("from-digests", &written);
+    for summary in ["summary.md", "index.html"] {
+        assert_eq!(
+            std::fs::read_to_string(from_digests.join(summary)).unwrap(),
+            std::fs::read_to_string(from_snapshots.join(summary)).unwrap(),
+            "{summary}"
+        );
+    }
+    // Each digest's own report adds up: its roles' total is its peak.
+    let report = memsight(&["report", "--json"], std::slice::from_ref(&written[0]));
+    assert_succeeded(&report);
+    let value = &json_lines(&report)[0];
+    assert_eq!(value["from_digest"], true);
+    for digest in value["devices"].as_object().unwrap().values() {
+        let roles: u64 = digest["roles"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b.as_u64().unwrap())
+            .sum();
+        assert_eq!(roles, digest["peak_bytes"].as_u64().unwrap());
+    }
+    let markdown = memsight(&["report"], std::slice::from_ref(&written[0]));
+    assert_succeeded(&markdown);
+    let text = String::from_utf8(markdown.stdout).unwrap();
+    assert!(text.starts_with("# Memory report: "), "{text}");
+    assert!(text.contains("From the snapshot's digest, at the allocated peak"));
+}
+
+#[test]
 fn a_digest_of_another_version_is_refused_and_a_trace_command_asks_for_the_snapshot() {
     let files = real_fixture_files();
     let Some(file) = files.first() else {

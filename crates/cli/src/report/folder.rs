@@ -4,7 +4,8 @@
 //! one summary across them (`index.html`, `summary.md`): the files table of `memsight files`
 //! — ranks and iterations read from the names, outliers flagged, each iteration's ranks
 //! summed up — every file linked to its report, and the files that could not be read, with
-//! the page's message.
+//! the page's message. A digest (`memsight digest`) gets the report a digest allows and the
+//! same rows in the summary as its snapshot.
 //!
 //! Files are reported in parallel (`--jobs`): each worker takes the next file, decodes,
 //! analyses, writes and drops it before taking another, so at most `jobs` models are held at
@@ -19,31 +20,38 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use memsight_core::analysis::categories::rules::Rules;
 use memsight_core::analysis::moment::Moment;
 use memsight_core::breakdown::service::{BreakdownAnswer, BreakdownRequest};
-use memsight_core::compare::digest::digest;
+use memsight_core::compare::digest::{digest, Digest};
+use memsight_core::compare::digest_file::DigestFile;
 use memsight_core::compare::files::{flag_outliers, rows_of, FileRow};
 use memsight_core::decode::ErrorReport;
 use memsight_core::format::compare::{files_blocks, ReportLink};
 use memsight_core::format::document::{html_page, Align, Cell, DocBlock, DocColumn, Document};
 use memsight_core::format::document::{DocTable, Inline};
-use memsight_core::format::report::{DeviceReport, TOP_ALLOCATIONS};
+use memsight_core::format::report::{DeviceReport, DigestReport, TOP_ALLOCATIONS};
 use memsight_core::format::{self, problems};
 use memsight_core::model::text::natural_cmp;
 use memsight_core::overview;
 use memsight_core::service::{Service, ViewError};
 
 use super::charts::chart_markup;
-use super::{display_name, malformed};
-use crate::open::{describe_error, open_with, shown, with_context, Opened};
+use super::{digest_devices, display_name, malformed};
+use crate::open::{
+    describe_error, digest_name, open_input, shown, with_context, Opened, SnapshotOrDigests,
+};
 use crate::output_names::report_names;
 use crate::parallel::parallel_map;
 
-/// One input: its path, how reports name it, its reports' file name and how the summary
-/// lists it.
+/// One input: its path, how reports name it, its reports' file name, how the summary lists
+/// it and the name its rows carry.
 struct Input {
     path: PathBuf,
     shown: String,
     name: String,
     label: String,
+    /// The path as given (redacted with --redact), so ranks and iterations are read from its
+    /// folders too; for a digest, its snapshot's name, so that a folder made from digests
+    /// reads as the one made from their snapshots.
+    row_name: String,
 }
 
 /// What became of one input.
@@ -72,27 +80,35 @@ pub fn run(
         );
         return ExitCode::from(2);
     }
-    let mut paths: Vec<&PathBuf> = files.iter().collect();
-    paths.sort_by(|a, b| natural_cmp(&display_name(a), &display_name(b)));
-    let titles: Vec<String> = paths.iter().map(|p| display_name(p)).collect();
-    // Named after the paths as outputs show them (redacted with --redact); `-` stays `-`.
-    let given: Vec<String> = paths
+    // Named after the paths as outputs show them (redacted with --redact; a digest by its
+    // snapshot's name); `-` stays `-`. In that name's natural order.
+    let mut named: Vec<(&PathBuf, String)> = files
         .iter()
-        .map(|p| match p.as_os_str() == "-" {
-            true => "-".to_string(),
-            false => shown(p),
+        .map(|p| {
+            let given = match p.as_os_str() == "-" {
+                true => "-".to_string(),
+                false => digest_name(p).unwrap_or_else(|| shown(p)),
+            };
+            (p, given)
         })
         .collect();
+    let order = |given: &str, path: &Path| match given {
+        "-" => display_name(path),
+        _ => given.to_string(),
+    };
+    named.sort_by(|(pa, a), (pb, b)| natural_cmp(&order(a, pa), &order(b, pb)));
+    let (paths, given): (Vec<&PathBuf>, Vec<String>) = named.into_iter().unzip();
     let names = report_names(&given);
     let inputs: Vec<Input> = paths
         .iter()
-        .zip(titles)
+        .zip(given)
         .zip(names)
-        .map(|((path, shown), named)| Input {
+        .map(|((path, given), named)| Input {
             path: path.to_path_buf(),
-            shown,
+            shown: order(&given, path),
             name: named.file,
             label: named.label,
+            row_name: given,
         })
         .collect();
     let several = inputs.len() > 1;
@@ -150,8 +166,14 @@ fn report_file(
     folder: &Path,
     several: bool,
 ) -> Outcome {
-    let opened = match open_with(&input.path, false) {
-        Ok(opened) => opened,
+    let opened = match open_input(&input.path, false) {
+        Ok(SnapshotOrDigests::Snapshot(opened)) => opened,
+        Ok(SnapshotOrDigests::Digests(files)) => {
+            return match digest_document(input, &files, device, several) {
+                Ok((document, rows)) => write_report(input, folder, &document, rows),
+                Err(report) => Outcome::Failed(report),
+            };
+        }
         Err(report) => return Outcome::Failed(report),
     };
     let (document, rows) = match file_document(input, &opened, device, rules, several) {
@@ -161,6 +183,11 @@ fn report_file(
         }
     };
     drop(opened);
+    write_report(input, folder, &document, rows)
+}
+
+/// Writes one input's report page and its Markdown.
+fn write_report(input: &Input, folder: &Path, document: &Document, rows: Vec<FileRow>) -> Outcome {
     let title = format!("Memory report: {}", input.shown);
     let html = html_page(&title, &document.html(&chart_markup));
     let written =
@@ -190,11 +217,7 @@ fn file_document(
 ) -> Result<(Document, Vec<FileRow>), ViewError> {
     let mut doc = Document::default();
     if several {
-        doc.push(DocBlock::Paragraph(vec![Inline::Link {
-            content: vec![Inline::text("← All files")],
-            markdown: "summary.md".into(),
-            html: "index.html".into(),
-        }]));
+        back_to_summary(&mut doc);
     }
     let analysed = &opened.analysed;
     if analysed.snapshot.devices.is_empty() {
@@ -244,6 +267,53 @@ fn file_document(
     })?;
     footer(&mut doc, opened);
     Ok((doc, rows))
+}
+
+/// The report of digests: each device's [`DigestReport`], and the rows for the summary.
+fn digest_document(
+    input: &Input,
+    files: &[DigestFile],
+    device: Option<u32>,
+    several: bool,
+) -> Result<(Document, Vec<FileRow>), ErrorReport> {
+    let mut doc = Document::default();
+    if several {
+        back_to_summary(&mut doc);
+    }
+    let mut rows = Vec::new();
+    for file in files {
+        let digests: Vec<Digest> = digest_devices(file, device)?.into_iter().cloned().collect();
+        for (i, digest) in digests.iter().enumerate() {
+            if i > 0 || !rows.is_empty() {
+                doc.push(DocBlock::Rule);
+            }
+            let report = DigestReport {
+                file_name: &file.name,
+                digest,
+            };
+            doc.push(DocBlock::Section {
+                data: vec![("device", digest.device.to_string())],
+                blocks: report.document().blocks,
+            });
+        }
+        rows.extend(rows_of(&file.name, Some(&input.label), &digests));
+    }
+    doc.push(DocBlock::Rule);
+    doc.paragraph(format!(
+        "Made by memsight {} from a digest written by {}.",
+        env!("CARGO_PKG_VERSION"),
+        files.first().map_or("memsight", |f| f.writer.as_str())
+    ));
+    Ok((doc, rows))
+}
+
+/// A link back to the summary, atop a report among several.
+fn back_to_summary(doc: &mut Document) {
+    doc.push(DocBlock::Paragraph(vec![Inline::Link {
+        content: vec![Inline::text("← All files")],
+        markdown: "summary.md".into(),
+        html: "index.html".into(),
+    }]));
 }
 
 /// What the report was made from and by.
@@ -334,10 +404,9 @@ fn write_summary(folder: &Path, inputs: &[Input], outcomes: &[Outcome]) -> Resul
 }
 
 impl Input {
-    /// The name its rows carry (the path as given, so ranks and iterations are read from its
-    /// folders too), by which a row finds its report.
+    /// The name its rows carry, by which a row finds its report.
     fn row_name(&self) -> String {
-        shown(&self.path)
+        self.row_name.clone()
     }
 }
 

@@ -21,11 +21,16 @@ use memsight_core::analysis::categories::rules::Rules;
 use memsight_core::analysis::categories::Category;
 use memsight_core::analysis::moment::Moment;
 use memsight_core::breakdown::service::{BreakdownAnswer, BreakdownRequest, BreakdownService};
+use memsight_core::compare::digest::Digest;
+use memsight_core::compare::digest_file::DigestFile;
+use memsight_core::decode::ErrorReport;
 use memsight_core::export;
-use memsight_core::format::{self, report::TOP_ALLOCATIONS};
+use memsight_core::format;
+use memsight_core::format::report::{DigestReport, TOP_ALLOCATIONS};
 use memsight_core::service::{Context, Service, ViewError};
 
-use crate::open::{for_each_file_into, shown, with_context, Opened};
+use crate::digest::say_rules_do_not_apply;
+use crate::open::{for_each_input_into, shown, with_context, Opened, SnapshotOrDigests};
 
 /// Between two reports: a blank line (the previous report ends with a line break), a rule and
 /// another blank line.
@@ -54,10 +59,18 @@ pub fn run(
     let as_json = matches!(format, ReportFormat::Json { .. });
     let mut failed = false;
     let mut reports = 0usize;
-    let show = |path: &Path, opened: &Opened| {
-        let (text, ok) = match format {
-            ReportFormat::Json { only } => numbers_of(path, opened, device, rules, only),
-            ReportFormat::Markdown => reports_of(path, opened, device, rules),
+    let show = |path: &Path, input: &SnapshotOrDigests| {
+        let (text, ok) = match (input, format) {
+            (SnapshotOrDigests::Snapshot(opened), ReportFormat::Json { only }) => {
+                numbers_of(path, opened, device, rules, only)
+            }
+            (SnapshotOrDigests::Snapshot(opened), ReportFormat::Markdown) => {
+                reports_of(path, opened, device, rules)
+            }
+            (SnapshotOrDigests::Digests(files), format) => {
+                say_rules_do_not_apply(path, rules);
+                digest_reports(files, device, matches!(format, ReportFormat::Json { .. }))?
+            }
         };
         failed |= !ok;
         // `for_each_file_into` already ends the previous file with a blank line.
@@ -67,13 +80,13 @@ pub fn run(
             ""
         };
         reports += usize::from(!text.is_empty());
-        format!("{separator}{text}")
+        Ok(format!("{separator}{text}"))
     };
     let code = match output {
-        None => for_each_file_into(&mut std::io::stdout(), files, as_json, show),
+        None => for_each_input_into(&mut std::io::stdout(), files, as_json, show),
         Some(output) => {
             let mut text: Vec<u8> = Vec::new();
-            let code = for_each_file_into(&mut text, files, as_json, show);
+            let code = for_each_input_into(&mut text, files, as_json, show);
             if let Err(e) = std::fs::write(output, text) {
                 eprintln!("memsight: {}: cannot be written: {e}", output.display());
                 return ExitCode::FAILURE;
@@ -86,6 +99,61 @@ pub fn run(
     } else {
         code
     }
+}
+
+/// The reports of digests (of `device` only, when given): Markdown, or with `as_json` one
+/// line per digest, `{"file", "from_digest": true, "devices": {"<device>": <digest>}}`. A
+/// digest without that device is the file's error.
+fn digest_reports(
+    files: &[DigestFile],
+    device: Option<u32>,
+    as_json: bool,
+) -> Result<(String, bool), ErrorReport> {
+    let mut out = String::new();
+    for file in files {
+        let devices = digest_devices(file, device)?;
+        if as_json {
+            let by_device: Map<String, Value> = devices
+                .iter()
+                .map(|d| (d.device.to_string(), json!(d)))
+                .collect();
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(
+                &json!({ "file": file.name, "from_digest": true, "devices": by_device })
+                    .to_string(),
+            );
+            continue;
+        }
+        for digest in devices {
+            if !out.is_empty() {
+                out.push_str(SEPARATOR);
+            }
+            let report = DigestReport {
+                file_name: &file.name,
+                digest,
+            };
+            out.push_str(&report.document().markdown());
+        }
+    }
+    Ok((out, true))
+}
+
+/// A digest's devices (`device` only, when given); none is the file's error.
+fn digest_devices(file: &DigestFile, device: Option<u32>) -> Result<Vec<&Digest>, ErrorReport> {
+    let devices: Vec<&Digest> = file
+        .devices
+        .iter()
+        .filter(|d| device.is_none_or(|wanted| d.device == wanted))
+        .collect();
+    if devices.is_empty() {
+        return Err(ErrorReport::message(match device {
+            Some(d) => format!("The digest of {} holds no device {d}.", file.name),
+            None => format!("The digest of {} holds no device.", file.name),
+        }));
+    }
+    Ok(devices)
 }
 
 /// The file's name as the report titles it.

@@ -3,7 +3,8 @@
 //! allocated peak (charts, and tables that add up to the live bytes), the peak estimate and
 //! its terms, the largest allocations at the peak, fragmentation of the final segments, the
 //! findings with their advice, the overview's metrics when asked ([`DeviceReport::overview`]),
-//! and how many user rules were in use.
+//! and how many user rules were in use. A device known only by its digest
+//! ([`DigestReport`]) gets what a digest holds.
 //!
 //! Words only, from numbers the breakdown computed ([`DeviceSummary`], [`MomentBreakdown`]),
 //! in the same labels and units as the page, built once as a [`Document`] and rendered as
@@ -24,8 +25,9 @@ use crate::analysis::categories::{Component, Role};
 use crate::analysis::palette::Style;
 use crate::analysis::Analysed;
 use crate::breakdown::service::{DeviceSummary, MomentBreakdown};
+use crate::compare::digest::{Digest, Keyed};
 use crate::model::BlockState;
-use crate::overview::{Group, Overview};
+use crate::overview::{Group, Metric, Overview};
 
 /// How many of the largest allocations at the peak the report lists.
 pub const TOP_ALLOCATIONS: usize = 50;
@@ -126,6 +128,127 @@ impl DeviceReport<'_> {
     }
 }
 
+/// How many call sites and modules at the peak a report from a digest lists.
+pub const TOP_KEYED: usize = 20;
+
+/// One device's report from its digest (`memsight digest`): the overview's numbers, bytes by
+/// role and component at the peak, and the call sites and modules holding most there. The
+/// largest allocations, the estimate, the cached memory and the findings need the trace, so
+/// the report says to read the snapshot for them.
+pub struct DigestReport<'a> {
+    /// The snapshot's name as the digest holds it.
+    pub file_name: &'a str,
+    pub digest: &'a Digest,
+}
+
+impl DigestReport<'_> {
+    pub fn document(&self) -> Document {
+        let d = self.digest;
+        let mut doc = Document::default();
+        doc.push(DocBlock::Heading(
+            1,
+            vec![
+                Inline::text("Memory report: "),
+                Inline::text(self.file_name),
+                Inline::text(format!(", {}", super::device(d.device_kind, d.device))),
+            ],
+        ));
+        doc.paragraph(format!(
+            "From the snapshot's digest, at the allocated peak ({}). The largest allocations, \
+             the peak estimate, the cached memory and the findings need the snapshot itself \
+             (`memsight report SNAPSHOT`).",
+            when(d.peak_state)
+        ));
+        let light = Style::light();
+        category_section(
+            &mut doc,
+            ("roles", "By role at the peak", "Role"),
+            Role::ALL.iter().map(|&r| {
+                let inferred = d.inferred_roles.get(r as usize).copied().unwrap_or(0);
+                (
+                    r.key(),
+                    role_label(r),
+                    d.role(r),
+                    light.roles[r as usize],
+                    Some(inferred),
+                )
+            }),
+            d.peak_bytes,
+        );
+        category_section(
+            &mut doc,
+            ("components", "By component at the peak", "Component"),
+            Component::ALL.iter().map(|&c| {
+                let bytes = d.components.get(c as usize).copied().unwrap_or(0);
+                (
+                    c.key(),
+                    component_label(c),
+                    bytes,
+                    light.components[c as usize],
+                    None,
+                )
+            }),
+            d.peak_bytes,
+        );
+        keyed_section(
+            &mut doc,
+            "Call sites at the peak",
+            "Call site",
+            &d.call_sites,
+            d.peak_bytes,
+        );
+        let top_modules: Vec<Keyed> = d.modules.iter().filter(|m| m.depth == 0).cloned().collect();
+        keyed_section(
+            &mut doc,
+            "Model modules at the peak",
+            "Module",
+            &top_modules,
+            d.peak_bytes,
+        );
+        doc.heading(2, "Overview");
+        metric_tables(&mut doc, &d.metrics);
+        doc
+    }
+}
+
+/// The [`TOP_KEYED`] largest of `keyed`, with their count of allocations and share of `total`.
+fn keyed_section(doc: &mut Document, title: &str, header: &str, keyed: &[Keyed], total: u64) {
+    if keyed.is_empty() {
+        return;
+    }
+    doc.heading(2, title);
+    let mut largest: Vec<&Keyed> = keyed.iter().collect();
+    largest.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.key.cmp(&b.key)));
+    let rows = largest
+        .iter()
+        .take(TOP_KEYED)
+        .map(|k| {
+            vec![
+                Cell::of(vec![Inline::Code(k.label.clone())]),
+                bytes_cell(k.bytes),
+                count_cell(k.count as u64),
+                Cell::text(share(k.bytes, total)),
+            ]
+            .into()
+        })
+        .collect();
+    doc.push(DocBlock::Table(DocTable {
+        columns: vec![
+            DocColumn::new(header, Align::Left),
+            DocColumn::new("Bytes", Align::Right),
+            DocColumn::new("Allocations", Align::Right),
+            DocColumn::new("Share", Align::Right),
+        ],
+        rows,
+    }));
+    if keyed.len() > TOP_KEYED {
+        doc.paragraph(format!(
+            "The {TOP_KEYED} largest of {}.",
+            count(keyed.len() as u64)
+        ));
+    }
+}
+
 /// `bytes` in binary units with the exact count: `1.50 KiB (1,536 bytes)`, carrying the exact
 /// count as `data-bytes`.
 fn bytes_exact(n: u64) -> Inline {
@@ -214,9 +337,36 @@ fn summary_section(doc: &mut Document, summary: &DeviceSummary, peak: &MomentBre
 /// warnings, the file's format and its allocator settings.
 fn overview_section(doc: &mut Document, overview: &Overview) {
     doc.heading(2, "Overview");
+    metric_tables(doc, &overview.metrics);
+    if !overview.warnings.is_empty() {
+        doc.heading(3, "Warnings");
+        let items = overview
+            .warnings
+            .iter()
+            .map(|w| vec![Inline::text(warning(w))]);
+        doc.push(DocBlock::List(items.collect()));
+    }
+    doc.heading(3, "File");
+    let mut items = vec![item("Format:", vec![Inline::text(era(&overview.format))])];
+    if overview.allocator_settings.is_empty() {
+        let why = no_allocator_settings(&overview.format);
+        items.push(item("Allocator settings:", vec![Inline::text(why)]));
+    }
+    for (name, value) in &overview.allocator_settings {
+        let setting = vec![
+            Inline::Code(name.clone()),
+            Inline::text(" = "),
+            Inline::Code(value.clone()),
+        ];
+        items.push(item("Allocator setting:", setting));
+    }
+    doc.push(DocBlock::List(items));
+}
+
+/// The overview's numbers, a table per group of them.
+fn metric_tables(doc: &mut Document, metrics: &[Metric]) {
     for group in Group::ALL {
-        let rows: Vec<_> = overview
-            .metrics
+        let rows: Vec<_> = metrics
             .iter()
             .filter(|m| m.key.group() == group)
             .map(|m| {
@@ -243,29 +393,6 @@ fn overview_section(doc: &mut Document, overview: &Overview) {
             rows,
         }));
     }
-    if !overview.warnings.is_empty() {
-        doc.heading(3, "Warnings");
-        let items = overview
-            .warnings
-            .iter()
-            .map(|w| vec![Inline::text(warning(w))]);
-        doc.push(DocBlock::List(items.collect()));
-    }
-    doc.heading(3, "File");
-    let mut items = vec![item("Format:", vec![Inline::text(era(&overview.format))])];
-    if overview.allocator_settings.is_empty() {
-        let why = no_allocator_settings(&overview.format);
-        items.push(item("Allocator settings:", vec![Inline::text(why)]));
-    }
-    for (name, value) in &overview.allocator_settings {
-        let setting = vec![
-            Inline::Code(name.clone()),
-            Inline::text(" = "),
-            Inline::Code(value.clone()),
-        ];
-        items.push(item("Allocator setting:", setting));
-    }
-    doc.push(DocBlock::List(items));
 }
 
 /// A chart and a table of bytes by category, non-empty categories only, with a total row of
