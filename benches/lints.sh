@@ -1,16 +1,26 @@
 #!/usr/bin/env bash
-# How long the lints and the native test build take from nothing (a fresh target directory, the
-# crates already downloaded), two ways, alternately, and prints a Markdown table of the medians:
-#   separate: clippy natively over every target, clippy for wasm32 (the web app, the core and
-#             the charts), then the test build — as `./x test` lints (it checks the web app alone);
-#   inside:   clippy for wasm32 (the web app only), then the test build with clippy-driver as
-#             the workspace's compiler (measured, not adopted: docs/decisions/0025-clippy-runs-beside-the-test-build.md).
+# How long the test command's lints and the builds they sit beside take from nothing (a fresh
+# target directory, the crates already downloaded), two ways, alternately, and prints a
+# Markdown table of the medians. Two comparisons:
+#   native (the default):
+#     separate: clippy natively over every target, clippy for wasm32 (the web app, the core
+#               and the charts), then the native test build;
+#     inside:   clippy for wasm32 (the web app only), then the test build with clippy-driver
+#               as the workspace's compiler (measured, not adopted:
+#               docs/decisions/0025-clippy-runs-beside-the-test-build.md).
+#   browser:
+#     checked:  clippy for wasm32 (the web app, with its page feature), then the release build;
+#     built:    the release build with clippy-driver as the workspace's compiler, warnings as
+#               errors (scripts/clippy-rustc.sh), as `./x test` runs it
+#               (docs/decisions/0026-the-release-build-lints-for-wasm32.md).
 # The tests are not run: both ways run the same tests.
 #
-#   bash benches/lints.sh [RUNS]      (default 1; each run of each way takes minutes)
+#   bash benches/lints.sh [RUNS] [native|browser]    (default 1 native; each run takes minutes)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 runs="${1:-1}"
+comparison="${2:-native}"
+export PATH="$PWD/.tools/node_modules/.bin:${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 cargo fetch --quiet
@@ -29,6 +39,16 @@ inside() {
     cargo test --quiet --workspace --all-targets --no-run
 }
 
+checked() {
+  cargo clippy --quiet --target wasm32-unknown-unknown -p memsight-web --features page --lib --bins \
+    -- -D warnings
+  trunk build --release --offline --public-url ./ --dist "$scratch/dist"
+}
+built() {
+  RUSTC_WORKSPACE_WRAPPER="$PWD/scripts/clippy-rustc.sh" \
+    trunk build --release --offline --public-url ./ --dist "$scratch/dist"
+}
+
 # Seconds a way takes from an empty target directory.
 measure() {
   local way="$1" dir="$scratch/$1" start
@@ -42,17 +62,30 @@ measure() {
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-declare -a s_times i_times
+case "$comparison" in
+  native) ways=(separate inside) ;;
+  browser) ways=(checked built) ;;
+  *) echo "say native or browser" >&2; exit 2 ;;
+esac
+declare -a a_times b_times
 for ((r = 1; r <= runs; r++)); do
-  s_times+=("$(measure separate)")
-  echo "run $r: separate ${s_times[-1]} ms" >&2
-  i_times+=("$(measure inside)")
-  echo "run $r: inside ${i_times[-1]} ms" >&2
+  a_times+=("$(measure "${ways[0]}")")
+  echo "run $r: ${ways[0]} ${a_times[-1]} ms" >&2
+  b_times+=("$(measure "${ways[1]}")")
+  echo "run $r: ${ways[1]} ${b_times[-1]} ms" >&2
 done
-s=$(printf '%s\n' "${s_times[@]}" | median)
-i=$(printf '%s\n' "${i_times[@]}" | median)
-echo "| way | lints and the native test build, from nothing (median of $runs) |"
-echo "|---|---|"
-printf '| clippy separate (native, wasm32 ×3 crates), then the test build | %d.%d s |\n' $((s / 1000)) $((s % 1000 / 100))
-printf '| clippy inside the test build, wasm32 for the web app only | %d.%d s |\n' $((i / 1000)) $((i % 1000 / 100))
-printf '| ratio | %s |\n' "$(awk -v a="$i" -v b="$s" 'BEGIN {printf "%.2f", a / b}')"
+a=$(printf '%s\n' "${a_times[@]}" | median)
+b=$(printf '%s\n' "${b_times[@]}" | median)
+seconds() { printf '%d.%d s' $(($1 / 1000)) $(($1 % 1000 / 100)); }
+if [ "$comparison" = native ]; then
+  echo "| way | lints and the native test build, from nothing (median of $runs) |"
+  echo "|---|---|"
+  echo "| clippy separate (native, wasm32 ×3 crates), then the test build | $(seconds "$a") |"
+  echo "| clippy inside the test build, wasm32 for the web app only | $(seconds "$b") |"
+else
+  echo "| way | the wasm32 lints and the release build, from nothing (median of $runs) |"
+  echo "|---|---|"
+  echo "| clippy for wasm32 (the web app), then the release build | $(seconds "$a") |"
+  echo "| the release build with clippy as the workspace's compiler | $(seconds "$b") |"
+fi
+printf '| ratio | %s |\n' "$(awk -v a="$b" -v b="$a" 'BEGIN {printf "%.2f", a / b}')"

@@ -76,8 +76,9 @@ pub enum SnapshotOrDigests {
     Digests(Vec<DigestFile>),
 }
 
-/// A digest larger than this is not one memsight wrote (they hold kilobytes per device).
-const MAX_DIGEST_BYTES: u64 = 64 << 20;
+/// A file of digests larger than this is not one memsight wrote: a digest holds kilobytes to
+/// a few hundred per device, so this is thousands of ranks' digests in one file.
+const MAX_DIGEST_BYTES: u64 = 1 << 30;
 
 /// Opens `path` (`-` reads standard input) as digests when it begins as one
 /// ([`looks_like_digest`]), else decodes and analyses it as a snapshot, with a progress line
@@ -110,8 +111,8 @@ pub fn open_input(path: &Path, progress: bool) -> Result<SnapshotOrDigests, Erro
             .map_err(|error| ErrorReport::message(format!("The file cannot be read: {error}.")))?;
         if bytes.len() as u64 > MAX_DIGEST_BYTES {
             return Err(ErrorReport::message(format!(
-                "This file begins as a memsight digest but is larger than {}, which no digest \
-                 memsight writes is.",
+                "This file begins as a memsight digest but is larger than {}, which no file of \
+                 digests memsight writes is.",
                 format::bytes(MAX_DIGEST_BYTES)
             )));
         }
