@@ -46,6 +46,7 @@ pub fn App() -> impl IntoView {
     if query.embed {
         return view! { <EmbedApp state=state actions=actions link=link query=query /> }.into_any();
     }
+    super::redact_paths::RedactPaths::provide();
     let has_files = Memo::new(move |_| state.with(|s| !s.files().is_empty()));
 
     view! {

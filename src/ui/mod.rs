@@ -26,6 +26,7 @@
 //! - `near_screen`: when an element first comes near the screen (charts below the fold are
 //!   drawn then);
 //! - `theme`: the system's light or dark theme, followed live, for the canvases;
+//! - `redact_paths`: whether downloads redact the snapshot's paths (remembered, in context);
 //! - `rehearsal`: a first load rehearsed off screen once the page starts, so a user's first
 //!   file does not pay for compiling the views;
 //! - `panic_banner`: shows a Rust panic instead of a dead page.
@@ -91,6 +92,8 @@ mod panic_banner;
 mod perf;
 #[cfg(target_arch = "wasm32")]
 mod phases;
+#[cfg(target_arch = "wasm32")]
+mod redact_paths;
 #[cfg(target_arch = "wasm32")]
 mod rehearsal;
 #[cfg(target_arch = "wasm32")]

@@ -1,7 +1,7 @@
 //! The "Open snapshot…" button (backed by a hidden multi-file `<input type=file>`), "Open
 //! folder…" (a folder input: every file in it, e.g. a job's `iteration_N/rankR_…` snapshots),
-//! the "Open example" button, and "Copy link" (the address of the view shown, which restores
-//! it when the same file is opened with it).
+//! the "Open example" button, "Copy link" (the address of the view shown, which restores
+//! it when the same file is opened with it), and "Redact paths" for downloads.
 //!
 //! Only starts loads; progress and results are shown elsewhere.
 
@@ -10,6 +10,7 @@ use leptos::prelude::*;
 
 use super::actions::Actions;
 use super::deep_link::DeepLink;
+use super::redact_paths::RedactToggle;
 use super::state::AppState;
 
 #[component]
@@ -85,6 +86,7 @@ pub fn Toolbar(actions: Actions, state: RwSignal<AppState>, link: DeepLink) -> i
                 "Open example"
             </button>
             <CopyLink state=state link=link />
+            <RedactToggle />
         </div>
     }
 }

@@ -80,6 +80,38 @@ describe('what users stumbled on', () => {
     }
   });
 
+  it('redacts the paths of a downloaded report and table when asked, as the command line does, and remembers it', { skip: skipWithout(MEDIUM) }, async () => {
+    const { context, page, errors } = await open(MEDIUM);
+    try {
+      const home = '/home/lin/';
+      assert.equal(await page.isChecked('#redact-paths'), false, 'off until asked');
+      const [plain] = await Promise.all([page.waitForEvent('download'), page.click('#breakdown-report')]);
+      assert.ok(fs.readFileSync(await plain.path(), 'utf8').includes(home), 'the snapshot\'s paths are in a report by default');
+
+      await page.check('#redact-paths');
+      const [report] = await Promise.all([page.waitForEvent('download'), page.click('#breakdown-report')]);
+      const text = fs.readFileSync(await report.path(), 'utf8');
+      assert.ok(!text.includes(home) && !text.includes('/lin/'), 'no home folder or user name');
+      assert.ok(text.includes('`<home>/cs336/assignment2-systems/'), 'the code is still named');
+      // The same report as `memsight report --redact` prints.
+      const fromCli = execFileSync('cargo', ['run', '-q', '--manifest-path', path.join(ROOT, 'Cargo.toml'), '-p', 'memsight-cli', '--', 'report', '--redact', MEDIUM], { cwd: REAL_FIXTURES, encoding: 'utf8', maxBuffer: 1 << 28 });
+      assert.equal(text, fromCli);
+
+      await page.waitForSelector('#allocations-table[data-ready="true"]', { timeout: WAIT });
+      const [csv] = await Promise.all([page.waitForEvent('download'), page.click('#table-csv')]);
+      const rows = fs.readFileSync(await csv.path(), 'utf8');
+      assert.ok(!rows.includes(home) && rows.includes('<home>/'), 'the table\'s CSV is redacted too');
+
+      await page.reload();
+      await page.waitForSelector('#redact-paths', { timeout: WAIT });
+      assert.equal(await page.isChecked('#redact-paths'), true, 'remembered in this browser');
+      await page.uncheck('#redact-paths');
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
+
   it('raises no cached-memory finding on a training step whose cache is reused', { skip: skipWithout(HEALTHY_STEP) }, async () => {
     const { context, page, errors } = await open(HEALTHY_STEP);
     try {

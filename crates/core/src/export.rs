@@ -7,12 +7,15 @@
 //! for the page's downloads and the command line alike. Not the place for computing any of
 //! the numbers, nor for the words themselves.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::moment::Moment;
 use crate::breakdown::service::BreakdownService;
 use crate::format::report::markdown;
 use crate::format::table::{groups_csv, rows_csv};
+use crate::model::redact::Redaction;
 use crate::service::{Context, Reply, ViewError};
 use crate::table::service::TableService;
 use crate::table::TableQuery;
@@ -20,14 +23,25 @@ use crate::table::TableQuery;
 /// Allocations the report lists.
 pub const REPORT_TOP: u32 = 50;
 
-/// What can be exported.
+/// What can be exported. With `redact`, the snapshot's paths are rewritten in it as
+/// `memsight --redact` rewrites them ([`crate::model::redact`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ExportRequest {
     /// The whole table `query` chooses as CSV, sent beside the answer as UTF-8 bytes.
-    TableCsv { device: u32, query: TableQuery },
+    TableCsv {
+        device: u32,
+        query: TableQuery,
+        #[serde(default)]
+        redact: bool,
+    },
     /// The Markdown report of the device, titled with `file_name`.
-    Report { device: u32, file_name: String },
+    Report {
+        device: u32,
+        file_name: String,
+        #[serde(default)]
+        redact: bool,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -60,10 +74,30 @@ pub fn answer(
     breakdown: &mut BreakdownService,
     request: ExportRequest,
 ) -> Result<Reply<ExportAnswer>, ViewError> {
+    let redacted = |redact: bool, text: String| -> String {
+        if !redact {
+            return text;
+        }
+        let snapshot = &cx.analysed.snapshot;
+        let redaction = Redaction::plan(
+            snapshot
+                .frames
+                .iter()
+                .map(|f| snapshot.strings.get(f.filename)),
+        );
+        match redaction.apply_in_text(&text) {
+            Cow::Borrowed(_) => text,
+            Cow::Owned(changed) => changed,
+        }
+    };
     match request {
-        ExportRequest::TableCsv { device, query } => {
+        ExportRequest::TableCsv {
+            device,
+            query,
+            redact,
+        } => {
             let (text, rows) = table_csv(table, cx, device, &query)?;
-            let bytes = text.into_bytes();
+            let bytes = redacted(redact, text).into_bytes();
             Ok(Reply::with_attachment(
                 ExportAnswer::Csv(CsvExport {
                     rows,
@@ -72,8 +106,13 @@ pub fn answer(
                 bytes,
             ))
         }
-        ExportRequest::Report { device, file_name } => {
-            Ok(ExportAnswer::Report(report(cx, breakdown, device, &file_name)?).into())
+        ExportRequest::Report {
+            device,
+            file_name,
+            redact,
+        } => {
+            let text = report(cx, breakdown, device, &file_name)?;
+            Ok(ExportAnswer::Report(redacted(redact, text)).into())
         }
     }
 }

@@ -188,7 +188,11 @@ fn the_csv_lists_every_row_with_requested_and_block_sizes() {
     let flat = view(&mut session, 0, query.clone(), vec![]);
     let reply = session
         .answer(
-            Request::Export(ExportRequest::TableCsv { device: 0, query }),
+            Request::Export(ExportRequest::TableCsv {
+                device: 0,
+                query,
+                redact: false,
+            }),
             &|| 0.0,
         )
         .unwrap();

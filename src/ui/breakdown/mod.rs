@@ -21,6 +21,7 @@ use super::actions::Actions;
 use super::categories::{categories_of, css, highlighted_colours, CategoryView};
 use super::charts::{self, Slice};
 use super::moment_notice::MomentNotice;
+use super::redact_paths::RedactPaths;
 use super::requests::Latest;
 use super::segmented::segmented_button;
 use super::state::FileId;
@@ -171,12 +172,14 @@ pub fn BreakdownPanel(
         picked
     });
 
+    let redact = RedactPaths::in_context();
     let report = move |_| {
         let name = file_name.clone();
         report_error.set(None);
         let request = ExportRequest::Report {
             device,
             file_name: name.clone(),
+            redact: RedactPaths::on(redact),
         };
         let id = asker.ask(request, move |answer| match answer.result {
             Ok(ExportAnswer::Report(text)) => {

@@ -347,14 +347,19 @@ impl TableState {
         }
     }
 
-    /// Downloads the table as it is filtered, sorted and grouped.
-    pub fn download_csv(&self, file_name: String) {
+    /// Downloads the table as it is filtered, sorted and grouped, its paths redacted when
+    /// `redact` is set.
+    pub fn download_csv(&self, file_name: String, redact: bool) {
         let query = self.query_untracked();
         let device = self.device;
         let status = self.csv_status;
         status.set(Some("Writing the CSV…".into()));
         self.asker.ask(
-            ExportRequest::TableCsv { device, query },
+            ExportRequest::TableCsv {
+                device,
+                query,
+                redact,
+            },
             move |answer| match (answer.result, answer.attachment) {
                 (Ok(ExportAnswer::Csv(export)), Some(bytes)) => {
                     let parts = js_sys::Array::of1(&bytes);

@@ -11,6 +11,7 @@ use crate::table::filter::{parse_bytes, parse_stream};
 use crate::table::GroupBy;
 use crate::ui::debounce::{Debounce, TYPING_SETTLE};
 use crate::ui::moment_notice::MomentNotice;
+use crate::ui::redact_paths::RedactPaths;
 use crate::ui::segmented::segmented_button;
 
 /// What each grouping is called.
@@ -28,6 +29,7 @@ pub fn group_label(by: GroupBy) -> &'static str {
 
 #[component]
 pub fn TableToolbar(table: TableState, file_name: String) -> impl IntoView {
+    let redact = RedactPaths::in_context();
     let categories = table.categories;
     let no_pick = move || {
         categories
@@ -172,7 +174,7 @@ pub fn TableToolbar(table: TableState, file_name: String) -> impl IntoView {
             </label>
             <button type="button" class="button" id="table-csv"
                 title="Download the table as it is filtered, sorted and grouped"
-                on:click=move |_| table.download_csv(file_name.get_value())>
+                on:click=move |_| table.download_csv(file_name.get_value(), RedactPaths::on(redact))>
                 "CSV"
             </button>
             {move || table.csv_status.get().map(|s| view! { <span class="hint" id="table-csv-status">{s}</span> })}

@@ -15,6 +15,8 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use aho_corasick::{AhoCorasick, MatchKind};
+
 use super::{Snapshot, Value};
 
 /// What a prefix is replaced by, by kind of place.
@@ -265,6 +267,39 @@ impl Redaction {
         }
     }
 
+    /// `text` (a document: a report, a table as CSV) with every planned path in it rewritten
+    /// as [`Redaction::apply`] rewrites it alone, any other text beginning with a removed
+    /// prefix rewritten by the prefix, and user names hidden. One pass over the text, however
+    /// many paths are planned.
+    pub fn apply_in_text<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        if self.is_empty() {
+            return Cow::Borrowed(text);
+        }
+        let mut patterns: Vec<&str> = Vec::with_capacity(self.exact.len() + self.prefixes.len());
+        let mut replacements: Vec<&str> = Vec::with_capacity(patterns.capacity());
+        for (path, redacted) in &self.exact {
+            patterns.push(path);
+            replacements.push(redacted);
+        }
+        for (prefix, replacement) in &self.prefixes {
+            patterns.push(prefix);
+            replacements.push(replacement);
+        }
+        let paths = AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(&patterns)
+            .expect("paths make an automaton");
+        let replaced = if paths.is_match(text) {
+            Cow::Owned(paths.replace_all(text, &replacements))
+        } else {
+            Cow::Borrowed(text)
+        };
+        match self.hide_users(&replaced) {
+            Cow::Borrowed(_) => replaced,
+            Cow::Owned(hidden) => Cow::Owned(hidden),
+        }
+    }
+
     fn hide_users<'t>(&self, text: &'t str) -> Cow<'t, str> {
         let mut out = Cow::Borrowed(text);
         for user in &self.users {
@@ -409,6 +444,31 @@ mod tests {
         // A project folder that looks like Python's library is not taken for it.
         let out = redacted(&["/srv/app/lib/python_utils/x.py"]);
         assert_eq!(out, ["<root>/python_utils/x.py"]);
+    }
+
+    #[test]
+    fn paths_in_a_document_read_as_each_path_alone() {
+        let paths = [
+            "/mnt/u/p/src/train/x.py",
+            "/mnt/u/p/src/train/sub/y.py",
+            "/home/jdoe/proj/model.py",
+        ];
+        let plan = Redaction::plan(paths);
+        let document =
+            "| `/mnt/u/p/src/train/x.py:3:f` | 1 |\n\"/mnt/u/p/src/train/sub/y.py:9:g\",\n\
+                        see /home/jdoe/proj/model.py:5 and /home/jdoe/other.py";
+        assert_eq!(
+            plan.apply_in_text(document),
+            "| `<root>/train/x.py:3:f` | 1 |\n\"<root>/sub/y.py:9:g\",\n\
+             see <home>/proj/model.py:5 and <home>/other.py"
+        );
+        for path in paths {
+            assert_eq!(plan.apply_in_text(path), plan.apply(path));
+        }
+        assert!(matches!(
+            plan.apply_in_text("nothing here"),
+            Cow::Borrowed(_)
+        ));
     }
 
     #[test]
