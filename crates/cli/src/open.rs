@@ -14,10 +14,8 @@ use std::time::Instant;
 use memsight_core::analysis::categories::categorised::Categorised;
 use memsight_core::analysis::categories::rules::Rules;
 use memsight_core::analysis::Analysed;
-use memsight_core::compare::digest_file::{
-    looks_like_digest, read_digests, redact_digest, DigestFile,
-};
-use memsight_core::decode::{decode_reader, ErrorReport};
+use memsight_core::compare::digest_file::{read_digests, redact_digest, DigestFile};
+use memsight_core::decode::{decode_reader, is_digest, ErrorReport};
 use memsight_core::format;
 use memsight_core::model::redact::{redact_snapshot, Redaction};
 use memsight_core::service::Context;
@@ -81,7 +79,7 @@ pub enum SnapshotOrDigests {
 const MAX_DIGEST_BYTES: u64 = 1 << 30;
 
 /// Opens `path` (`-` reads standard input) as digests when it begins as one
-/// ([`looks_like_digest`]), else decodes and analyses it as a snapshot, with a progress line
+/// ([`is_digest`]), else decodes and analyses it as a snapshot, with a progress line
 /// on a terminal for a large file when `progress` is set (files opened side by side would
 /// overwrite each other's). With `--redact`, either comes redacted.
 pub fn open_input(path: &Path, progress: bool) -> Result<SnapshotOrDigests, ErrorReport> {
@@ -103,7 +101,7 @@ pub fn open_input(path: &Path, progress: bool) -> Result<SnapshotOrDigests, Erro
         .inner
         .fill_buf()
         .map_err(|error| ErrorReport::message(format!("The file cannot be read: {error}.")))?;
-    if looks_like_digest(head) {
+    if is_digest(head) {
         let mut bytes = Vec::new();
         (&mut counted)
             .take(MAX_DIGEST_BYTES + 1)
@@ -236,7 +234,7 @@ pub fn digest_name(path: &Path) -> Option<String> {
     }
     let mut head = [0u8; 4096];
     let n = File::open(path).ok()?.read(&mut head).ok()?;
-    if !looks_like_digest(&head[..n]) {
+    if !is_digest(&head[..n]) {
         return None;
     }
     match open_input(path, false).ok()? {

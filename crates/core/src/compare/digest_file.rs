@@ -13,8 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::digest::Digest;
 use crate::model::redact::Redaction;
 
-/// What a digest file says it is, first of its keys.
-pub const DIGEST_FORMAT: &str = "memsight-digest";
+use crate::decode::DIGEST_FORMAT;
 
 /// The digest layout this build writes and reads. Any change to [`DigestFile`] or [`Digest`]
 /// that an older reader would misread raises it.
@@ -160,15 +159,6 @@ impl std::fmt::Display for DigestError {
     }
 }
 
-/// Whether `head` (the first bytes of a file, up to 64 KiB) begins a digest: a JSON object
-/// that says `"memsight-digest"` — first of its keys as memsight writes it, later when a tool
-/// has sorted them. A snapshot's JSON form does not say so in its first bytes.
-pub fn looks_like_digest(head: &[u8]) -> bool {
-    let skipped = head.iter().take_while(|b| b.is_ascii_whitespace()).count();
-    let marker = format!("\"{DIGEST_FORMAT}\"");
-    head.get(skipped) == Some(&b'{') && head.windows(marker.len()).any(|w| w == marker.as_bytes())
-}
-
 /// Reads a digest file's bytes: its version first, so that a digest of another layout is
 /// refused rather than misread.
 pub fn read_digest(bytes: &[u8]) -> Result<DigestFile, DigestError> {
@@ -238,6 +228,7 @@ fn digest_of_value(value: serde_json::Value) -> Result<DigestFile, DigestError> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decode::is_digest;
 
     fn empty() -> DigestFile {
         DigestFile::new("runs/rank3.pickle", "memsight test", 1234, None, Vec::new())
@@ -248,19 +239,17 @@ mod tests {
         let file = empty();
         let json = file.to_json();
         assert!(json.starts_with("{\"format\":\"memsight-digest\",\"version\":1,"));
-        assert!(looks_like_digest(json.as_bytes()));
-        assert!(looks_like_digest(
+        assert!(is_digest(json.as_bytes()));
+        assert!(is_digest(
             b" {\n  \"format\" : \"memsight-digest\", \"version\": 1}"
         ));
         // Keys sorted by another tool.
         let sorted = serde_json::to_string(&serde_json::to_value(&file).unwrap()).unwrap();
         assert!(!sorted.starts_with("{\"format\""));
-        assert!(looks_like_digest(sorted.as_bytes()));
+        assert!(is_digest(sorted.as_bytes()));
         assert_eq!(read_digest(sorted.as_bytes()), Ok(file.clone()));
-        assert!(!looks_like_digest(
-            b"{\"segments\": [], \"device_traces\": []}"
-        ));
-        assert!(!looks_like_digest(b"\x80\x04\x95"));
+        assert!(!is_digest(b"{\"segments\": [], \"device_traces\": []}"));
+        assert!(!is_digest(b"\x80\x04\x95"));
         assert_eq!(read_digest(json.as_bytes()), Ok(file));
     }
 
@@ -301,6 +290,22 @@ mod tests {
             Err((2, DigestError::Version { found: 2 }))
         );
         assert!(read_digests(b"  ").is_err());
+    }
+
+    #[test]
+    fn a_digest_given_where_a_snapshot_is_read_says_what_it_is() {
+        let error = crate::decode::decode_bytes(empty().to_json().as_bytes()).unwrap_err();
+        assert!(
+            error
+                .message
+                .starts_with("this is a memsight digest, not a snapshot"),
+            "{error:?}"
+        );
+        assert!(error
+            .hint
+            .as_deref()
+            .unwrap_or("")
+            .contains("`memsight files`"));
     }
 
     #[test]

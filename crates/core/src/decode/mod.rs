@@ -151,6 +151,19 @@ fn read_head<R: Read>(mut reader: R) -> Result<(Vec<u8>, Replayed<R>), DecodeErr
     Ok((head.clone(), Cursor::new(head).chain(reader)))
 }
 
+/// What a digest file (`memsight digest`, [`crate::compare::digest_file`]) says it is.
+pub const DIGEST_FORMAT: &str = "memsight-digest";
+
+/// Whether `head` (a file's first bytes, up to 64 KiB) begins a digest rather than a
+/// snapshot: a JSON object that says `"memsight-digest"` — first of its keys as memsight
+/// writes it, later when a tool has sorted them. A snapshot's JSON form does not say so in its
+/// first bytes.
+pub fn is_digest(head: &[u8]) -> bool {
+    let skipped = head.iter().take_while(|b| b.is_ascii_whitespace()).count();
+    let marker = format!("\"{DIGEST_FORMAT}\"");
+    head.get(skipped) == Some(&b'{') && head.windows(marker.len()).any(|w| w == marker.as_bytes())
+}
+
 /// Identifies a stream from its first bytes.
 pub fn sniff(head: &[u8]) -> Result<Format, DecodeError> {
     match head {
