@@ -1,7 +1,8 @@
 //! A budget check in words a reviewer reads: one line per limit a device went past ("rank 3
-//! cuda:0: peak allocated 41.2 GiB exceeds 40 GiB by 1.2 GiB; the largest growth against the
-//! baseline is activations +3.1 GiB at model.py:88 forward"), a verdict line, and the same as
-//! Markdown for a CI job's summary. Not the place for deciding what breaches
+//! cuda:0: peak allocated 41.2 GiB exceeds 40.0 GiB by 1.20 GiB; the largest growth against
+//! the baseline is activations +3.10 GiB, and of call sites model.py:88 forward +2.90 GiB",
+//! what grew on a device's first line only), a verdict line, and the same as Markdown for a CI
+//! job's summary. Not the place for deciding what breaches
 //! ([`crate::compare::budget`]).
 
 use super::{bytes, bytes_delta, device, document::escape, frame_short, percent_ppm};
