@@ -1,5 +1,5 @@
 //! `memsight digest FILE… [--output DIR|FILE.json] [--jobs N] [--rules RULES.json]`: each
-//! snapshot reduced to a versioned digest of a few kilobytes (the core's
+//! snapshot reduced to a versioned digest of kilobytes (the core's
 //! [`DigestFile`]) — what the files table, a comparison, a report's summary and a budget
 //! check need — so that a job's ranks each write theirs where they ran and only digests
 //! travel. Also where the commands that read digests turn any input into one.
