@@ -1,5 +1,6 @@
-//! A snapshot reduced to a file of kilobytes (hundreds for thousands of call sites): every device's [`Digest`] (with its call
-//! sites and modules) under the snapshot's name, versioned, written as JSON. A job of any
+//! A snapshot reduced to a file of kilobytes (hundreds for thousands of call sites): every
+//! device's [`Digest`] (with its call sites and modules) under the snapshot's name,
+//! versioned, written as JSON. A job of any
 //! size digests each snapshot where it was written and moves only the digests: the files
 //! table, a comparison, a report's summary and a budget check read them as they read the
 //! snapshots.
