@@ -15,7 +15,7 @@ use memsight_core::analysis::categories::categorised::Categorised;
 use memsight_core::analysis::categories::rules::Rules;
 use memsight_core::analysis::Analysed;
 use memsight_core::compare::digest_file::{read_digests, redact_digest, DigestFile};
-use memsight_core::decode::{decode_reader, is_digest, ErrorReport};
+use memsight_core::decode::{decode_reader, digest_is_not_a_snapshot, is_digest, ErrorReport};
 use memsight_core::format;
 use memsight_core::model::redact::{redact_snapshot, Redaction};
 use memsight_core::service::Context;
@@ -52,18 +52,14 @@ pub struct Opened {
     pub decode_ms: f64,
 }
 
-/// Why a command that reads the trace cannot read a digest.
+/// Why a command that reads the trace cannot read a digest: the decoder's words, as a
+/// sentence (a digest is known by its start, so no offset is worth showing).
 fn not_a_snapshot() -> ErrorReport {
+    let report = digest_is_not_a_snapshot().into_report();
     ErrorReport {
-        message: "This is a memsight digest, not a snapshot: it holds each device's numbers \
-                  at its peak, not the trace this command reads."
-            .to_string(),
+        message: format!("{}.", capitalised(&report.message)),
         offset: None,
-        hint: Some(
-            "`memsight files`, `compare`, `report` and `check` read digests; give this command \
-             the snapshot the digest was written from."
-                .to_string(),
-        ),
+        hint: report.hint,
     }
 }
 

@@ -11,7 +11,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use command::{json_lines, memsight};
+use command::{json_lines, memsight, tempdir};
 use common::real_fixtures_dir;
 use serde_json::Value;
 
@@ -358,12 +358,4 @@ fn no_budget_an_unreadable_file_or_baseline_is_exit_code_2() {
     );
     assert_eq!(code(&output), 2);
     assert!(String::from_utf8_lossy(&output.stderr).contains("(the baseline)"));
-}
-
-/// A fresh folder for one test's files.
-fn tempdir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("memsight-check-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }

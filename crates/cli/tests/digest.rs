@@ -8,17 +8,9 @@ mod common;
 
 use std::path::PathBuf;
 
-use command::{assert_succeeded, json_lines, memsight};
+use command::{assert_succeeded, json_lines, memsight, tempdir};
 use common::real_fixture_files;
 use serde_json::Value;
-
-/// A fresh folder for one test's files.
-fn tempdir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("memsight-digest-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 /// Each file's digest, written to its own file.
 fn digests(files: &[PathBuf], dir: &std::path::Path) -> Vec<PathBuf> {

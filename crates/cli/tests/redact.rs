@@ -99,13 +99,7 @@ fn exports(files: &[PathBuf], other: &Path, redact: bool, folder: &Path) -> Stri
 
 /// Where each snapshot's redaction applies: the prefixes it removes and the users it hides.
 fn hidden(file: &Path) -> Redaction {
-    let snapshot = decode_file(file).unwrap();
-    Redaction::plan(
-        snapshot
-            .frames
-            .iter()
-            .map(|f| snapshot.strings.get(f.filename)),
-    )
+    Redaction::of_snapshot(&decode_file(file).unwrap())
 }
 
 #[test]

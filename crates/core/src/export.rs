@@ -78,14 +78,7 @@ pub fn answer(
         if !redact {
             return text;
         }
-        let snapshot = &cx.analysed.snapshot;
-        let redaction = Redaction::plan(
-            snapshot
-                .frames
-                .iter()
-                .map(|f| snapshot.strings.get(f.filename)),
-        );
-        match redaction.apply_in_text(&text) {
+        match Redaction::of_snapshot(&cx.analysed.snapshot).apply_in_text(&text) {
             Cow::Borrowed(_) => text,
             Cow::Owned(changed) => changed,
         }

@@ -47,3 +47,11 @@ pub fn named_files<'a>(dir: &Path, expectations: &'a Value) -> (Vec<&'a String>,
     let files = names.iter().map(|n| dir.join(n)).collect();
     (names, files)
 }
+
+/// A fresh folder for one test's files, named after the test process and `name`.
+pub fn tempdir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("memsight-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}

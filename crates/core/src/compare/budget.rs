@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::diff::{compare, Comparison};
 use super::digest::Digest;
 use super::digest_file::DigestFile;
+use super::files::shown_devices;
 use super::ranks::job_position;
 use crate::analysis::categories::Role;
 use crate::model::DeviceKind;
@@ -152,18 +153,12 @@ impl Verdict {
     }
 }
 
-/// Checks every device of `files` that used memory (or a file's first device when none did)
-/// against `budgets`, and against the matching device of `baseline` when given.
+/// Checks every [shown device](shown_devices) of `files` against `budgets`, and against the
+/// matching device of `baseline` when given.
 pub fn check(files: &[DigestFile], baseline: &[DigestFile], budgets: &Budgets) -> Verdict {
     let mut devices = Vec::new();
     for file in files {
-        let used: Vec<&Digest> = file.devices.iter().filter(|d| !d.unused).collect();
-        let shown = if used.is_empty() {
-            file.devices.iter().take(1).collect()
-        } else {
-            used
-        };
-        for digest in shown {
+        for digest in shown_devices(&file.devices) {
             let matched = (!baseline.is_empty())
                 .then(|| baseline_of(file, digest, baseline))
                 .flatten();

@@ -83,15 +83,20 @@ impl FileRow {
     }
 }
 
-/// The rows of one file: one per device that used memory, or its first device when none did.
-pub fn rows_of(name: &str, label: Option<&str>, digests: &[Digest]) -> Vec<FileRow> {
+/// The devices of one file that views set beside other files': every device that used
+/// memory, or its first device when none did.
+pub fn shown_devices(digests: &[Digest]) -> Vec<&Digest> {
     let used: Vec<&Digest> = digests.iter().filter(|d| !d.unused).collect();
-    let shown = if used.is_empty() {
+    if used.is_empty() {
         digests.iter().take(1).collect()
     } else {
         used
-    };
-    shown
+    }
+}
+
+/// The rows of one file: one per [shown device](shown_devices).
+pub fn rows_of(name: &str, label: Option<&str>, digests: &[Digest]) -> Vec<FileRow> {
+    shown_devices(digests)
         .into_iter()
         .map(|d| FileRow::new(name, label, d))
         .collect()

@@ -88,15 +88,7 @@ pub fn decode<R: Read>(mut reader: R) -> Result<Snapshot, DecodeError> {
         .with_hint("for a .gz file, the compressed data may be damaged")
     })?;
     if super::is_digest(&bytes[..bytes.len().min(64 << 10)]) {
-        return Err(DecodeError::at(
-            0,
-            "this is a memsight digest, not a snapshot: it holds each device's numbers at its \
-             peak, not the trace",
-        )
-        .with_hint(
-            "`memsight files`, `compare`, `report` and `check` read digests; to see the \
-             timeline and the allocations, open the snapshot it was written from",
-        ));
+        return Err(super::digest_is_not_a_snapshot());
     }
     let top: Top = serde_json::from_slice(&bytes).map_err(|e| {
         DecodeError::new(

@@ -164,6 +164,19 @@ pub fn is_digest(head: &[u8]) -> bool {
     head.get(skipped) == Some(&b'{') && head.windows(marker.len()).any(|w| w == marker.as_bytes())
 }
 
+/// Why a digest cannot be read where a snapshot is: what it holds, and what reads it.
+pub fn digest_is_not_a_snapshot() -> DecodeError {
+    DecodeError::at(
+        0,
+        "this is a memsight digest, not a snapshot: it holds each device's numbers at its peak, \
+         not the trace",
+    )
+    .with_hint(
+        "`memsight files`, `compare`, `report` and `check` read digests; to see the timeline \
+         and the allocations, open the snapshot it was written from",
+    )
+}
+
 /// Identifies a stream from its first bytes.
 pub fn sniff(head: &[u8]) -> Result<Format, DecodeError> {
     match head {

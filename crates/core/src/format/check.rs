@@ -5,7 +5,8 @@
 //! job's summary. Not the place for deciding what breaches
 //! ([`crate::compare::budget`]).
 
-use super::{bytes, bytes_delta, device, document::escape, frame_short, percent_ppm};
+use super::document::{Align, Cell, DocBlock, DocColumn, DocTable, Document, Inline};
+use super::{bytes, bytes_delta, device, frame_short, percent_ppm};
 use crate::analysis::categories::labels::role_label;
 use crate::compare::budget::{Breach, Checked, DeviceCheck, Verdict};
 
@@ -158,54 +159,69 @@ pub fn verdict_line(verdict: &Verdict) -> String {
 }
 
 /// The whole check as Markdown for a job's summary: the verdict, every breach, then each
-/// device's figures.
+/// device's figures (a [`Document`], escaped as every report is).
 pub fn markdown(verdict: &Verdict) -> String {
-    let mut out = format!(
-        "## Memory check: {}\n\n{}\n\n",
-        if verdict.pass { "passed" } else { "failed" },
-        escape(&verdict_line(verdict))
+    let mut doc = Document::default();
+    doc.heading(
+        2,
+        format!(
+            "Memory check: {}",
+            if verdict.pass { "passed" } else { "failed" }
+        ),
     );
-    let mut bullets = breach_lines(verdict);
-    bullets.extend(unmatched_lines(verdict));
-    for line in &bullets {
-        out.push_str(&format!("- {}\n", escape(line)));
-    }
+    doc.paragraph(verdict_line(verdict));
+    let bullets: Vec<Vec<Inline>> = breach_lines(verdict)
+        .into_iter()
+        .chain(unmatched_lines(verdict))
+        .map(|line| vec![Inline::text(line)])
+        .collect();
     if !bullets.is_empty() {
-        out.push('\n');
+        doc.push(DocBlock::List(bullets));
     }
     let growth = verdict.devices.iter().any(|d| d.growth.is_some());
-    out.push_str("| Device | Peak allocated | Peak reserved | Efficiency at the peak | Unknown role at the peak |");
+    let mut columns = vec![
+        DocColumn::new("Device", Align::Left),
+        DocColumn::new("Peak allocated", Align::Right),
+        DocColumn::new("Peak reserved", Align::Right),
+        DocColumn::new("Efficiency at the peak", Align::Right),
+        DocColumn::new("Unknown role at the peak", Align::Right),
+    ];
     if growth {
-        out.push_str(" Peak against the baseline |");
+        columns.push(DocColumn::new("Peak against the baseline", Align::Right));
     }
-    out.push_str(" Within budget |\n| --- | ---: | ---: | ---: | ---: |");
-    if growth {
-        out.push_str(" ---: |");
-    }
-    out.push_str(" :---: |\n");
-    for d in &verdict.devices {
-        out.push_str(&format!(
-            "| {} | {} | {} | {} | {} ({}) |",
-            escape(&device_name(d)),
-            bytes(d.peak_allocated_bytes),
-            bytes(d.peak_reserved_bytes),
-            d.efficiency_at_peak_ppm
-                .map_or("—".to_string(), percent_ppm),
-            bytes(d.unknown_at_peak_bytes),
-            percent_ppm(d.unknown_share_ppm)
-        ));
-        if growth {
-            let delta = d
-                .growth
-                .as_ref()
-                .map_or("—".to_string(), |g| bytes_delta(g.peak_delta_bytes));
-            out.push_str(&format!(" {delta} |"));
-        }
-        out.push_str(if d.breaches.is_empty() {
-            " yes |\n"
-        } else {
-            " **no** |\n"
-        });
-    }
-    out
+    columns.push(DocColumn::new("Within budget", Align::Left));
+    let rows = verdict
+        .devices
+        .iter()
+        .map(|d| {
+            let mut cells = vec![
+                Cell::text(device_name(d)),
+                Cell::text(bytes(d.peak_allocated_bytes)),
+                Cell::text(bytes(d.peak_reserved_bytes)),
+                Cell::text(
+                    d.efficiency_at_peak_ppm
+                        .map_or("—".to_string(), percent_ppm),
+                ),
+                Cell::text(format!(
+                    "{} ({})",
+                    bytes(d.unknown_at_peak_bytes),
+                    percent_ppm(d.unknown_share_ppm)
+                )),
+            ];
+            if growth {
+                cells.push(Cell::text(
+                    d.growth
+                        .as_ref()
+                        .map_or("—".to_string(), |g| bytes_delta(g.peak_delta_bytes)),
+                ));
+            }
+            cells.push(match d.breaches.is_empty() {
+                true => Cell::text("yes"),
+                false => Cell::text("no").strong(),
+            });
+            cells.into()
+        })
+        .collect();
+    doc.push(DocBlock::Table(DocTable { columns, rows }));
+    doc.markdown()
 }

@@ -234,6 +234,16 @@ impl Redaction {
         }
     }
 
+    /// The rewrite of a snapshot's paths: planned from its frames' file names.
+    pub fn of_snapshot(snapshot: &Snapshot) -> Redaction {
+        Redaction::plan(
+            snapshot
+                .frames
+                .iter()
+                .map(|f| snapshot.strings.get(f.filename)),
+        )
+    }
+
     /// Whether nothing would be rewritten.
     pub fn is_empty(&self) -> bool {
         self.prefixes.is_empty() && self.users.is_empty()
@@ -336,12 +346,7 @@ fn replace_word(text: &str, word: &str, by: &str) -> String {
 /// string of the model (frames, names, annotations, values kept as written). Returns the
 /// plan.
 pub fn redact_snapshot(snapshot: &mut Snapshot) -> Redaction {
-    let redaction = Redaction::plan(
-        snapshot
-            .frames
-            .iter()
-            .map(|f| snapshot.strings.get(f.filename)),
-    );
+    let redaction = Redaction::of_snapshot(snapshot);
     if redaction.is_empty() {
         return redaction;
     }
