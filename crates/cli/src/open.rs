@@ -221,10 +221,10 @@ pub fn for_each_input_into<P: AsRef<Path>>(
     }
 }
 
-/// The name of the first digest in the file at `path` (redacted with `--redact`), when the
-/// file holds digests: what a report folder names a digest's report after, so that it is
-/// named as its snapshot's would be.
-pub fn digest_name(path: &Path) -> Option<String> {
+/// The digests in the file at `path` (redacted with `--redact`) when it holds digests; `None`
+/// for a snapshot, standard input, or a file that cannot be read (whose error its reader
+/// reports). Read once, ahead: a report folder names a digest's report after its snapshot.
+pub fn digests_in(path: &Path) -> Option<Vec<DigestFile>> {
     if path.as_os_str() == "-" {
         return None;
     }
@@ -234,7 +234,7 @@ pub fn digest_name(path: &Path) -> Option<String> {
         return None;
     }
     match open_input(path, false).ok()? {
-        SnapshotOrDigests::Digests(files) => files.first().map(|f| f.name.clone()),
+        SnapshotOrDigests::Digests(files) => Some(files),
         SnapshotOrDigests::Snapshot(_) => None,
     }
 }

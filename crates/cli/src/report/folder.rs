@@ -36,7 +36,7 @@ use memsight_core::service::{Service, ViewError};
 use super::charts::chart_markup;
 use super::{digest_devices, display_name, malformed};
 use crate::open::{
-    describe_error, digest_name, open_input, shown, with_context, Opened, SnapshotOrDigests,
+    describe_error, digests_in, open_input, shown, with_context, Opened, SnapshotOrDigests,
 };
 use crate::output_names::report_names;
 use crate::parallel::parallel_map;
@@ -52,6 +52,8 @@ struct Input {
     /// folders too; for a digest, its snapshot's name, so that a folder made from digests
     /// reads as the one made from their snapshots.
     row_name: String,
+    /// Its digests, when it holds digests (read once, while naming the inputs).
+    digests: Option<Vec<DigestFile>>,
 }
 
 /// What became of one input.
@@ -82,33 +84,37 @@ pub fn run(
     }
     // Named after the paths as outputs show them (redacted with --redact; a digest by its
     // snapshot's name); `-` stays `-`. In that name's natural order.
-    let mut named: Vec<(&PathBuf, String)> = files
+    let mut named: Vec<(&PathBuf, String, Option<Vec<DigestFile>>)> = files
         .iter()
         .map(|p| {
-            let given = match p.as_os_str() == "-" {
-                true => "-".to_string(),
-                false => digest_name(p).unwrap_or_else(|| shown(p)),
+            let digests = digests_in(p);
+            let given = match (
+                p.as_os_str() == "-",
+                digests.as_ref().and_then(|d| d.first()),
+            ) {
+                (true, _) => "-".to_string(),
+                (false, Some(first)) => first.name.clone(),
+                (false, None) => shown(p),
             };
-            (p, given)
+            (p, given, digests)
         })
         .collect();
     let order = |given: &str, path: &Path| match given {
         "-" => display_name(path),
         _ => given.to_string(),
     };
-    named.sort_by(|(pa, a), (pb, b)| natural_cmp(&order(a, pa), &order(b, pb)));
-    let (paths, given): (Vec<&PathBuf>, Vec<String>) = named.into_iter().unzip();
-    let names = report_names(&given);
-    let inputs: Vec<Input> = paths
-        .iter()
-        .zip(given)
+    named.sort_by(|(pa, a, _), (pb, b, _)| natural_cmp(&order(a, pa), &order(b, pb)));
+    let names = report_names(&named.iter().map(|(_, g, _)| g.clone()).collect::<Vec<_>>());
+    let inputs: Vec<Input> = named
+        .into_iter()
         .zip(names)
-        .map(|((path, given), named)| Input {
+        .map(|((path, given, digests), named)| Input {
             path: path.to_path_buf(),
             shown: order(&given, path),
             name: named.file,
             label: named.label,
             row_name: given,
+            digests,
         })
         .collect();
     let several = inputs.len() > 1;
@@ -166,14 +172,17 @@ fn report_file(
     folder: &Path,
     several: bool,
 ) -> Outcome {
+    let from_digests = |files: &[DigestFile]| match digest_document(input, files, device, several) {
+        Ok((document, rows)) => write_report(input, folder, &document, rows),
+        Err(report) => Outcome::Failed(report),
+    };
+    if let Some(files) = &input.digests {
+        return from_digests(files);
+    }
     let opened = match open_input(&input.path, false) {
         Ok(SnapshotOrDigests::Snapshot(opened)) => opened,
-        Ok(SnapshotOrDigests::Digests(files)) => {
-            return match digest_document(input, &files, device, several) {
-                Ok((document, rows)) => write_report(input, folder, &document, rows),
-                Err(report) => Outcome::Failed(report),
-            };
-        }
+        // Digests on standard input, which is not read ahead.
+        Ok(SnapshotOrDigests::Digests(files)) => return from_digests(&files),
         Err(report) => return Outcome::Failed(report),
     };
     let (document, rows) = match file_document(input, &opened, device, rules, several) {
