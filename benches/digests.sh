@@ -5,6 +5,8 @@
 #     file of 1,000 digests, with the command's peak memory;
 #   - `memsight digest` against `memsight overview` (the decoder and the overview alone) on the
 #     largest real snapshot: a digest is made at the decoder's speed.
+#   - the page's files table of the same 1,000 digests, chosen at once and as one file, with
+#     the page's memory (benches/digests_page.mjs; when dist/ is built).
 # Needs the real snapshots (../shared/fixtures/real or $MEMSIGHT_REAL_FIXTURES).
 #
 #   bash benches/digests.sh [RUNS]      (default 5)
@@ -64,3 +66,12 @@ measure "files table of 1,000 digests, one file" "$memsight" files --json "$scra
 measure "overview of $(basename "$largest") ($(($(stat -c %s "$largest") / 1024)) KiB)" \
   "$memsight" overview --json "$largest"
 measure "digest of the same" "$memsight" digest "$largest"
+
+# The page's half: the same 1,000 digests in the built viewer (not on one core: the page's
+# browser runs as a user's does).
+if [ -f dist/index.html ]; then
+  echo
+  node benches/digests_page.mjs "$scratch/job" "$scratch/all.jsonl" --runs "$runs"
+else
+  echo "dist/ is not built (./x build): the page's half is left out" >&2
+fi

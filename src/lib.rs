@@ -19,8 +19,8 @@
     allow(unused_imports)
 )]
 use memsight_core::{
-    analysis, breakdown, compare, export, format, model, overview, phases, protocol, table,
-    timeline,
+    analysis, breakdown, compare, decode, export, format, model, overview, phases, protocol,
+    session, table, timeline,
 };
 
 #[cfg(any(feature = "page", not(target_arch = "wasm32")))]

@@ -11,6 +11,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{AbortController, Blob, FileList};
 
+use super::opening;
 use super::page_query::FetchProblem;
 use super::perf;
 use super::remote;
@@ -19,6 +20,7 @@ use super::state::{AppState, Command, FileId, Showing};
 use super::timeline::plot_size::{self, PlotWidths, Window};
 use super::workers::{js_text, Answered, WorkerPool};
 use crate::protocol::{ErrorReport, FileEvent, Request, RequestId, ToWorker};
+use crate::session::digested::DigestedFile;
 use crate::timeline::service::{FirstFrame, FirstView};
 
 /// How long after a load ends the next file's worker starts.
@@ -224,10 +226,56 @@ impl Actions {
     }
 
     /// Opens files named by their path, in the order people read them (rank2 before rank10,
-    /// whatever the browser's order); several at once are shown side by side.
+    /// whatever the browser's order); several at once are shown side by side. Digests among
+    /// them are read on the page first (`opening.rs`) and open at once, with no worker.
     pub fn open_named(self, mut named: Vec<(String, Blob)>) {
         named.sort_by(|(a, _), (b, _)| crate::model::text::natural_cmp(a, b));
         let several = named.len() >= 2;
+        if !named.iter().any(|(name, _)| opening::may_be_digest(name)) {
+            self.open_snapshots(named, several);
+            return;
+        }
+        wasm_bindgen_futures::spawn_local(async move {
+            let sorted = opening::sort_out(named).await;
+            let several = several || sorted.digests.len() >= 2;
+            for (name, size, report) in sorted.unreadable {
+                self.state
+                    .try_update(|s| s.open_failed(&name, size, report));
+            }
+            self.open_digests(sorted.digests);
+            self.open_snapshots(sorted.snapshots, several);
+        });
+    }
+
+    /// Lists files of which only a digest is open, each held in place of a worker.
+    fn open_digests(self, digests: Vec<(String, u64, DigestedFile)>) {
+        if digests.is_empty() {
+            return;
+        }
+        let (listed, held): (Vec<_>, Vec<_>) = digests
+            .into_iter()
+            .map(|(name, size, digest)| ((name, size, digest.summary()), digest))
+            .unzip();
+        // One change of the state for all: a job's thousand digests lay the page out once.
+        let Some(ids) = self.state.try_update(|s| s.open_digests(listed)) else {
+            return;
+        };
+        self.workers.update_value(|pool| {
+            for (id, digest) in ids.into_iter().zip(held) {
+                pool.hold_digest(id, digest);
+            }
+        });
+    }
+
+    /// The digest held for file `id`, when only its digest is open.
+    pub fn digest(self, id: FileId) -> Option<std::rc::Rc<DigestedFile>> {
+        self.workers
+            .try_with_value(|pool| pool.digest(id))
+            .flatten()
+    }
+
+    /// Queues snapshots for their workers; several opened together are shown side by side.
+    fn open_snapshots(self, named: Vec<(String, Blob)>, several: bool) {
         let mut commands = Vec::new();
         for (name, blob) in named {
             if let Some((_, started)) = self.queue_blob(name, blob) {

@@ -6,18 +6,66 @@
 
 use leptos::prelude::*;
 
+use super::state::{AppState, FileId};
 use crate::format;
 use crate::model::DeviceKind;
 
+/// A file's devices as a picker shows them, read from the page state.
+#[derive(Clone, Copy)]
+pub struct FileDevices {
+    /// Those that used memory first, then the empty ones.
+    pub devices: Memo<Vec<u32>>,
+    /// Those of `devices` that used no memory: said so.
+    pub unused: Memo<Vec<u32>>,
+    pub kind: Memo<DeviceKind>,
+    /// The device shown.
+    pub device: Memo<Option<u32>>,
+}
+
+impl FileDevices {
+    pub fn of(state: RwSignal<AppState>, id: FileId) -> Self {
+        let devices = Memo::new(move |_| {
+            state.with(|s| {
+                s.file(id).map_or_else(Vec::new, |f| {
+                    let unused = f.unused_devices();
+                    let (mut used, empty): (Vec<u32>, Vec<u32>) =
+                        f.devices().iter().partition(|d| !unused.contains(d));
+                    used.extend(empty);
+                    used
+                })
+            })
+        });
+        let unused = Memo::new(move |_| {
+            state.with(|s| {
+                s.file(id)
+                    .map(|f| f.unused_devices().to_vec())
+                    .unwrap_or_default()
+            })
+        });
+        let kind = Memo::new(move |_| {
+            state.with(|s| s.file(id).map(|f| f.device_kind()).unwrap_or_default())
+        });
+        let device = Memo::new(move |_| state.with(|s| s.file(id).and_then(|f| f.device)));
+        FileDevices {
+            devices,
+            unused,
+            kind,
+            device,
+        }
+    }
+}
+
 #[component]
 pub fn DevicePicker(
-    devices: Memo<Vec<u32>>,
-    /// Those of `devices` that used no memory: said so.
-    unused: Memo<Vec<u32>>,
-    kind: Memo<DeviceKind>,
-    device: Memo<Option<u32>>,
+    of: FileDevices,
     on_pick: impl Fn(u32) + Copy + Send + Sync + 'static,
 ) -> impl IntoView {
+    let FileDevices {
+        devices,
+        unused,
+        kind,
+        device,
+    } = of;
     view! {
         <Show when=move || devices.with(|d| d.len() > 1)>
             <label class="device-picker">

@@ -1,5 +1,6 @@
-//! The main area: the selected file's load progress, its error, or its snapshot view; the
-//! files side by side or two of them compared; the welcome screen when nothing is open.
+//! The main area: the selected file's load progress, its error, its snapshot view or its
+//! digest's; the files side by side or two of them compared; the welcome screen when nothing
+//! is open.
 //!
 //! Only chooses which view to show; re-renders when the selection or the file's stage changes,
 //! not on every progress message.
@@ -9,6 +10,7 @@ use leptos::prelude::*;
 use super::actions::Actions;
 use super::compare::CompareView;
 use super::deep_link::DeepLink;
+use super::digest_view::DigestView;
 use super::error_report::ErrorReportView;
 use super::files::FilesView;
 use super::link::Section;
@@ -21,6 +23,8 @@ use super::welcome::Welcome;
 enum Stage {
     Loading,
     Ready,
+    /// Only the snapshot's digest is open.
+    Digest,
     Failed,
 }
 
@@ -40,6 +44,7 @@ pub fn FileView(
                     Status::Downloading { .. } | Status::Queued | Status::Loading { .. } => {
                         Stage::Loading
                     }
+                    Status::Ready(ref summary) if summary.digest => Stage::Digest,
                     Status::Ready(_) => Stage::Ready,
                     Status::Failed(_) => Stage::Failed,
                 };
@@ -87,6 +92,9 @@ fn file_view(
                 None => return ().into_any(),
             };
             view! { <ErrorReportView name=name report=report /> }.into_any()
+        }
+        Some((id, Stage::Digest)) => {
+            view! { <DigestView id=id state=state actions=actions /> }.into_any()
         }
         Some((id, Stage::Ready)) => {
             view! { <SnapshotView id=id state=state actions=actions link=link only=only /> }

@@ -12,11 +12,13 @@
 //!   natively tested);
 //! - `link` (a view as a URL fragment) and `page_query` (the page's own query): pure, natively
 //!   tested;
+//! - `row_window`: which rows of a long list are laid out (pure, natively tested);
 //! - `actions`: what the user can do, and carrying out what the state machine asks;
 //! - `workers`: the page side of the worker transport (one table of pending requests each);
 //! - `app` and the components it is built from (`toolbar`, `file_list`, `file_view`,
 //!   `load_progress`, `error_report`, `snapshot_view`, `device_picker`, `welcome`,
-//!   `drop_overlay`);
+//!   `drop_overlay`); `opening` (the files opened, sorted into snapshots for workers and
+//!   digests read on the page) and `digest_view` (a file of which only the digest is open);
 //! - one folder per view: `overview`, `timeline`, `breakdown` (where the memory went: charts,
 //!   the estimate, findings, rules, the report), `table`, `allocator`; `files` (the files side
 //!   by side, and the digests asked of many workers) and `compare` (two files compared); `phases` (the phase report); `categories`: what they share about
@@ -41,6 +43,7 @@
 mod link;
 mod page_query;
 mod requests;
+mod row_window;
 mod state;
 // The timeline's pure modules are compiled everywhere, its components for wasm32 only.
 mod timeline;
@@ -67,6 +70,8 @@ mod deep_link;
 #[cfg(target_arch = "wasm32")]
 mod device_picker;
 #[cfg(target_arch = "wasm32")]
+mod digest_view;
+#[cfg(target_arch = "wasm32")]
 mod drop_overlay;
 #[cfg(target_arch = "wasm32")]
 mod embed;
@@ -84,6 +89,8 @@ mod load_progress;
 mod moment_notice;
 #[cfg(target_arch = "wasm32")]
 mod near_screen;
+#[cfg(target_arch = "wasm32")]
+mod opening;
 #[cfg(target_arch = "wasm32")]
 mod overview;
 #[cfg(target_arch = "wasm32")]

@@ -14,7 +14,7 @@ use super::allocator::AllocatorPanel;
 use super::breakdown::BreakdownPanel;
 use super::categories::CategoryView;
 use super::deep_link::DeepLink;
-use super::device_picker::DevicePicker;
+use super::device_picker::{DevicePicker, FileDevices};
 use super::link::Section;
 use super::overview::{OverviewPanel, Warnings};
 use super::phases::PhasesPanel;
@@ -76,28 +76,10 @@ pub fn SnapshotView(
     let categories = CategoryView::new(id, actions, link);
     let dark = super::theme::follow_system();
     let file_name = name.clone();
-    // Devices that used memory first, then the empty ones.
-    let devices = Memo::new(move |_| {
-        state.with(|s| {
-            s.file(id).map_or_else(Vec::new, |f| {
-                let unused = f.unused_devices();
-                let (mut used, empty): (Vec<u32>, Vec<u32>) =
-                    f.devices().iter().partition(|d| !unused.contains(d));
-                used.extend(empty);
-                used
-            })
-        })
-    });
-    let unused_devices = Memo::new(move |_| {
-        state.with(|s| {
-            s.file(id)
-                .map(|f| f.unused_devices().to_vec())
-                .unwrap_or_default()
-        })
-    });
-    let kind =
-        Memo::new(move |_| state.with(|s| s.file(id).map(|f| f.device_kind()).unwrap_or_default()));
-    let device = Memo::new(move |_| state.with(|s| s.file(id).and_then(|f| f.device)));
+    let file_devices = FileDevices::of(state, id);
+    let FileDevices {
+        devices, device, ..
+    } = file_devices;
     let overview =
         Memo::new(move |_| state.with(|s| s.file(id).and_then(|f| f.overview().cloned())));
     // The timeline mounts as the overview arrives and the views below it wait for its first frame
@@ -182,13 +164,7 @@ pub fn SnapshotView(
                         ", categories " {ms(categorise_ms)} ")"
                     </p>
                 </div>
-                <DevicePicker
-                    devices=devices
-                    unused=unused_devices
-                    kind=kind
-                    device=device
-                    on_pick=move |d| actions.select_device(id, d)
-                />
+                <DevicePicker of=file_devices on_pick=move |d| actions.select_device(id, d) />
             </header>
             {choice.map(|text| view! { <p class="device-choice hint" id="device-choice">{text}</p> })}
             {move || {

@@ -108,6 +108,12 @@ impl OpenFile {
         )
     }
 
+    /// Only the snapshot's digest is open: the files table and comparisons have its
+    /// numbers, the views of the trace need the snapshot.
+    pub fn is_digest(&self) -> bool {
+        matches!(&self.status, Status::Ready(summary) if summary.digest)
+    }
+
     pub fn is_ready(&self) -> bool {
         matches!(self.status, Status::Ready(_))
     }
@@ -129,11 +135,18 @@ impl OpenFile {
                     crate::format::percent_of(*bytes_read, *total)
                 )
             }
-            Status::Ready(summary) => match summary.devices.len() {
-                0 => "No devices".to_string(),
-                1 => "1 device".to_string(),
-                n => format!("{n} devices"),
-            },
+            Status::Ready(summary) => {
+                let devices = match summary.devices.len() {
+                    0 => "No devices".to_string(),
+                    1 => "1 device".to_string(),
+                    n => format!("{n} devices"),
+                };
+                if summary.digest {
+                    format!("Digest, {}", devices.to_lowercase())
+                } else {
+                    devices
+                }
+            }
             Status::Failed(_) => "Failed".to_string(),
         }
     }
@@ -327,6 +340,28 @@ impl AppState {
         self.add(name, size, Status::Failed(error))
     }
 
+    /// Lists files of which only a digest is open (`memsight digest`; each with its
+    /// summary): ready at once, with no worker to start, each showing its default device.
+    /// The last is selected. Returns their ids in order.
+    pub fn open_digests(&mut self, digests: Vec<(String, u64, LoadedSummary)>) -> Vec<FileId> {
+        let ids = digests
+            .into_iter()
+            .map(|(name, size, summary)| {
+                let device = Some(summary.default_device)
+                    .filter(|d| summary.devices.contains(d))
+                    .or_else(|| summary.devices.first().copied());
+                let id = self.add(&name, size, Status::Ready(summary));
+                if let Some(file) = self.file_mut(id) {
+                    file.device = device;
+                    file.awaiting_first_paint = false;
+                }
+                id
+            })
+            .collect();
+        self.showing = Showing::File;
+        ids
+    }
+
     /// Lists a file that is being fetched (`?url=`) and selects it; it loads once
     /// [`Self::downloaded`] says its bytes are all here.
     pub fn open_download(&mut self, name: &str) -> FileId {
@@ -446,7 +481,8 @@ impl AppState {
             return Vec::new();
         }
         file.device = Some(device);
-        if file.overviews.contains_key(&device) {
+        // A digest has no overview to ask for: its view shows the digest's own numbers.
+        if file.overviews.contains_key(&device) || file.is_digest() {
             Vec::new()
         } else {
             vec![Command::Ask(id, overview_request(device))]
@@ -597,6 +633,7 @@ mod tests {
             categorise_ms: 0.1,
             overview: None,
             first_view: None,
+            digest: false,
         }
     }
 
@@ -846,6 +883,35 @@ mod tests {
         let file = state.file(id).unwrap();
         assert!(file.overview().is_none());
         assert!(file.devices().is_empty());
+    }
+
+    #[test]
+    fn digests_open_ready_without_a_worker_and_close_like_any_file() {
+        let mut state = AppState::new();
+        let digest = |devices: Vec<u32>, default_device| LoadedSummary {
+            digest: true,
+            ..summary(devices, default_device)
+        };
+        let ids = state.open_digests(vec![
+            ("job/rank0.pickle".into(), 4000, digest(vec![0, 1], 1)),
+            ("job/rank1.pickle".into(), 4000, digest(vec![2], 5)),
+        ]);
+        assert_eq!(ids.len(), 2);
+        assert_eq!(state.selected_id(), Some(ids[1]));
+        let first = state.file(ids[0]).unwrap();
+        assert!(first.is_ready() && first.is_digest());
+        assert_eq!(first.device, Some(1), "its default device");
+        assert_eq!(first.status_text(), "Digest, 2 devices");
+        assert_eq!(
+            state.file(ids[1]).unwrap().device,
+            Some(2),
+            "a default device it lacks falls back to its first"
+        );
+        // Another device has no overview to ask for.
+        assert!(state.select_device(ids[0], 0).is_empty());
+        assert_eq!(state.file(ids[0]).unwrap().device, Some(0));
+        // Closed, what holds the digest is ended as a worker is.
+        assert_eq!(state.close(ids[0]), vec![Command::Terminate(ids[0])]);
     }
 
     #[test]

@@ -3,6 +3,10 @@
 //! (handed to the page state) and answers (handed, through the worker's table of pending
 //! requests, to whoever asked).
 //!
+//! A file of which only a digest is open needs no worker: the pool keeps the digest and
+//! answers its requests on the page, a moment later as a worker would
+//! ([`WorkerPool::hold_digest`]), so views ask every file alike.
+//!
 //! Raw `web_sys::Worker` rather than `gloo-worker`: a worker decoding a file runs synchronously
 //! for seconds, so Cancel and Close must be able to `terminate()` it at once, and the load
 //! message carries a `File` object next to the JSON, which gloo-worker's serde codecs cannot
@@ -19,6 +23,7 @@ use web_sys::{Blob, ErrorEvent, MessageEvent, Worker, WorkerOptions, WorkerType}
 use super::requests::{Pending, ScopeId};
 use super::state::FileId;
 use crate::protocol::{Answer, FileEvent, FromWorker, Request, RequestId, ToWorker, ViewError};
+use crate::session::digested::DigestedFile;
 
 /// The worker script, relative to the page so the site works under any sub-path. It queues
 /// early messages, then loads `worker.js` and `worker_bg.wasm` (built by Trunk).
@@ -44,10 +49,18 @@ struct Entry {
     on_error: Closure<dyn FnMut(ErrorEvent)>,
 }
 
+/// A digest held on the page in place of a worker, and who waits for its answers.
+struct HeldDigest {
+    digest: Rc<DigestedFile>,
+    pending: Rc<RefCell<Pending<Asker>>>,
+}
+
 /// The running workers, by file, and one idle worker started ahead of need.
 #[derive(Default)]
 pub struct WorkerPool {
     entries: HashMap<FileId, Entry>,
+    /// Files of which only a digest is open.
+    digests: HashMap<FileId, HeldDigest>,
     /// Starting a worker (fetching and compiling its wasm) takes a noticeable part of a small
     /// file's load time, so the next file's worker is started before the file is picked.
     spare: Option<Worker>,
@@ -176,13 +189,34 @@ impl WorkerPool {
         request: Request,
         asker: Asker,
     ) -> Option<RequestId> {
+        if let Some(held) = self.digests.get(&id) {
+            return Some(held.ask(scope, request, asker));
+        }
         let entry = self.entries.get(&id)?;
         let request_id = entry.pending.borrow_mut().register(scope, asker);
         post(&entry.worker, request_id, request);
         Some(request_id)
     }
 
-    /// Sends a request whose answer nobody waits for.
+    /// Keeps the digest of file `id` in place of a worker: its requests are answered on the
+    /// page.
+    pub fn hold_digest(&mut self, id: FileId, digest: DigestedFile) {
+        self.digests.insert(
+            id,
+            HeldDigest {
+                digest: Rc::new(digest),
+                pending: Rc::default(),
+            },
+        );
+    }
+
+    /// The digest held for file `id`, if only a digest of it is open.
+    pub fn digest(&self, id: FileId) -> Option<Rc<DigestedFile>> {
+        self.digests.get(&id).map(|held| held.digest.clone())
+    }
+
+    /// Sends a request whose answer nobody waits for (a digest needs none: its roles were
+    /// taken when it was written).
     pub fn tell(&self, id: FileId, request: Request) {
         if let Some(entry) = self.entries.get(&id) {
             let request_id = entry.pending.borrow_mut().fresh_id();
@@ -192,14 +226,23 @@ impl WorkerPool {
 
     /// Drops the answers still to come for `scope`'s requests to file `id`'s worker.
     pub fn forget_scope(&self, id: FileId, scope: ScopeId) {
-        if let Some(entry) = self.entries.get(&id) {
-            entry.pending.borrow_mut().forget_scope(scope);
+        let pending = self
+            .entries
+            .get(&id)
+            .map(|e| &e.pending)
+            .or_else(|| self.digests.get(&id).map(|h| &h.pending));
+        if let Some(pending) = pending {
+            pending.borrow_mut().forget_scope(scope);
         }
     }
 
     /// Ends the worker of file `id` at once, even in the middle of decoding; its memory is
     /// freed and the answers it still owed reach nobody.
     pub fn terminate(&mut self, id: FileId) {
+        if let Some(held) = self.digests.remove(&id) {
+            // Answers already on their way reach nobody.
+            *held.pending.borrow_mut() = Pending::default();
+        }
         if let Some(entry) = self.entries.remove(&id) {
             entry.worker.set_onmessage(None);
             entry.worker.set_onerror(None);
@@ -216,6 +259,27 @@ impl WorkerPool {
                 std::time::Duration::ZERO,
             );
         }
+    }
+}
+
+impl HeldDigest {
+    /// Answers `request` from the digest in a task of its own, as a worker's answer arrives:
+    /// whoever asks never runs inside its own request, and a scope forgotten meanwhile
+    /// drops the answer.
+    fn ask(&self, scope: ScopeId, request: Request, asker: Asker) -> RequestId {
+        let id = self.pending.borrow_mut().register(scope, asker);
+        let (digest, pending) = (self.digest.clone(), self.pending.clone());
+        leptos::task::spawn_local(async move {
+            let asker = pending.borrow_mut().take(id);
+            if let Some(asker) = asker {
+                asker(Answered {
+                    id,
+                    result: digest.answer(&request),
+                    attachment: None,
+                });
+            }
+        });
+        id
     }
 }
 

@@ -141,8 +141,9 @@ export async function waitSettled(page, timeout = 60_000) {
       const item = document.querySelector('.file-item.selected');
       const status = item?.dataset.status;
       if (status === 'failed') return status;
-      // Ready means decoded and its overview (or the empty-snapshot note) rendered.
-      if (status === 'ready' && (document.querySelector('#overview') || document.querySelector('#empty-snapshot'))) {
+      // Ready means decoded and its overview (or the empty-snapshot note, or a digest's view)
+      // rendered.
+      if (status === 'ready' && (document.querySelector('#overview') || document.querySelector('#empty-snapshot') || document.querySelector('#digest-file'))) {
         return status;
       }
       return false;

@@ -6,9 +6,7 @@
 //
 // Run with `./x test` (which builds dist/ first) or `node --test tests/e2e/importers.test.mjs`.
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { describe, it } from 'node:test';
@@ -95,21 +93,6 @@ describe('other profiler outputs', () => {
       const phases = await page.$$eval('#phases-table .phase-row', (rows) => rows.map((r) => r.dataset.phase));
       assert.deepEqual(phases, ['setup', 'forward', 'optimizer_step']);
       assert.deepEqual(errors, []);
-    } finally {
-      await page.context().close();
-    }
-  });
-
-  it('says a digest is not a snapshot, and which commands read one', async () => {
-    const digest = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'memsight-digest-')), 'example.digest.json');
-    execFileSync('cargo', ['run', '-q', '-p', 'memsight-cli', '--', 'digest', path.join(ROOT, 'static/example.pickle'), '-o', digest], { cwd: ROOT });
-    const { page } = await shared.open();
-    try {
-      await openFiles(page, digest);
-      assert.equal(await waitSettled(page), 'failed');
-      const text = await page.textContent('#error-report');
-      assert.match(text, /memsight digest, not a snapshot/);
-      assert.match(text, /`memsight files`, `compare`, `report` and `check` read digests/);
     } finally {
       await page.context().close();
     }

@@ -13,6 +13,7 @@ use memsight_core::analysis::categories::signals::Phase;
 use memsight_core::compare::digest::digest;
 use memsight_core::compare::{compare, Comparison, Digest};
 use memsight_core::format::{self, compare as words};
+use memsight_core::session::digested::NO_PHASES_IN_DIGESTS;
 use serde_json::json;
 
 use crate::digest::say_rules_do_not_apply;
@@ -88,11 +89,7 @@ fn side(
                 ));
             };
             if at_phase.is_some() {
-                return fail(
-                    "a digest holds each device at its run's peak only; --at-phase needs the \
-                     snapshot"
-                        .to_string(),
-                );
+                return fail(NO_PHASES_IN_DIGESTS.to_string());
             }
             let Some(device) = device.or(file.shown_device()) else {
                 return fail("the digest holds no device".to_string());

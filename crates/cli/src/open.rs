@@ -14,7 +14,9 @@ use std::time::Instant;
 use memsight_core::analysis::categories::categorised::Categorised;
 use memsight_core::analysis::categories::rules::Rules;
 use memsight_core::analysis::Analysed;
-use memsight_core::compare::digest_file::{read_digests, redact_digest, DigestFile};
+use memsight_core::compare::digest_file::{
+    read_digests, redact_digest, DigestFile, MAX_DIGESTS_BYTES,
+};
 use memsight_core::decode::{decode_reader, digest_is_not_a_snapshot, is_digest, ErrorReport};
 use memsight_core::format;
 use memsight_core::model::redact::{redact_snapshot, Redaction};
@@ -57,7 +59,7 @@ pub struct Opened {
 fn not_a_snapshot() -> ErrorReport {
     let report = digest_is_not_a_snapshot().into_report();
     ErrorReport {
-        message: format!("{}.", capitalised(&report.message)),
+        message: format::problems::as_sentence(&report.message),
         offset: None,
         hint: report.hint,
     }
@@ -69,10 +71,6 @@ pub enum SnapshotOrDigests {
     /// One digest, or several one after another (a baseline).
     Digests(Vec<DigestFile>),
 }
-
-/// A file of digests larger than this is not one memsight wrote: a digest holds kilobytes to
-/// a few hundred per device, so this is thousands of ranks' digests in one file.
-const MAX_DIGEST_BYTES: u64 = 1 << 30;
 
 /// Opens `path` (`-` reads standard input) as digests when it begins as one
 /// ([`is_digest`]), else decodes and analyses it as a snapshot, with a progress line
@@ -100,24 +98,14 @@ pub fn open_input(path: &Path, progress: bool) -> Result<SnapshotOrDigests, Erro
     if is_digest(head) {
         let mut bytes = Vec::new();
         (&mut counted)
-            .take(MAX_DIGEST_BYTES + 1)
+            .take(MAX_DIGESTS_BYTES + 1)
             .read_to_end(&mut bytes)
             .map_err(|error| ErrorReport::message(format!("The file cannot be read: {error}.")))?;
-        if bytes.len() as u64 > MAX_DIGEST_BYTES {
-            return Err(ErrorReport::message(format!(
-                "This file begins as a memsight digest but is larger than {}, which no file of \
-                 digests memsight writes is.",
-                format::bytes(MAX_DIGEST_BYTES)
-            )));
+        if bytes.len() as u64 > MAX_DIGESTS_BYTES {
+            return Err(format::problems::digests_too_large(MAX_DIGESTS_BYTES));
         }
-        let digests = read_digests(&bytes).map_err(|(at, error)| {
-            let which = if at > 1 {
-                format!(" (the file's digest {at})")
-            } else {
-                String::new()
-            };
-            ErrorReport::message(format!("{}{which}.", capitalised(&error.to_string())))
-        })?;
+        let digests = read_digests(&bytes)
+            .map_err(|(at, error)| format::problems::unreadable_digest(at, &error))?;
         return Ok(SnapshotOrDigests::Digests(if redacting() {
             digests.into_iter().map(redact_digest).collect()
         } else {
@@ -137,15 +125,6 @@ pub fn open_input(path: &Path, progress: bool) -> Result<SnapshotOrDigests, Erro
         file_bytes: counted.bytes,
         decode_ms: start.elapsed().as_secs_f64() * 1e3,
     })))
-}
-
-/// `text` with its first letter in capitals, as a sentence begins.
-fn capitalised(text: &str) -> String {
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(first) => first.to_uppercase().chain(chars).collect(),
-        None => String::new(),
-    }
 }
 
 /// Opens each file in turn and prints what `show` makes of it: one line of JSON, or text

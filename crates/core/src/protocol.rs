@@ -236,6 +236,10 @@ pub struct LoadedSummary {
     /// beside this message); `None` when none was asked for or there is no device.
     #[serde(default)]
     pub first_view: Option<Box<FirstView>>,
+    /// Only the snapshot's digest is loaded (`session::digested`): the files table and
+    /// comparisons have its numbers, the views of the trace need the snapshot.
+    #[serde(default)]
+    pub digest: bool,
 }
 
 fn only() -> DeviceChoice {

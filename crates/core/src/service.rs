@@ -67,6 +67,9 @@ pub enum ViewError {
     NotPrepared { needs: Prerequisite },
     /// The request could not be read, or was answered with another feature's answer.
     Malformed { detail: String },
+    /// Only a digest of the snapshot is loaded, and the view needs the snapshot (`detail`
+    /// says which and why).
+    NeedsSnapshot { detail: String },
 }
 
 /// What a request depends on.

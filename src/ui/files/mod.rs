@@ -2,7 +2,8 @@
 //! efficiency, trace entries, time span and the bytes of each role at its peak — sortable by
 //! any column, with labels the user edits (`ctx 512 / bf16`), ranks and iterations read from
 //! the names with outlier ranks flagged, a bar chart of the sorted column, and the table as
-//! Markdown or CSV (copied or downloaded).
+//! Markdown or CSV (copied or downloaded). A job's thousand ranks lay out only the rows in
+//! view (`row_window`); the downloads and the chart have them all.
 //!
 //! Each file's worker is asked for its devices' digests (`Request::Digest`, numbers only);
 //! rows come from the core (`compare::files`), words from `format::compare`, so the table is
@@ -18,6 +19,7 @@ use super::breakdown::chart::{ChartCard, Draw};
 use super::breakdown::download_text;
 use super::charts::{self, Slice};
 use super::deep_link::DeepLink;
+use super::row_window::{row_window, FIRST_VIEW_HEIGHT, WINDOWED_FROM};
 use super::state::{AppState, FileId, Showing};
 use crate::analysis::palette::Style;
 use crate::compare::files::{
@@ -173,6 +175,19 @@ pub fn FilesView(
                 .collect::<Vec<[u8; 3]>>()
         })
     });
+    // A long table lays out the rows in its scroll box's view (`row_window`).
+    let windowed = Memo::new(move |_| lines.with(|l| l.len() >= WINDOWED_FROM));
+    let scroller = NodeRef::<leptos::html::Div>::new();
+    let scroll = RwSignal::new((0.0, FIRST_VIEW_HEIGHT));
+    let measure_scroll = move || {
+        if let Some(el) = scroller.get_untracked() {
+            let height = match el.client_height() {
+                0 => FIRST_VIEW_HEIGHT,
+                h => f64::from(h),
+            };
+            scroll.set((f64::from(el.scroll_top()), height));
+        }
+    };
     let draw: Draw = std::rc::Rc::new(move |canvas, theme| {
         let column = charted.get();
         let colours = colours.get();
@@ -235,7 +250,8 @@ pub fn FilesView(
                     }
                 }).collect_view()}
             </ul>
-            <div class="files-table-wrap">
+            <div class="files-table-wrap" class:windowed=windowed node_ref=scroller
+                on:scroll=move |_| measure_scroll()>
                 <table class="files-table" id="files-table">
                     <thead>
                         <tr>
@@ -246,7 +262,15 @@ pub fn FilesView(
                     <tbody>
                         {move || {
                             let shown = columns.get();
-                            lines.get().into_iter().map(|line| {
+                            let (scroll_top, view_height) = scroll.get();
+                            let (window, laid_out) = lines.with(|lines| {
+                                let window = row_window(lines.len(), scroll_top, view_height);
+                                (window.clone(), lines[window.rows].to_vec())
+                            });
+                            let spacer = |height: f64| (height > 0.0).then(|| view! {
+                                <tr class="files-spacer" aria-hidden="true" style:height=format!("{height}px")></tr>
+                            });
+                            let rows = laid_out.into_iter().map(|line| {
                                 let shown = shown.clone();
                                 let file = line.file;
                                 let row = line.row;
@@ -264,7 +288,8 @@ pub fn FilesView(
                                         </td>
                                     </tr>
                                 }
-                            }).collect_view()
+                            }).collect_view();
+                            (spacer(window.above), rows, spacer(window.below))
                         }}
                     </tbody>
                 </table>

@@ -20,6 +20,10 @@ use crate::decode::DIGEST_FORMAT;
 /// that an older reader would misread raises it.
 pub const DIGEST_VERSION: u32 = 1;
 
+/// A file of digests larger than this is not one memsight wrote: a digest holds kilobytes to
+/// a few hundred per device, so this is thousands of ranks' digests in one file.
+pub const MAX_DIGESTS_BYTES: u64 = 1 << 30;
+
 /// A snapshot's digest as written to a file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DigestFile {

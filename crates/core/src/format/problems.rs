@@ -3,6 +3,8 @@
 //! ([`crate::decode::ErrorReport`]); the page and the command line add only these.
 
 use super::count;
+use crate::compare::digest_file::DigestError;
+use crate::decode::ErrorReport;
 use crate::service::{Prerequisite, ViewError};
 
 /// A view's error as one sentence.
@@ -18,7 +20,39 @@ pub fn view_error(error: &ViewError) -> String {
         ViewError::Malformed { detail } => {
             format!("The worker could not understand this request: {detail}")
         }
+        ViewError::NeedsSnapshot { detail } => as_sentence(detail),
     }
+}
+
+/// `clause` as a sentence: its first letter in capitals, with a full stop.
+pub fn as_sentence(clause: &str) -> String {
+    let mut chars = clause.chars();
+    let first: String = chars
+        .next()
+        .map(|c| c.to_uppercase().collect())
+        .unwrap_or_default();
+    format!("{first}{}.", chars.as_str())
+}
+
+/// Why a file of digests cannot be read: `at` is the digest that cannot (from 1; said when
+/// the file holds several).
+pub fn unreadable_digest(at: usize, error: &DigestError) -> ErrorReport {
+    let which = if at > 1 {
+        format!(" (the file's digest {at})")
+    } else {
+        String::new()
+    };
+    ErrorReport::message(as_sentence(&format!("{error}{which}")))
+}
+
+/// Why a file that begins as a digest is refused: larger than `limit`, which no file of
+/// digests memsight writes is.
+pub fn digests_too_large(limit: u64) -> ErrorReport {
+    ErrorReport::message(format!(
+        "This file begins as a memsight digest but is larger than {}, which no file of \
+         digests memsight writes is.",
+        super::bytes(limit)
+    ))
 }
 
 /// Where the decoder found a problem: `At byte 1,234 of the (decompressed) file.`

@@ -6,6 +6,7 @@
 //! in its feature's service ([`crate::overview::service`], [`crate::timeline::service`]). Not
 //! the place for the transport or for reading files.
 
+pub mod digested;
 mod startup;
 
 use std::cell::Cell;
@@ -187,6 +188,7 @@ impl Session {
             categorise_ms,
             overview,
             first_view: None,
+            digest: false,
         }
     }
 
