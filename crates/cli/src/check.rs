@@ -4,15 +4,21 @@
 //! file (snapshots or digests) against the limits, exit code 0 when all are within them and
 //! 1 otherwise, one line per breach in words a reviewer reads (the core's
 //! [`format::check`](memsight_core::format::check)). A baseline is digests one after another
-//! (what `--write-baseline` and `memsight digest` write), a folder of digests, or a snapshot.
+//! (what `--write-baseline` and `memsight digest` write), a folder of digests, a snapshot, or
+//! an earlier `memsight report --json` (its peaks, roles, components and call sites).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use memsight_core::analysis::categories::rules::Rules;
+use memsight_core::breakdown::service::{DeviceSummary, MomentBreakdown};
 use memsight_core::compare::budget::{check, Budgets, RoleBytes, PPM_PER_PERCENT};
+use memsight_core::compare::digest::portable;
 use memsight_core::compare::digest_file::DigestFile;
+use memsight_core::compare::{Digest, Keyed, NormalisedCurve};
 use memsight_core::format::check as words;
+use memsight_core::overview::{Metric, MetricKey};
+use memsight_core::table::groups::NO_FRAME;
 
 use crate::digest::read_as_digests;
 use crate::open::describe_error;
@@ -139,8 +145,8 @@ pub fn run(
     }
 }
 
-/// The baseline's digests: a file of digests, a folder of them (`*.json`, in name order), or
-/// a snapshot.
+/// The baseline's digests: a file of digests, a folder of them (`*.json`, in name order), a
+/// snapshot, or a report's numbers (`memsight report --json`).
 fn read_baseline(path: &Path, rules: &Rules) -> Result<Vec<DigestFile>, String> {
     let paths = if path.is_dir() {
         let mut paths: Vec<PathBuf> = std::fs::read_dir(path)
@@ -166,11 +172,96 @@ fn read_baseline(path: &Path, rules: &Rules) -> Result<Vec<DigestFile>, String> 
     };
     let mut out = Vec::new();
     for path in paths {
+        if let Some(report) = report_as_baseline(&path) {
+            out.push(report);
+            continue;
+        }
         let read = read_as_digests(&path, rules, true, true)
             .map_err(|report| format!("{} (the baseline)", describe_error(&path, &report)))?;
         out.extend(read);
     }
     Ok(out)
+}
+
+/// An earlier report's numbers (`memsight report --json`: `{"file", "devices": {"<device>":
+/// {"summary", "peak"}}}`) as a baseline: each device's peaks, roles, components and call sites
+/// at its peak, which is what growth is checked on. `None` for any other file.
+fn report_as_baseline(path: &Path) -> Option<DigestFile> {
+    let mut head = [0u8; 1];
+    let mut file = std::fs::File::open(path).ok()?;
+    // A report is JSON: a pickle (the usual baseline snapshot) is not read twice.
+    if std::io::Read::read(&mut file, &mut head).ok()? != 1 || head[0] != b'{' {
+        return None;
+    }
+    let value: serde_json::Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+    let name = value.get("file")?.as_str()?;
+    let mut devices = Vec::new();
+    for (device, numbers) in value.get("devices")?.as_object()? {
+        let device: u32 = device.parse().ok()?;
+        let summary: DeviceSummary =
+            serde_json::from_value(numbers.get("summary")?.clone()).ok()?;
+        let peak: MomentBreakdown = serde_json::from_value(numbers.get("peak")?.clone()).ok()?;
+        devices.push(digest_of_report(device, &summary, &peak));
+    }
+    devices.sort_by_key(|d| d.device);
+    let default_device = devices
+        .iter()
+        .max_by_key(|d| d.peak_bytes)
+        .map(|d| d.device);
+    Some(DigestFile::new(
+        name,
+        &format!("memsight report --json ({})", path.display()),
+        0,
+        default_device,
+        devices,
+    ))
+}
+
+/// A device's digest from a report's numbers: no modules and no curve (a report holds none).
+fn digest_of_report(device: u32, summary: &DeviceSummary, peak: &MomentBreakdown) -> Digest {
+    let metric = |key, value| Metric { key, value };
+    let mut metrics = vec![
+        metric(MetricKey::PeakAllocatedBytes, summary.peak_allocated),
+        metric(MetricKey::ReservedAtPeakBytes, summary.reserved_at_peak),
+        metric(MetricKey::PeakReservedBytes, summary.peak_reserved),
+    ];
+    if let Some(ppm) = summary.efficiency_at_peak_ppm {
+        metrics.push(metric(MetricKey::EfficiencyAtPeakPpm, ppm));
+    }
+    let call_sites = peak
+        .call_sites
+        .iter()
+        .map(|site| {
+            let label = site.name.clone().unwrap_or_else(|| NO_FRAME.to_string());
+            Keyed {
+                key: portable(&label),
+                label,
+                depth: 0,
+                user: site.user,
+                count: site.count,
+                bytes: site.bytes,
+                occurrences: 1,
+            }
+        })
+        .collect();
+    Digest {
+        device,
+        device_kind: Default::default(),
+        metrics,
+        unused: false,
+        peak_state: summary.peak_state,
+        at_phase: None,
+        peak_phase: None,
+        peak_iteration: None,
+        peak_bytes: summary.peak_allocated,
+        roles: peak.roles.clone(),
+        inferred_roles: peak.inferred_roles.clone(),
+        components: peak.components.clone(),
+        generation: peak.generation,
+        call_sites,
+        modules: Vec::new(),
+        curve: NormalisedCurve::default(),
+    }
 }
 
 #[cfg(test)]

@@ -277,6 +277,27 @@ fn a_baseline_catches_growth_and_a_file_against_itself_does_not_grow() {
         &forward,
     );
     assert_eq!(json_lines(&from_snapshot)[0], json_lines(&grown)[0]);
+    // And an earlier report's numbers (`memsight report --json`): the same growth of the peak
+    // and the roles, the same call site grown most, the same breaches.
+    let report = dir.join("report.json");
+    let printed = memsight(&["report", "--json"], std::slice::from_ref(&full));
+    std::fs::write(&report, &printed.stdout).unwrap();
+    let from_report = check(
+        &[
+            "--baseline",
+            report.to_str().unwrap(),
+            "--max-growth",
+            "5",
+            "--json",
+        ],
+        &forward,
+    );
+    assert_eq!(code(&from_report), 1, "{}", stdout(&from_report));
+    let reported = &json_lines(&from_report)[0]["devices"][0];
+    for key in ["peak_delta_bytes", "largest_role", "largest_call_site"] {
+        assert_eq!(reported["growth"][key], device["growth"][key], "{key}");
+    }
+    assert_eq!(reported["breaches"], device["breaches"]);
 }
 
 #[test]

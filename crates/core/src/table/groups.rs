@@ -10,6 +10,9 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
 
+/// The group of allocations recorded without a stack.
+pub const NO_FRAME: &str = "(no frame)";
+
 use super::columns::{Rows, TableRow};
 use super::modules::{frame_label, occurrences, Chains};
 use super::GroupBy;
@@ -161,7 +164,7 @@ fn flat(rows: &Rows<'_>, sorted: &[u32], by: GroupBy) -> Vec<Node> {
             let (label, user) = match by {
                 GroupBy::CallSite => {
                     let (name, user) = &rows.columns.names[key as usize];
-                    (name.clone().unwrap_or_else(|| "(no frame)".into()), *user)
+                    (name.clone().unwrap_or_else(|| NO_FRAME.into()), *user)
                 }
                 GroupBy::Stack => {
                     let first = list[0];
@@ -172,7 +175,7 @@ fn flat(rows: &Rows<'_>, sorted: &[u32], by: GroupBy) -> Vec<Node> {
                         .stacks
                         .frames(rows.allocation(first).stack)
                         .len();
-                    let name = name.clone().unwrap_or_else(|| "(no frame)".into());
+                    let name = name.clone().unwrap_or_else(|| NO_FRAME.into());
                     (format!("{name} ({frames} frames)"), *user)
                 }
                 GroupBy::Role => (role_label(Role::ALL[key as usize]).to_string(), false),
@@ -189,7 +192,7 @@ fn flat(rows: &Rows<'_>, sorted: &[u32], by: GroupBy) -> Vec<Node> {
                     false,
                 ),
                 GroupBy::File => match files[key as usize].as_str() {
-                    "" => ("(no frame)".to_string(), false),
+                    "" => (NO_FRAME.to_string(), false),
                     file => (file.to_string(), false),
                 },
                 GroupBy::Module => unreachable!("modules nest"),
