@@ -76,10 +76,10 @@ impl Strings {
 
     /// Replaces each text for which `rewrite` gives a new one, keeping every id. Two texts
     /// may then read the same; lookups find the first.
-    pub fn rewrite(&mut self, mut rewrite: impl FnMut(&str) -> Option<String>) {
+    pub fn rewrite(&mut self, mut rewrite: impl FnMut(StrId, &str) -> Option<String>) {
         let mut changed = false;
-        for text in &mut self.texts {
-            if let Some(new) = rewrite(text) {
+        for (id, text) in self.texts.iter_mut().enumerate() {
+            if let Some(new) = rewrite(id as StrId, text) {
                 *text = new.into();
                 changed = true;
             }

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use aho_corasick::{AhoCorasick, MatchKind};
 
-use super::{Snapshot, Value};
+use super::{Snapshot, StrId, Value};
 
 /// What a prefix is replaced by, by kind of place.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -265,16 +265,23 @@ impl Redaction {
         if let Some(path) = self.exact.get(text) {
             return Cow::Owned(self.hide_users(path).into_owned());
         }
+        let out = self.apply_to_paths(text);
+        match self.hide_users(&out) {
+            Cow::Borrowed(_) => out,
+            Cow::Owned(hidden) => Cow::Owned(hidden),
+        }
+    }
+
+    /// `text` with every removed prefix replaced wherever it appears, user names left as
+    /// they are: for a frame's function, which is code.
+    pub fn apply_to_paths<'t>(&self, text: &'t str) -> Cow<'t, str> {
         let mut out = Cow::Borrowed(text);
         for (prefix, replacement) in &self.prefixes {
             if out.contains(prefix.as_str()) {
                 out = Cow::Owned(out.replace(prefix.as_str(), replacement));
             }
         }
-        match self.hide_users(&out) {
-            Cow::Borrowed(_) => out,
-            Cow::Owned(hidden) => Cow::Owned(hidden),
-        }
+        out
     }
 
     /// `text` (a document: a report, a table as CSV) with every planned path in it rewritten
@@ -322,16 +329,20 @@ impl Redaction {
 }
 
 /// `text` with `word` replaced where it is not part of a longer name (letters, digits, `_`
-/// or `-` on either side).
+/// or `-` on either side) and is not a frame's function (`model.py:12:main`: after a line
+/// number), which is code.
 fn replace_word(text: &str, word: &str, by: &str) -> String {
     let is_name = |c: char| c.is_alphanumeric() || c == '_' || c == '-';
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
+    let mut done = 0;
     while let Some(at) = rest.find(word) {
         let before = rest[..at].chars().next_back();
         let after = rest[at + word.len()..].chars().next();
         out.push_str(&rest[..at]);
-        if before.is_some_and(is_name) || after.is_some_and(is_name) {
+        let function = after_line_number(&text[..done + at]);
+        done += at + word.len();
+        if function || before.is_some_and(is_name) || after.is_some_and(is_name) {
             out.push_str(word);
         } else {
             out.push_str(by);
@@ -342,6 +353,15 @@ fn replace_word(text: &str, word: &str, by: &str) -> String {
     out
 }
 
+/// Whether `text` ends with `:<digits>:`, as a frame's text does before its function.
+fn after_line_number(text: &str) -> bool {
+    let Some(head) = text.strip_suffix(':') else {
+        return false;
+    };
+    let digits = head.len() - head.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+    digits > 0 && head[..head.len() - digits].ends_with(':')
+}
+
 /// Redacts `snapshot` in place: plans from its frames' file names, then rewrites every
 /// string of the model (frames, names, annotations, values kept as written). Returns the
 /// plan.
@@ -350,12 +370,20 @@ pub fn redact_snapshot(snapshot: &mut Snapshot) -> Redaction {
     if redaction.is_empty() {
         return redaction;
     }
-    snapshot
-        .strings
-        .rewrite(|text| match redaction.apply(text) {
+    // A frame's function is code, not a person: a function named as a user is (`main` run
+    // from `/home/main/…`) keeps its name.
+    let functions: rustc_hash::FxHashSet<StrId> = snapshot.frames.iter().map(|f| f.name).collect();
+    snapshot.strings.rewrite(|id, text| {
+        let redacted = if functions.contains(&id) {
+            redaction.apply_to_paths(text)
+        } else {
+            redaction.apply(text)
+        };
+        match redacted {
             Cow::Borrowed(_) => None,
             Cow::Owned(changed) => Some(changed),
-        });
+        }
+    });
     for frame in &mut snapshot.frames {
         for (_, value) in &mut frame.extra {
             redact_value(value, &redaction);
@@ -489,5 +517,42 @@ mod tests {
         );
         // Text with nothing to hide is not copied.
         assert!(matches!(plan.apply("forward"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn a_function_named_as_a_user_keeps_its_name() {
+        let mut snapshot = Snapshot::default();
+        let frame = |s: &mut Snapshot, file: &str, name: &str| {
+            let filename = s.strings.intern(file);
+            let name = s.strings.intern(name);
+            s.frames.push(crate::model::Frame {
+                filename,
+                line: 12,
+                name,
+                extra: Vec::new(),
+            });
+        };
+        frame(&mut snapshot, "/home/main/proj/train.py", "main");
+        frame(&mut snapshot, "/home/main/proj/train.py", "step");
+        let note = snapshot.strings.intern("written by main on node1");
+        let plan = redact_snapshot(&mut snapshot);
+        assert_eq!(plan.users(), ["main"]);
+        let text = |id| snapshot.strings.get(id).to_string();
+        assert_eq!(
+            text(snapshot.frames[0].name),
+            "main",
+            "the function is code"
+        );
+        assert_eq!(text(snapshot.frames[0].filename), "<home>/proj/train.py");
+        assert_eq!(
+            text(note),
+            "written by <user> on node1",
+            "the person is hidden"
+        );
+        // In a document, a frame's function after its line number is kept too.
+        assert_eq!(
+            plan.apply_in_text("/home/main/proj/train.py:12:main, run by main"),
+            "<home>/proj/train.py:12:main, run by <user>"
+        );
     }
 }
