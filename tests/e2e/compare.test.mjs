@@ -20,7 +20,14 @@ const FORWARD = 'kkaitlyn111__cs336-a2-systems__memory_files__memory_ctx128_forw
 const FULL_STEP = 'kkaitlyn111__cs336-a2-systems__memory_files__memory_ctx128_fullstep_.pickle';
 const SMALL = 'silmont2000__assignment2-systems__mem_snapshot.pickle';
 const BIGGER = 'silmont2000__assignment2-systems__memory_forward_bf16_128.pickle';
-const NAMES = [FORWARD, FULL_STEP, SMALL, BIGGER];
+// With the four above, eight real runs on one axis.
+const MORE_RUNS = [
+  'Wedsonlin__assignment2-systems__results__medium_1024_inference_memory_snapshot.pickle',
+  'Yiyi-philosophy__LLM-inference__oom_snapshot.pickle',
+  'ZijianDu__Attention__memory@c005a26.pickle',
+  'kkaitlyn111__cs336-a2-systems__memory_snapshot.pickle',
+];
+const NAMES = [FORWARD, FULL_STEP, SMALL, BIGGER, ...MORE_RUNS];
 const WAIT = 60_000;
 
 const missing = NAMES.filter((n) => !fs.existsSync(path.join(REAL_FIXTURES, n)));
@@ -158,6 +165,63 @@ describe('files side by side', { skip }, () => {
       assert.ok(deltas.length > 10);
       assert.ok(deltas.every((d) => d === '0'), deltas.join(' '));
       assert.equal(await page.$eval('#compare-call-sites', (e) => e.dataset.changed), '0');
+      assert.deepEqual(errors, []);
+    } finally {
+      await page.context().close();
+    }
+  });
+
+  it('draws every run on one axis with its peak, as the command line\'s report summary does, and opens a run on a click', async () => {
+    const runs = [SMALL, BIGGER, FORWARD, FULL_STEP, ...MORE_RUNS];
+    const { page, errors } = await shared.open({ viewport: { width: 1500, height: 1000 } });
+    try {
+      await page.setInputFiles('#file-input', runs.map(real));
+      await page.waitForFunction((n) => {
+        const view = document.querySelector('#files-view');
+        return view && view.dataset.waiting === '0' && Number(view.dataset.rows) >= n
+          && document.querySelector('#files-runs-legend')?.dataset.runs === view.dataset.rows;
+      }, runs.length, { timeout: WAIT });
+      await page.waitForSelector('#files-runs[data-draws]', { timeout: WAIT });
+      const rows = await tableRows(page);
+      const legend = () => page.$$eval('#files-runs-legend li', (items) => items.map((i) => ({
+        file: i.dataset.fileId, device: Number(i.dataset.device), peak: i.dataset.peak, share: Number(i.dataset.peakSharePpm),
+      })));
+      const absolute = await legend();
+      assert.equal(absolute.length, rows.length);
+      // Each run's highest point is its peak allocated, the table's.
+      for (const run of absolute) {
+        const row = rows.find((r) => r.file === run.file && r.device === run.device);
+        assert.equal(run.peak, row.cells.peak_allocated_bytes, row.name);
+        assert.ok(run.share >= 0 && run.share <= 1_000_000);
+      }
+      // The command line's summary draws the same runs with the same peaks.
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'memsight-runs-'));
+      execFileSync('cargo', ['run', '-q', '--manifest-path', path.join(ROOT, 'Cargo.toml'), '-p', 'memsight-cli', '--', 'report', ...runs, '-o', dir], { cwd: REAL_FIXTURES });
+      const index = fs.readFileSync(path.join(dir, 'index.html'), 'utf8');
+      assert.match(index, /<figure class="chart runs" data-chart="runs"[^>]*>\s*<svg/);
+      const summaryPeaks = new Map([...index.matchAll(/<tr data-run="([^"]+)" data-run-device="(\d+)">.*?data-bytes="(-?\d+)"/gs)].map((m) => [`${m[1]}:${m[2]}`, m[3]]));
+      assert.equal(summaryPeaks.size, rows.length);
+      for (const row of rows) {
+        assert.equal(summaryPeaks.get(`${row.name}:${row.device}`), row.cells.peak_allocated_bytes, row.name);
+      }
+      // From each run's start: no run's change is above its bytes.
+      await page.click('#files-runs-from-start');
+      await page.waitForFunction((before) => [...document.querySelectorAll('#files-runs-legend li')].some((li, i) => li.dataset.peak !== before[i]), absolute.map((r) => r.peak));
+      const fromStart = await legend();
+      for (const [i, run] of fromStart.entries()) assert.ok(BigInt(run.peak) <= BigInt(absolute[i].peak), `${run.peak} ≤ ${absolute[i].peak}`);
+      // Over time when every run has times, else the button says why not.
+      const overTime = page.locator('#files-runs-time');
+      if (await overTime.isEnabled()) {
+        await overTime.click();
+      } else {
+        assert.match(await overTime.getAttribute('title'), /has no times/);
+      }
+      await page.click('#files-runs-absolute');
+      // A run's name opens its file.
+      const opened = rows[2];
+      await page.click(`#files-runs-legend li[data-file-id="${opened.file}"] button`);
+      assert.equal(await waitSettled(page), 'ready');
+      assert.equal(await page.textContent('#snapshot .file-title'), opened.name);
       assert.deepEqual(errors, []);
     } finally {
       await page.context().close();

@@ -278,6 +278,76 @@ pub fn overlaid_lines<DB: DrawingBackend>(
     Ok(())
 }
 
+/// Runs' curves on one axis from 0 to 100 % of each run (each spread over the whole width),
+/// on a signed byte axis (a run's memory, or its change from its start), each run's highest
+/// point marked with a dot, with an x axis titled `x_label` and a legend.
+pub fn runs<DB: DrawingBackend>(
+    c: &Chart<DB>,
+    runs: &[(Slice, Vec<i64>)],
+    x_label: &str,
+    title: &str,
+    fmt: &dyn Fn(i64) -> String,
+) -> Result<(), String> {
+    let theme = &c.theme;
+    let values: Vec<&[i64]> = runs.iter().map(|(_, v)| v.as_slice()).collect();
+    let l = g::runs_layout(c.w, c.h, c.s, &values);
+    c.title(&l.area.frame, title)?;
+    if values.iter().all(|v| v.is_empty()) {
+        return c.nothing(l.area.frame.body);
+    }
+    let font = g::FONT * c.s;
+    for &t in &l.y_ticks {
+        let y = l.y_of(t);
+        let colour = if t == 0 { theme.text } else { theme.grid };
+        c.line((l.area.plot.x0, y), (l.area.plot.x1, y), colour, 1.0)?;
+        let at = (l.area.y_axis.x1 - 4.0 * c.s, y);
+        c.label(&fmt(t), at, font, HPos::Right, VPos::Center)?;
+    }
+    let tick_y = l.area.x_axis.y0 + g::AXIS_H * c.s / 2.0;
+    for &t in &l.area.x_ticks {
+        let x = l.area.x_of(t);
+        c.line(
+            (x, l.area.plot.y1),
+            (x, l.area.plot.y1 + 3.0 * c.s),
+            theme.text,
+            1.0,
+        )?;
+        let label = format!("{}%", g::number_label(t, l.area.x_step));
+        c.label(&label, (x, tick_y), font, HPos::Center, VPos::Center)?;
+    }
+    let at = (
+        (l.area.plot.x0 + l.area.plot.x1) / 2.0,
+        tick_y + g::AXIS_H * c.s,
+    );
+    let label = g::fit_text(x_label, l.area.plot.width(), font);
+    c.label(&label, at, font, HPos::Center, VPos::Center)?;
+    for (slice, values) in runs {
+        let n = values.len();
+        let points: Vec<(f64, f64)> = values
+            .iter()
+            .enumerate()
+            .map(|(k, &v)| (l.x_at(k, n), l.y_of(v)))
+            .collect();
+        if points.len() >= 2 {
+            c.path(&points, slice.colour, 1.5)?;
+        }
+        // The run's peak: its first highest point.
+        let peak = values
+            .iter()
+            .enumerate()
+            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(&a.0)))
+            .map(|(k, _)| k);
+        if let Some(k) = peak {
+            c.circle(points[k], 3.5 * c.s, slice.colour)?;
+        }
+    }
+    for (row, (slice, _)) in runs.iter().enumerate().take(l.area.legend_rows) {
+        let rect = g::legend_row(l.area.legend, l.area.legend_top, l.area.row_h, row);
+        c.legend_entry(rect, slice.colour, &slice.label, "")?;
+    }
+    Ok(())
+}
+
 /// A histogram: one column per bin in the order given (callers pass ascending power-of-two
 /// lower bounds), height = count, labelled under it by its lower bound in binary units (as
 /// many labels as fit). The bins' bytes are not drawn; they are for the caller's tooltip.

@@ -569,6 +569,88 @@ pub fn hit_stacked_area(
     Some((Some(nearest), band))
 }
 
+/// Where curves of runs go on one axis (x from 0 to 100 % of each run, y signed bytes: a run's
+/// memory or its change from its start), with the layout of [`area_layout`] for the frame,
+/// the plot, the x ticks and the legend.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunsLayout {
+    pub area: AreaLayout,
+    /// The y axis's ends, on its ticks: `lo` at the plot's bottom, `hi` at its top.
+    pub lo: i64,
+    pub hi: i64,
+    pub y_ticks: Vec<i64>,
+}
+
+impl RunsLayout {
+    pub fn y_of(&self, bytes: i64) -> f64 {
+        let span = (self.hi - self.lo).max(1) as f64;
+        let share = ((bytes - self.lo) as f64 / span).clamp(0.0, 1.0);
+        self.area.plot.y1 - self.area.plot.height() * share
+    }
+
+    /// Where point `k` of a run of `n` points goes across.
+    pub fn x_at(&self, k: usize, n: usize) -> f64 {
+        let share = if n <= 1 {
+            0.0
+        } else {
+            100.0 * k as f64 / (n - 1) as f64
+        };
+        self.area.x_of(share)
+    }
+}
+
+/// How near a curve a pointer picks it, in CSS pixels.
+const HIT_PX: f64 = 12.0;
+
+/// Lays out `runs` (each run's values, spread over the whole width) on one signed byte axis
+/// that holds 0 and every value, ticks a power of two apart.
+pub fn runs_layout(width: f64, height: f64, scale: f64, runs: &[&[i64]]) -> RunsLayout {
+    let values = runs.iter().flat_map(|r| r.iter().copied());
+    let (min, max) = values.fold((0i64, 0i64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    let span = u64::try_from(max - min).unwrap_or(u64::MAX);
+    let (step, _) = byte_ticks(span);
+    let step = i64::try_from(step).unwrap_or(i64::MAX).max(1);
+    let lo = min.div_euclid(step) * step;
+    let hi = (max + step - 1).div_euclid(step) * step;
+    let hi = if hi == lo { lo + step } else { hi };
+    let area = area_layout(width, height, scale, &[0.0, 100.0], &[], runs.len());
+    let y_ticks = (0..=((hi - lo) / step)).map(|k| lo + k * step).collect();
+    RunsLayout {
+        area,
+        lo,
+        hi,
+        y_ticks,
+    }
+}
+
+/// Which run is under CSS pixel `(x, y)` of a runs chart drawn on a `width` × `height` CSS
+/// pixel canvas: its legend row, or the curve nearest the pointer up or down at that x, within
+/// 12 pixels.
+pub fn hit_runs(width: f64, height: f64, runs: &[&[i64]], x: f64, y: f64) -> Option<usize> {
+    let l = runs_layout(width, height, 1.0, runs);
+    if let Some(row) = (0..l.area.legend_rows)
+        .find(|&row| legend_row(l.area.legend, l.area.legend_top, l.area.row_h, row).contains(x, y))
+    {
+        return Some(row);
+    }
+    // A curve may run along the plot's edge: the pointer may be just outside it.
+    let plot = l.area.plot;
+    if x < plot.x0 || x > plot.x1 || y < plot.y0 - HIT_PX || y > plot.y1 + HIT_PX {
+        return None;
+    }
+    let share = (x - plot.x0) / plot.width().max(1.0);
+    runs.iter()
+        .enumerate()
+        .filter(|(_, values)| !values.is_empty())
+        .map(|(i, values)| {
+            let k = (share * (values.len() - 1) as f64).round() as usize;
+            (i, (l.y_of(values[k.min(values.len() - 1)]) - y).abs())
+        })
+        .filter(|&(_, distance)| distance <= HIT_PX)
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(i, _)| i)
+}
+
 /// Where a half-circle gauge goes: the arc's centre (the middle of its flat side), radius and
 /// thickness, and the baseline of its label.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -1215,5 +1297,28 @@ mod segment_tests {
         );
         let (a, b) = piece_span(bar, sizes[0], &pieces[0][1]);
         assert!((a - (bar.x0 + bar.x1) / 2.0).abs() < 1e-9 && (b - bar.x1).abs() < 1e-9);
+    }
+
+    #[test]
+    fn runs_share_a_signed_axis_and_a_click_finds_the_nearest_curve() {
+        let up: Vec<i64> = vec![0, 1 << 30, 2 << 30];
+        let down: Vec<i64> = vec![0, -(1 << 29), -(1 << 30)];
+        let runs = [up.as_slice(), down.as_slice()];
+        let l = runs_layout(880.0, 260.0, 1.0, &runs);
+        assert!(l.lo <= -(1 << 30) && l.hi >= 2 << 30, "{} {}", l.lo, l.hi);
+        assert!(l.y_ticks.contains(&0));
+        assert!(l.y_of(2 << 30) < l.y_of(0) && l.y_of(0) < l.y_of(-(1 << 30)));
+        // At the right end, each curve is found at its own height.
+        let x = l.x_at(2, 3) - 1.0;
+        assert_eq!(hit_runs(880.0, 260.0, &runs, x, l.y_of(2 << 30)), Some(0));
+        assert_eq!(
+            hit_runs(880.0, 260.0, &runs, x, l.y_of(-(1 << 30))),
+            Some(1)
+        );
+        assert_eq!(
+            hit_runs(880.0, 260.0, &runs, x, l.y_of(1 << 29)),
+            None,
+            "far from both"
+        );
     }
 }

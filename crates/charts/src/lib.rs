@@ -1,5 +1,5 @@
 //! Small charts of byte breakdowns: a pie, horizontal bars, a stacked area over time, curves
-//! overlaid on one axis, a histogram of sizes, a half-circle gauge and the allocator's
+//! overlaid on one axis (two runs compared, or every run of a job with its peak marked), a histogram of sizes, a half-circle gauge and the allocator's
 //! segments, plus the hover helpers that say which part of a chart is under the pointer.
 //!
 //! - this file: the plain data the charts take ([`Slice`], [`Theme`]);
@@ -21,8 +21,8 @@ pub mod geometry;
 #[cfg(feature = "svg")]
 pub mod svg;
 
-pub use draw::{bars, gauge, histogram, overlaid_lines, pie, segments, stacked_area, Chart};
-pub use geometry::{hit_bars, hit_histogram, hit_pie, hit_segments, hit_stacked_area};
+pub use draw::{bars, gauge, histogram, overlaid_lines, pie, runs, segments, stacked_area, Chart};
+pub use geometry::{hit_bars, hit_histogram, hit_pie, hit_runs, hit_segments, hit_stacked_area};
 
 /// One category of bytes: a pie slice, a bar, or (with its value ignored) a stacked series.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -17,7 +17,8 @@ use memsight_charts::Chart;
 // Allowed unused: a chart nobody draws yet is reported as dead code where it is defined.
 #[allow(unused_imports)]
 pub use memsight_charts::{
-    geometry, hit_bars, hit_histogram, hit_pie, hit_segments, hit_stacked_area, Slice, Theme,
+    geometry, hit_bars, hit_histogram, hit_pie, hit_runs, hit_segments, hit_stacked_area, Slice,
+    Theme,
 };
 
 /// Opens `canvas` as a chart cleared to the theme's background; `None` for a canvas with no
@@ -65,6 +66,13 @@ on_canvas! {
         x_label: &str,
         title: &str,
         fmt: &dyn Fn(u64) -> String
+    );
+    /// Runs' curves on one signed axis, each peak marked ([`memsight_charts::runs`]).
+    runs(
+        runs: &[(Slice, Vec<i64>)],
+        x_label: &str,
+        title: &str,
+        fmt: &dyn Fn(i64) -> String
     );
     /// A histogram of sizes ([`memsight_charts::histogram`]).
     histogram(bins: &[(u64, u64, u64)], title: &str, fmt: &dyn Fn(u64) -> String);

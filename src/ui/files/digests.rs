@@ -136,6 +136,17 @@ impl Digests {
         self.answers.with(|a| a.get(&(file, device)).cloned())
     }
 
+    /// `f` of the digest of `device` of `file`, once answered (read in place, not copied).
+    pub fn with_digest<R>(
+        self,
+        file: FileId,
+        device: u32,
+        f: impl FnOnce(&Digest) -> R,
+    ) -> Option<R> {
+        self.answers
+            .with(|a| a.get(&(file, device)).and_then(|r| r.as_ref().ok()).map(f))
+    }
+
     /// The digests of `file` answered so far, by device.
     pub fn of_file(self, file: FileId) -> Vec<Digest> {
         self.answers.with(|a| {

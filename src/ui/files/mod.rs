@@ -11,6 +11,7 @@
 //! for computing numbers.
 
 pub mod digests;
+mod runs_chart;
 
 use leptos::prelude::*;
 
@@ -27,10 +28,11 @@ use crate::compare::files::{
 };
 use crate::format::{self, compare as words};
 use digests::Digests;
+use runs_chart::RunsChart;
 
 /// A file's row as the page keeps it: the core's row and the file it belongs to.
 #[derive(Clone, Debug, PartialEq)]
-struct Line {
+pub struct Line {
     file: FileId,
     row: FileRow,
 }
@@ -298,6 +300,7 @@ pub fn FilesView(
                 <ChartCard id="files-chart" title="By file" dark=dark draw=draw wide=true>
                     <p class="hint">"The column the table is sorted by (bytes), or the peak allocated."</p>
                 </ChartCard>
+                <RunsChart lines=lines colours=colours digests=digests actions=actions dark=dark />
             </div>
         </section>
     }

@@ -3,7 +3,7 @@
 //! sizes, so a report shows the pictures the page shows. Not the place for choosing what a
 //! chart holds (the core's report does).
 
-use memsight_charts::{bars, pie, svg::svg, Slice, Theme};
+use memsight_charts::{bars, pie, runs, svg::svg, Slice, Theme};
 use memsight_core::format::{self, document};
 
 /// A pie: the page's chart height, wider so the legend has room for whole labels (CSS
@@ -13,6 +13,8 @@ const SIZE: (u32, u32) = (560, 260);
 const WIDE: u32 = 880;
 const ROW: u32 = 22;
 const MAX_HEIGHT: u32 = 1600;
+/// Runs on one axis: the page's wide chart, a little taller.
+const RUNS_HEIGHT: u32 = 320;
 
 /// `chart` as an `<svg>` element (or, should plotters refuse it, a sentence saying why).
 pub fn chart_markup(chart: &document::DocChart) -> String {
@@ -39,6 +41,21 @@ pub fn chart_markup(chart: &document::DocChart) -> String {
                 .clamp(SIZE.1, MAX_HEIGHT);
             svg(WIDE, height, &Theme::light(), |c| {
                 bars(c, &slices, &chart.title, &fmt)
+            })
+        }
+        document::ChartKind::Runs => {
+            let series: Vec<(Slice, Vec<i64>)> = slices
+                .into_iter()
+                .zip(chart.curves.iter().cloned())
+                .collect();
+            svg(WIDE, RUNS_HEIGHT, &Theme::light(), |c| {
+                runs(
+                    c,
+                    &series,
+                    "share of each run's events",
+                    &chart.title,
+                    &format::bytes_signed,
+                )
             })
         }
     };

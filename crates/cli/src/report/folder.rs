@@ -24,7 +24,7 @@ use memsight_core::compare::digest::{digest, Digest};
 use memsight_core::compare::digest_file::DigestFile;
 use memsight_core::compare::files::{flag_outliers, rows_of, FileRow};
 use memsight_core::decode::ErrorReport;
-use memsight_core::format::compare::{files_blocks, ReportLink};
+use memsight_core::format::compare::{files_blocks, runs_blocks, ReportLink};
 use memsight_core::format::document::{html_page, Align, Cell, DocBlock, DocColumn, Document};
 use memsight_core::format::document::{DocTable, Inline};
 use memsight_core::format::report::{DeviceReport, DigestReport, TOP_ALLOCATIONS};
@@ -59,7 +59,7 @@ struct Input {
 /// What became of one input.
 enum Outcome {
     /// Its reports were written; its rows for the summary.
-    Written(Vec<FileRow>),
+    Written(SummaryRows),
     /// It could not be read (or a device could not be reported): why, as the page says it.
     Failed(ErrorReport),
 }
@@ -196,7 +196,7 @@ fn report_file(
 }
 
 /// Writes one input's report page and its Markdown.
-fn write_report(input: &Input, folder: &Path, document: &Document, rows: Vec<FileRow>) -> Outcome {
+fn write_report(input: &Input, folder: &Path, document: &Document, rows: SummaryRows) -> Outcome {
     let title = format!("Memory report: {}", input.shown);
     let html = html_page(&title, &document.html(&chart_markup));
     let written =
@@ -223,7 +223,7 @@ fn file_document(
     device: Option<u32>,
     rules: &Rules,
     several: bool,
-) -> Result<(Document, Vec<FileRow>), ViewError> {
+) -> Result<(Document, SummaryRows), ViewError> {
     let mut doc = Document::default();
     if several {
         back_to_summary(&mut doc);
@@ -272,7 +272,7 @@ fn file_document(
             });
             digests.push(digest(cx, d, false, None)?);
         }
-        Ok(rows_of(&input.row_name(), Some(&input.label), &digests))
+        Ok(summary_rows(&input.row_name(), &input.label, digests))
     })?;
     footer(&mut doc, opened);
     Ok((doc, rows))
@@ -284,7 +284,7 @@ fn digest_document(
     files: &[DigestFile],
     device: Option<u32>,
     several: bool,
-) -> Result<(Document, Vec<FileRow>), ErrorReport> {
+) -> Result<(Document, SummaryRows), ErrorReport> {
     let mut doc = Document::default();
     if several {
         back_to_summary(&mut doc);
@@ -305,7 +305,7 @@ fn digest_document(
                 blocks: report.document().blocks,
             });
         }
-        rows.extend(rows_of(&file.name, Some(&input.label), &digests));
+        rows.extend(summary_rows(&file.name, &input.label, digests));
     }
     doc.push(DocBlock::Rule);
     doc.paragraph(format!(
@@ -314,6 +314,20 @@ fn digest_document(
         files.first().map_or("memsight", |f| f.writer.as_str())
     ));
     Ok((doc, rows))
+}
+
+/// A file's rows for the summary, each with its device's digest (whose curve the summary's
+/// runs chart draws).
+type SummaryRows = Vec<(FileRow, Digest)>;
+
+fn summary_rows(name: &str, label: &str, digests: Vec<Digest>) -> SummaryRows {
+    rows_of(name, Some(label), &digests)
+        .into_iter()
+        .filter_map(|row| {
+            let digest = digests.iter().find(|d| d.device == row.device)?.clone();
+            Some((row, digest))
+        })
+        .collect()
 }
 
 /// A link back to the summary, atop a report among several.
@@ -340,12 +354,14 @@ fn footer(doc: &mut Document, opened: &Opened) {
 /// to each report, and the files that could not be.
 fn write_summary(folder: &Path, inputs: &[Input], outcomes: &[Outcome]) -> Result<(), String> {
     let mut rows: Vec<FileRow> = Vec::new();
+    let mut digests: Vec<&Digest> = Vec::new();
     let mut reported: Vec<(String, &str)> = Vec::new();
     let mut failures = Vec::new();
     for (input, outcome) in inputs.iter().zip(outcomes) {
         match outcome {
             Outcome::Written(file_rows) => {
-                rows.extend(file_rows.iter().cloned());
+                rows.extend(file_rows.iter().map(|(row, _)| row.clone()));
+                digests.extend(file_rows.iter().map(|(_, digest)| digest));
                 reported.push((input.row_name(), &input.name));
             }
             Outcome::Failed(report) => failures.push((input, report)),
@@ -372,6 +388,8 @@ fn write_summary(folder: &Path, inputs: &[Input], outcomes: &[Outcome]) -> Resul
         doc.paragraph("No file used memory.");
     } else {
         doc.blocks.extend(files_blocks(&rows, &link));
+        let runs: Vec<(&FileRow, &Digest)> = rows.iter().zip(digests).collect();
+        doc.blocks.extend(runs_blocks(&runs));
     }
     if !failures.is_empty() {
         doc.heading(2, "Files that could not be reported");

@@ -14,6 +14,7 @@ pub mod diff;
 pub mod digest;
 pub mod digest_file;
 pub mod files;
+pub mod overlay;
 pub mod ranks;
 pub mod service;
 

@@ -12,7 +12,7 @@ use std::fmt::Write;
 use super::breakdown::{component_label, role_label};
 use super::document::escape;
 use super::document::{
-    Align, Cell, ChartKind, ChartSlice, DocBlock, DocChart, DocColumn, DocTable, Inline,
+    Align, Cell, ChartKind, ChartSlice, DocBlock, DocChart, DocColumn, DocRow, DocTable, Inline,
 };
 use super::overview::metric_label;
 use super::table::cell;
@@ -22,6 +22,7 @@ use crate::analysis::categories::{Component, Role};
 use crate::analysis::palette::Style;
 use crate::compare::diff::{Change, MetricDelta};
 use crate::compare::files::{iteration_summaries, FileRow, FilesColumn, IterationSummary};
+use crate::compare::overlay::{run_curve, OverlayX, OverlayY, RunCurve, MOST_RUNS};
 use crate::compare::Digest;
 use crate::overview::{Metric, Unit};
 
@@ -219,6 +220,81 @@ pub struct ReportLink {
     pub html: String,
 }
 
+/// Every run's allocated curve on one axis (the first [`MOST_RUNS`] of `runs`, each with its
+/// row's colour in [`files_blocks`]' chart) and a table of each run's peak and where in the
+/// run it came, as the files view's chart shows them.
+pub fn runs_blocks(runs: &[(&FileRow, &Digest)]) -> Vec<DocBlock> {
+    let palette = Style::light().palette;
+    let drawn: Vec<(usize, &FileRow, RunCurve)> = runs
+        .iter()
+        .enumerate()
+        .take(MOST_RUNS)
+        .filter_map(|(i, (row, digest))| {
+            run_curve(digest, OverlayX::Events, OverlayY::Absolute).map(|c| (i, *row, c))
+        })
+        .collect();
+    if drawn.is_empty() {
+        return Vec::new();
+    }
+    let slices = drawn
+        .iter()
+        .map(|(i, row, curve)| {
+            let [r, g, b, _] = palette[i % palette.len()];
+            ChartSlice {
+                key: format!("{}:{}", row.name, row.device),
+                label: short_label(row),
+                bytes: curve.peak.unsigned_abs(),
+                colour: [r, g, b],
+            }
+        })
+        .collect();
+    let chart = DocChart {
+        key: "runs",
+        title: "Allocated memory of each run".to_string(),
+        kind: ChartKind::Runs,
+        slices,
+        curves: drawn.iter().map(|(_, _, c)| c.values.clone()).collect(),
+    };
+    let table = DocTable {
+        columns: vec![
+            DocColumn::new("Run", Align::Left),
+            DocColumn::new("Peak", Align::Right),
+            DocColumn::new("At", Align::Right),
+        ],
+        rows: drawn
+            .iter()
+            .map(|(_, row, curve)| DocRow {
+                cells: vec![
+                    Cell::text(short_label(row)),
+                    Cell::text(super::bytes_signed(curve.peak)).with("bytes", curve.peak),
+                    Cell::text(format!(
+                        "{} of its events",
+                        super::percent_ppm(curve.peak_share_ppm)
+                    ))
+                    .with("ppm", curve.peak_share_ppm),
+                ],
+                // Not `file`: the files table's rows are known by it.
+                data: vec![
+                    ("run", row.name.clone()),
+                    ("run-device", row.device.to_string()),
+                ],
+            })
+            .collect(),
+    };
+    let mut blocks = vec![
+        DocBlock::Heading(2, vec![Inline::text("Every run on one axis")]),
+        DocBlock::Chart(chart),
+        DocBlock::Table(table),
+    ];
+    if runs.len() > MOST_RUNS {
+        blocks.push(DocBlock::Paragraph(vec![Inline::text(format!(
+            "The first {MOST_RUNS} of {} runs.",
+            super::count(runs.len() as u64)
+        ))]));
+    }
+    blocks
+}
+
 /// The files table as a document: the table in human units (each number's column key and
 /// exact value in `data-column` and `data-value`, each row's file and device in `data-file`
 /// and `data-device`, an outlier's row `data-outlier`), each file's
@@ -296,6 +372,7 @@ pub fn files_blocks(
                 }
             })
             .collect(),
+        curves: Vec::new(),
     };
     let mut blocks = vec![DocBlock::Table(table), DocBlock::Chart(chart)];
     let sentences: Vec<Vec<Inline>> = iteration_summaries(rows)

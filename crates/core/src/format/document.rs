@@ -153,6 +153,9 @@ impl From<Vec<Cell>> for DocRow {
 pub enum ChartKind {
     Pie,
     Bars,
+    /// Each slice a run's curve over its share of the run ([`DocChart::curves`]), its peak
+    /// marked; the slices' bytes are the peaks.
+    Runs,
 }
 
 /// One slice of a chart: what it is called, its key, its bytes and its colour.
@@ -173,6 +176,8 @@ pub struct DocChart {
     pub title: String,
     pub kind: ChartKind,
     pub slices: Vec<ChartSlice>,
+    /// Of a [`ChartKind::Runs`] chart, each slice's values over its run; empty otherwise.
+    pub curves: Vec<Vec<i64>>,
 }
 
 /// A block of the document.
@@ -336,6 +341,7 @@ fn html_block(out: &mut String, block: &DocBlock, chart: &dyn Fn(&DocChart) -> S
             let kind = match c.kind {
                 ChartKind::Pie => "pie",
                 ChartKind::Bars => "bars",
+                ChartKind::Runs => "runs",
             };
             let _ = writeln!(
                 out,
@@ -597,6 +603,7 @@ mod tests {
             title: "Bytes".into(),
             kind: ChartKind::Pie,
             slices: vec![],
+            curves: Vec::new(),
         }));
         doc.push(DocBlock::Table(table()));
         doc.paragraph("The end.");
@@ -675,6 +682,7 @@ mod tests {
                     colour: [4, 5, 6],
                 },
             ],
+            curves: Vec::new(),
         }));
         let html = doc.html(&|c| format!("<svg>{}</svg>\n", c.slices.len()));
         assert_eq!(

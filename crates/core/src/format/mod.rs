@@ -108,6 +108,15 @@ pub fn bytes_delta(n: i64) -> String {
     }
 }
 
+/// Signed bytes, a minus sign only below zero (an axis of changes): `1.50 MiB`, `−512 B`.
+pub fn bytes_signed(n: i64) -> String {
+    if n < 0 {
+        format!("\u{2212}{}", bytes(n.unsigned_abs()))
+    } else {
+        bytes(n.unsigned_abs())
+    }
+}
+
 /// `value` (≥ 1) with three significant digits: `1.50`, `11.0`, `512`.
 fn three_digits(value: f64) -> String {
     if value < 9.995 {

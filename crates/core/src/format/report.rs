@@ -433,6 +433,7 @@ fn category_section<'a>(
                 colour: [r, g, b],
             })
             .collect(),
+        curves: Vec::new(),
     }));
     let mut table_rows: Vec<_> = rows
         .iter()
