@@ -13,6 +13,16 @@ use crate::format;
 pub fn FileList(state: RwSignal<AppState>, actions: Actions) -> impl IntoView {
     let ids =
         Memo::new(move |_| state.with(|s| s.files().iter().map(|f| f.id).collect::<Vec<_>>()));
+    // Every title at once: each depends on every other file's name.
+    let titles = Memo::new(move |_| {
+        state.with(|s| {
+            s.files()
+                .iter()
+                .map(|f| f.id)
+                .zip(s.short_titles())
+                .collect::<std::collections::HashMap<FileId, String>>()
+        })
+    });
 
     let ready =
         Memo::new(move |_| state.with(|s| s.files().iter().filter(|f| f.is_ready()).count()));
@@ -47,7 +57,7 @@ pub fn FileList(state: RwSignal<AppState>, actions: Actions) -> impl IntoView {
         >
             <ul class="file-list" id="file-list">
                 <For each=move || ids.get() key=|id| *id let:id>
-                    <FileItem id=id state=state actions=actions />
+                    <FileItem id=id state=state actions=actions titles=titles />
                 </For>
             </ul>
         </Show>
@@ -58,7 +68,12 @@ pub fn FileList(state: RwSignal<AppState>, actions: Actions) -> impl IntoView {
 const FILE_NAME_CHARS: usize = 34;
 
 #[component]
-fn FileItem(id: FileId, state: RwSignal<AppState>, actions: Actions) -> impl IntoView {
+fn FileItem(
+    id: FileId,
+    state: RwSignal<AppState>,
+    actions: Actions,
+    titles: Memo<std::collections::HashMap<FileId, String>>,
+) -> impl IntoView {
     let file = move |f: fn(&super::state::OpenFile) -> String| {
         state.with(|s| s.file(id).map(f).unwrap_or_default())
     };
@@ -70,7 +85,7 @@ fn FileItem(id: FileId, state: RwSignal<AppState>, actions: Actions) -> impl Int
         state.with(|s| s.selected_id() == Some(id) && s.showing() == Showing::File)
     });
     // Beside other files, what tells this one apart (or the user's label); whole on hover.
-    let short = Memo::new(move |_| state.with(|s| s.short_title(id)));
+    let short = Memo::new(move |_| titles.with(|t| t.get(&id).cloned().unwrap_or_default()));
     let renaming = RwSignal::new(false);
     let item = NodeRef::<leptos::html::Li>::new();
     // In the strip of a narrow screen, the file shown is scrolled into the strip's view.

@@ -297,20 +297,22 @@ impl AppState {
         self.files.iter().find(|f| f.id == id)
     }
 
-    /// What file `id` is called beside the other open files: the label the user gave it,
-    /// else the part of its name that differs from theirs
+    /// What each file is called beside the other open files, in the list's order: the label
+    /// the user gave it, else the part of its name that differs from theirs
     /// ([`crate::format::names::distinct_parts`]: `ctx512_forward` among
-    /// `…_ctx128_forward_…` and `…_ctx512_forward_…`).
-    pub fn short_title(&self, id: FileId) -> String {
-        let Some(position) = self.files.iter().position(|f| f.id == id) else {
-            return String::new();
-        };
-        let file = &self.files[position];
-        if let Some(label) = file.label.as_deref().filter(|l| !l.trim().is_empty()) {
-            return label.to_string();
-        }
+    /// `…_ctx128_forward_…` and `…_ctx512_forward_…`). The names are compared once for all
+    /// (a job's thousand files would compare them a thousand times, one title at a time).
+    pub fn short_titles(&self) -> Vec<String> {
         let names: Vec<&str> = self.files.iter().map(|f| f.name.as_str()).collect();
-        crate::format::names::distinct_parts(&names).swap_remove(position)
+        let parts = crate::format::names::distinct_parts(&names);
+        self.files
+            .iter()
+            .zip(parts)
+            .map(|(file, part)| match file.label.as_deref() {
+                Some(label) if !label.trim().is_empty() => label.to_string(),
+                _ => part,
+            })
+            .collect()
     }
 
     fn file_mut(&mut self, id: FileId) -> Option<&mut OpenFile> {
@@ -1066,20 +1068,26 @@ mod tests {
         assert_eq!(loads(&c), [small]);
     }
 
+    /// What file `id` is called beside the others.
+    fn title(state: &AppState, id: FileId) -> String {
+        let position = state.files().iter().position(|f| f.id == id).unwrap();
+        state.short_titles().swap_remove(position)
+    }
+
     #[test]
     fn labels_and_what_the_main_area_shows() {
         let mut state = AppState::new();
         let (a, _) = state.open("runs/memory_ctx128_forward_bf16.pickle", 1);
-        assert_eq!(state.short_title(a), "memory_ctx128_forward_bf16.pickle");
+        assert_eq!(title(&state, a), "memory_ctx128_forward_bf16.pickle");
         let (b, _) = state.open("runs/memory_ctx512_forward_bf16.pickle", 1);
         // Beside another file, what tells them apart.
-        assert_eq!(state.short_title(a), "ctx128");
-        assert_eq!(state.short_title(b), "ctx512");
+        assert_eq!(title(&state, a), "ctx128");
+        assert_eq!(title(&state, b), "ctx512");
         state.set_label(a, "  ctx 128 / bf16 ");
-        assert_eq!(state.short_title(a), "ctx 128 / bf16");
+        assert_eq!(title(&state, a), "ctx 128 / bf16");
         state.set_label(a, " ");
         assert_eq!(state.file(a).unwrap().label, None);
-        assert_eq!(state.short_title(a), "ctx128");
+        assert_eq!(title(&state, a), "ctx128");
         state.close(b);
         state.show(Showing::Files);
         assert_eq!(state.showing(), Showing::Files);

@@ -53,12 +53,13 @@ pub fn CompareView(
         state.with(|s| {
             s.files()
                 .iter()
-                .filter(|f| f.is_ready())
-                .flat_map(|f| {
+                .zip(s.short_titles())
+                .filter(|(f, _)| f.is_ready())
+                .flat_map(|(f, title)| {
                     let several = f.devices().len() > 1;
                     let kind = f.device_kind();
                     f.devices().iter().map(move |&d| {
-                        let title = s.short_title(f.id);
+                        let title = title.clone();
                         let name = if several {
                             format!("{title} · {}", format::device(kind, d))
                         } else {

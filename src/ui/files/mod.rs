@@ -72,10 +72,11 @@ pub fn FilesView(
         let mut lines: Vec<Line> = state.with(|s| {
             s.files()
                 .iter()
-                .filter(|f| f.is_ready())
-                .flat_map(|f| {
+                .zip(s.short_titles())
+                .filter(|(f, _)| f.is_ready())
+                .flat_map(|(f, title)| {
                     let found = digests.of_file(f.id);
-                    rows_of(&f.name, Some(&s.short_title(f.id)), &found)
+                    rows_of(&f.name, Some(&title), &found)
                         .into_iter()
                         .map(move |row| Line { file: f.id, row })
                 })
