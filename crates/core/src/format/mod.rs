@@ -49,9 +49,18 @@ pub fn made_by_label(made_in_trace: bool, freed_in_trace: bool, user: bool) -> &
     }
 }
 
-/// What a device is called: `cuda:0`, `npu:3`.
+/// A device's key in JSON output: its index, `host` for pinned host memory.
+pub fn device_key(id: u32) -> String {
+    if id == crate::model::PINNED_HOST_DEVICE {
+        "host".to_string()
+    } else {
+        id.to_string()
+    }
+}
+
+/// What a device is called: `cuda:0`, `npu:3`, `host (pinned)`.
 pub fn device(kind: crate::model::DeviceKind, id: u32) -> String {
-    format!("{}:{id}", kind.name())
+    kind.device_name(id)
 }
 
 /// Bytes in binary units with three significant digits: `512 B`, `1.50 KiB`, `11.0 GiB`.
