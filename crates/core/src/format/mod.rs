@@ -49,6 +49,35 @@ pub fn made_by_label(made_in_trace: bool, freed_in_trace: bool, user: bool) -> &
     }
 }
 
+/// A compiled graph's node as the user reads it: ``compiled node `addmm_1` (call_function
+/// aten.addmm.default) from model.py:44 forward``.
+pub fn compiled_node(node: &crate::analysis::stacks::CompiledNode) -> String {
+    let mut out = match &node.name {
+        Some(name) => format!("compiled node `{name}`"),
+        None => "compiled node".to_string(),
+    };
+    let what: Vec<&str> = [&node.op, &node.target]
+        .into_iter()
+        .filter_map(|t| t.as_deref())
+        .collect();
+    if !what.is_empty() {
+        out += &format!(" ({})", what.join(" "));
+    }
+    if let Some(from) = &node.from {
+        // `file:line:name` → `model.py:42 forward`, the file without its folders.
+        let mut parts = from.rsplitn(3, ':');
+        let (name, line, file) = (parts.next(), parts.next(), parts.next());
+        match (file, line, name) {
+            (Some(file), Some(line), Some(name)) => {
+                let base = file.rsplit(['/', '\\']).next().unwrap_or(file);
+                out += &format!(" from {base}:{line} {name}");
+            }
+            _ => out += &format!(" from {from}"),
+        }
+    }
+    out
+}
+
 /// A device's key in JSON output: its index, `host` for pinned host memory.
 pub fn device_key(id: u32) -> String {
     if id == crate::model::PINNED_HOST_DEVICE {

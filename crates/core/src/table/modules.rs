@@ -24,11 +24,9 @@ impl Chains {
     /// The chain of `stack` (empty when no `forward` frame is on it).
     pub fn of(&mut self, snapshot: &Snapshot, stack: StackId) -> &[FrameId] {
         self.chains.entry(stack).or_insert_with(|| {
-            let mut chain: Vec<FrameId> = snapshot
-                .stacks
-                .frames(stack)
-                .iter()
-                .copied()
+            let mut chain: Vec<FrameId> = crate::analysis::stacks::reading_frames(snapshot, stack)
+                .into_iter()
+                .map(|(f, _)| f)
                 .filter(|&f| {
                     let frame = &snapshot.frames[f as usize];
                     snapshot.str(frame.name) == "forward"
