@@ -85,7 +85,20 @@ fn to_json(path: &Path, opened: &Opened, overviews: &[Overview]) -> Value {
         "era": era,
         "source": opened.analysed.snapshot.source,
         "allocator_settings": settings,
+        "source_code": source_code(opened),
     })
+}
+
+/// `{"<path>": <bytes of text>}` of the program's files a capture helper added (`source_code`).
+fn source_code(opened: &Opened) -> Value {
+    let files: Map<String, Value> = opened
+        .analysed
+        .snapshot
+        .source_code
+        .iter()
+        .map(|(path, text)| (path.clone(), json!(text.len())))
+        .collect();
+    Value::Object(files)
 }
 
 /// `{"kind": "oom", "message": "Out of memory…", "event": 420, …}`: the warning's kind, its

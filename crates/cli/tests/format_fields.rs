@@ -138,6 +138,25 @@ fn table_rows_carry_their_annotations() {
 }
 
 #[test]
+fn overview_lists_the_programs_source_files() {
+    let expected = facts("source_and_shapes.pickle");
+    let got = run(&["overview", "--json"], "source_and_shapes.pickle");
+    assert_eq!(got["source_code"], expected["source_bytes"]);
+    // Redacted, the paths are rewritten as every path of the model is.
+    let redacted = run(
+        &["overview", "--json", "--redact"],
+        "source_and_shapes.pickle",
+    );
+    let paths: Vec<&String> = redacted["source_code"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(paths.len(), 2);
+    assert!(paths.iter().all(|p| !p.contains("/home/user")), "{paths:?}");
+}
+
+#[test]
 fn table_rows_carry_shape_and_dtype_from_shape_data() {
     let expected = facts("source_and_shapes.pickle");
     let shapes = expected["shapes"].as_object().unwrap();
