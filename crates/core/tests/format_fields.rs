@@ -237,3 +237,31 @@ fn unknown_actions_are_counted_by_name_never_an_error() {
         expected["peak_allocated_bytes"].as_u64().unwrap()
     );
 }
+
+#[test]
+fn who_holds_memory_names_backward_and_compiled_allocations_by_the_models_code() {
+    for name in ["forward_frames.pickle", "fx_augmented.pickle"] {
+        let a = analysed(name);
+        let (device, f) = a.device_facts(0).unwrap();
+        // Every allocation, made in the trace: alive somewhere, counted once, at its site.
+        let all: Vec<u32> = (0..f.allocations.len() as u32).collect();
+        let live = memsight_core::analysis::live::live_set(&a.snapshot, &device.trace, f, &all, 10);
+        let got: std::collections::BTreeMap<String, (u64, u64)> = live
+            .call_sites
+            .iter()
+            .map(|c| {
+                (
+                    c.name.clone().unwrap_or_default(),
+                    (u64::from(c.count), c.bytes),
+                )
+            })
+            .collect();
+        let want: std::collections::BTreeMap<String, (u64, u64)> = facts(name)["callsites"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), (v[0].as_u64().unwrap(), v[1].as_u64().unwrap())))
+            .collect();
+        assert_eq!(got, want, "{name}");
+    }
+}

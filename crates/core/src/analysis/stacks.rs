@@ -219,6 +219,39 @@ pub fn innermost_compiled_node(snapshot: &Snapshot, stack: StackId) -> Option<Co
         .find_map(|&f| compiled_node(snapshot, f))
 }
 
+/// One `annotate` row of an allocation, as views show it (decision 0027).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AnnotationText {
+    /// The `annotate` event.
+    pub event: u32,
+    /// Its `user_metadata`.
+    pub metadata: Option<String>,
+    pub time_us: Option<i64>,
+    /// Where it was annotated: the frame that best names the annotation site.
+    pub site: Option<String>,
+}
+
+/// The annotations of allocation `i` of `facts` (rows of `trace`), oldest first.
+pub fn annotations_text(
+    snapshot: &Snapshot,
+    trace: &crate::model::Trace,
+    facts: &super::DeviceFacts,
+    i: u32,
+) -> Vec<AnnotationText> {
+    facts
+        .annotations_of(i)
+        .map(|row| {
+            let r = row as usize;
+            AnnotationText {
+                event: row,
+                metadata: trace.user_metadata(r).map(|m| snapshot.str(m).to_string()),
+                time_us: Some(trace.time_us[r]).filter(|&t| t != crate::model::NO_TIME),
+                site: stack_text(snapshot, trace.stack[r], false).top_frame,
+            }
+        })
+        .collect()
+}
+
 /// A frame of compiled code's node as text, with where in the original code it came from.
 fn compiled_node(snapshot: &Snapshot, frame: FrameId) -> Option<CompiledNode> {
     let node = snapshot.fx_node(frame)?;

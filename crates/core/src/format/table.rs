@@ -94,7 +94,7 @@ pub fn rows_csv(rows: &Rows<'_>, sorted: &[u32]) -> String {
 }
 
 /// An allocation's annotations in one cell: each one's metadata, oldest first, ` | ` between.
-fn annotations(list: &[crate::table::columns::RowAnnotation]) -> String {
+fn annotations(list: &[crate::analysis::stacks::AnnotationText]) -> String {
     let texts: Vec<&str> = list
         .iter()
         .map(|a| a.metadata.as_deref().unwrap_or(""))

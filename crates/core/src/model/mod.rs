@@ -137,11 +137,13 @@ impl DeviceKind {
     }
 
     /// What device `id` of this kind is called: `cuda:0`, `npu:3`, `host (pinned)` (the host
-    /// has one pinned allocator, so no index).
+    /// has one pinned allocator, so no index). [`PINNED_HOST_DEVICE`] is the host whatever
+    /// kind it is named with, so a view that knows only the snapshot's kind still names it.
     pub fn device_name(self, id: u32) -> String {
-        match self {
-            DeviceKind::PinnedHost => "host (pinned)".to_string(),
-            kind => format!("{}:{id}", kind.name()),
+        if self == DeviceKind::PinnedHost || id == PINNED_HOST_DEVICE {
+            "host (pinned)".to_string()
+        } else {
+            format!("{}:{id}", self.name())
         }
     }
 
@@ -445,6 +447,20 @@ mod tests {
             segments: vec![Segment::default(); segments],
             ..Device::default()
         }
+    }
+
+    #[test]
+    fn pinned_host_memory_is_named_as_the_host_whatever_kind_names_it() {
+        assert_eq!(DeviceKind::Cuda.device_name(1), "cuda:1");
+        assert_eq!(DeviceKind::Npu.device_name(0), "npu:0");
+        assert_eq!(DeviceKind::PinnedHost.device_name(7), "host (pinned)");
+        assert_eq!(
+            DeviceKind::Cuda.device_name(PINNED_HOST_DEVICE),
+            "host (pinned)"
+        );
+        let s = Snapshot::default();
+        assert_eq!(s.kind_of(PINNED_HOST_DEVICE), DeviceKind::PinnedHost);
+        assert_eq!(s.kind_of(0), DeviceKind::Cuda);
     }
 
     #[test]

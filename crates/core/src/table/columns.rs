@@ -14,7 +14,8 @@ use crate::analysis::categories::signals::Phase;
 use crate::analysis::categories::{Component, DeviceCategories, Role};
 use crate::analysis::elements::AllocationElements;
 use crate::analysis::stacks::{
-    allocation_stack, innermost_compiled_node, stack_text, CompiledNode,
+    allocation_stack, annotations_text, innermost_compiled_node, stack_text, AnnotationText,
+    CompiledNode,
 };
 use crate::analysis::{Allocation, DeviceFacts, Origin, NO_ROW};
 use crate::model::{Device, Snapshot, StackId, Trace, NO_STACK, NO_TIME};
@@ -66,19 +67,7 @@ pub struct TableRow {
     pub compiled_node: Option<Box<CompiledNode>>,
     /// What `annotate` rows attached to it, oldest first (decision 0027).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub annotations: Vec<RowAnnotation>,
-}
-
-/// One `annotate` row of an allocation, as the table shows it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RowAnnotation {
-    /// The `annotate` event.
-    pub event: u32,
-    /// Its `user_metadata`.
-    pub metadata: Option<String>,
-    pub time_us: Option<i64>,
-    /// Where it was annotated: the frame that best names the annotation site.
-    pub site: Option<String>,
+    pub annotations: Vec<AnnotationText>,
 }
 
 /// The number of elements of a shape written as `[8, 1024]` or `(8, 1024)`: the product of its
@@ -304,19 +293,8 @@ impl<'a> Rows<'a> {
     }
 
     /// What `annotate` rows attached to allocation `i`, oldest first.
-    pub fn annotations(&self, i: u32) -> Vec<RowAnnotation> {
-        let trace = &self.device.trace;
-        self.facts
-            .annotations_of(i)
-            .map(|row| RowAnnotation {
-                event: row,
-                metadata: trace
-                    .user_metadata(row as usize)
-                    .map(|m| self.snapshot.str(m).to_string()),
-                time_us: self.time(row),
-                site: stack_text(self.snapshot, trace.stack[row as usize], false).top_frame,
-            })
-            .collect()
+    pub fn annotations(&self, i: u32) -> Vec<AnnotationText> {
+        annotations_text(self.snapshot, &self.device.trace, self.facts, i)
     }
 
     /// The shape of the tensor allocation `i` was made for, when the file records one.
