@@ -264,7 +264,7 @@ fn as_text(
                             format!("(made before the trace) freed by {frame}"),
                         (Some(frame), _, _) => frame.clone(),
                         (None, _, _) => "(no frame)".into(),
-                    },
+                    } + &format::table::row_notes(&r),
                 ));
             }
             if table.sorted.len() > limit {

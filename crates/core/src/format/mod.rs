@@ -253,6 +253,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_compiled_node_says_what_it_runs_and_where_it_came_from() {
+        let mut node = crate::analysis::stacks::CompiledNode {
+            name: Some("add_3".into()),
+            op: Some("call_function".into()),
+            target: Some("aten.add".into()),
+            from: Some("/home/u/proj/model.py:42:forward".into()),
+        };
+        assert_eq!(
+            compiled_node(&node),
+            "compiled node `add_3` (call_function aten.add) from model.py:42 forward"
+        );
+        node.target = None;
+        node.from = None;
+        assert_eq!(
+            compiled_node(&node),
+            "compiled node `add_3` (call_function)"
+        );
+        assert_eq!(device_key(0), "0");
+        assert_eq!(device_key(crate::model::PINNED_HOST_DEVICE), "host");
+    }
+
+    #[test]
     fn frames_read_by_file_line_and_function() {
         assert_eq!(
             frame_short("/home/lin/cs336/cs336_basics/model.py:39:forward"),

@@ -93,6 +93,24 @@ pub fn rows_csv(rows: &Rows<'_>, sorted: &[u32]) -> String {
     out
 }
 
+/// What a row says after its top frame: ` · compiled node … · torch.float32 [8, 1024] ·
+/// annotated: saved for backward | offload candidate` (each part only when known).
+pub fn row_notes(r: &crate::table::columns::TableRow) -> String {
+    let mut out = String::new();
+    if let Some(node) = &r.compiled_node {
+        out += &format!(" · {}", super::compiled_node(node));
+    }
+    match (&r.dtype, &r.shape) {
+        (Some(dtype), Some(shape)) => out += &format!(" · {dtype} {shape}"),
+        (None, Some(shape)) => out += &format!(" · {shape}"),
+        _ => {}
+    }
+    if !r.annotations.is_empty() {
+        out += &format!(" · annotated: {}", annotations(&r.annotations));
+    }
+    out
+}
+
 /// An allocation's annotations in one cell: each one's metadata, oldest first, ` | ` between.
 fn annotations(list: &[crate::analysis::stacks::AnnotationText]) -> String {
     let texts: Vec<&str> = list
