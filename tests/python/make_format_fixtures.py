@@ -245,6 +245,13 @@ def _fx():
             "%s:44:forward" % MODEL: [1, MIB],
             "%s:38:main" % TRAIN: [1, 512 * 1024],
         },
+        # model module (the `forward` it was made under) -> (allocations, requested bytes)
+        "modules": {
+            "model.py:42 forward": [2, 8 * MIB],
+            "model.py:43 forward": [1, 2 * MIB],
+            "model.py:44 forward": [1, MIB],
+            "(outside any forward)": [1, 512 * 1024],
+        },
     }
     return dump(snap)
 
@@ -309,6 +316,7 @@ def _forward():
                          "4": ["%s:42:forward" % MODEL, "/usr/lib/python3.12/site-packages/torch/nn/modules/module.py:1750:_call_impl",
                                "%s:40:main" % TRAIN, "%s:55:<module>" % TRAIN]},
         "callsites": {"%s:42:forward" % MODEL: [3, 12 * MIB], "%s:43:forward" % MODEL: [1, 2 * MIB]},
+        "modules": {"model.py:42 forward": [3, 12 * MIB], "model.py:43 forward": [1, 2 * MIB]},
     }
     return dump(snap)
 

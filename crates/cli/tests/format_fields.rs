@@ -183,37 +183,29 @@ fn table_rows_carry_shape_and_dtype_from_shape_data() {
     assert_eq!(seen, shapes.len());
 }
 
-/// `{call site: [allocations, requested bytes]}` of `table --group-by callsite --scope all`.
-fn callsites(name: &str) -> BTreeMap<String, (u64, u64)> {
+/// `{group: (allocations, requested bytes)}` of the top level of `table --group-by BY
+/// --scope all`.
+fn groups(name: &str, by: &str) -> BTreeMap<String, (u64, u64)> {
     let got = run(
-        &[
-            "table",
-            "--group-by",
-            "callsite",
-            "--scope",
-            "all",
-            "--json",
-        ],
+        &["table", "--group-by", by, "--scope", "all", "--json"],
         name,
     );
     got["devices"]["0"]["groups"]
         .as_array()
         .unwrap()
         .iter()
+        .filter(|g| g["path"].as_array().unwrap().len() == 1)
         .map(|g| {
-            (
-                g["label"].as_str().unwrap().to_string(),
-                (
-                    g["count"].as_u64().unwrap(),
-                    g["requested_bytes"].as_u64().unwrap(),
-                ),
-            )
+            let count = g["count"].as_u64().unwrap();
+            let bytes = g["requested_bytes"].as_u64().unwrap();
+            (g["label"].as_str().unwrap().to_string(), (count, bytes))
         })
         .collect()
 }
 
-fn expected_callsites(name: &str) -> BTreeMap<String, (u64, u64)> {
-    facts(name)["callsites"]
+/// What the generator wrote under `what` (`callsites`, `modules`) for fixture `name`.
+fn expected(name: &str, what: &str) -> BTreeMap<String, (u64, u64)> {
+    facts(name)[what]
         .as_object()
         .unwrap()
         .iter()
@@ -221,12 +213,16 @@ fn expected_callsites(name: &str) -> BTreeMap<String, (u64, u64)> {
         .collect()
 }
 
+/// The call sites and the model modules of fixture `name` are the generator's.
+fn check_groups(name: &str) {
+    for (by, what) in [("callsite", "callsites"), ("module", "modules")] {
+        assert_eq!(groups(name, by), expected(name, what), "{name} by {by}");
+    }
+}
+
 #[test]
 fn compiled_allocations_group_under_the_original_model_code() {
-    assert_eq!(
-        callsites("fx_augmented.pickle"),
-        expected_callsites("fx_augmented.pickle")
-    );
+    check_groups("fx_augmented.pickle");
     let got = run(
         &["table", "--scope", "all", "--json"],
         "fx_augmented.pickle",
@@ -254,8 +250,5 @@ fn compiled_allocations_group_under_the_original_model_code() {
 
 #[test]
 fn backward_allocations_group_under_the_forward_code_that_made_them() {
-    assert_eq!(
-        callsites("forward_frames.pickle"),
-        expected_callsites("forward_frames.pickle")
-    );
+    check_groups("forward_frames.pickle");
 }

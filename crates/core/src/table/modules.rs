@@ -28,6 +28,14 @@ impl Chains {
                 .into_iter()
                 .map(|(f, _)| f)
                 .filter(|&f| {
+                    // A compiled graph's `forward` stands for the model code it was traced
+                    // from, which the chain already holds.
+                    if snapshot
+                        .fx_node(f)
+                        .is_some_and(|n| n.original != crate::model::NO_STACK)
+                    {
+                        return false;
+                    }
                     let frame = &snapshot.frames[f as usize];
                     snapshot.str(frame.name) == "forward"
                         || snapshot.str(frame.filename) == crate::model::MODULE_FILE
