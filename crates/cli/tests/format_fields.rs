@@ -252,3 +252,32 @@ fn compiled_allocations_group_under_the_original_model_code() {
 fn backward_allocations_group_under_the_forward_code_that_made_them() {
     check_groups("forward_frames.pickle");
 }
+
+#[test]
+fn digests_compare_compiled_and_backward_allocations_by_the_models_code() {
+    // At the peak every allocation of these two fixtures is alive.
+    for name in ["fx_augmented.pickle", "forward_frames.pickle"] {
+        let digest = run(&["digest"], name);
+        let device = &digest["devices"][0];
+        let sites: BTreeMap<String, (u64, u64)> = device["call_sites"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                let count = s["count"].as_u64().unwrap();
+                let bytes = s["bytes"].as_u64().unwrap();
+                (s["label"].as_str().unwrap().to_string(), (count, bytes))
+            })
+            .collect();
+        assert_eq!(sites, expected(name, "callsites"), "{name}");
+    }
+    let digest = run(&["digest"], "pinned_host.pickle");
+    let kinds: Vec<(&Value, &Value)> = digest["devices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (&d["device"], &d["device_kind"]))
+        .collect();
+    assert_eq!(kinds.len(), 2);
+    assert_eq!(kinds[1].1, "pinned_host");
+}
