@@ -703,13 +703,24 @@ impl Builder {
                         Decoded::Str(key::EXTERNAL_ANNOTATIONS) => {
                             snapshot.annotations = self.annotations(v, at_end)?
                         }
+                        // Pinned host memory not of the shape PyTorch writes is kept as
+                        // written, as any key this reader does not know: never an error.
                         Decoded::Str(key::HOST_SEGMENTS) => {
-                            self.segments(v, true, &mut segments, at_end)?
+                            let mut host = Vec::new();
+                            match self.segments(v.clone(), true, &mut host, at_end) {
+                                Ok(()) => segments.extend(host),
+                                Err(_) => snapshot
+                                    .extra
+                                    .push(("host_segments".into(), self.value(&v, 0)?)),
+                            }
                         }
                         Decoded::Str(key::HOST_TRACES) => {
-                            let ranges = self.trace_list(v, "host_traces", at_end)?;
-                            if !ranges.is_empty() {
-                                device_rows.push((PINNED_HOST_DEVICE, ranges));
+                            match self.trace_list(v.clone(), "host_traces", at_end) {
+                                Ok(ranges) if ranges.is_empty() => {}
+                                Ok(ranges) => device_rows.push((PINNED_HOST_DEVICE, ranges)),
+                                Err(_) => snapshot
+                                    .extra
+                                    .push(("host_traces".into(), self.value(&v, 0)?)),
                             }
                         }
                         Decoded::Str(key::SOURCE_CODE) if source_code(&v).is_some() => {
@@ -1354,6 +1365,17 @@ fn not_a_snapshot(builder: &Builder, root: &Decoded, at: At) -> DecodeError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pinned_host_memory_of_another_shape_is_kept_as_written() {
+        let json = br#"{"segments": [], "device_traces": [[]],
+            "host_traces": "not recorded", "host_segments": [{"device": -1}]}"#;
+        let s = crate::decode::decode_bytes(json).unwrap();
+        assert!(s.device(crate::model::PINNED_HOST_DEVICE).is_none());
+        let mut kept: Vec<&str> = s.extra.iter().map(|(k, _)| k.as_str()).collect();
+        kept.sort_unstable();
+        assert_eq!(kept, ["host_segments", "host_traces"]);
+    }
 
     #[test]
     fn traceback_lines_name_their_frame() {
