@@ -471,9 +471,19 @@ impl Builder {
                     row.stack = self.stack(v, "a trace entry's 'frames'", at)?;
                     self.features.trace_frames |= row.stack != NO_STACK;
                 }
+                // Frames, or the strings of a formatted traceback; anything else is kept as
+                // written rather than refusing the file.
                 key::FORWARD_FRAMES => {
-                    row.forward_stack = self.stack(v, "a trace entry's 'forward_frames'", at)?;
-                    self.features.forward_frames = true;
+                    match self.stack(v, "a trace entry's 'forward_frames'", at) {
+                        Ok(stack) => {
+                            row.forward_stack = stack;
+                            self.features.forward_frames = true;
+                        }
+                        Err(_) => {
+                            let value = self.value(v, 0)?;
+                            self.staging.push_extra(row_index, *kid, value);
+                        }
+                    }
                 }
                 key::COMPILE_CONTEXT if matches!(v, Decoded::Str(_)) => {
                     let Decoded::Str(s) = v else { unreachable!() };
@@ -1412,6 +1422,23 @@ mod tests {
             names,
             vec![("model.py".to_string(), 42), ("train.py".to_string(), 40)]
         );
+    }
+
+    #[test]
+    fn forward_frames_of_another_shape_are_kept_as_written() {
+        let mut b = Builder::new();
+        let pairs = vec![
+            (Decoded::Str(key::ACTION), Decoded::Str(key::A_ALLOC)),
+            (
+                Decoded::Str(key::FORWARD_FRAMES),
+                Decoded::List(vec![Decoded::Int(3)]),
+            ),
+        ];
+        let row = b.trace_row(&pairs, At(None)).unwrap();
+        assert_eq!(b.staging.row(row as usize).forward_stack, NO_STACK);
+        let trace = std::mem::take(&mut b.staging).into_trace();
+        assert_eq!(trace.extra.len(), 1);
+        assert_eq!(trace.extra[0].1, key::FORWARD_FRAMES);
     }
 
     #[test]
