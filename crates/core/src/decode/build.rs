@@ -741,9 +741,12 @@ impl Builder {
                                 })
                                 .collect()
                         }
-                        Decoded::Str(key::SHAPE_DATA) if self.shape_data(&v).is_some() => {
-                            shapes = self.shape_data(&v).unwrap()
-                        }
+                        Decoded::Str(key::SHAPE_DATA) => match self.shape_data(&v) {
+                            Some(read) => shapes = read,
+                            None => snapshot
+                                .extra
+                                .push(("shape_data".into(), self.value(&v, 0)?)),
+                        },
                         other => {
                             let name = match &other {
                                 Decoded::Str(id) => self.text(*id).to_string(),
