@@ -1380,14 +1380,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pinned_host_memory_of_another_shape_is_kept_as_written() {
+    fn fields_of_another_shape_than_pytorchs_are_kept_as_written() {
         let json = br#"{"segments": [], "device_traces": [[]],
-            "host_traces": "not recorded", "host_segments": [{"device": -1}]}"#;
+            "host_traces": "not recorded", "host_segments": [{"device": -1}],
+            "shape_data": [1, 2], "source_code": {"a.py": 3}}"#;
         let s = crate::decode::decode_bytes(json).unwrap();
         assert!(s.device(crate::model::PINNED_HOST_DEVICE).is_none());
+        assert!(s.source_code.is_empty());
         let mut kept: Vec<&str> = s.extra.iter().map(|(k, _)| k.as_str()).collect();
         kept.sort_unstable();
-        assert_eq!(kept, ["host_segments", "host_traces"]);
+        assert_eq!(
+            kept,
+            ["host_segments", "host_traces", "shape_data", "source_code"]
+        );
     }
 
     #[test]
