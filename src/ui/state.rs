@@ -663,6 +663,7 @@ mod tests {
             allocator_settings: Vec::new(),
             warnings: Vec::new(),
             unused: false,
+            unknown_actions: Vec::new(),
         }
     }
 

@@ -14,7 +14,9 @@ Per file::
     layout          "dict" or "segment_list" (a bare list of segment dicts)
     keys            sorted top-level keys ([] for a segment list)
     devices         {device: {...}} where device = segment["device"] for segments
-                    and the list index for device_traces; per device:
+                    and the list index for device_traces, and "host" for pinned
+                    host memory (host_segments, host_traces) when it recorded
+                    anything; per device:
       reserved_bytes    sum of segment total_size
       allocated_bytes   sum of block size over blocks whose state != "inactive"
                         (a block without "state" counts as allocated when it has
@@ -42,7 +44,10 @@ Per file::
     unique_frames   distinct (filename, line, name) over trace entries, blocks,
                     segments and legacy block history
     unique_stacks   distinct non-empty frame lists (as tuples of those triples),
-                    including trace entries' forward_frames
+                    including trace entries' forward_frames (traceback strings,
+                    outermost first, are read as the frames they name), the frame
+                    lists of host_traces and host_segments, and each distinct
+                    fx_original_trace of a frame read as traceback text
     frame_references total frames in all those lists (shared lists counted each time)
     annotations     len(external_annotations) (0 when absent)
     file_bytes, gzip, format ("pickle"/"json"), protocol (pickle protocol byte)
@@ -54,6 +59,7 @@ import io
 import json
 import os
 import pickle
+import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -98,11 +104,31 @@ def block_state(b):
     return st
 
 
+TRACEBACK_LINE = re.compile(r'^\s*File "([^"]*)", line (\d+), in (.+)$')
+
+
+def traceback_frames(text):
+    """The frames of traceback text (`  File "x.py", line 3, in f` lines), innermost first."""
+    found = []
+    for line in text.splitlines():
+        m = TRACEBACK_LINE.match(line)
+        if m:
+            found.append({"filename": m.group(1), "line": int(m.group(2)), "name": m.group(3)})
+    return found[::-1]
+
+
+def as_frames(fl):
+    """A frame list as dicts: `forward_frames` may be traceback strings, outermost first."""
+    if fl and all(isinstance(f, str) for f in fl):
+        return traceback_frames("".join(fl))
+    return fl
+
+
 def frame_lists(segments, traces):
     for tr in traces:
         for e in tr:
             yield e.get("frames")
-            yield e.get("forward_frames")
+            yield as_frames(e.get("forward_frames"))
     for s in segments:
         yield s.get("frames")
         for b in s.get("blocks", ()):
@@ -124,27 +150,27 @@ def facts(tree):
         anns = len(tree.get("external_annotations") or [])
     else:
         raise NotASnapshot("no segments / device_traces")
-    # normalise legacy blocks (no address / state) for the replay checker
-    norm_segments = []
-    for s in segments:
-        cur = s["address"]
-        blocks = []
-        for b in s.get("blocks", ()):
-            nb = dict(b)
-            nb.setdefault("address", cur)
-            nb["state"] = block_state(b)
-            nb.setdefault("requested_size", b["size"])
-            blocks.append(nb)
-            cur += b["size"]
-        ns = dict(s)
-        ns["blocks"] = blocks
-        norm_segments.append(ns)
-    devs = sorted({s.get("device", 0) for s in segments} | set(range(len(traces))))
-    out_devs = {}
+    def normalise(segments):
+        """Legacy blocks (no address / state) as the replay checker takes them."""
+        out = []
+        for s in segments:
+            cur = s["address"]
+            blocks = []
+            for b in s.get("blocks", ()):
+                nb = dict(b)
+                nb.setdefault("address", cur)
+                nb["state"] = block_state(b)
+                nb.setdefault("requested_size", b["size"])
+                blocks.append(nb)
+                cur += b["size"]
+            ns = dict(s)
+            ns["blocks"] = blocks
+            out.append(ns)
+        return out
+
     checker = Checker(strict=False)
-    for d in devs:
-        segs = [s for s in norm_segments if s.get("device", 0) == d]
-        trace = traces[d] if d < len(traces) else []
+
+    def device_facts(d, segs, trace):
         states = {}
         allocated = 0
         nblocks = 0
@@ -180,14 +206,42 @@ def facts(tree):
         notes = checker.errors[before:]
         if notes:
             dev["replay_notes"] = notes
-        out_devs[str(d)] = dev
+        return dev
+
+    norm_segments = normalise(segments)
+    devs = sorted({s.get("device", 0) for s in segments} | set(range(len(traces))))
+    out_devs = {}
+    for d in devs:
+        segs = [s for s in norm_segments if s.get("device", 0) == d]
+        trace = traces[d] if d < len(traces) else []
+        out_devs[str(d)] = device_facts(d, segs, trace)
+    # Pinned host memory: one more device, "host", when its allocator recorded anything
+    # (`host_traces` one list of entries, or a list of such lists).
+    host_traces = []
+    host_segments = []
+    if layout == "dict":
+        host_traces = tree.get("host_traces") or []
+        if host_traces and all(isinstance(t, list) for t in host_traces):
+            host_traces = [e for t in host_traces for e in t]
+        host_segments = tree.get("host_segments") or []
+        if host_traces or host_segments:
+            out_devs["host"] = device_facts("host", normalise(host_segments), host_traces)
     frames = set()
     stacks = set()
     refs = 0
-    for fl in frame_lists(segments, traces):
+    host = list(frame_lists(host_segments, [host_traces]))
+    originals = set()
+    for fl in list(frame_lists(segments, traces)) + host:
         if fl:
             st = tuple((f["filename"], f["line"], f["name"]) for f in fl)
             refs += len(st)
+            stacks.add(st)
+            frames.update(st)
+            originals.update(f["fx_original_trace"] for f in fl if isinstance(f.get("fx_original_trace"), str))
+    # An FX frame's original model code is a stack of its own.
+    for text in originals:
+        st = tuple((f["filename"], f["line"], f["name"]) for f in traceback_frames(text))
+        if st:
             stacks.add(st)
             frames.update(st)
     return {

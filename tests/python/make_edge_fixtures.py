@@ -875,6 +875,10 @@ def main(argv=None):
     p.add_argument("--out", default=os.path.join(ROOT, "tests", "fixtures"))
     args = p.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
+    # The fixtures of the 2026 fields live in their own script and register here; run as a
+    # script, this module is `__main__`, so name it for their import of it.
+    sys.modules.setdefault("make_edge_fixtures", sys.modules[__name__])
+    import make_format_fixtures
     manifest = {}
     for name in sorted(FIXTURES):
         expect, what, fn = FIXTURES[name]
@@ -901,6 +905,7 @@ def main(argv=None):
                   f, indent=1, sort_keys=True)
         f.write("\n")
     write_readme(args.out, manifest)
+    make_format_fixtures.write_facts(ROOT)
     for n, m in sorted(manifest.items()):
         print("%-28s %-6s %7d  %s" % (n, m["expect"], m["bytes"], m.get("dis", "")), file=sys.stderr)
     return 0
@@ -938,6 +943,18 @@ free_completed, segment_alloc, alloc, alloc, alloc, free_requested,
 free_completed. A `free_requested` and its `free_completed` share one frame list,
 as do a `segment_alloc` and the `alloc` that caused it (and the segment's and
 block's `frames`), like torch's captures. Reserved 23068672, allocated 6098944.
+
+## The fields PyTorch writes since 2026
+
+`annotate.pickle`, `forward_frames.pickle`, `fx_augmented.pickle`,
+`npu_workspace.pickle`, `pinned_host.pickle` and `source_and_shapes.pickle` carry what
+no public snapshot carries yet: pinned host memory (`host_segments`, `host_traces`),
+`annotate` entries, FX-augmented frames, `forward_frames`, a torch_npu producer's
+`workspace_snapshot` action, and the `source_code` and `shape_data` of capture helpers.
+They are written by `tests/python/make_format_fixtures.py` (run through this
+generator), which follows PyTorch's writer code and cites, per field, the function,
+file and commit it follows; where no writer code was at hand it says so. What each holds
+in numbers is in `tests/expectations/format.json`, written by the same script.
 
 ## Files
 

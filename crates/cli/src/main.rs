@@ -93,7 +93,7 @@ enum Command {
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
         /// Report this device only (default: every device of each file).
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N|host", value_parser = device_arg)]
         device: Option<u32>,
         /// A rules file as the page exports it; its rules come before the inference.
         #[arg(long, value_name = "RULES.json")]
@@ -127,7 +127,7 @@ enum Command {
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
         /// This device only (default: every device of each file).
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N|host", value_parser = device_arg)]
         device: Option<u32>,
         /// When: `peak` (the allocated peak), `end`, or an event number.
         #[arg(long, default_value = "peak", value_name = "peak|end|EVENT", value_parser = moment::parse)]
@@ -149,7 +149,7 @@ enum Command {
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
         /// This device only (default: every device of each file).
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N|host", value_parser = device_arg)]
         device: Option<u32>,
         /// Which allocations: alive at the `peak`, at the `end`, after an event number, or
         /// `all` of them.
@@ -234,7 +234,7 @@ enum Command {
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
         /// This device only (default: every device of each file).
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N|host", value_parser = device_arg)]
         device: Option<u32>,
         /// A rules file as the page exports it; the top roles follow its rules.
         #[arg(long, value_name = "RULES.json")]
@@ -336,10 +336,10 @@ enum Command {
         #[arg(value_name = "B")]
         b: PathBuf,
         /// A's device (default: the one the page shows first).
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N|host", value_parser = device_arg)]
         device_a: Option<u32>,
         /// B's device (default: the one the page shows first).
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N|host", value_parser = device_arg)]
         device_b: Option<u32>,
         /// Set each run's peak within this phase of training side by side (forward,
         /// backward, optimizer_step, zero_grad, setup) instead of each run's own peak, which
@@ -579,5 +579,15 @@ fn rules_or_exit(path: Option<PathBuf>) -> Option<Rules> {
             eprintln!("memsight: {why}");
             None
         }
+    }
+}
+
+/// A device as the options name it: its index, or `host` for pinned host memory.
+fn device_arg(text: &str) -> Result<u32, String> {
+    match text {
+        "host" => Ok(memsight_core::model::PINNED_HOST_DEVICE),
+        index => index
+            .parse()
+            .map_err(|_| format!("`{index}` is no device: a device index, or `host`")),
     }
 }

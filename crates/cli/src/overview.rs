@@ -38,9 +38,13 @@ fn overviews(opened: &Opened) -> Vec<Overview> {
         .collect()
 }
 
-/// One line of JSON: `{"file", "devices": {"<device>": {"<metric key>": value}}, …}`.
+/// One line of JSON: `{"file", "devices": {"<device>": {"<metric key>": value}},
+/// "device_names": {"<device>": "cuda:0"}, "unknown_actions": {"<device>": {"<action>": rows}},
+/// …}`; a device's key is its index, `host` for pinned host memory.
 fn to_json(path: &Path, opened: &Opened, overviews: &[Overview]) -> Value {
     let mut devices = Map::new();
+    let mut names = Map::new();
+    let mut unknown_actions = Map::new();
     let mut warnings = Map::new();
     let mut settings = Value::Null;
     let mut era = Value::Null;
@@ -50,9 +54,19 @@ fn to_json(path: &Path, opened: &Opened, overviews: &[Overview]) -> Value {
             .iter()
             .map(|m| (m.key.as_str().to_string(), json!(m.value)))
             .collect();
-        devices.insert(o.device.to_string(), Value::Object(metrics));
+        let key = format::device_key(o.device);
+        devices.insert(key.clone(), Value::Object(metrics));
+        names.insert(key.clone(), json!(format::device(o.device_kind, o.device)));
+        if !o.unknown_actions.is_empty() {
+            let counts: Map<String, Value> = o
+                .unknown_actions
+                .iter()
+                .map(|(name, n)| (name.clone(), json!(n)))
+                .collect();
+            unknown_actions.insert(key.clone(), Value::Object(counts));
+        }
         let listed: Vec<Value> = o.warnings.iter().map(warning_json).collect();
-        warnings.insert(o.device.to_string(), Value::Array(listed));
+        warnings.insert(key, Value::Array(listed));
         era = json!(words::era(&o.format));
         settings = Value::Object(
             o.allocator_settings
@@ -65,11 +79,26 @@ fn to_json(path: &Path, opened: &Opened, overviews: &[Overview]) -> Value {
         "file": shown(path),
         "file_bytes": opened.file_bytes,
         "devices": devices,
+        "device_names": names,
+        "unknown_actions": unknown_actions,
         "warnings": warnings,
         "era": era,
         "source": opened.analysed.snapshot.source,
         "allocator_settings": settings,
+        "source_code": source_code(opened),
     })
+}
+
+/// `{"<path>": <bytes of text>}` of the program's files a capture helper added (`source_code`).
+fn source_code(opened: &Opened) -> Value {
+    let files: Map<String, Value> = opened
+        .analysed
+        .snapshot
+        .source_code
+        .iter()
+        .map(|(path, text)| (path.clone(), json!(text.len())))
+        .collect();
+    Value::Object(files)
 }
 
 /// `{"kind": "oom", "message": "Out of memory…", "event": 420, …}`: the warning's kind, its
@@ -131,6 +160,12 @@ fn to_text(path: &Path, opened: &Opened, overviews: &[Overview]) -> String {
                     words::metric_value(m)
                 ));
             }
+        }
+        if !o.unknown_actions.is_empty() {
+            out.push_str(&format!(
+                "  {}\n",
+                words::unknown_actions(&o.unknown_actions)
+            ));
         }
         for w in &o.warnings {
             out.push_str(&format!("  ! {}\n", words::warning(w)));

@@ -92,7 +92,7 @@ pub fn run(
                 view.segments = segments;
                 if as_json {
                     json_devices.insert(
-                        d.to_string(),
+                        format::device_key(d),
                         serde_json::to_value(&*view).expect("states serialize"),
                     );
                 } else {

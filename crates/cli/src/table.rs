@@ -140,7 +140,7 @@ fn tables_of(
                         cx.categorised.device(position),
                         cx.categorised.rules(),
                     );
-                    json_devices.insert(d.to_string(), as_json(&table, &mut explainer));
+                    json_devices.insert(format::device_key(d), as_json(&table, &mut explainer));
                 }
                 TableOutput::Text { limit } => {
                     if !text.is_empty() {
@@ -178,9 +178,14 @@ fn as_json(table: &Table<'_>, explainer: &mut Explainer<'_>) -> Value {
                 .sorted
                 .iter()
                 .map(|&i| {
-                    let mut row = serde_json::to_value(table.rows.row(i)).expect("rows serialize");
+                    let r = table.rows.row(i);
+                    let compiled = r.compiled_node.as_deref().map(format::compiled_node);
+                    let mut row = serde_json::to_value(r).expect("rows serialize");
                     let reason = explainer.explain(i as usize);
                     row["role_reason"] = json!(role_reason(&reason));
+                    if let Some(words) = compiled {
+                        row["compiled"] = json!(words);
+                    }
                     row
                 })
                 .collect();
@@ -259,7 +264,7 @@ fn as_text(
                             format!("(made before the trace) freed by {frame}"),
                         (Some(frame), _, _) => frame.clone(),
                         (None, _, _) => "(no frame)".into(),
-                    },
+                    } + &format::table::row_notes(&r),
                 ));
             }
             if table.sorted.len() > limit {

@@ -196,7 +196,15 @@ fn edge_case_details_are_kept() {
         .find(|f| !f.extra.is_empty())
         .expect("fx frame keys kept");
     assert!(fx.extra.iter().any(|(k, _)| s.str(*k) == "fx_node_op"));
-    assert!(s.extra.iter().any(|(k, _)| k == "host_traces"));
+    // Read, not kept as unknown: pinned host memory that recorded nothing is no device.
+    assert!(!s.extra.iter().any(|(k, _)| k.starts_with("host_")));
+    assert!(s.device(memsight_core::model::PINNED_HOST_DEVICE).is_none());
+    assert!(s.extra.iter().any(|(k, _)| k == "future_top"));
+    // Its fx_original_trace ("x = a @ b") is no traceback text: the node has no original.
+    assert!(s
+        .fx_nodes
+        .iter()
+        .all(|n| n.original == memsight_core::model::NO_STACK));
 
     let s = decode_file(&edge("segment_list.pickle")).unwrap();
     assert_eq!(s.top_level, memsight_core::model::TopLevel::SegmentList);

@@ -8,9 +8,9 @@ use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use super::elements::AllocationElements;
-use crate::analysis::stacks::stack_text;
+use crate::analysis::stacks::{allocation_stack, stack_text};
 use crate::analysis::DeviceFacts;
-use crate::model::{Snapshot, StackId, NO_STACK};
+use crate::model::{Snapshot, StackId, Trace, NO_STACK};
 
 /// One allocation alive at the moment.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -46,20 +46,27 @@ pub struct LiveSet {
 
 /// The allocations alive at `state`, with the `top` largest and the `top` call sites holding
 /// the most.
-pub fn live_at(snapshot: &Snapshot, facts: &DeviceFacts, state: u32, top: usize) -> LiveSet {
-    live_at_where(snapshot, facts, state, top, |_| true)
+pub fn live_at(
+    snapshot: &Snapshot,
+    trace: &Trace,
+    facts: &DeviceFacts,
+    state: u32,
+    top: usize,
+) -> LiveSet {
+    live_at_where(snapshot, trace, facts, state, top, |_| true)
 }
 
 /// [`live_at`] counting only the allocations `keep` accepts (told their index into
 /// [`DeviceFacts::allocations`]).
 pub fn live_at_where(
     snapshot: &Snapshot,
+    trace: &Trace,
     facts: &DeviceFacts,
     state: u32,
     top: usize,
     keep: impl Fn(usize) -> bool,
 ) -> LiveSet {
-    live_set(snapshot, facts, &alive_at(facts, state, keep), top)
+    live_set(snapshot, trace, facts, &alive_at(facts, state, keep), top)
 }
 
 /// Indices into [`DeviceFacts::allocations`] of the allocations alive at `state` that `keep`
@@ -75,8 +82,15 @@ pub fn alive_at(facts: &DeviceFacts, state: u32, keep: impl Fn(usize) -> bool) -
 }
 
 /// The live set of `alive` (indices into [`DeviceFacts::allocations`], as [`alive_at`] gives
-/// them), with the `top` largest and the `top` call sites holding the most.
-pub fn live_set(snapshot: &Snapshot, facts: &DeviceFacts, alive: &[u32], top: usize) -> LiveSet {
+/// them), with the `top` largest and the `top` call sites holding the most; each named by the
+/// stack that tells who made it (`trace` holds their rows).
+pub fn live_set(
+    snapshot: &Snapshot,
+    trace: &Trace,
+    facts: &DeviceFacts,
+    alive: &[u32],
+    top: usize,
+) -> LiveSet {
     let elements = AllocationElements::new(facts);
     let mut names: FxHashMap<StackId, (Option<String>, bool)> = FxHashMap::default();
     let mut name_of = |stack: StackId| {
@@ -100,7 +114,7 @@ pub fn live_set(snapshot: &Snapshot, facts: &DeviceFacts, alive: &[u32], top: us
         set.count += 1;
         set.bytes += a.size;
         live.push((a.size, i));
-        let (name, user) = name_of(a.stack);
+        let (name, user) = name_of(allocation_stack(trace, &a));
         let site = sites.entry(name.clone()).or_insert(CallSite {
             name,
             user,
@@ -116,7 +130,7 @@ pub fn live_set(snapshot: &Snapshot, facts: &DeviceFacts, alive: &[u32], top: us
         .into_iter()
         .take(top)
         .map(|(size, index)| {
-            let (name, user) = name_of(elements.allocation(index).stack);
+            let (name, user) = name_of(allocation_stack(trace, &elements.allocation(index)));
             LiveAllocation {
                 index,
                 size,
@@ -150,7 +164,7 @@ mod tests {
         let facts = replay(&d);
         let snapshot = Snapshot::default();
         for state in 0..=4u32 {
-            let set = live_at(&snapshot, &facts, state, 2);
+            let set = live_at(&snapshot, &d.trace, &facts, state, 2);
             let curve = if state == 0 {
                 facts.baseline_allocated
             } else {
@@ -158,7 +172,7 @@ mod tests {
             };
             assert_eq!(set.bytes, curve, "state {state}");
         }
-        let set = live_at(&snapshot, &facts, 3, 2);
+        let set = live_at(&snapshot, &d.trace, &facts, 3, 2);
         assert_eq!(set.count, 3);
         // Largest first, ties in stack order; two asked for.
         let largest: Vec<(u32, u64)> = set.largest.iter().map(|a| (a.index, a.size)).collect();

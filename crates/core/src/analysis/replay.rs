@@ -55,9 +55,22 @@ pub struct DeviceFacts {
     pub missing_from_segments_bytes: u64,
     /// What the replay found that limits the views (not the OOMs: see the overview).
     pub warnings: Vec<Warning>,
+    /// `(allocation, row)` of every `annotate` row, by allocation then row: the annotations
+    /// an allocation accumulated (each row keeps its metadata, time and stack). An annotation
+    /// of an address nothing held is in none.
+    pub annotations: Vec<(u32, u32)>,
 }
 
 impl DeviceFacts {
+    /// The `annotate` rows of allocation `i`, oldest first.
+    pub fn annotations_of(&self, i: u32) -> impl Iterator<Item = u32> + '_ {
+        let start = self.annotations.partition_point(|&(a, _)| a < i);
+        self.annotations[start..]
+            .iter()
+            .take_while(move |&&(a, _)| a == i)
+            .map(|&(_, row)| row)
+    }
+
     /// Allocated bytes after the trace's last row (the baseline for an empty trace).
     pub fn allocated_at_end(&self) -> u64 {
         self.allocated
@@ -141,6 +154,8 @@ pub fn replay(device: &Device) -> DeviceFacts {
     let mut reserved_net: i128 = 0;
     let mut reserved_min: i128 = 0;
     let mut net_after: Vec<i64> = Vec::with_capacity(rows);
+    // `(row, address, the trace allocation open there)` of each `annotate` row.
+    let mut annotated: Vec<(u32, u64, Option<u32>)> = Vec::new();
     for row in 0..rows {
         let action = trace.action[row];
         facts.action_counts[action as usize] += 1;
@@ -183,6 +198,9 @@ pub fn replay(device: &Device) -> DeviceFacts {
                     net -= size as i128;
                 }
             },
+            // Keyed to the allocation's base address, and changes no memory: as PyTorch's
+            // viewer does, the curves skip it (decision 0027).
+            Action::Annotate => annotated.push((row as u32, addr, open.get(&addr).copied())),
             Action::SegmentAlloc | Action::SegmentMap => {
                 reserved_net += size as i128;
                 facts.reserved_changes.push((row as u32, 0));
@@ -299,6 +317,7 @@ pub fn replay(device: &Device) -> DeviceFacts {
     }
     facts.peak_reserved = peak_reserved;
 
+    facts.annotations = annotations(&annotated, &live_blocks, &freed_before, trace);
     let mut records = trace_allocs;
     records.reserve_exact(live_blocks.len() + freed_before.len());
     let own = live_blocks.iter().map(|&(_, own)| own).collect();
@@ -309,6 +328,37 @@ pub fn replay(device: &Device) -> DeviceFacts {
     facts.allocations = Allocations::new(own, records, trace);
     warnings(device, &mut facts);
     facts
+}
+
+/// `(allocation, row)` of the annotations, by allocation then row. Allocations are numbered
+/// as [`DeviceFacts::allocations`] lists them: live blocks, frees without an alloc, then the
+/// trace's. An annotation no trace allocation was open for belongs to one from before the
+/// trace at its address: the first freed after it, else the live block.
+fn annotations(
+    annotated: &[(u32, u64, Option<u32>)],
+    live_blocks: &[(Record, (u64, u64))],
+    freed_before: &[Record],
+    trace: &crate::model::Trace,
+) -> Vec<(u32, u32)> {
+    let before = (live_blocks.len() + freed_before.len()) as u32;
+    let mut out: Vec<(u32, u32)> = annotated
+        .iter()
+        .filter_map(|&(row, addr, open)| {
+            let i = match open {
+                Some(i) => before + i,
+                None => match freed_before
+                    .iter()
+                    .position(|r| r.free_row > row && trace.addr[r.free_row as usize] == addr)
+                {
+                    Some(i) => (live_blocks.len() + i) as u32,
+                    None => live_blocks.iter().position(|(_, (a, _))| *a == addr)? as u32,
+                },
+            };
+            Some((i, row))
+        })
+        .collect();
+    out.sort_unstable();
+    out
 }
 
 fn first_stack(block: &crate::model::Block) -> StackId {
@@ -416,6 +466,31 @@ mod tests {
 
     use Action::*;
     use BlockState::*;
+
+    #[test]
+    fn annotations_belong_to_the_allocation_at_their_address_and_change_no_memory() {
+        // A block from before the trace (0x100), annotated; a trace allocation (0x200)
+        // annotated twice, freed, and its address annotated again once nothing holds it.
+        let d = device(
+            &[
+                (Annotate, 0x100, 0),
+                (Alloc, 0x200, 64),
+                (Annotate, 0x200, 64),
+                (Annotate, 0x200, 64),
+                (FreeRequested, 0x200, 64),
+                (FreeCompleted, 0x200, 64),
+                (Annotate, 0x200, 64),
+            ],
+            &[(0x100, 32, ActiveAllocated), (0x120, 224, Inactive)],
+        );
+        let f = replay(&d);
+        assert_eq!(f.allocations.len(), 2);
+        assert_eq!(f.annotations, vec![(0, 0), (1, 2), (1, 3)]);
+        assert_eq!(f.annotations_of(1).collect::<Vec<_>>(), vec![2, 3]);
+        assert_eq!(f.annotations_of(0).collect::<Vec<_>>(), vec![0]);
+        assert_eq!(f.allocated, vec![32, 96, 96, 96, 96, 32, 32]);
+        assert_eq!(f.action_counts[Annotate as usize], 4);
+    }
 
     #[test]
     fn pairs_reused_addresses_in_order() {

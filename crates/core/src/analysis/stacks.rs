@@ -23,6 +23,27 @@ pub struct FrameText {
     /// Interpreter or dispatcher machinery that memory_viz hides ([`FrameClass::Noise`]).
     pub noise: bool,
     pub class: FrameClass,
+    /// The graph node a frame of compiled code runs (`augment_with_fx_traces`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compiled: Option<CompiledNode>,
+    /// A frame of the model code a compiled node was traced from (its `fx_original_trace`),
+    /// listed before the compiled frame.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub original: bool,
+}
+
+/// The FX graph node a frame of generated code runs, as text ([`crate::model::FxNode`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CompiledNode {
+    /// `addmm_1`.
+    pub name: Option<String>,
+    /// `call_function`.
+    pub op: Option<String>,
+    /// `aten.addmm.default`.
+    pub target: Option<String>,
+    /// The innermost frame of the original model code that is the user's (else its
+    /// innermost), as `file:line:name`.
+    pub from: Option<String>,
 }
 
 /// What a frame is, from the code least to most likely to be the user's own.
@@ -146,7 +167,110 @@ pub fn frame_text(snapshot: &Snapshot, frame: &Frame) -> FrameText {
         filename,
         line: frame.line,
         name,
+        compiled: None,
+        original: false,
     }
+}
+
+/// The frames of `stack` as the user reads them, innermost first, each with whether it is of
+/// original model code: a frame of compiled code whose node was traced from the user's model
+/// (`fx_original_trace`) has that code's frames listed just before it, so the model's line
+/// names the allocation and groups it, not the generated file. Most snapshots have no
+/// compiled frames, and their stacks read as recorded.
+pub fn reading_frames(snapshot: &Snapshot, stack: StackId) -> Vec<(FrameId, bool)> {
+    let recorded = snapshot.stacks.frames(stack);
+    let mut out = Vec::with_capacity(recorded.len());
+    for &f in recorded {
+        if let Some(node) = snapshot.fx_node(f) {
+            out.extend(
+                snapshot
+                    .stacks
+                    .frames(node.original)
+                    .iter()
+                    .map(|&o| (o, true)),
+            );
+        }
+        out.push((f, false));
+    }
+    out
+}
+
+/// The stack that tells who made an allocation: the forward code that created the autograd
+/// node of a backward allocation (`forward_frames` of its `alloc`), else its own.
+pub fn allocation_stack(trace: &crate::model::Trace, a: &super::Allocation) -> StackId {
+    if a.alloc_row != super::NO_ROW {
+        let forward = trace.forward_stack(a.alloc_row as usize);
+        if forward != crate::model::NO_STACK {
+            return forward;
+        }
+    }
+    a.stack
+}
+
+/// The node of the innermost frame of compiled code of `stack`, as text, when it has one.
+pub fn innermost_compiled_node(snapshot: &Snapshot, stack: StackId) -> Option<CompiledNode> {
+    if snapshot.fx_nodes.is_empty() {
+        return None;
+    }
+    snapshot
+        .stacks
+        .frames(stack)
+        .iter()
+        .find_map(|&f| compiled_node(snapshot, f))
+}
+
+/// One `annotate` row of an allocation, as views show it (decision 0027).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AnnotationText {
+    /// The `annotate` event.
+    pub event: u32,
+    /// Its `user_metadata`.
+    pub metadata: Option<String>,
+    pub time_us: Option<i64>,
+    /// Where it was annotated: the frame that best names the annotation site.
+    pub site: Option<String>,
+}
+
+/// The annotations of allocation `i` of `facts` (rows of `trace`), oldest first.
+pub fn annotations_text(
+    snapshot: &Snapshot,
+    trace: &crate::model::Trace,
+    facts: &super::DeviceFacts,
+    i: u32,
+) -> Vec<AnnotationText> {
+    facts
+        .annotations_of(i)
+        .map(|row| {
+            let r = row as usize;
+            AnnotationText {
+                event: row,
+                metadata: trace.user_metadata(r).map(|m| snapshot.str(m).to_string()),
+                time_us: Some(trace.time_us[r]).filter(|&t| t != crate::model::NO_TIME),
+                site: stack_text(snapshot, trace.stack[r], false).top_frame,
+            }
+        })
+        .collect()
+}
+
+/// A frame of compiled code's node as text, with where in the original code it came from.
+fn compiled_node(snapshot: &Snapshot, frame: FrameId) -> Option<CompiledNode> {
+    let node = snapshot.fx_node(frame)?;
+    let text = |id: Option<crate::model::StrId>| id.map(|id| snapshot.str(id).to_string());
+    let originals: Vec<FrameText> = snapshot
+        .stack_frames(node.original)
+        .map(|f| frame_text(snapshot, f))
+        .collect();
+    let from = originals
+        .iter()
+        .find(|f| f.class == FrameClass::UserPython)
+        .or(originals.first())
+        .map(|f| format!("{}:{}:{}", f.filename, f.line, f.name));
+    Some(CompiledNode {
+        name: text(node.name),
+        op: text(node.op),
+        target: text(node.target),
+        from,
+    })
 }
 
 /// The framework frame that best says what made an allocation whose stack has no frame of
@@ -274,8 +398,10 @@ pub struct StackText {
 pub fn stack_text(snapshot: &Snapshot, stack: StackId, with_frames: bool) -> StackText {
     let mut frames = Vec::new();
     let mut user: Option<(usize, String)> = None;
-    for frame in snapshot.stack_frames(stack) {
-        let text = frame_text(snapshot, frame);
+    for (id, original) in reading_frames(snapshot, stack) {
+        let mut text = frame_text(snapshot, &snapshot.frames[id as usize]);
+        text.original = original;
+        text.compiled = compiled_node(snapshot, id);
         if user.is_none() && text.class == FrameClass::UserPython {
             let name = format!("{}:{}:{}", text.filename, text.line, text.name);
             user = Some((frames.len(), name));
@@ -329,15 +455,27 @@ impl<'a> FrameSearch<'a> {
         let snapshot = self.snapshot;
         let needle = &self.needle;
         let frames = &mut self.frames;
-        let found = snapshot.stacks.frames(stack).iter().any(|&f| {
+        // The original model code of compiled frames, and their nodes, are searched too.
+        let found = reading_frames(snapshot, stack).iter().any(|&(f, _)| {
             *frames.entry(f).or_insert_with(|| {
                 let frame = &snapshot.frames[f as usize];
-                snapshot.str(frame.filename).to_lowercase().contains(needle)
-                    || snapshot.str(frame.name).to_lowercase().contains(needle)
+                let node = snapshot
+                    .fx_node(f)
+                    .into_iter()
+                    .flat_map(|n| [n.name, n.target]);
+                [frame.filename, frame.name]
+                    .into_iter()
+                    .chain(node.flatten())
+                    .any(|s| snapshot.str(s).to_lowercase().contains(needle))
             })
         });
         self.stacks.insert(stack, found);
         found
+    }
+
+    /// Whether `text` (an annotation, a dtype) contains what is searched for.
+    pub fn matches_text(&self, text: &str) -> bool {
+        text.to_lowercase().contains(&self.needle)
     }
 }
 
@@ -390,6 +528,8 @@ mod tests {
             name: name.into(),
             noise: class == FrameClass::Noise,
             class,
+            compiled: None,
+            original: false,
         }
     }
 

@@ -20,7 +20,7 @@ use crate::analysis::curve::{Curve, Envelope};
 use crate::analysis::elements::AllocationElements;
 use crate::analysis::live::{alive_at, live_set, CallSite};
 use crate::analysis::moment::Moment;
-use crate::analysis::stacks::stack_text;
+use crate::analysis::stacks::{allocation_stack, stack_text};
 use crate::analysis::{Analysed, DeviceFacts};
 use crate::model::Device;
 use crate::model::NO_STACK;
@@ -354,7 +354,7 @@ fn summary(cx: &Context<'_>, device: u32) -> Result<DeviceSummary, ViewError> {
         .map(|f| {
             f.allocations
                 .iter()
-                .map(|&a| listed(cx, facts, categories, &elements, a as usize))
+                .map(|&a| listed(cx, &dev.trace, facts, categories, &elements, a as usize))
                 .collect()
         })
         .collect();
@@ -380,16 +380,18 @@ fn summary(cx: &Context<'_>, device: u32) -> Result<DeviceSummary, ViewError> {
 /// Allocation `allocation` (an index into [`DeviceFacts::allocations`]) as views list it.
 fn listed(
     cx: &Context<'_>,
+    trace: &crate::model::Trace,
     facts: &DeviceFacts,
     categories: &DeviceCategories,
     elements: &AllocationElements<'_>,
     allocation: usize,
 ) -> TopAllocation {
     let a = facts.allocations.at(allocation);
-    let (name, user) = if a.stack == NO_STACK {
+    let stack = allocation_stack(trace, &a);
+    let (name, user) = if stack == NO_STACK {
         (None, false)
     } else {
-        let text = stack_text(&cx.analysed.snapshot, a.stack, false);
+        let text = stack_text(&cx.analysed.snapshot, stack, false);
         (text.top_frame, text.top_frame_is_user)
     };
     TopAllocation {
@@ -427,7 +429,13 @@ fn at(
     let alive = alive_at(facts, state, |i| {
         only.is_none_or(|c| categories.is_in(c, i))
     });
-    let live = live_set(&cx.analysed.snapshot, facts, &alive, top as usize);
+    let live = live_set(
+        &cx.analysed.snapshot,
+        &dev.trace,
+        facts,
+        &alive,
+        top as usize,
+    );
     let elements = AllocationElements::new(facts);
     let largest = live
         .largest

@@ -172,7 +172,7 @@ pub fn digest(
     };
     Ok(Digest {
         device,
-        device_kind: cx.analysed.snapshot.device_kind,
+        device_kind: cx.analysed.snapshot.kind_of(device),
         metrics: overview.metrics,
         unused: overview.unused,
         peak_state,

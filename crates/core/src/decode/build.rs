@@ -11,8 +11,8 @@ use rustc_hash::FxHashMap;
 use super::DecodeError;
 use crate::model::{
     Action, Annotation, AnnotationStage, Block, BlockState, Device, Features, Frame, FrameId,
-    FrameInterner, HistoryEntry, Segment, SegmentType, Snapshot, StackId, Stacks, StrId, Strings,
-    TopLevel, TraceRow, TraceStaging, Value, NO_STACK, NO_TIME,
+    FrameInterner, FxNode, HistoryEntry, Segment, SegmentType, Snapshot, StackId, Stacks, StrId,
+    Strings, TopLevel, TraceRow, TraceStaging, Value, NO_STACK, NO_TIME, PINNED_HOST_DEVICE,
 };
 
 /// The deepest nesting accepted anywhere (snapshots need about 6 levels).
@@ -180,6 +180,11 @@ keys! {
     A_SEGMENT_ALLOC = "segment_alloc", A_SEGMENT_FREE = "segment_free",
     A_SEGMENT_MAP = "segment_map", A_SEGMENT_UNMAP = "segment_unmap",
     A_SNAPSHOT = "snapshot", A_OOM = "oom", A_ANNOTATE = "annotate",
+    HOST_SEGMENTS = "host_segments", HOST_TRACES = "host_traces",
+    SOURCE_CODE = "source_code", SHAPE_DATA = "shape_data",
+    FX_NODE_OP = "fx_node_op", FX_NODE_NAME = "fx_node_name",
+    FX_NODE_TARGET = "fx_node_target", FX_NODE_INFO = "fx_node_info",
+    FX_ORIGINAL_TRACE = "fx_original_trace",
 }
 
 /// Each device's trace rows, as `(start, len)` ranges of the staged rows, by device index.
@@ -327,11 +332,24 @@ impl Builder {
         self.stacks.intern(frames)
     }
 
-    /// A stack from a `frames` value: an interned stack, or a list of frames or frame dicts.
+    /// A stack from a `frames` value: an interned stack, a list of frames or frame dicts, or
+    /// (`forward_frames`) the strings `traceback.format_stack()` writes, outermost first.
     fn stack(&mut self, node: &Decoded, what: &str, at: At) -> Result<StackId, DecodeError> {
         match node {
             Decoded::Stack(id) => Ok(*id),
             Decoded::None => Ok(NO_STACK),
+            Decoded::List(items)
+                if !items.is_empty() && items.iter().all(|i| matches!(i, Decoded::Str(_))) =>
+            {
+                let text: String = items
+                    .iter()
+                    .filter_map(|i| match i {
+                        Decoded::Str(id) => Some(self.text(*id)),
+                        _ => None,
+                    })
+                    .collect();
+                Ok(self.traceback_stack(&text))
+            }
             Decoded::List(items) => {
                 let mut ids = std::mem::take(&mut self.scratch_frames);
                 ids.clear();
@@ -357,6 +375,27 @@ impl Builder {
                 format!("{what} is {}, not a list of frames", other.kind()),
             )),
         }
+    }
+
+    /// The frames traceback text names (`  File "model.py", line 42, in forward` lines,
+    /// outermost first, as Python formats tracebacks) as a stack, innermost first;
+    /// [`NO_STACK`] when the text names none.
+    fn traceback_stack(&mut self, text: &str) -> StackId {
+        let mut ids: Vec<FrameId> = text
+            .lines()
+            .filter_map(traceback_line)
+            .map(|(filename, line, name)| {
+                let frame = Frame {
+                    filename: self.strings.intern(filename),
+                    line,
+                    name: self.strings.intern(name),
+                    extra: Vec::new(),
+                };
+                self.frame_index.intern(&mut self.frames, frame)
+            })
+            .collect();
+        ids.reverse();
+        self.stacks.intern(&ids)
     }
 
     #[inline]
@@ -432,9 +471,19 @@ impl Builder {
                     row.stack = self.stack(v, "a trace entry's 'frames'", at)?;
                     self.features.trace_frames |= row.stack != NO_STACK;
                 }
+                // Frames, or the strings of a formatted traceback; anything else is kept as
+                // written rather than refusing the file.
                 key::FORWARD_FRAMES => {
-                    row.forward_stack = self.stack(v, "a trace entry's 'forward_frames'", at)?;
-                    self.features.forward_frames = true;
+                    match self.stack(v, "a trace entry's 'forward_frames'", at) {
+                        Ok(stack) => {
+                            row.forward_stack = stack;
+                            self.features.forward_frames = true;
+                        }
+                        Err(_) => {
+                            let value = self.value(v, 0)?;
+                            self.staging.push_extra(row_index, *kid, value);
+                        }
+                    }
                 }
                 key::COMPILE_CONTEXT if matches!(v, Decoded::Str(_)) => {
                     let Decoded::Str(s) = v else { unreachable!() };
@@ -444,6 +493,23 @@ impl Builder {
                 key::USER_METADATA if matches!(v, Decoded::Str(_)) => {
                     let Decoded::Str(s) = v else { unreachable!() };
                     row.user_metadata = (*s != key::EMPTY).then_some(*s);
+                    self.features.user_metadata = true;
+                }
+                // PyTorch's viewer also takes metadata as a dict, shown `key: value` a line.
+                key::USER_METADATA if matches!(v, Decoded::Dict(_)) => {
+                    let Decoded::Dict(pairs) = v else {
+                        unreachable!()
+                    };
+                    let mut text = String::new();
+                    for (k, v) in pairs {
+                        if !text.is_empty() {
+                            text.push('\n');
+                        }
+                        let k = self.value(k, 0)?.display();
+                        let v = self.value(v, 0)?.display();
+                        text += &format!("{k}: {v}");
+                    }
+                    row.user_metadata = (!text.is_empty()).then(|| self.strings.intern(&text));
                     self.features.user_metadata = true;
                 }
                 key::POOL_ID if pool_pair(v).is_some() => {
@@ -621,6 +687,7 @@ impl Builder {
         let mut snapshot = Snapshot::default();
         let mut device_rows: DeviceRows = Vec::new();
         let mut segments: Vec<(u32, Segment, Vec<Block>)> = Vec::new();
+        let mut shapes: Vec<(u32, Tensors)> = Vec::new();
         match root {
             Decoded::Dict(pairs) => {
                 let has_schema = pairs.iter().any(|(k, _)| {
@@ -634,9 +701,11 @@ impl Builder {
                 }
                 for (k, v) in pairs {
                     match k {
-                        Decoded::Str(key::SEGMENTS) => self.segments(v, &mut segments, at_end)?,
+                        Decoded::Str(key::SEGMENTS) => {
+                            self.segments(v, false, &mut segments, at_end)?
+                        }
                         Decoded::Str(key::DEVICE_TRACES) => {
-                            device_rows = self.device_traces(v, at_end)?
+                            device_rows.extend(self.device_traces(v, at_end)?)
                         }
                         Decoded::Str(key::ALLOCATOR_SETTINGS) => {
                             snapshot.allocator_settings = Some(self.value(&v, 0)?)
@@ -644,6 +713,40 @@ impl Builder {
                         Decoded::Str(key::EXTERNAL_ANNOTATIONS) => {
                             snapshot.annotations = self.annotations(v, at_end)?
                         }
+                        // Pinned host memory not of the shape PyTorch writes is kept as
+                        // written, as any key this reader does not know: never an error.
+                        Decoded::Str(key::HOST_SEGMENTS) => {
+                            let mut host = Vec::new();
+                            match self.segments(v.clone(), true, &mut host, at_end) {
+                                Ok(()) => segments.extend(host),
+                                Err(_) => snapshot
+                                    .extra
+                                    .push(("host_segments".into(), self.value(&v, 0)?)),
+                            }
+                        }
+                        Decoded::Str(key::HOST_TRACES) => {
+                            match self.trace_list(v.clone(), "host_traces", at_end) {
+                                Ok(ranges) if ranges.is_empty() => {}
+                                Ok(ranges) => device_rows.push((PINNED_HOST_DEVICE, ranges)),
+                                Err(_) => snapshot
+                                    .extra
+                                    .push(("host_traces".into(), self.value(&v, 0)?)),
+                            }
+                        }
+                        Decoded::Str(key::SOURCE_CODE) if source_code(&v).is_some() => {
+                            snapshot.source_code = source_code(&v)
+                                .unwrap()
+                                .map(|(path, text)| {
+                                    (self.text(path).to_string(), self.text(text).to_string())
+                                })
+                                .collect()
+                        }
+                        Decoded::Str(key::SHAPE_DATA) => match self.shape_data(&v) {
+                            Some(read) => shapes = read,
+                            None => snapshot
+                                .extra
+                                .push(("shape_data".into(), self.value(&v, 0)?)),
+                        },
                         other => {
                             let name = match &other {
                                 Decoded::Str(id) => self.text(*id).to_string(),
@@ -657,11 +760,17 @@ impl Builder {
             }
             Decoded::List(_) => {
                 snapshot.top_level = TopLevel::SegmentList;
-                self.segments(root, &mut segments, at_end)?;
+                self.segments(root, false, &mut segments, at_end)?;
             }
             other => return Err(not_a_snapshot(&self, &other, at_end)),
         }
         snapshot.devices = self.devices(device_rows, segments);
+        for (id, tensors) in shapes {
+            if let Some(device) = snapshot.devices.iter_mut().find(|d| d.id == id) {
+                set_tensors(device, &tensors);
+            }
+        }
+        snapshot.fx_nodes = self.fx_nodes();
         snapshot.features = self.features;
         snapshot.strings = self.strings;
         snapshot.frames = self.frames;
@@ -712,6 +821,143 @@ impl Builder {
         }
         devices.sort_by_key(|d| d.id);
         devices
+    }
+
+    /// `host_traces`: the pinned host allocator's one list of trace entries (also taken as a
+    /// list of such lists, read one after the other), as row ranges.
+    fn trace_list(
+        &mut self,
+        node: Decoded,
+        what: &str,
+        at: At,
+    ) -> Result<Vec<(u32, u32)>, DecodeError> {
+        let Decoded::List(items) = node else {
+            return Err(err(at, format!("'{what}' is {}, not a list", node.kind())));
+        };
+        let mut ranges: Vec<(u32, u32)> = Vec::new();
+        let mut push = |start: u32, len: u32| match ranges.last_mut() {
+            Some((s, n)) if *s + *n == start => *n += len,
+            _ => ranges.push((start, len)),
+        };
+        for (i, item) in items.into_iter().enumerate() {
+            match item {
+                Decoded::Rows(start, len) => push(start, len),
+                Decoded::Dict(pairs) if Self::is_trace_keys(pairs.iter().map(|p| &p.0)) => {
+                    push(self.trace_row(&pairs, at)?, 1)
+                }
+                Decoded::List(inner) => {
+                    for (start, len) in self.trace_list(Decoded::List(inner), what, at)? {
+                        push(start, len);
+                    }
+                }
+                other => {
+                    return Err(err(
+                        at,
+                        format!("{what}[{i}] is {}, not a trace entry", other.kind()),
+                    ))
+                }
+            }
+        }
+        Ok(ranges)
+    }
+
+    /// `shape_data` (`{device: {address: [[op, shape, dtype], …]}}`), as capture helpers
+    /// write it: per device, the tensors made at each address, in order; `None` when it is
+    /// not of that shape (it is then kept as written).
+    fn shape_data(&mut self, node: &Decoded) -> Option<Vec<(u32, Tensors)>> {
+        let Decoded::Dict(devices) = node else {
+            return None;
+        };
+        let mut out = Vec::new();
+        for (device, addresses) in devices {
+            let device = match device {
+                Decoded::Int(i) => u32::try_from(*i).ok()?,
+                Decoded::Str(s) => self.text(*s).parse().ok()?,
+                _ => return None,
+            };
+            let Decoded::Dict(addresses) = addresses else {
+                return None;
+            };
+            let mut tensors: Tensors = FxHashMap::default();
+            for (addr, list) in addresses {
+                let addr = match addr {
+                    Decoded::Int(i) => u64::try_from(*i).ok()?,
+                    Decoded::BigInt(t) => t.parse().ok()?,
+                    Decoded::Str(s) => self.text(*s).parse().ok()?,
+                    _ => return None,
+                };
+                let (Decoded::List(items) | Decoded::Tuple(items)) = list else {
+                    return None;
+                };
+                let mut made = Vec::with_capacity(items.len());
+                for item in items {
+                    let (Decoded::List(fields) | Decoded::Tuple(fields)) = item else {
+                        return None;
+                    };
+                    let shape = match fields.get(1)? {
+                        Decoded::Str(s) => *s,
+                        Decoded::List(dims) | Decoded::Tuple(dims) => {
+                            let dims: Option<Vec<String>> = dims
+                                .iter()
+                                .map(|d| match d {
+                                    Decoded::Int(i) => Some(i.to_string()),
+                                    Decoded::BigInt(t) => Some(t.clone()),
+                                    _ => None,
+                                })
+                                .collect();
+                            self.strings.intern(&format!("[{}]", dims?.join(", ")))
+                        }
+                        _ => return None,
+                    };
+                    let dtype = match fields.get(2) {
+                        Some(Decoded::Str(s)) => Some(*s),
+                        _ => None,
+                    };
+                    made.push((shape, dtype));
+                }
+                tensors.insert(addr, made);
+            }
+            out.push((device, tensors));
+        }
+        Some(out)
+    }
+
+    /// What augmentation says of frames (their `fx_*` keys), by frame, with each original
+    /// trace read as a stack.
+    fn fx_nodes(&mut self) -> Vec<FxNode> {
+        let found: Vec<(FrameId, [Option<StrId>; 3], Option<String>)> = self
+            .frames
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| {
+                let text = |wanted: &[StrId]| {
+                    f.extra.iter().find_map(|(k, v)| match v {
+                        Value::Str(t) if wanted.contains(k) => Some(t.clone()),
+                        _ => None,
+                    })
+                };
+                let op = text(&[key::FX_NODE_OP]);
+                let name = text(&[key::FX_NODE_NAME]);
+                let target = text(&[key::FX_NODE_TARGET, key::FX_NODE_INFO]);
+                let original = text(&[key::FX_ORIGINAL_TRACE]);
+                (op.is_some() || name.is_some() || target.is_some() || original.is_some())
+                    .then_some((i as FrameId, [op, name, target], original))
+            })
+            .map(|(i, texts, original)| {
+                let ids = texts.map(|t| t.map(|t| self.strings.intern(&t)));
+                (i, ids, original)
+            })
+            .collect();
+        found
+            .into_iter()
+            .map(|(frame, [op, name, target], original)| FxNode {
+                frame,
+                op,
+                name,
+                target,
+                original: original.map_or(NO_STACK, |t| self.traceback_stack(&t)),
+            })
+            .collect()
     }
 
     fn device_traces(&mut self, node: Decoded, at: At) -> Result<DeviceRows, DecodeError> {
@@ -765,26 +1011,32 @@ impl Builder {
         Ok(out)
     }
 
+    /// `segments`, or with `host` the pinned host allocator's `host_segments`: those go on
+    /// [`PINNED_HOST_DEVICE`] whatever `device` they say (the host has no device index).
     fn segments(
         &mut self,
         node: Decoded,
+        host: bool,
         out: &mut Vec<(u32, Segment, Vec<Block>)>,
         at: At,
     ) -> Result<(), DecodeError> {
+        let what = if host { "host_segments" } else { "segments" };
         let Decoded::List(items) = node else {
-            return Err(err(
-                at,
-                format!("'segments' is {}, not a list", node.kind()),
-            ));
+            return Err(err(at, format!("'{what}' is {}, not a list", node.kind())));
         };
         for (i, item) in items.into_iter().enumerate() {
-            let Decoded::Dict(pairs) = item else {
+            let Decoded::Dict(mut pairs) = item else {
                 return Err(err(
                     at,
-                    format!("segments[{i}] is {}, not a dict", item.kind()),
+                    format!("{what}[{i}] is {}, not a dict", item.kind()),
                 ));
             };
-            out.push(self.segment(pairs, i, at)?);
+            if host {
+                pairs.retain(|(k, _)| *k != Decoded::Str(key::DEVICE));
+            }
+            let (device, segment, blocks) = self.segment(pairs, i, at)?;
+            let device = if host { PINNED_HOST_DEVICE } else { device };
+            out.push((device, segment, blocks));
         }
         Ok(())
     }
@@ -1022,6 +1274,58 @@ impl Builder {
     }
 }
 
+/// Per address, the tensors made there in order: `(shape, dtype)`.
+type Tensors = FxHashMap<u64, Vec<(StrId, Option<StrId>)>>;
+
+/// Gives each `alloc` row of `device` the shape and dtype `shape_data` lists at its address:
+/// the n-th allocation at an address gets the n-th tensor listed there (the last one when
+/// fewer are listed).
+fn set_tensors(device: &mut Device, tensors: &Tensors) {
+    let trace = &device.trace;
+    let mut seen: FxHashMap<u64, usize> = FxHashMap::default();
+    let mut rows = Vec::new();
+    for row in 0..trace.len() {
+        if trace.action[row] != Action::Alloc {
+            continue;
+        }
+        let addr = trace.addr[row];
+        let Some(made) = tensors.get(&addr).filter(|m| !m.is_empty()) else {
+            continue;
+        };
+        let n = seen.entry(addr).or_insert(0);
+        let (shape, dtype) = made[(*n).min(made.len() - 1)];
+        *n += 1;
+        rows.push((row as u32, shape, dtype));
+    }
+    if !rows.is_empty() {
+        device.trace.set_tensors(&rows);
+    }
+}
+
+/// `source_code` as `(path, text)` pairs, when it is a dict of strings.
+fn source_code(node: &Decoded) -> Option<impl Iterator<Item = (StrId, StrId)> + '_> {
+    let Decoded::Dict(pairs) = node else {
+        return None;
+    };
+    pairs
+        .iter()
+        .all(|p| matches!(p, (Decoded::Str(_), Decoded::Str(_))))
+        .then(|| {
+            pairs.iter().filter_map(|p| match p {
+                (Decoded::Str(k), Decoded::Str(v)) => Some((*k, *v)),
+                _ => None,
+            })
+        })
+}
+
+/// `("model.py", 42, "forward")` of a traceback line `  File "model.py", line 42, in forward`.
+fn traceback_line(line: &str) -> Option<(&str, i64, &str)> {
+    let rest = line.trim_start().strip_prefix("File \"")?;
+    let (file, rest) = rest.split_once("\", line ")?;
+    let (number, name) = rest.split_once(", in ")?;
+    Some((file, number.parse().ok()?, name.trim_end()))
+}
+
 fn action_of(name: StrId) -> Action {
     match name {
         key::A_ALLOC => Action::Alloc,
@@ -1069,4 +1373,101 @@ fn not_a_snapshot(builder: &Builder, root: &Decoded, at: At) -> DecodeError {
     };
     DecodeError::new(at.0, format!("not a memory snapshot: the top level is {described}, without 'segments' or 'device_traces'"))
         .with_hint("expected the output of torch.cuda.memory._dump_snapshot()")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fields_of_another_shape_than_pytorchs_are_kept_as_written() {
+        let json = br#"{"segments": [], "device_traces": [[]],
+            "host_traces": "not recorded", "host_segments": [{"device": -1}],
+            "shape_data": [1, 2], "source_code": {"a.py": 3}}"#;
+        let s = crate::decode::decode_bytes(json).unwrap();
+        assert!(s.device(crate::model::PINNED_HOST_DEVICE).is_none());
+        assert!(s.source_code.is_empty());
+        let mut kept: Vec<&str> = s.extra.iter().map(|(k, _)| k.as_str()).collect();
+        kept.sort_unstable();
+        assert_eq!(
+            kept,
+            ["host_segments", "host_traces", "shape_data", "source_code"]
+        );
+    }
+
+    #[test]
+    fn traceback_lines_name_their_frame() {
+        assert_eq!(
+            traceback_line("  File \"/home/u/model.py\", line 42, in forward"),
+            Some(("/home/u/model.py", 42, "forward"))
+        );
+        assert_eq!(traceback_line("    a = self.net1(x)"), None);
+        assert_eq!(traceback_line("x = a @ b"), None);
+        assert_eq!(traceback_line("  File \"m.py\", line ?, in f"), None);
+    }
+
+    #[test]
+    fn forward_frames_as_strings_are_a_stack_innermost_first() {
+        let mut b = Builder::new();
+        let outer = b
+            .strings
+            .intern("  File \"train.py\", line 40, in main\n    loss = model(x)\n");
+        let inner = b
+            .strings
+            .intern("  File \"model.py\", line 42, in forward\n    a = self.net1(x)\n");
+        let node = Decoded::List(vec![Decoded::Str(outer), Decoded::Str(inner)]);
+        let stack = b.stack(&node, "forward_frames", At(None)).unwrap();
+        let names: Vec<(String, i64)> = b
+            .stacks
+            .frames(stack)
+            .iter()
+            .map(|&f| {
+                let f = &b.frames[f as usize];
+                (b.strings.get(f.filename).to_string(), f.line)
+            })
+            .collect();
+        assert_eq!(
+            names,
+            vec![("model.py".to_string(), 42), ("train.py".to_string(), 40)]
+        );
+    }
+
+    #[test]
+    fn forward_frames_of_another_shape_are_kept_as_written() {
+        let mut b = Builder::new();
+        let pairs = vec![
+            (Decoded::Str(key::ACTION), Decoded::Str(key::A_ALLOC)),
+            (
+                Decoded::Str(key::FORWARD_FRAMES),
+                Decoded::List(vec![Decoded::Int(3)]),
+            ),
+        ];
+        let row = b.trace_row(&pairs, At(None)).unwrap();
+        assert_eq!(b.staging.row(row as usize).forward_stack, NO_STACK);
+        let trace = std::mem::take(&mut b.staging).into_trace();
+        assert_eq!(trace.extra.len(), 1);
+        assert_eq!(trace.extra[0].1, key::FORWARD_FRAMES);
+    }
+
+    #[test]
+    fn user_metadata_as_a_dict_reads_as_key_value_lines() {
+        let mut b = Builder::new();
+        let k1 = b.strings.intern("phase");
+        let v1 = b.strings.intern("backward");
+        let k2 = b.strings.intern("layer");
+        let pairs = vec![
+            (Decoded::Str(key::ACTION), Decoded::Str(key::A_ANNOTATE)),
+            (Decoded::Str(key::ADDR), Decoded::Int(4096)),
+            (
+                Decoded::Str(key::USER_METADATA),
+                Decoded::Dict(vec![
+                    (Decoded::Str(k1), Decoded::Str(v1)),
+                    (Decoded::Str(k2), Decoded::Int(3)),
+                ]),
+            ),
+        ];
+        let row = b.trace_row(&pairs, At(None)).unwrap();
+        let metadata = b.staging.row(row as usize).user_metadata.unwrap();
+        assert_eq!(b.strings.get(metadata), "phase: backward\nlayer: 3");
+    }
 }

@@ -49,9 +49,47 @@ pub fn made_by_label(made_in_trace: bool, freed_in_trace: bool, user: bool) -> &
     }
 }
 
-/// What a device is called: `cuda:0`, `npu:3`.
+/// A compiled graph's node as the user reads it: ``compiled node `addmm_1` (call_function
+/// aten.addmm.default) from model.py:44 forward``.
+pub fn compiled_node(node: &crate::analysis::stacks::CompiledNode) -> String {
+    let mut out = match &node.name {
+        Some(name) => format!("compiled node `{name}`"),
+        None => "compiled node".to_string(),
+    };
+    let what: Vec<&str> = [&node.op, &node.target]
+        .into_iter()
+        .filter_map(|t| t.as_deref())
+        .collect();
+    if !what.is_empty() {
+        out += &format!(" ({})", what.join(" "));
+    }
+    if let Some(from) = &node.from {
+        // `file:line:name` → `model.py:42 forward`, the file without its folders.
+        let mut parts = from.rsplitn(3, ':');
+        let (name, line, file) = (parts.next(), parts.next(), parts.next());
+        match (file, line, name) {
+            (Some(file), Some(line), Some(name)) => {
+                let base = file.rsplit(['/', '\\']).next().unwrap_or(file);
+                out += &format!(" from {base}:{line} {name}");
+            }
+            _ => out += &format!(" from {from}"),
+        }
+    }
+    out
+}
+
+/// A device's key in JSON output: its index, `host` for pinned host memory.
+pub fn device_key(id: u32) -> String {
+    if id == crate::model::PINNED_HOST_DEVICE {
+        "host".to_string()
+    } else {
+        id.to_string()
+    }
+}
+
+/// What a device is called: `cuda:0`, `npu:3`, `host (pinned)`.
 pub fn device(kind: crate::model::DeviceKind, id: u32) -> String {
-    format!("{}:{id}", kind.name())
+    kind.device_name(id)
 }
 
 /// Bytes in binary units with three significant digits: `512 B`, `1.50 KiB`, `11.0 GiB`.
@@ -222,6 +260,28 @@ pub fn percent_of(part: u64, whole: u64) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_compiled_node_says_what_it_runs_and_where_it_came_from() {
+        let mut node = crate::analysis::stacks::CompiledNode {
+            name: Some("add_3".into()),
+            op: Some("call_function".into()),
+            target: Some("aten.add".into()),
+            from: Some("/home/u/proj/model.py:42:forward".into()),
+        };
+        assert_eq!(
+            compiled_node(&node),
+            "compiled node `add_3` (call_function aten.add) from model.py:42 forward"
+        );
+        node.target = None;
+        node.from = None;
+        assert_eq!(
+            compiled_node(&node),
+            "compiled node `add_3` (call_function)"
+        );
+        assert_eq!(device_key(0), "0");
+        assert_eq!(device_key(crate::model::PINNED_HOST_DEVICE), "host");
+    }
 
     #[test]
     fn frames_read_by_file_line_and_function() {

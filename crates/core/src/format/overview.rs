@@ -205,6 +205,19 @@ pub fn warning(warning: &Warning) -> String {
     }
 }
 
+/// The rows of actions the reader does not know, by name: `Actions not known to this reader:
+/// future_action 1 row, workspace_snapshot 2 rows`.
+pub fn unknown_actions(counts: &[(String, u64)]) -> String {
+    let listed: Vec<String> = counts
+        .iter()
+        .map(|(name, n)| {
+            let rows = if *n == 1 { "row" } else { "rows" };
+            format!("{name} {} {rows}", super::count(*n))
+        })
+        .collect();
+    format!("Actions not known to this reader: {}", listed.join(", "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

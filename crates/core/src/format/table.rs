@@ -34,7 +34,7 @@ pub fn allocator_totals(segments: u32, t: &AllocatorTotals) -> String {
 }
 
 /// The header of an allocations CSV.
-pub const ROWS_HEADER: &str = "allocation,element,address,size_bytes,requested_bytes,stream,role,role_inferred,component,phase,alloc_event,alloc_time_us,free_event,free_time_us,lifetime_events,lifetime_us,top_frame,shape";
+pub const ROWS_HEADER: &str = "allocation,element,address,size_bytes,requested_bytes,stream,role,role_inferred,component,phase,alloc_event,alloc_time_us,free_event,free_time_us,lifetime_events,lifetime_us,top_frame,shape,dtype,annotations";
 
 /// The header of a groups CSV.
 pub const GROUPS_HEADER: &str =
@@ -67,7 +67,7 @@ pub fn rows_csv(rows: &Rows<'_>, sorted: &[u32]) -> String {
         let r = rows.row(i);
         let _ = writeln!(
             out,
-            "{},{},0x{:x},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},0x{:x},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             r.allocation,
             r.index,
             r.address,
@@ -86,9 +86,38 @@ pub fn rows_csv(rows: &Rows<'_>, sorted: &[u32]) -> String {
             opt(r.lifetime_us),
             cell(r.top_frame.as_deref().unwrap_or("")),
             cell(r.shape.as_deref().unwrap_or("")),
+            cell(r.dtype.as_deref().unwrap_or("")),
+            cell(&annotations(&r.annotations)),
         );
     }
     out
+}
+
+/// What a row says after its top frame: ` · compiled node … · torch.float32 [8, 1024] ·
+/// annotated: saved for backward | offload candidate` (each part only when known).
+pub fn row_notes(r: &crate::table::columns::TableRow) -> String {
+    let mut out = String::new();
+    if let Some(node) = &r.compiled_node {
+        out += &format!(" · {}", super::compiled_node(node));
+    }
+    match (&r.dtype, &r.shape) {
+        (Some(dtype), Some(shape)) => out += &format!(" · {dtype} {shape}"),
+        (None, Some(shape)) => out += &format!(" · {shape}"),
+        _ => {}
+    }
+    if !r.annotations.is_empty() {
+        out += &format!(" · annotated: {}", annotations(&r.annotations));
+    }
+    out
+}
+
+/// An allocation's annotations in one cell: each one's metadata, oldest first, ` | ` between.
+fn annotations(list: &[crate::analysis::stacks::AnnotationText]) -> String {
+    let texts: Vec<&str> = list
+        .iter()
+        .map(|a| a.metadata.as_deref().unwrap_or(""))
+        .collect();
+    texts.join(" | ")
 }
 
 /// Every group of `tree`, parents first, with the number of groups written.

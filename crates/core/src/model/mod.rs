@@ -115,7 +115,14 @@ pub enum DeviceKind {
     Xpu,
     /// Meta's accelerators (`torch.mtia`).
     Mtia,
+    /// Page-locked host memory of the pinned memory allocator (`host_segments`,
+    /// `host_traces`): the device [`PINNED_HOST_DEVICE`], beside the accelerators.
+    PinnedHost,
 }
+
+/// The device id pinned host memory gets: one past every index PyTorch gives an accelerator,
+/// so it sorts after them and no accelerator's index can take it.
+pub const PINNED_HOST_DEVICE: u32 = u32::MAX;
 
 impl DeviceKind {
     /// The name PyTorch gives its devices: `cuda`, `npu`.
@@ -125,6 +132,18 @@ impl DeviceKind {
             DeviceKind::Npu => "npu",
             DeviceKind::Xpu => "xpu",
             DeviceKind::Mtia => "mtia",
+            DeviceKind::PinnedHost => "host",
+        }
+    }
+
+    /// What device `id` of this kind is called: `cuda:0`, `npu:3`, `host (pinned)` (the host
+    /// has one pinned allocator, so no index). [`PINNED_HOST_DEVICE`] is the host whatever
+    /// kind it is named with, so a view that knows only the snapshot's kind still names it.
+    pub fn device_name(self, id: u32) -> String {
+        if self == DeviceKind::PinnedHost || id == PINNED_HOST_DEVICE {
+            "host (pinned)".to_string()
+        } else {
+            format!("{}:{id}", self.name())
         }
     }
 
@@ -178,6 +197,29 @@ pub struct Snapshot {
     pub features: Features,
     /// The kind of device its memory is on.
     pub device_kind: DeviceKind,
+    /// What `augment_with_fx_traces` says of frames of compiled code, by frame.
+    pub fx_nodes: Vec<FxNode>,
+    /// `source_code`, as capture helpers add it: the text of the program's files by path, in
+    /// file order.
+    pub source_code: Vec<(String, String)>,
+}
+
+/// What `_dump_snapshot(augment_with_fx_traces=True)` adds to a frame of a compiled graph's
+/// generated code (`fx_generated_<hash>.py`): the graph node its line runs, and the model code
+/// the node was traced from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FxNode {
+    /// The frame of the generated code.
+    pub frame: FrameId,
+    /// `fx_node_op`: `call_function`, `call_module`, `placeholder`…
+    pub op: Option<StrId>,
+    /// `fx_node_name`: `addmm_1`.
+    pub name: Option<StrId>,
+    /// `fx_node_target` (`fx_node_info` in some releases): `aten.addmm.default`.
+    pub target: Option<StrId>,
+    /// `fx_original_trace` read as frames, innermost first ([`NO_STACK`] when absent or not
+    /// traceback text).
+    pub original: StackId,
 }
 
 /// Optional keys seen anywhere in the file. Each arrived in a known PyTorch release.
@@ -341,9 +383,26 @@ impl Snapshot {
             .unwrap_or_default()
     }
 
-    /// What device `id` is called: `cuda:0`, `npu:3`.
+    /// The kind of device `id` is: the snapshot's, or pinned host memory.
+    pub fn kind_of(&self, id: u32) -> DeviceKind {
+        if id == PINNED_HOST_DEVICE {
+            DeviceKind::PinnedHost
+        } else {
+            self.device_kind
+        }
+    }
+
+    /// What device `id` is called: `cuda:0`, `npu:3`, `host (pinned)`.
     pub fn device_name(&self, id: u32) -> String {
-        format!("{}:{id}", self.device_kind.name())
+        self.kind_of(id).device_name(id)
+    }
+
+    /// What augmentation says of frame `frame`, when it is a compiled graph's.
+    pub fn fx_node(&self, frame: FrameId) -> Option<&FxNode> {
+        self.fx_nodes
+            .binary_search_by_key(&frame, |n| n.frame)
+            .ok()
+            .map(|i| &self.fx_nodes[i])
     }
 
     /// The frames of a stack, innermost first (empty for [`NO_STACK`]).
@@ -388,6 +447,20 @@ mod tests {
             segments: vec![Segment::default(); segments],
             ..Device::default()
         }
+    }
+
+    #[test]
+    fn pinned_host_memory_is_named_as_the_host_whatever_kind_names_it() {
+        assert_eq!(DeviceKind::Cuda.device_name(1), "cuda:1");
+        assert_eq!(DeviceKind::Npu.device_name(0), "npu:0");
+        assert_eq!(DeviceKind::PinnedHost.device_name(7), "host (pinned)");
+        assert_eq!(
+            DeviceKind::Cuda.device_name(PINNED_HOST_DEVICE),
+            "host (pinned)"
+        );
+        let s = Snapshot::default();
+        assert_eq!(s.kind_of(PINNED_HOST_DEVICE), DeviceKind::PinnedHost);
+        assert_eq!(s.kind_of(0), DeviceKind::Cuda);
     }
 
     #[test]

@@ -363,7 +363,8 @@ fn after_line_number(text: &str) -> bool {
 }
 
 /// Redacts `snapshot` in place: plans from its frames' file names, then rewrites every
-/// string of the model (frames, names, annotations, values kept as written). Returns the
+/// string of the model (frames, names, annotations, values kept as written, the program's
+/// source files). Returns the
 /// plan.
 pub fn redact_snapshot(snapshot: &mut Snapshot) -> Redaction {
     let redaction = Redaction::of_snapshot(snapshot);
@@ -394,6 +395,15 @@ pub fn redact_snapshot(snapshot: &mut Snapshot) -> Redaction {
     }
     for (_, value) in &mut snapshot.extra {
         redact_value(value, &redaction);
+    }
+    // The program's files: their paths, and the paths their text names.
+    for (path, text) in &mut snapshot.source_code {
+        if let Cow::Owned(changed) = redaction.apply(path) {
+            *path = changed;
+        }
+        if let Cow::Owned(changed) = redaction.apply_in_text(text) {
+            *text = changed;
+        }
     }
     redaction
 }

@@ -180,6 +180,8 @@ pub struct Trace {
     /// A tensor's shape as a profiler wrote it (`[8, 1024]`), for rows of files that record
     /// tensors (the peak-memory JSON); empty for snapshots.
     shape: LazyColumn,
+    /// The tensor's dtype beside its shape (`torch.float32`), when the file records one.
+    dtype: LazyColumn,
     /// `(row, name)` of rows whose action is [`Action::Other`].
     pub unknown_actions: Vec<(u32, StrId)>,
     /// `(row, key, value)` for keys this model does not know.
@@ -252,6 +254,7 @@ impl Trace {
         self.pool.finish(len, NONE_U32);
         self.forward_stack.finish(len, NO_STACK);
         self.shape.finish(len, NONE_U32);
+        self.dtype.finish(len, NONE_U32);
     }
 
     /// Sets the shape of the tensor the last row pushed was made for.
@@ -269,6 +272,30 @@ impl Trace {
     /// Whether any row has a shape.
     pub fn has_shapes(&self) -> bool {
         self.shape.is_used()
+    }
+
+    /// Sets the shape and dtype of the tensors rows were made for, `(row, shape, dtype)` in
+    /// ascending rows, once every row is in (what a capture helper's `shape_data` says);
+    /// replaces any shapes set before.
+    pub fn set_tensors(&mut self, tensors: &[(u32, StrId, Option<StrId>)]) {
+        let len = self.len();
+        self.shape = LazyColumn::default();
+        self.dtype = LazyColumn::default();
+        for (row, shape, dtype) in tensors {
+            let row = *row as usize;
+            if row < len {
+                self.shape.set(row, *shape, NONE_U32, len);
+                self.dtype
+                    .set(row, dtype.unwrap_or(NONE_U32), NONE_U32, len);
+            }
+        }
+        self.shape.finish(len, NONE_U32);
+        self.dtype.finish(len, NONE_U32);
+    }
+
+    /// The dtype of the tensor row `row` was made for, when the file records one.
+    pub fn dtype(&self, row: usize) -> Option<StrId> {
+        Some(self.dtype.get(row, NONE_U32)).filter(|&v| v != NONE_U32)
     }
 
     pub fn compile_context(&self, row: usize) -> Option<StrId> {
@@ -430,6 +457,7 @@ impl Trace {
         split_column!(pool, NONE_U32);
         split_column!(forward_stack, NO_STACK);
         split_column!(shape, NONE_U32);
+        split_column!(dtype, NONE_U32);
         // Unknown actions and unknown keys are few and sorted by row: each new row finds its
         // own by binary search, before the actions go.
         for (trace, runs) in traces.iter_mut().zip(runs) {
@@ -472,6 +500,7 @@ impl Trace {
             + self.pool.heap_bytes()
             + self.forward_stack.heap_bytes()
             + self.shape.heap_bytes()
+            + self.dtype.heap_bytes()
             + self.unknown_actions.capacity() * 8
     }
 }

@@ -358,6 +358,10 @@ pub struct Overview {
     pub warnings: Vec<Warning>,
     /// The device used no memory: no segments and no trace entries.
     pub unused: bool,
+    /// Rows of actions this model does not know (`workspace_snapshot` of torch_npu…), counted
+    /// by name, in name order.
+    #[serde(default)]
+    pub unknown_actions: Vec<(String, u64)>,
 }
 
 impl Overview {
@@ -518,7 +522,7 @@ pub fn build(analysed: &Analysed, id: u32) -> Option<Overview> {
     warnings.extend(snapshot.notes.iter().cloned().map(Warning::Import));
     Some(Overview {
         device: id,
-        device_kind: snapshot.device_kind,
+        device_kind: snapshot.kind_of(id),
         metrics: m,
         format: FormatFacts {
             source: snapshot.source,
@@ -528,7 +532,20 @@ pub fn build(analysed: &Analysed, id: u32) -> Option<Overview> {
         allocator_settings: settings(snapshot),
         warnings,
         unused: device.segments.is_empty() && trace.is_empty(),
+        unknown_actions: unknown_actions(trace, snapshot),
     })
+}
+
+/// The rows of `trace` whose action the model does not know, counted by name, in name order.
+pub fn unknown_actions(trace: &crate::model::Trace, snapshot: &Snapshot) -> Vec<(String, u64)> {
+    let mut counts: std::collections::BTreeMap<&str, u64> = Default::default();
+    for &(_, name) in &trace.unknown_actions {
+        *counts.entry(snapshot.str(name)).or_default() += 1;
+    }
+    counts
+        .into_iter()
+        .map(|(name, n)| (name.to_string(), n))
+        .collect()
 }
 
 /// The PyTorch release range the file's keys point to.

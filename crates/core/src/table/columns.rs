@@ -13,9 +13,12 @@ use crate::analysis::axis::Axis;
 use crate::analysis::categories::signals::Phase;
 use crate::analysis::categories::{Component, DeviceCategories, Role};
 use crate::analysis::elements::AllocationElements;
-use crate::analysis::stacks::stack_text;
+use crate::analysis::stacks::{
+    allocation_stack, annotations_text, innermost_compiled_node, stack_text, AnnotationText,
+    CompiledNode,
+};
 use crate::analysis::{Allocation, DeviceFacts, Origin, NO_ROW};
-use crate::model::{Device, Snapshot, StackId, NO_STACK, NO_TIME};
+use crate::model::{Device, Snapshot, StackId, Trace, NO_STACK, NO_TIME};
 
 /// One allocation as the table shows it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -55,6 +58,16 @@ pub struct TableRow {
     /// The tensor's shape, when the file records tensors (`[8, 1024]`).
     #[serde(default)]
     pub shape: Option<String>,
+    /// The tensor's dtype, when the file records it (`torch.float32`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<String>,
+    /// The compiled graph's node that made it, when made by compiled code
+    /// (`augment_with_fx_traces`): its `top_frame` is then the node's original model code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compiled_node: Option<Box<CompiledNode>>,
+    /// What `annotate` rows attached to it, oldest first (decision 0027).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub annotations: Vec<AnnotationText>,
 }
 
 /// The number of elements of a shape written as `[8, 1024]` or `(8, 1024)`: the product of its
@@ -90,11 +103,12 @@ impl DeviceColumns {
             .allocations
             .iter()
             .map(|a| {
-                if a.stack == NO_STACK {
+                let stack = allocation_stack(&device.trace, &a);
+                if stack == NO_STACK {
                     return 0;
                 }
-                *name_of_stack.entry(a.stack).or_insert_with(|| {
-                    let text = stack_text(snapshot, a.stack, false);
+                *name_of_stack.entry(stack).or_insert_with(|| {
+                    let text = stack_text(snapshot, stack, false);
                     let next = names.len() as u32;
                     let id = *index.entry(text.top_frame.clone()).or_insert(next);
                     if id == next {
@@ -253,17 +267,39 @@ impl<'a> Rows<'a> {
             top_frame,
             top_frame_is_user,
             shape: self.shape(i).map(str::to_string),
+            dtype: self.dtype(i).map(str::to_string),
+            compiled_node: innermost_compiled_node(self.snapshot, a.stack).map(Box::new),
+            annotations: self.annotations(i),
         }
     }
 
-    /// The shape of the tensor allocation `i` was made for, when the file records one.
-    pub fn shape(&self, i: u32) -> Option<&'a str> {
+    /// The dtype of the tensor allocation `i` was made for, when the file records one.
+    pub fn dtype(&self, i: u32) -> Option<&'a str> {
+        self.of_alloc_row(i, Trace::dtype)
+    }
+
+    /// What `column` says of allocation `i`'s `alloc` row, when it was made in the trace.
+    fn of_alloc_row(
+        &self,
+        i: u32,
+        column: fn(&Trace, usize) -> Option<crate::model::StrId>,
+    ) -> Option<&'a str> {
         let a = self.allocation(i);
         if a.origin() != Origin::Trace {
             return None;
         }
-        let id = self.device.trace.shape(a.alloc_row as usize)?;
+        let id = column(&self.device.trace, a.alloc_row as usize)?;
         Some(self.snapshot.str(id))
+    }
+
+    /// What `annotate` rows attached to allocation `i`, oldest first.
+    pub fn annotations(&self, i: u32) -> Vec<AnnotationText> {
+        annotations_text(self.snapshot, &self.device.trace, self.facts, i)
+    }
+
+    /// The shape of the tensor allocation `i` was made for, when the file records one.
+    pub fn shape(&self, i: u32) -> Option<&'a str> {
+        self.of_alloc_row(i, Trace::shape)
     }
 
     /// The value allocation `i` sorts by in `column` (ascending).

@@ -12,7 +12,7 @@ use super::columns::Rows;
 use super::{Filter, Scope};
 use crate::analysis::axis::Axis;
 use crate::analysis::query::Query;
-use crate::analysis::stacks::FrameSearch;
+use crate::analysis::stacks::{allocation_stack, FrameSearch};
 use crate::analysis::Origin;
 use crate::model::{Snapshot, StackId};
 
@@ -119,7 +119,18 @@ impl<'a> Matcher<'a> {
             Some(Text::Address(addr)) => {
                 a.addr <= *addr && *addr < a.addr.saturating_add(a.size.max(1))
             }
-            Some(Text::Frames(search)) => search.matches(a.stack),
+            Some(Text::Frames(search)) => {
+                let trace = &rows.device.trace;
+                let stack = allocation_stack(trace, &a);
+                search.matches(a.stack)
+                    || (stack != a.stack && search.matches(stack))
+                    || rows.annotations(i).iter().any(|n| {
+                        n.metadata
+                            .as_deref()
+                            .is_some_and(|m| search.matches_text(m))
+                    })
+                    || rows.dtype(i).is_some_and(|d| search.matches_text(d))
+            }
             Some(Text::Regex {
                 snapshot,
                 regex,

@@ -19,6 +19,7 @@ use super::GroupBy;
 use crate::analysis::categories::labels::{component_label, phase_label, role_label};
 use crate::analysis::categories::signals::Phase;
 use crate::analysis::categories::Role;
+use crate::analysis::stacks::allocation_stack;
 use crate::model::FrameId;
 
 /// One group and what is under it.
@@ -221,7 +222,7 @@ fn modules(rows: &Rows<'_>, sorted: &[u32]) -> Vec<Node> {
     // Indexed like the replay's allocations; only the chosen ones are set.
     let mut chain_of = vec![0u32; rows.facts.allocations.len()];
     for &i in &in_order {
-        let stack = rows.allocation(i).stack;
+        let stack = allocation_stack(&rows.device.trace, &rows.allocation(i));
         chain_of[i as usize] = *chain_of_stack.entry(stack).or_insert_with(|| {
             let chain = chains.of(rows.snapshot, stack);
             *chain_ids.entry(chain.to_vec()).or_insert_with(|| {

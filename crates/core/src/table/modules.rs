@@ -24,12 +24,18 @@ impl Chains {
     /// The chain of `stack` (empty when no `forward` frame is on it).
     pub fn of(&mut self, snapshot: &Snapshot, stack: StackId) -> &[FrameId] {
         self.chains.entry(stack).or_insert_with(|| {
-            let mut chain: Vec<FrameId> = snapshot
-                .stacks
-                .frames(stack)
-                .iter()
-                .copied()
+            let mut chain: Vec<FrameId> = crate::analysis::stacks::reading_frames(snapshot, stack)
+                .into_iter()
+                .map(|(f, _)| f)
                 .filter(|&f| {
+                    // A compiled graph's `forward` stands for the model code it was traced
+                    // from, which the chain already holds.
+                    if snapshot
+                        .fx_node(f)
+                        .is_some_and(|n| n.original != crate::model::NO_STACK)
+                    {
+                        return false;
+                    }
                     let frame = &snapshot.frames[f as usize];
                     snapshot.str(frame.name) == "forward"
                         || snapshot.str(frame.filename) == crate::model::MODULE_FILE

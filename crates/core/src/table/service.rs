@@ -861,7 +861,7 @@ mod tests {
             lines[1]
         );
         assert!(
-            lines[1].ends_with("/x/model.py:52:forward,"),
+            lines[1].ends_with("/x/model.py:52:forward,,,"),
             "{}",
             lines[1]
         );

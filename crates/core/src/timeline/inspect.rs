@@ -261,7 +261,7 @@ pub fn oom_detail(
         top_frame_index,
         frames,
         frame_count,
-        live: live_at(snapshot, facts, state, OOM_TOP),
+        live: live_at(snapshot, trace, facts, state, OOM_TOP),
     })
 }
 

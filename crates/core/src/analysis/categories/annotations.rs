@@ -12,8 +12,8 @@
 use rustc_hash::FxHashMap;
 
 use super::Role;
-use crate::analysis::{DeviceFacts, Origin};
-use crate::model::{Action, Device, Snapshot};
+use crate::analysis::DeviceFacts;
+use crate::model::{Device, Snapshot};
 
 /// The role a metadata text names, if it names one.
 pub fn metadata_role(text: &str) -> Option<Role> {
@@ -56,7 +56,8 @@ fn named_role(text: &str) -> Option<Role> {
 
 /// The roles annotations give `device`'s allocations, `(allocation, trace row, role)` sorted
 /// by allocation: the latest annotation naming a role wins; an `alloc` entry's own metadata
-/// counts as an annotation at its row.
+/// counts as an annotation at its row. Which allocation an `annotate` row belongs to is the
+/// replay's pairing ([`DeviceFacts::annotations`], decision 0027).
 pub fn annotated_roles(
     snapshot: &Snapshot,
     device: &Device,
@@ -66,55 +67,23 @@ pub fn annotated_roles(
     if !trace.has_user_metadata() {
         return Vec::new();
     }
-    let role_at = |row: usize| {
+    let role_at = |row: u32| {
         trace
-            .user_metadata(row)
+            .user_metadata(row as usize)
             .and_then(|text| metadata_role(snapshot.str(text)))
     };
     let mut found: FxHashMap<u32, (u32, Role)> = FxHashMap::default();
-    let first_traced = facts.allocations.first_traced();
-    // The allocation each address holds, row by row: those from before the trace hold
-    // theirs from the start (a freed one until its free).
-    let mut open: FxHashMap<u64, u32> = FxHashMap::default();
-    for i in 0..first_traced {
-        let a = facts.allocations.at(i);
-        if a.origin() != Origin::Trace {
-            open.insert(a.addr, i as u32);
+    for i in facts.allocations.first_traced()..facts.allocations.len() {
+        let row = facts.allocations.at(i).alloc_row;
+        if let Some(role) = role_at(row) {
+            found.insert(i as u32, (row, role));
         }
     }
-    let mut next_traced = first_traced;
-    for row in 0..trace.len() {
-        match trace.action[row] {
-            Action::Alloc => {
-                // Allocations made in the trace are listed in the order of their rows.
-                while next_traced < facts.allocations.len() {
-                    let a = facts.allocations.at(next_traced);
-                    if a.alloc_row as usize > row {
-                        break;
-                    }
-                    if a.alloc_row as usize == row {
-                        open.insert(a.addr, next_traced as u32);
-                        if let Some(role) = role_at(row) {
-                            found.insert(next_traced as u32, (row as u32, role));
-                        }
-                    }
-                    next_traced += 1;
-                }
-            }
-            Action::Annotate => {
-                let (Some(&i), Some(role)) = (open.get(&trace.addr[row]), role_at(row)) else {
-                    continue;
-                };
-                found.insert(i, (row as u32, role));
-            }
-            Action::FreeCompleted => {
-                if let Some(&i) = open.get(&trace.addr[row]) {
-                    if facts.allocations.at(i as usize).free_row == row as u32 {
-                        open.remove(&trace.addr[row]);
-                    }
-                }
-            }
-            _ => {}
+    // By allocation, then row: a later annotation replaces an earlier one (and the
+    // allocation's own metadata, at its earlier `alloc` row).
+    for &(i, row) in &facts.annotations {
+        if let Some(role) = role_at(row) {
+            found.insert(i, (row, role));
         }
     }
     let mut roles: Vec<(u32, u32, Role)> = found
