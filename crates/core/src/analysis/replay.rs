@@ -199,7 +199,7 @@ pub fn replay(device: &Device) -> DeviceFacts {
                 }
             },
             // Keyed to the allocation's base address, and changes no memory: as PyTorch's
-            // viewer does, the curves skip it (decision 0027).
+            // viewer does, the curves skip it (decision 0028).
             Action::Annotate => annotated.push((row as u32, addr, open.get(&addr).copied())),
             Action::SegmentAlloc | Action::SegmentMap => {
                 reserved_net += size as i128;

@@ -219,7 +219,7 @@ pub fn innermost_compiled_node(snapshot: &Snapshot, stack: StackId) -> Option<Co
         .find_map(|&f| compiled_node(snapshot, f))
 }
 
-/// One `annotate` row of an allocation, as views show it (decision 0027).
+/// One `annotate` row of an allocation, as views show it (decision 0028).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AnnotationText {
     /// The `annotate` event.

@@ -65,7 +65,7 @@ pub struct TableRow {
     /// (`augment_with_fx_traces`): its `top_frame` is then the node's original model code.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compiled_node: Option<Box<CompiledNode>>,
-    /// What `annotate` rows attached to it, oldest first (decision 0027).
+    /// What `annotate` rows attached to it, oldest first (decision 0028).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub annotations: Vec<AnnotationText>,
 }

@@ -57,7 +57,7 @@ fn named_role(text: &str) -> Option<Role> {
 /// The roles annotations give `device`'s allocations, `(allocation, trace row, role)` sorted
 /// by allocation: the latest annotation naming a role wins; an `alloc` entry's own metadata
 /// counts as an annotation at its row. Which allocation an `annotate` row belongs to is the
-/// replay's pairing ([`DeviceFacts::annotations`], decision 0027).
+/// replay's pairing ([`DeviceFacts::annotations`], decision 0028).
 pub fn annotated_roles(
     snapshot: &Snapshot,
     device: &Device,
