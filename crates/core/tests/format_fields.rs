@@ -54,6 +54,11 @@ fn pinned_host_memory_is_its_own_device_beside_cuda() {
     let (cuda, _) = a.device_facts(0).unwrap();
     assert_eq!(cuda.trace.len(), 12);
     assert_eq!(cuda.segments.len(), 2);
+    // The accelerator is shown first (`analysis`' tests: even when the host peaks higher).
+    assert_eq!(
+        a.default_device(),
+        Some((0, memsight_core::analysis::DeviceChoice::Only))
+    );
 }
 
 #[test]

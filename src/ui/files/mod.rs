@@ -32,7 +32,7 @@ use runs_chart::RunsChart;
 
 /// A file's row as the page keeps it: the core's row and the file it belongs to.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Line {
+pub struct FileLine {
     file: FileId,
     row: FileRow,
 }
@@ -69,7 +69,7 @@ pub fn FilesView(
     let sort = RwSignal::new(None::<(FilesColumn, bool)>);
     let copied = RwSignal::new(None::<String>);
     let lines = Memo::new(move |_| {
-        let mut lines: Vec<Line> = state.with(|s| {
+        let mut lines: Vec<FileLine> = state.with(|s| {
             s.files()
                 .iter()
                 .zip(s.short_titles())
@@ -78,7 +78,7 @@ pub fn FilesView(
                     let found = digests.of_file(f.id);
                     rows_of(&f.name, Some(&title), &found)
                         .into_iter()
-                        .map(move |row| Line { file: f.id, row })
+                        .map(move |row| FileLine { file: f.id, row })
                 })
                 .collect()
         });

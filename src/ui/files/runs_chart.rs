@@ -10,7 +10,7 @@
 use leptos::prelude::*;
 
 use super::digests::Digests;
-use super::Line;
+use super::FileLine;
 use crate::compare::overlay::{all_timed, run_curve, OverlayX, OverlayY, RunCurve, MOST_RUNS};
 use crate::format;
 use crate::ui::actions::Actions;
@@ -31,7 +31,7 @@ struct Run {
 
 #[component]
 pub fn RunsChart(
-    lines: Memo<Vec<Line>>,
+    lines: Memo<Vec<FileLine>>,
     colours: Memo<Vec<[u8; 3]>>,
     digests: Digests,
     actions: Actions,

@@ -79,12 +79,22 @@ impl Analysed {
         if let Some((id, event)) = oom {
             return Some((id, DeviceChoice::Oom { event }));
         }
-        if devices.len() == 1 {
-            return Some((devices[0].id, DeviceChoice::Only));
-        }
-        devices
+        // Pinned host memory is shown first only when the snapshot holds nothing else: the
+        // accelerators are what ran out.
+        let accelerators = devices
+            .iter()
+            .filter(|d| d.id != crate::model::PINNED_HOST_DEVICE)
+            .count();
+        let candidates: Vec<_> = devices
             .iter()
             .zip(&self.facts)
+            .filter(|(d, _)| accelerators == 0 || d.id != crate::model::PINNED_HOST_DEVICE)
+            .collect();
+        if let [(only, _)] = candidates[..] {
+            return Some((only.id, DeviceChoice::Only));
+        }
+        candidates
+            .into_iter()
             .max_by_key(|(d, f)| {
                 (
                     f.peak_allocated.bytes,
@@ -148,5 +158,25 @@ mod tests {
             Some((0, DeviceChoice::Only))
         );
         assert_eq!(analysed(vec![]).default_device(), None);
+    }
+
+    #[test]
+    fn pinned_host_memory_is_shown_first_only_when_there_is_nothing_else() {
+        use crate::model::PINNED_HOST_DEVICE;
+        let cuda = device(0, &[(Action::Alloc, 1, 10)]);
+        let gpu1 = device(1, &[(Action::Alloc, 1, 20)]);
+        let host = device(PINNED_HOST_DEVICE, &[(Action::Alloc, 1, 1 << 30)]);
+        assert_eq!(
+            analysed(vec![cuda.clone(), host.clone()]).default_device(),
+            Some((0, DeviceChoice::Only))
+        );
+        assert_eq!(
+            analysed(vec![cuda, gpu1, host.clone()]).default_device(),
+            Some((1, DeviceChoice::HighestPeak { bytes: 20 }))
+        );
+        assert_eq!(
+            analysed(vec![host]).default_device(),
+            Some((PINNED_HOST_DEVICE, DeviceChoice::Only))
+        );
     }
 }
