@@ -34,6 +34,7 @@ use crate::breakdown::service::{
 };
 use crate::export::{ExportAnswer, ExportRequest};
 use crate::format;
+use crate::model::DeviceKind;
 use crate::protocol::ViewError;
 use chart::{ChartCard, Click, Draw, Hover, CHART_SIZE, WIDE_CHART_SIZE};
 
@@ -185,7 +186,10 @@ pub fn BreakdownPanel(
             Ok(ExportAnswer::Report(text)) => {
                 let stem = name.rsplit_once('.').map_or(name.as_str(), |(s, _)| s);
                 download_text(
-                    &format!("{stem}-cuda{device}-report.md"),
+                    &format!(
+                        "{stem}-{}-report.md",
+                        format::device_in_file_name(DeviceKind::Cuda, device)
+                    ),
                     &text,
                     "text/markdown",
                 );

@@ -85,7 +85,10 @@ pub fn DigestView(id: FileId, state: RwSignal<AppState>, actions: Actions) -> im
             let last = file.name.rsplit(['/', '\\']).next().unwrap_or("digest");
             let stem = last.rsplit_once('.').map_or(last, |(s, _)| s);
             download_text(
-                &format!("{stem}-{}{device}-report.md", digest.device_kind.name()),
+                &format!(
+                    "{stem}-{}-report.md",
+                    format::device_in_file_name(digest.device_kind, device)
+                ),
                 &markdown,
                 "text/markdown",
             );

@@ -29,6 +29,7 @@ use crate::analysis::axis::AxisMode;
 use crate::analysis::categories::{Component, Dimension, Role};
 use crate::export::{ExportAnswer, ExportRequest};
 use crate::format;
+use crate::model::DeviceKind;
 use crate::table::columns::TableRow;
 use crate::table::groups::Line;
 use crate::table::service::{TableView, ViewRequest};
@@ -375,7 +376,13 @@ impl TableState {
                         let stem = file_name
                             .rsplit_once('.')
                             .map_or(file_name.as_str(), |(s, _)| s);
-                        download(&format!("{stem}-cuda{device}-table.csv"), &url);
+                        download(
+                            &format!(
+                                "{stem}-{}-table.csv",
+                                format::device_in_file_name(DeviceKind::Cuda, device)
+                            ),
+                            &url,
+                        );
                         let _ = web_sys::Url::revoke_object_url(&url);
                     }
                     status.set(Some(format!(

@@ -92,6 +92,16 @@ pub fn device(kind: crate::model::DeviceKind, id: u32) -> String {
     kind.device_name(id)
 }
 
+/// A device as a downloaded file's name carries it: `cuda0`, `npu3`, `host` (pinned host
+/// memory, whatever kind names it).
+pub fn device_in_file_name(kind: crate::model::DeviceKind, id: u32) -> String {
+    if kind == crate::model::DeviceKind::PinnedHost || id == crate::model::PINNED_HOST_DEVICE {
+        "host".to_string()
+    } else {
+        format!("{}{id}", kind.name())
+    }
+}
+
 /// Bytes in binary units with three significant digits: `512 B`, `1.50 KiB`, `11.0 GiB`.
 pub fn bytes(n: u64) -> String {
     if n < 1024 {
@@ -401,5 +411,16 @@ mod tests {
         assert_eq!(percent_of(50, 200), 25);
         assert_eq!(percent_of(300, 200), 100);
         assert_eq!(percent_of(u64::MAX - 1, u64::MAX), 99);
+    }
+
+    #[test]
+    fn a_device_in_a_file_name_is_its_kind_and_index() {
+        use crate::model::{DeviceKind, PINNED_HOST_DEVICE};
+        assert_eq!(device_in_file_name(DeviceKind::Cuda, 0), "cuda0");
+        assert_eq!(device_in_file_name(DeviceKind::Npu, 3), "npu3");
+        assert_eq!(
+            device_in_file_name(DeviceKind::Cuda, PINNED_HOST_DEVICE),
+            "host"
+        );
     }
 }
