@@ -19,6 +19,7 @@ mod parallel;
 mod phases;
 mod report;
 mod segments;
+mod source;
 mod table;
 
 use std::path::PathBuf;
@@ -138,6 +139,39 @@ enum Command {
         sort: memsight_core::analysis::allocator::SegmentOrder,
         /// Print one JSON object per file: {"file", "devices": {"<device>": {"state", "totals":
         /// {…}, "segment_count", "segments": [{"address", "size", "blocks": […], "totals"}]}}}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The source files of the code holding memory at a moment, each line with the bytes made
+    /// there (its call-site group in the table) and passing through it, each function's total.
+    /// The text comes from the snapshot's `source_code`, else from --root.
+    Source {
+        /// Snapshot files (`-` for standard input).
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// A checkout of the code: its `.py` files are matched to the snapshot's paths by
+        /// their longest shared end.
+        #[arg(long, value_name = "DIR")]
+        root: Option<PathBuf>,
+        /// This device only (default: every device of each file).
+        #[arg(long, value_name = "N|host", value_parser = device_arg)]
+        device: Option<u32>,
+        /// Which allocations: alive at the `peak`, at the `end`, after an event number, or
+        /// `all` of them.
+        #[arg(long, default_value = "peak", value_name = "peak|end|all|EVENT", value_parser = table::parse_scope)]
+        at: Scope,
+        /// Only files whose path contains this text.
+        #[arg(long, value_name = "TEXT")]
+        file: Option<String>,
+        /// A rules file as the page exports it.
+        #[arg(long, value_name = "RULES.json")]
+        rules: Option<PathBuf>,
+        /// Each file as a Markdown section with its lines in a code block.
+        #[arg(long, conflicts_with = "json")]
+        markdown: bool,
+        /// Print one JSON object per file: {"file", "devices": {"<device>": {"files": [{"path",
+        /// "source", "made", "through", "functions", "lines": [{"line", "function", "made":
+        /// {"count", "bytes"}, "through"}]}]}}}.
         #[arg(long)]
         json: bool,
     },
@@ -417,6 +451,40 @@ fn main() -> ExitCode {
             sort,
             json,
         } => segments::run(&files, device, at, sort, json),
+        Command::Source {
+            files,
+            root,
+            device,
+            at,
+            file,
+            rules,
+            markdown,
+            json,
+        } => {
+            let Some(rules) = rules_or_exit(rules) else {
+                return ExitCode::from(2);
+            };
+            let root = match root.as_deref().map(source::SourceRoot::read).transpose() {
+                Ok(root) => root,
+                Err(e) => {
+                    eprintln!("memsight: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let output = match (markdown, json) {
+                (_, true) => source::SourceOutput::Json,
+                (true, _) => source::SourceOutput::Markdown,
+                _ => source::SourceOutput::Text,
+            };
+            let query = source::SourceQuery {
+                device,
+                scope: at,
+                root: root.as_ref(),
+                only: file.as_deref(),
+                output,
+            };
+            source::run(&files, &rules, &query)
+        }
         Command::Table {
             files,
             device,

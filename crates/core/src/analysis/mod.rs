@@ -10,6 +10,7 @@ pub mod categories;
 pub mod curve;
 pub mod elements;
 pub mod keywords;
+pub mod lines;
 pub mod live;
 pub mod moment;
 pub mod palette;

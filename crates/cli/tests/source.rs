@@ -1,0 +1,134 @@
+//! `memsight source`: a real run's annotated file read from a checkout found by the longest
+//! shared end of its path, each line's bytes made there equal to the table's call-site group of
+//! that line; a snapshot carrying `source_code` is read from itself.
+
+mod command;
+#[path = "../../core/tests/common/mod.rs"]
+mod common;
+
+use std::path::PathBuf;
+
+use command::{assert_succeeded, json_lines, memsight, tempdir};
+use common::{real_fixtures_dir, repo};
+use serde_json::Value;
+
+/// A full training step (CS336), whose optimizer's lines hold its state at the peak.
+const FULL_STEP: &str =
+    "kkaitlyn111__cs336-a2-systems__memory_files__memory_ctx128_fullstep_.pickle";
+
+#[test]
+fn a_checkout_gives_the_text_and_each_line_holds_its_call_site_group() {
+    let Some(file) = real_fixtures_dir()
+        .map(|d| d.join(FULL_STEP))
+        .filter(|p| p.is_file())
+    else {
+        eprintln!("skipped: {FULL_STEP} is not among the real fixtures");
+        return;
+    };
+    // The run's call sites at the peak, as the table groups them.
+    let table = memsight(
+        &["table", "--group-by", "callsite", "--json"],
+        std::slice::from_ref(&file),
+    );
+    assert_succeeded(&table);
+    let groups = json_lines(&table)[0]["devices"]["0"]["groups"].clone();
+    let sites: Vec<(String, u64, u64)> = groups
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|g| {
+            let label = g["label"].as_str()?;
+            label.contains("optimizers.py:").then(|| {
+                (
+                    label.to_string(),
+                    g["count"].as_u64().unwrap(),
+                    g["requested_bytes"].as_u64().unwrap(),
+                )
+            })
+        })
+        .collect();
+    assert!(!sites.is_empty(), "the optimizer holds memory at the peak");
+    // A checkout elsewhere: the file under another root, a decoy of the same name elsewhere.
+    let checkout = tempdir("source-checkout");
+    let text: String = (1..=200)
+        .map(|n| format!("line {n} of the optimizer\n"))
+        .collect();
+    std::fs::create_dir_all(checkout.join("cs336_basics")).unwrap();
+    std::fs::create_dir_all(checkout.join("unrelated")).unwrap();
+    std::fs::write(checkout.join("cs336_basics/optimizers.py"), &text).unwrap();
+    std::fs::write(checkout.join("unrelated/other.py"), "x = 1\n").unwrap();
+    let output = memsight(
+        &[
+            "source",
+            "--root",
+            checkout.to_str().unwrap(),
+            "--file",
+            "optimizers.py",
+            "--json",
+        ],
+        std::slice::from_ref(&file),
+    );
+    assert_succeeded(&output);
+    let printed = &json_lines(&output)[0]["devices"]["0"]["files"];
+    let files = printed.as_array().unwrap();
+    assert_eq!(files.len(), 1, "--file keeps the optimizer's file");
+    let optimizer = &files[0];
+    assert!(optimizer["source"]
+        .as_str()
+        .unwrap()
+        .ends_with("cs336_basics/optimizers.py"));
+    let line_of = |n: i64| -> &Value {
+        optimizer["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["line"].as_i64() == Some(n))
+            .unwrap_or_else(|| panic!("line {n}"))
+    };
+    for (label, count, bytes) in &sites {
+        let n: i64 = label.rsplit(':').nth(1).unwrap().parse().unwrap();
+        let line = line_of(n);
+        assert_eq!(line["made"]["count"].as_u64(), Some(*count), "{label}");
+        assert_eq!(line["made"]["bytes"].as_u64(), Some(*bytes), "{label}");
+        assert!(line["through"]["bytes"].as_u64() >= Some(*bytes), "{label}");
+    }
+    // As text: the file's lines, with the bytes in the margin of the call site's line.
+    let text_output = memsight(
+        &[
+            "source",
+            "--root",
+            checkout.to_str().unwrap(),
+            "--file",
+            "optimizers.py",
+        ],
+        &[file],
+    );
+    assert_succeeded(&text_output);
+    let printed = String::from_utf8_lossy(&text_output.stdout);
+    let (label, _, _) = &sites[0];
+    let n: i64 = label.rsplit(':').nth(1).unwrap().parse().unwrap();
+    let row = printed
+        .lines()
+        .find(|l| l.ends_with(&format!("{n:>6}  line {n} of the optimizer")))
+        .unwrap_or_else(|| panic!("line {n} in\n{printed}"));
+    assert!(row.contains(" ×"), "{row}");
+}
+
+#[test]
+fn a_snapshot_carrying_its_source_code_is_read_from_itself() {
+    let fixture: PathBuf = repo().join("tests/fixtures/source_and_shapes.pickle");
+    let output = memsight(&["source", "--json"], &[fixture]);
+    assert_succeeded(&output);
+    let files = json_lines(&output)[0]["devices"]["0"]["files"].clone();
+    let model = files
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == "/home/user/proj/model.py")
+        .expect("model.py holds memory");
+    assert_eq!(
+        model["source"],
+        "/home/user/proj/model.py (in the snapshot)"
+    );
+    assert!(model["made"]["bytes"].as_u64().unwrap() > 0);
+}
