@@ -81,6 +81,19 @@ fn bytes_made_at_a_line_are_its_call_site_group_at_the_peak() {
                 .map(|l| l.made.bytes)
                 .sum();
             assert_eq!(made, made_at_lines);
+            // A file holds each allocation once: at least its busiest line, at most the scope.
+            let scope: u64 = chosen
+                .iter()
+                .map(|&i| facts.allocations.at(i as usize).size)
+                .sum();
+            for f in &files {
+                let busiest = f.lines.iter().map(|l| l.through.bytes).max().unwrap_or(0);
+                assert!(
+                    busiest <= f.through.bytes && f.through.bytes <= scope,
+                    "{}",
+                    f.path
+                );
+            }
         }
     }
     assert!(lines_checked > 100, "{lines_checked} call sites checked");

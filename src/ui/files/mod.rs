@@ -89,21 +89,22 @@ pub fn FilesView(
             line.row = row;
         }
         if let Some((column, descending)) = sort.get() {
-            let mut rows: Vec<(usize, FileRow)> =
-                lines.iter().map(|l| l.row.clone()).enumerate().collect();
-            let mut only: Vec<FileRow> = rows.iter().map(|(_, r)| r.clone()).collect();
+            let mut only: Vec<FileRow> = lines.iter().map(|l| l.row.clone()).collect();
             sort_rows(&mut only, column, descending);
-            // Map the sorted rows back to their files (rows are unique by name and device).
-            let mut sorted = Vec::with_capacity(lines.len());
-            for row in only {
-                let at = rows
-                    .iter()
-                    .position(|(_, r)| r.name == row.name && r.device == row.device)
-                    .expect("a row of the table");
-                let (i, _) = rows.remove(at);
-                sorted.push(lines[i].clone());
+            // Map the sorted rows back to their files by name and device, in one pass (a job's
+            // thousand ranks); a file opened twice gives its rows back in turn.
+            let mut at: std::collections::HashMap<(&str, u32), std::collections::VecDeque<usize>> =
+                std::collections::HashMap::new();
+            for (i, line) in lines.iter().enumerate() {
+                at.entry((line.row.name.as_str(), line.row.device))
+                    .or_default()
+                    .push_back(i);
             }
-            lines = sorted;
+            let order: Vec<usize> = only
+                .iter()
+                .filter_map(|row| at.get_mut(&(row.name.as_str(), row.device))?.pop_front())
+                .collect();
+            lines = order.into_iter().map(|i| lines[i].clone()).collect();
         }
         lines
     });

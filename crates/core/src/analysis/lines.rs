@@ -68,6 +68,8 @@ pub struct FileBytes {
 struct Places {
     made: Option<(usize, i64)>,
     through: Vec<(usize, i64, usize)>,
+    /// The files of `through`, once each.
+    files: Vec<usize>,
 }
 
 /// The files whose lines the allocations `chosen` (indices into `facts.allocations`) of
@@ -86,6 +88,8 @@ pub fn lines_of(
     // (path, line) → (function, made, through); (path, function) → through.
     let mut by_line: FxHashMap<(usize, i64), (usize, Tally, Tally)> = FxHashMap::default();
     let mut by_function: FxHashMap<(usize, usize), (i64, Tally)> = FxHashMap::default();
+    // A file's own total: each allocation once, however many of its lines it passes.
+    let mut file_through: FxHashMap<usize, Tally> = FxHashMap::default();
     for &i in chosen {
         let a = facts.allocations.at(i as usize);
         let stack = allocation_stack(&device.trace, &a);
@@ -115,7 +119,14 @@ pub fn lines_of(
                 .and_then(|k| text.frames.get(k as usize))
                 .filter(|f| python(f))
                 .map(|f| (path_ids[&f.filename], f.line));
-            Places { made, through }
+            let mut files: Vec<usize> = through.iter().map(|&(p, _, _)| p).collect();
+            files.sort_unstable();
+            files.dedup();
+            Places {
+                made,
+                through,
+                files,
+            }
         });
         let mut functions_seen = FxHashSet::default();
         for &(path, line, function) in &here.through {
@@ -132,6 +143,9 @@ pub fn lines_of(
                 f.0 = f.0.min(line);
                 f.1.add(a.size);
             }
+        }
+        for &path in &here.files {
+            file_through.entry(path).or_default().add(a.size);
         }
         if let Some((path, line)) = here.made {
             if let Some(entry) = by_line.get_mut(&(path, line)) {
@@ -166,16 +180,6 @@ pub fn lines_of(
             first_line,
             through,
         });
-    }
-    // A file's own total: each allocation once, however many of its lines it passes.
-    let mut file_through: FxHashMap<usize, Tally> = FxHashMap::default();
-    for &i in chosen {
-        let a = facts.allocations.at(i as usize);
-        let here = &places[&allocation_stack(&device.trace, &a)];
-        let distinct: FxHashSet<usize> = here.through.iter().map(|&(p, _, _)| p).collect();
-        for path in distinct {
-            file_through.entry(path).or_default().add(a.size);
-        }
     }
     for (path, tally) in file_through {
         files[path].through = tally;
