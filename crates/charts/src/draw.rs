@@ -206,7 +206,7 @@ pub fn stacked_area<DB: DrawingBackend>(
 
 /// Curves drawn over one another on a shared axis from 0 to 100 % of each series' length
 /// (each series spread over the whole width, whatever its number of points), with a byte axis,
-/// an x axis titled `x_label` and a legend.
+/// an x axis titled `x_label` and a legend: [`runs`] with no peak marked.
 pub fn overlaid_lines<DB: DrawingBackend>(
     c: &Chart<DB>,
     series: &[(Slice, Vec<u64>)],
@@ -214,68 +214,25 @@ pub fn overlaid_lines<DB: DrawingBackend>(
     title: &str,
     fmt: &dyn Fn(u64) -> String,
 ) -> Result<(), String> {
-    let theme = &c.theme;
-    let top = series
+    let signed: Vec<(Slice, Vec<i64>)> = series
         .iter()
-        .flat_map(|(_, values)| values.iter().copied())
-        .max()
-        .unwrap_or(0);
-    let xs = [0.0, 100.0];
-    let stacked = vec![vec![0u128, u128::from(top)]; 2];
-    let l = g::area_layout(c.w, c.h, c.s, &xs, &stacked, series.len());
-    c.title(&l.frame, title)?;
-    if series.iter().all(|(_, v)| v.is_empty()) {
-        return c.nothing(l.frame.body);
-    }
-    let font = g::FONT * c.s;
-    for &t in &l.y_ticks {
-        let y = l.y_of(u128::from(t));
-        c.line((l.plot.x0, y), (l.plot.x1, y), theme.grid, 1.0)?;
-        let at = (l.y_axis.x1 - 4.0 * c.s, y);
-        c.label(&fmt(t), at, font, HPos::Right, VPos::Center)?;
-    }
-    let tick_y = l.x_axis.y0 + g::AXIS_H * c.s / 2.0;
-    for &t in &l.x_ticks {
-        let x = l.x_of(t);
-        c.line((x, l.plot.y1), (x, l.plot.y1 + 3.0 * c.s), theme.text, 1.0)?;
-        let label = format!("{}%", g::number_label(t, l.x_step));
-        c.label(&label, (x, tick_y), font, HPos::Center, VPos::Center)?;
-    }
-    let at = ((l.plot.x0 + l.plot.x1) / 2.0, tick_y + g::AXIS_H * c.s);
-    let label = g::fit_text(x_label, l.plot.width(), font);
-    c.label(&label, at, font, HPos::Center, VPos::Center)?;
-    c.line(
-        (l.plot.x0, l.plot.y1),
-        (l.plot.x1, l.plot.y1),
-        theme.text,
-        1.0,
-    )?;
-    for (slice, values) in series {
-        let n = values.len();
-        let x_at = |k: usize| {
-            if n <= 1 {
-                0.0
-            } else {
-                100.0 * k as f64 / (n - 1) as f64
-            }
-        };
-        let points: Vec<(f64, f64)> = values
-            .iter()
-            .enumerate()
-            .map(|(k, &v)| (l.x_of(x_at(k)), l.y_of(u128::from(v))))
-            .collect();
-        if points.len() >= 2 {
-            c.path(&points, slice.colour, 2.0)?;
-        }
-        if let [only] = points[..] {
-            c.line(only, (l.plot.x1, only.1), slice.colour, 2.0)?;
-        }
-    }
-    for (row, (slice, _)) in series.iter().enumerate().take(l.legend_rows) {
-        let rect = g::legend_row(l.legend, l.legend_top, l.row_h, row);
-        c.legend_entry(rect, slice.colour, &slice.label, "")?;
-    }
-    Ok(())
+        .map(|(slice, values)| {
+            let values = values
+                .iter()
+                .map(|&v| i64::try_from(v).unwrap_or(i64::MAX))
+                .collect();
+            (slice.clone(), values)
+        })
+        .collect();
+    let fmt = |v: i64| fmt(v.unsigned_abs());
+    curves(c, &signed, x_label, title, &fmt, Marks::None)
+}
+
+/// Whether each curve's peak is marked.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Marks {
+    None,
+    Peaks,
 }
 
 /// Runs' curves on one axis from 0 to 100 % of each run (each spread over the whole width),
@@ -287,6 +244,18 @@ pub fn runs<DB: DrawingBackend>(
     x_label: &str,
     title: &str,
     fmt: &dyn Fn(i64) -> String,
+) -> Result<(), String> {
+    curves(c, runs, x_label, title, fmt, Marks::Peaks)
+}
+
+/// Curves on one signed byte axis holding 0 and every value, each spread over the width.
+fn curves<DB: DrawingBackend>(
+    c: &Chart<DB>,
+    runs: &[(Slice, Vec<i64>)],
+    x_label: &str,
+    title: &str,
+    fmt: &dyn Fn(i64) -> String,
+    marks: Marks,
 ) -> Result<(), String> {
     let theme = &c.theme;
     let values: Vec<&[i64]> = runs.iter().map(|(_, v)| v.as_slice()).collect();
@@ -330,6 +299,9 @@ pub fn runs<DB: DrawingBackend>(
             .collect();
         if points.len() >= 2 {
             c.path(&points, slice.colour, 1.5)?;
+        }
+        if marks == Marks::None {
+            continue;
         }
         // The run's peak: its first highest point.
         let peak = values
