@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use serde_json::{json, Value};
 
 use memsight_core::analysis::categories::rules::Rules;
-use memsight_core::analysis::lines::{lines_of, match_by_suffix, FileBytes, Tally};
+use memsight_core::analysis::lines::{carried_text, lines_of, match_by_suffix, FileBytes, Tally};
 use memsight_core::format;
 use memsight_core::table::columns::{DeviceColumns, Rows};
 use memsight_core::table::filter::select;
@@ -166,14 +166,9 @@ fn text_of(
     root: Option<&SourceRoot>,
     path: &str,
 ) -> Option<(String, String)> {
-    let carried = &snapshot.source_code;
-    let exact = carried.iter().position(|(p, _)| p == path);
-    let paths: Vec<&str> = carried.iter().map(|(p, _)| p.as_str()).collect();
-    if let Some(i) = exact.or_else(|| match_by_suffix(path, &paths)) {
-        return Some((
-            format!("{} (in the snapshot)", carried[i].0),
-            carried[i].1.clone(),
-        ));
+    if let Some(i) = carried_text(snapshot, path) {
+        let (from, text) = &snapshot.source_code[i];
+        return Some((format!("{from} (in the snapshot)"), text.clone()));
     }
     root?.text_of(path)
 }

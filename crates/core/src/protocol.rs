@@ -31,6 +31,7 @@ pub use crate::service::ViewError;
 use crate::table::service::{
     AllocatorRequest, AllocatorView, TableAnswer, TableRequest, TableView, ViewRequest,
 };
+use crate::table::source::{SourceRequest, SourceView};
 use crate::timeline::service::{FirstFrame, FirstView, TimelineAnswer, TimelineRequest};
 
 /// Identifies a request to one worker; its answer carries the same id.
@@ -139,6 +140,11 @@ ask!(
     AllocatorRequest => Box<AllocatorView>,
     |r| Request::Table(TableRequest::Allocator(r)),
     Answer::Table(TableAnswer::Allocator(a)) => a
+);
+ask!(
+    SourceRequest => Box<SourceView>,
+    |r| Request::Table(TableRequest::Source(r)),
+    Answer::Table(TableAnswer::Source(a)) => a
 );
 ask!(DigestRequest => Digest, Request::Digest, Answer::Digest(a) => a);
 ask!(PhasesRequest => PhaseReport, Request::Phases, Answer::Phases(a) => a);

@@ -5,8 +5,11 @@
 //! it, counted once per allocation), by file, with each function's total: lines of Python
 //! code, the user's and libraries'. The numbers behind a source view's margins.
 //!
-//! Not the place for choosing the allocations (the table's scopes) or for reading source files
-//! and matching their paths.
+//! Also what any source view needs besides the numbers: which file a path from another machine
+//! is (`match_by_suffix`), the text a snapshot carries for it (`carried_text`), where a
+//! function's total goes (`def_line`), how strongly a line is highlighted (`heat`), and two
+//! runs' lines side by side (`side_by_side`). Not the place for choosing the allocations (the
+//! table's scopes) or for reading files.
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
@@ -23,7 +26,7 @@ pub struct Tally {
 }
 
 impl Tally {
-    fn add(&mut self, bytes: u64) {
+    pub fn add(&mut self, bytes: u64) {
         self.count += 1;
         self.bytes += bytes;
     }
@@ -243,6 +246,174 @@ pub fn match_by_suffix<S: AsRef<str>>(wanted: &str, candidates: &[S]) -> Option<
     best.filter(|_| !tied).map(|(i, _)| i)
 }
 
+/// A place in Python code a view can open: a file, at a line or not.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourcePlace {
+    /// As the frames name it.
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<i64>,
+}
+
+impl SourcePlace {
+    /// A Python file (`.py`), at no line.
+    pub fn of_file(path: &str) -> Option<SourcePlace> {
+        path.ends_with(".py").then(|| SourcePlace {
+            path: path.to_string(),
+            line: None,
+        })
+    }
+
+    /// The place a frame written `file:line:name` names, when it is Python code.
+    pub fn of_frame_text(frame: &str) -> Option<SourcePlace> {
+        let mut parts = frame.rsplitn(3, ':');
+        let (_name, line, path) = (parts.next()?, parts.next()?, parts.next()?);
+        let line = line.parse::<i64>().ok()?;
+        SourcePlace::of_file(path).map(|p| SourcePlace {
+            line: Some(line),
+            ..p
+        })
+    }
+}
+
+/// Of `files` (as [`lines_of`] lists them), the one `path` names: the same path, else the
+/// longest shared end (a path from another run or machine).
+pub fn find_file(files: &[FileBytes], path: &str) -> Option<usize> {
+    files.iter().position(|f| f.path == path).or_else(|| {
+        let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+        match_by_suffix(path, &paths)
+    })
+}
+
+/// The snapshot's own copy of the text of `path` (`source_code`): its index there, by the
+/// same path, else the longest shared end.
+pub fn carried_text(snapshot: &Snapshot, path: &str) -> Option<usize> {
+    let carried = &snapshot.source_code;
+    carried.iter().position(|(p, _)| p == path).or_else(|| {
+        let paths: Vec<&str> = carried.iter().map(|(p, _)| p.as_str()).collect();
+        match_by_suffix(path, &paths)
+    })
+}
+
+/// The line (from 1) of the `def` of `function`, the nearest at or above `first_line` (its
+/// first line with memory) indented less than that line: where a view puts the function's
+/// total. `None` when the text has no such line (a file changed since, a lambda, module
+/// code).
+pub fn def_line(text: &str, function: &str, first_line: i64) -> Option<i64> {
+    let lines: Vec<&str> = text.lines().collect();
+    let at = usize::try_from(first_line).ok()?.checked_sub(1)?;
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let body_indent = indent(lines.get(at)?);
+    (0..=at).rev().find_map(|k| {
+        let line = lines[k];
+        let code = line.trim_start();
+        let code = code.strip_prefix("async ").unwrap_or(code);
+        let named = code
+            .strip_prefix("def ")
+            .map(str::trim_start)
+            .and_then(|rest| rest.strip_prefix(function))
+            .is_some_and(|rest| rest.trim_start().starts_with(['(', '[']));
+        (named && (k == at || indent(line) < body_indent)).then_some(k as i64 + 1)
+    })
+}
+
+/// Levels of highlight a line can have: 0 for none, up to `HEAT_LEVELS`.
+pub const HEAT_LEVELS: u8 = 5;
+
+/// How strongly a line holding `bytes` is highlighted when the file's busiest line holds
+/// `most`: by the share's order of magnitude (levels a decade apart from 1‰ up), so a line of a
+/// few kilobytes beside one of gigabytes still shows; 0 for no bytes.
+pub fn heat(bytes: u64, most: u64) -> u8 {
+    if bytes == 0 || most == 0 {
+        return 0;
+    }
+    let share = bytes as f64 / most as f64;
+    // 1 → 5, 0.1 → 4, 0.01 → 3, 0.001 → 2, less → 1.
+    let level = HEAT_LEVELS as f64 + share.log10().floor();
+    level.clamp(1.0, HEAT_LEVELS as f64) as u8
+}
+
+/// One line of a file in two runs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinePair {
+    pub line: i64,
+    pub function: String,
+    pub a: LineTallies,
+    pub b: LineTallies,
+}
+
+/// A line's made-here and passing-through tallies in one run (zero when it holds nothing
+/// there).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LineTallies {
+    pub made: Tally,
+    pub through: Tally,
+}
+
+/// One function of a file in two runs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FunctionPair {
+    pub name: String,
+    pub first_line: i64,
+    pub a: Tally,
+    pub b: Tally,
+}
+
+/// The lines of one file in run A and run B (either may not hold it), by line number, and
+/// its functions, the largest change first. Lines match by number: the two runs are taken
+/// to run the same text.
+pub fn side_by_side(
+    a: Option<&FileBytes>,
+    b: Option<&FileBytes>,
+) -> (Vec<LinePair>, Vec<FunctionPair>) {
+    let mut lines: std::collections::BTreeMap<i64, LinePair> = Default::default();
+    let mut functions: Vec<FunctionPair> = Vec::new();
+    for (file, is_a) in [(a, true), (b, false)] {
+        let Some(file) = file else { continue };
+        for l in &file.lines {
+            let pair = lines.entry(l.line).or_insert_with(|| LinePair {
+                line: l.line,
+                function: l.function.clone(),
+                a: LineTallies::default(),
+                b: LineTallies::default(),
+            });
+            let side = if is_a { &mut pair.a } else { &mut pair.b };
+            *side = LineTallies {
+                made: l.made,
+                through: l.through,
+            };
+        }
+        for f in &file.functions {
+            let k = match functions.iter().position(|p| p.name == f.name) {
+                Some(k) => k,
+                None => {
+                    functions.push(FunctionPair {
+                        name: f.name.clone(),
+                        first_line: f.first_line,
+                        a: Tally::default(),
+                        b: Tally::default(),
+                    });
+                    functions.len() - 1
+                }
+            };
+            let pair = &mut functions[k];
+            pair.first_line = pair.first_line.min(f.first_line);
+            if is_a {
+                pair.a = f.through;
+            } else {
+                pair.b = f.through;
+            }
+        }
+    }
+    functions.sort_by_key(|f| {
+        (
+            std::cmp::Reverse((f.b.bytes as i128 - f.a.bytes as i128).unsigned_abs()),
+            f.first_line,
+        )
+    });
+    (lines.into_values().collect(), functions)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,5 +442,98 @@ mod tests {
             None
         );
         assert_eq!(match_by_suffix("C:\\code\\proj\\train.py", &have), Some(1));
+    }
+
+    #[test]
+    fn a_function_total_goes_on_its_def_line() {
+        let text = "import torch\n\nclass M:\n    def forward(self, x):\n        y = x * 2\n        def inner(z):\n            return z\n        return inner(y)\n\nasync def forward (a):\n    pass\n";
+        assert_eq!(def_line(text, "forward", 5), Some(4));
+        assert_eq!(def_line(text, "forward", 8), Some(4), "past a nested def");
+        assert_eq!(def_line(text, "inner", 7), Some(6));
+        assert_eq!(
+            def_line(text, "forward", 11),
+            Some(10),
+            "async, a space before ("
+        );
+        assert_eq!(def_line(text, "forward", 4), Some(4), "the def line itself");
+        assert_eq!(def_line(text, "missing", 5), None);
+        assert_eq!(def_line(text, "forward", 99), None, "beyond the text");
+        assert_eq!(def_line(text, "forward", 0), None);
+        assert_eq!(def_line(text, "forwar", 5), None, "a whole name");
+    }
+
+    #[test]
+    fn heat_is_a_decade_per_level() {
+        assert_eq!(heat(0, 100), 0);
+        assert_eq!(heat(100, 100), 5);
+        assert_eq!(heat(10, 100), 4);
+        assert_eq!(heat(11, 100), 4);
+        assert_eq!(heat(9, 100), 3);
+        assert_eq!(heat(1, 1_000_000), 1);
+        assert_eq!(heat(5, 0), 0);
+    }
+
+    #[test]
+    fn two_runs_side_by_side_keep_every_line_of_either() {
+        let tally = |count, bytes| Tally { count, bytes };
+        let line = |line, made: Tally, through: Tally| LineBytes {
+            line,
+            function: "f".into(),
+            made,
+            through,
+        };
+        let file = |lines: Vec<LineBytes>, through: Tally| FileBytes {
+            path: "m.py".into(),
+            made: Tally::default(),
+            through,
+            lines,
+            functions: vec![FunctionBytes {
+                name: "f".into(),
+                first_line: 3,
+                through,
+            }],
+        };
+        let a = file(
+            vec![
+                line(3, tally(1, 10), tally(1, 10)),
+                line(5, tally(0, 0), tally(1, 10)),
+            ],
+            tally(1, 10),
+        );
+        let b = file(vec![line(4, tally(2, 50), tally(2, 50))], tally(2, 50));
+        let (lines, functions) = side_by_side(Some(&a), Some(&b));
+        assert_eq!(
+            lines.iter().map(|l| l.line).collect::<Vec<_>>(),
+            vec![3, 4, 5]
+        );
+        assert_eq!(lines[0].a.made, tally(1, 10));
+        assert_eq!(lines[0].b.made, Tally::default());
+        assert_eq!(lines[1].b.made, tally(2, 50));
+        assert_eq!(functions.len(), 1);
+        assert_eq!(
+            (functions[0].a, functions[0].b),
+            (tally(1, 10), tally(2, 50))
+        );
+        let (only_b, _) = side_by_side(None, Some(&b));
+        assert_eq!(only_b.len(), 1);
+        assert_eq!(only_b[0].a, LineTallies::default());
+    }
+
+    #[test]
+    fn a_place_is_python_code_only() {
+        assert_eq!(
+            SourcePlace::of_frame_text("/x/model.py:42:forward"),
+            Some(SourcePlace {
+                path: "/x/model.py".into(),
+                line: Some(42)
+            })
+        );
+        assert_eq!(
+            SourcePlace::of_frame_text("C:\\x\\m.py:7:f").map(|p| p.path),
+            Some("C:\\x\\m.py".into())
+        );
+        assert_eq!(SourcePlace::of_frame_text("??:0:c10::alloc"), None);
+        assert_eq!(SourcePlace::of_frame_text("/x/m.py:x:f"), None);
+        assert_eq!(SourcePlace::of_file("/x/a.cpp"), None);
     }
 }

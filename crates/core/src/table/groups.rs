@@ -19,6 +19,7 @@ use super::GroupBy;
 use crate::analysis::categories::labels::{component_label, phase_label, role_label};
 use crate::analysis::categories::signals::Phase;
 use crate::analysis::categories::Role;
+use crate::analysis::lines::SourcePlace;
 use crate::analysis::stacks::allocation_stack;
 use crate::model::FrameId;
 
@@ -35,6 +36,9 @@ pub struct Node {
     pub size_bytes: u64,
     /// How many times a module's call repeated (its layers), 0 when not folded.
     pub occurrences: u32,
+    /// The Python code it names (a call site's line, a module's call, a file), for a source
+    /// view.
+    pub place: Option<SourcePlace>,
     /// Subgroups; empty for a group that opens to its allocations.
     pub children: Vec<Node>,
     /// The allocations of a group without subgroups, in the table's sort order.
@@ -198,7 +202,17 @@ fn flat(rows: &Rows<'_>, sorted: &[u32], by: GroupBy) -> Vec<Node> {
                 },
                 GroupBy::Module => unreachable!("modules nest"),
             };
-            Node::leaf(key.to_string(), label, user, list, rows)
+            let place = match by {
+                GroupBy::CallSite | GroupBy::Stack => {
+                    let name = &rows.columns.names[rows.columns.name[list[0] as usize] as usize];
+                    name.0.as_deref().and_then(SourcePlace::of_frame_text)
+                }
+                GroupBy::File => SourcePlace::of_file(&label),
+                _ => None,
+            };
+            let mut node = Node::leaf(key.to_string(), label, user, list, rows);
+            node.place = place;
+            node
         })
         .collect()
 }
@@ -291,6 +305,18 @@ impl ModuleBuilder<'_, '_> {
 
     /// The group of the calls at `frame` (at `depth` of their chains).
     fn module(&self, frame: FrameId, list: &[u32], depth: usize) -> Node {
+        let mut node = self.module_groups(frame, list, depth);
+        let snapshot = self.rows.snapshot;
+        let f = &snapshot.frames[frame as usize];
+        node.place = SourcePlace::of_file(snapshot.str(f.filename)).map(|p| SourcePlace {
+            line: Some(f.line),
+            ..p
+        });
+        node
+    }
+
+    /// The group of the calls at `frame`, without its place.
+    fn module_groups(&self, frame: FrameId, list: &[u32], depth: usize) -> Node {
         let key = frame.to_string();
         let label = frame_label(self.rows.snapshot, frame);
         let inner: Vec<&[FrameId]> = list
@@ -351,6 +377,9 @@ pub struct GroupLine {
     pub share: f64,
     pub occurrences: u32,
     pub open: bool,
+    /// The Python code it names, when it names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub place: Option<SourcePlace>,
 }
 
 /// Lines of `tree` with `open` groups opened: how many there are, and those of
@@ -413,6 +442,7 @@ impl Walk<'_, '_> {
                     share: share(node.requested_bytes, self.scope_bytes),
                     occurrences: node.occurrences,
                     open: is_open,
+                    place: node.place.clone(),
                 }));
             }
             self.at += 1;

@@ -14,6 +14,7 @@ pub mod filter;
 pub mod groups;
 pub mod modules;
 pub mod service;
+pub mod source;
 
 use serde::{Deserialize, Serialize};
 

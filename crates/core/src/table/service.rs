@@ -11,10 +11,12 @@ use serde::{Deserialize, Serialize};
 use super::columns::{DeviceColumns, Rows};
 use super::filter::{scope_states, select, ScopeStates, Selection};
 use super::groups::{group, line_of, path_to, share, window, Line, OpenGroups, Tree};
-use super::{GroupBy, Scope, Sort, TableQuery};
+use super::source::{listed, SourceRequest, SourceView};
+use super::{Filter, GroupBy, Scope, Sort, TableQuery};
 use crate::analysis::allocator::{AllocatorHistory, AllocatorTotals, SegmentOrder, SegmentState};
 use crate::analysis::axis::Axis;
 use crate::analysis::elements::AllocationElements;
+use crate::analysis::lines::{lines_of, FileBytes, Tally};
 use crate::service::{Context, Reply, Service, ViewError};
 
 /// Most lines one answer lists.
@@ -30,6 +32,8 @@ pub enum TableRequest {
     View(ViewRequest),
     /// The allocator's segments and blocks at a state.
     Allocator(AllocatorRequest),
+    /// The chosen allocations by line of code.
+    Source(SourceRequest),
 }
 
 /// The allocator's memory at `state` (the peak when `None`): totals over every segment, and
@@ -98,6 +102,7 @@ pub struct ViewRequest {
 pub enum TableAnswer {
     View(Box<TableView>),
     Allocator(Box<AllocatorView>),
+    Source(Box<SourceView>),
 }
 
 impl TableAnswer {
@@ -105,6 +110,7 @@ impl TableAnswer {
         match self {
             TableAnswer::View(_) => "table view",
             TableAnswer::Allocator(_) => "allocator state",
+            TableAnswer::Source(_) => "lines of code",
         }
     }
 }
@@ -186,16 +192,30 @@ pub struct TableService {
     /// state at any moment.
     histories: FxHashMap<u32, AllocatorHistory>,
     last: Option<Computed>,
+    /// The last scope's lines of code, for moving between its files.
+    last_lines: Option<ComputedLines>,
+}
+
+/// Lines of code of the allocations a scope and filter chose.
+struct ComputedLines {
+    device: u32,
+    generation: u32,
+    scope: Scope,
+    filter: Filter,
+    chosen: Tally,
+    files: Vec<FileBytes>,
+    problem: Option<String>,
 }
 
 impl TableService {
-    /// The table `query` chooses on `device`, computing only what changed since the last.
-    fn compute(
+    /// Works out what is kept per device, once: the frame naming each stack and, with
+    /// `history`, the allocator's history. Returns the device's position.
+    fn prepare(
         &mut self,
         cx: &Context<'_>,
         device: u32,
-        query: &TableQuery,
-    ) -> Result<(), ViewError> {
+        history: bool,
+    ) -> Result<usize, ViewError> {
         let position = cx
             .analysed
             .device_position(device)
@@ -205,9 +225,24 @@ impl TableService {
         self.columns
             .entry(device)
             .or_insert_with(|| DeviceColumns::new(&cx.analysed.snapshot, dev, facts));
-        self.histories
-            .entry(device)
-            .or_insert_with(|| AllocatorHistory::new(&cx.analysed.snapshot, dev, facts));
+        if history {
+            self.histories
+                .entry(device)
+                .or_insert_with(|| AllocatorHistory::new(&cx.analysed.snapshot, dev, facts));
+        }
+        Ok(position)
+    }
+
+    /// The table `query` chooses on `device`, computing only what changed since the last.
+    fn compute(
+        &mut self,
+        cx: &Context<'_>,
+        device: u32,
+        query: &TableQuery,
+    ) -> Result<(), ViewError> {
+        let position = self.prepare(cx, device, true)?;
+        let dev = &cx.analysed.snapshot.devices[position];
+        let facts = &cx.analysed.facts[position];
         let rows = Rows {
             snapshot: &cx.analysed.snapshot,
             device: dev,
@@ -362,6 +397,78 @@ impl TableService {
         })
     }
 
+    /// The chosen allocations by line of code, reusing the table's choice when it is the same
+    /// and the last scope's lines when only the file changes.
+    fn source(
+        &mut self,
+        cx: &Context<'_>,
+        request: SourceRequest,
+    ) -> Result<SourceView, ViewError> {
+        let SourceRequest {
+            device,
+            scope,
+            filter,
+            path,
+        } = request;
+        let start = (cx.now)();
+        self.prepare(cx, device, false)?;
+        let generation = cx.categorised.generation();
+        let same = |d: u32, g: u32, s: &Scope, f: &Filter| {
+            d == device && g == generation && *s == scope && *f == filter
+        };
+        let known = self
+            .last_lines
+            .as_ref()
+            .is_some_and(|l| same(l.device, l.generation, &l.scope, &l.filter));
+        if !known {
+            let rows = self.rows(cx, device);
+            let table = self
+                .last
+                .as_ref()
+                .filter(|c| same(c.device, c.generation, &c.scope, &c.filter));
+            let (chosen, problem) = match table {
+                Some(c) => (c.sorted.clone(), c.problem.clone()),
+                None => match select(&rows, scope, &filter) {
+                    Ok(selection) => (selection.chosen, None),
+                    Err(problem) => (Vec::new(), Some(problem)),
+                },
+            };
+            let mut tally = Tally::default();
+            for &i in &chosen {
+                tally.add(rows.allocation(i).size);
+            }
+            let computed = ComputedLines {
+                device,
+                generation,
+                scope,
+                filter,
+                chosen: tally,
+                files: lines_of(rows.snapshot, rows.device, rows.facts, &chosen),
+                problem,
+            };
+            self.last_lines = Some(computed);
+        }
+        let lines = self.last_lines.as_ref().expect("computed above");
+        let rows = self.rows(cx, device);
+        let (files, file, text) = listed(&cx.analysed.snapshot, &lines.files, path.as_deref());
+        let state = match scope_states(&rows, scope) {
+            ScopeStates::At(s) => Some(s),
+            _ => None,
+        };
+        Ok(SourceView {
+            device,
+            generation,
+            scope,
+            state,
+            chosen: lines.chosen,
+            files,
+            file,
+            text,
+            problem: lines.problem.clone(),
+            compute_ms: (cx.now)() - start,
+        })
+    }
+
     fn view(&mut self, cx: &Context<'_>, request: ViewRequest) -> Result<TableView, ViewError> {
         let ViewRequest {
             device,
@@ -457,6 +564,9 @@ impl Service for TableService {
             TableRequest::Allocator(request) => self
                 .allocator(cx, request)
                 .map(|v| TableAnswer::Allocator(Box::new(v)).into()),
+            TableRequest::Source(request) => self
+                .source(cx, request)
+                .map(|v| TableAnswer::Source(Box::new(v)).into()),
         }
     }
 }
