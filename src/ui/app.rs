@@ -47,6 +47,7 @@ pub fn App() -> impl IntoView {
         return view! { <EmbedApp state=state actions=actions link=link query=query /> }.into_any();
     }
     super::redact_paths::RedactPaths::provide();
+    super::source::folder::SourceFolder::provide();
     let has_files = Memo::new(move |_| state.with(|s| !s.files().is_empty()));
 
     view! {

@@ -3,7 +3,8 @@
 //! the timeline, the highlighted category (lists and the table narrow to it), the allocation
 //! selected in any view (pinned on the timeline, the table's selected row), the allocation a
 //! view asks the timeline to show, what the timeline shows (the table's window scope) and
-//! searches for, and the user's rules —
+//! searches for, which allocations the table shows and which code the source view shows, and
+//! the user's rules —
 //! kept in `localStorage` (gloo's storage) for every file, sent to each file's worker —, and
 //! the file's part of the page's address ([`DeepLink`]): a link restores the highlighted
 //! category, the picked moment and the rules it carries (used for this file, not stored).
@@ -21,8 +22,10 @@ use super::view_asker::ViewAsker;
 use crate::analysis::axis::AxisMode;
 use crate::analysis::categories::rules::{RuleError, Rules};
 use crate::analysis::categories::{Category, Component, Dimension, Role};
+use crate::analysis::lines::SourcePlace;
 use crate::analysis::palette::Style;
 use crate::format;
+use crate::table::{Filter, Scope};
 
 /// Where the user's rules are kept.
 const RULES_KEY: &str = "memsight:rules";
@@ -48,6 +51,11 @@ pub struct CategoryView {
     pub window: RwSignal<Option<(AxisMode, f64, f64)>>,
     /// The timeline's search (empty when none): the table filters by it too.
     pub search: RwSignal<String>,
+    /// The allocations the table shows (its scope and filter): the source view counts the
+    /// same ones, so a line's bytes are its call-site group's.
+    pub table_choice: RwSignal<Option<(Scope, Filter)>>,
+    /// The code the source view shows: asked by a click on a call site, a module or a frame.
+    pub source: RwSignal<Option<SourcePlace>>,
     /// The rules in use (as stored).
     pub rules: RwSignal<Rules>,
     /// Why the last rules sent were refused.
@@ -74,6 +82,8 @@ impl CategoryView {
             selected: RwSignal::new(None),
             window: RwSignal::new(None),
             search: RwSignal::new(String::new()),
+            table_choice: RwSignal::new(None),
+            source: RwSignal::new(None),
             rules: RwSignal::new(Rules::default()),
             rules_error: RwSignal::new(None),
             categorise_ms: RwSignal::new(None),

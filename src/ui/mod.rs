@@ -21,7 +21,8 @@
 //!   digests read on the page) and `digest_view` (a file of which only the digest is open);
 //! - one folder per view: `overview`, `timeline`, `breakdown` (where the memory went: charts,
 //!   the estimate, findings, rules, the report), `table`, `allocator`; `files` (the files side
-//!   by side, and the digests asked of many workers) and `compare` (two files compared); `phases` (the phase report); `categories`: what they share about
+//!   by side, and the digests asked of many workers) and `compare` (two files compared); `phases` (the phase report); `source` (a file of the code
+//!   with the bytes of each line, and the folder of the user's code opened in the page); `categories`: what they share about
 //!   categories (the rules, the picked moment, the highlighted category); `charts`: drawing
 //!   charts on a canvas (plotters);
 //! - `segmented`: one button of a segmented group, bound to a signal;
@@ -44,6 +45,8 @@ mod link;
 mod page_query;
 mod requests;
 mod row_window;
+// The source view's layout is pure, its components for wasm32 only.
+mod source;
 mod state;
 // The timeline's pure modules are compiled everywhere, its components for wasm32 only.
 mod timeline;

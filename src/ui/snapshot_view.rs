@@ -18,6 +18,7 @@ use super::device_picker::{DevicePicker, FileDevices};
 use super::link::Section;
 use super::overview::{OverviewPanel, Warnings};
 use super::phases::PhasesPanel;
+use super::source::SourcePanel;
 use super::state::{AppState, FileId, Status};
 use super::table::TablePanel;
 use super::timeline::TimelinePanel;
@@ -25,8 +26,8 @@ use crate::format;
 
 /// The views under the overview: the timeline, mounted as soon as the overview arrives, then
 /// the others one per frame once its first frame is on screen (breakdown, phases, table,
-/// allocator).
-const VIEW_STAGES: usize = 5;
+/// source, allocator).
+const VIEW_STAGES: usize = 6;
 
 /// Mounts the next view, and the one after it a frame later.
 fn mount_next(mounted: RwSignal<usize>) {
@@ -74,6 +75,9 @@ pub fn SnapshotView(
         });
     let ms = |t: f64| format::duration_us((t * 1000.0).max(0.0) as u64);
     let categories = CategoryView::new(id, actions, link);
+    // What links the file's views, for those deep inside another (a stack's frames open the
+    // source view).
+    provide_context(categories);
     let dark = super::theme::follow_system();
     let file_name = name.clone();
     let file_devices = FileDevices::of(state, id);
@@ -204,7 +208,10 @@ pub fn SnapshotView(
                         {move || at(3, Section::Table).then(|| view! {
                             <TablePanel file=id device=device file_name=table_name.clone() actions=actions categories=categories />
                         })}
-                        {move || (has_segments && at(4, Section::Allocator)).then(|| view! {
+                        {move || at(4, Section::Table).then(|| view! {
+                            <SourcePanel file=id device=device actions=actions categories=categories />
+                        })}
+                        {move || (has_segments && at(5, Section::Allocator)).then(|| view! {
                             <AllocatorPanel file=id device=device actions=actions categories=categories dark=dark.into() />
                         })}
                     }

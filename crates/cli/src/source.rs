@@ -181,6 +181,7 @@ fn file_json(f: &FileBytes, text: Option<&(String, String)>) -> Value {
     json!({
         "path": f.path,
         "source": text.map(|(from, _)| from.clone()),
+        "user": f.user,
         "made": tally(&f.made),
         "through": tally(&f.through),
         "functions": f.functions.iter().map(|g| json!({
@@ -190,19 +191,6 @@ fn file_json(f: &FileBytes, text: Option<&(String, String)>) -> Value {
             "line": l.line, "function": l.function, "made": tally(&l.made), "through": tally(&l.through),
         })).collect::<Vec<_>>(),
     })
-}
-
-/// Bytes in the margin: blank for none.
-fn margin(t: &Tally) -> String {
-    if t.count == 0 {
-        String::new()
-    } else {
-        format!(
-            "{} ×{}",
-            format::bytes(t.bytes),
-            format::count(u64::from(t.count))
-        )
-    }
 }
 
 /// One file with its margins: made here, passing through, the line's number and text.
@@ -242,7 +230,7 @@ fn annotated(
             "  {} (from line {}): {}",
             g.name,
             g.first_line,
-            margin(&g.through)
+            format::source::margin(&g.through)
         );
     }
     if markdown {
@@ -272,7 +260,10 @@ fn annotated(
     for (number, code) in listed {
         let at = f.lines.iter().find(|l| l.line == number);
         let (made, through) = at.map_or((String::new(), String::new()), |l| {
-            (margin(&l.made), margin(&l.through))
+            (
+                format::source::margin(&l.made),
+                format::source::margin(&l.through),
+            )
         });
         let _ = writeln!(out, "{made:>20} {through:>20} {number:>6}  {code}");
     }

@@ -21,10 +21,12 @@ use super::link::CompareLink;
 use super::segmented::segmented_button;
 use super::state::{AppState, FileId, Showing};
 use crate::analysis::categories::signals::Phase;
+use crate::analysis::lines::SourcePlace;
 use crate::compare::{compare, Comparison, Digest};
 use crate::format;
 use crate::format::breakdown::phase_label;
 use crate::format::compare as words;
+use crate::ui::source::compare::CompareSource;
 use tables::{CategoryTable, KeyedTable, MetricTable};
 
 /// One side: a file and one of its devices.
@@ -154,6 +156,8 @@ pub fn CompareView(
         })
     });
     let axis = RwSignal::new(Axis::Events);
+    // The call site whose code is shown for both runs.
+    let source = RwSignal::new(None::<SourcePlace>);
     let name_of = move |s: Option<Side>| {
         choices.with(|c| {
             c.iter()
@@ -294,7 +298,17 @@ pub fn CompareView(
                             <CategoryTable id="compare-roles" title="Roles" rows=c.roles.clone() />
                             <CategoryTable id="compare-components" title="Components" rows=c.components.clone() />
                         </div>
-                        <KeyedTable id="compare-call-sites" title="Call sites" rows=c.call_sites.clone() tree=false />
+                        <KeyedTable id="compare-call-sites" title="Call sites" rows=c.call_sites.clone() tree=false
+                            on_source=Callback::new(move |place| source.set(Some(place))) />
+                        {move || {
+                            let (Some((fa, da)), Some((fb, db))) = (a.get(), b.get()) else {
+                                return None;
+                            };
+                            source.get().map(|place| view! {
+                                <CompareSource actions=actions a=(fa, da, x.peak_state) b=(fb, db, y.peak_state)
+                                    place=place on_close=Callback::new(move |()| source.set(None)) />
+                            })
+                        }}
                         <KeyedTable id="compare-modules" title="Model modules" rows=c.modules.clone() tree=true />
                     }
                     .into_any()

@@ -4,6 +4,7 @@
 
 use leptos::prelude::*;
 
+use crate::analysis::lines::SourcePlace;
 use crate::compare::diff::{CategoryDelta, KeyedDelta, MetricDelta};
 use crate::compare::Change;
 use crate::format::{self, compare as words};
@@ -86,6 +87,9 @@ pub fn KeyedTable(
     title: &'static str,
     rows: Vec<KeyedDelta>,
     tree: bool,
+    /// Opens a call site's code in the source view of both runs.
+    #[prop(optional)]
+    on_source: Option<Callback<SourcePlace>>,
 ) -> impl IntoView {
     let changed_only = RwSignal::new(true);
     let all = RwSignal::new(false);
@@ -136,6 +140,12 @@ pub fn KeyedTable(
                             >
                                 <td class="keyed-label" style:padding-left=format!("{}px", 6.0 + indent)>
                                     <code class:user-frame=r.user title=r.key.clone()>{r.label.clone()}</code>
+                                    {on_source.zip(SourcePlace::of_frame_text(&r.label)).map(|(open, place)| view! {
+                                        <button type="button" class="source-open" data-path=place.path.clone()
+                                            data-line=place.line.map(|l| l.to_string()).unwrap_or_default()
+                                            title="Show this file with the bytes of each line in A and B"
+                                            on:click=move |_| open.run(place.clone())>"code"</button>
+                                    })}
                                     {(!calls.is_empty()).then(|| view! { <span class="calls">{format!(" {calls}")}</span> })}
                                 </td>
                                 <td><span class=format!("badge change-{}", r.change.key())>{words::change_label(r.change)}</span></td>

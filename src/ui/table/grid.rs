@@ -12,6 +12,7 @@ use crate::format::breakdown::{component_label, phase_label, role_label};
 use crate::table::columns::TableRow;
 use crate::table::groups::{GroupLine, Line};
 use crate::table::{Column, Sort};
+use crate::ui::source::SourceButton;
 
 /// Columns as the header shows them.
 /// Who made an allocation comes right after its size: it is what users look for first, and
@@ -175,6 +176,10 @@ fn group_line(table: TableState, group: GroupLine, at: u64) -> impl IntoView {
             </div>
             <div class="td group-label" role="cell" style:padding-left=format!("{}em", group.depth as f64 * 1.2)>
                 <span class="disclosure" aria-hidden="true">{if group.open { "▾ " } else { "▸ " }}</span>
+                // Before the label, which a long path cuts.
+                {group.place.clone().map(|place| view! {
+                    <SourceButton place=place />
+                })}
                 <span class="group-name" class:user=group.user title=group.label.clone()>{group.label.clone()}</span>
                 <span class="group-count">{format!(" · {} allocation{}", format::count(group.count as u64), if group.count == 1 { "" } else { "s" })}</span>
             </div>

@@ -419,6 +419,10 @@ pub fn TablePanel(
     Effect::new(move |previous: Option<TableQuery>| {
         categories.generation.track();
         let query = table.query();
+        let choice = Some((query.scope, query.filter.clone()));
+        if categories.table_choice.get_untracked() != choice {
+            categories.table_choice.set(choice);
+        }
         if previous.as_ref().is_some_and(|p| *p != query) {
             if let Some(el) = table.scroller.get_untracked() {
                 el.set_scroll_top(0);

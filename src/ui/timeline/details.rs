@@ -10,10 +10,12 @@ use super::folding::{rows, Row, Shown};
 use super::tooltip::{lifetime, made_by, title, when};
 use super::Timeline;
 use crate::analysis::categories::RoleReason;
+use crate::analysis::lines::SourcePlace;
 use crate::analysis::stacks::{FrameClass, FrameText};
 use crate::format;
 use crate::format::breakdown::{role_label, role_reason};
 use crate::timeline::inspect::OomDetail;
+use crate::ui::source::SourceButton;
 
 #[component]
 pub fn PinnedDetails(tl: Timeline) -> impl IntoView {
@@ -162,6 +164,10 @@ pub fn Stack(
                             class:hidden=move || !visible()>
                             <span class="frame-name">{f.name}</span>
                             <span class="frame-file">{format!("{}:{}", f.filename, f.line)}</span>
+                            {matches!(f.class, FrameClass::UserPython | FrameClass::LibraryPython)
+                                .then(|| SourcePlace::of_file(&f.filename))
+                                .flatten()
+                                .map(|p| view! { <SourceButton place=SourcePlace { line: Some(f.line), ..p } /> })}
                         </li>
                     }.into_any()
                 }

@@ -62,6 +62,9 @@ pub struct FileBytes {
     pub made: Tally,
     /// Allocations whose stack passes through any of its lines.
     pub through: Tally,
+    /// The user's code (not a library's), as its frames are classed.
+    #[serde(default)]
+    pub user: bool,
     pub lines: Vec<LineBytes>,
     /// Largest first.
     pub functions: Vec<FunctionBytes>,
@@ -70,6 +73,8 @@ pub struct FileBytes {
 /// What one stack contributes: its call site's place and every place it passes, once each.
 struct Places {
     made: Option<(usize, i64)>,
+    /// Files of the user's code among `files`.
+    user: Vec<usize>,
     through: Vec<(usize, i64, usize)>,
     /// The files of `through`, once each.
     files: Vec<usize>,
@@ -93,6 +98,7 @@ pub fn lines_of(
     let mut by_function: FxHashMap<(usize, usize), (i64, Tally)> = FxHashMap::default();
     // A file's own total: each allocation once, however many of its lines it passes.
     let mut file_through: FxHashMap<usize, Tally> = FxHashMap::default();
+    let mut user_files: FxHashSet<usize> = FxHashSet::default();
     for &i in chosen {
         let a = facts.allocations.at(i as usize);
         let stack = allocation_stack(&device.trace, &a);
@@ -106,6 +112,7 @@ pub fn lines_of(
             };
             let mut seen = FxHashSet::default();
             let mut through = Vec::new();
+            let mut user = Vec::new();
             // Lines of Python code, the user's and libraries': what a source view shows.
             let python = |f: &super::stacks::FrameText| {
                 matches!(f.class, FrameClass::UserPython | FrameClass::LibraryPython)
@@ -113,6 +120,9 @@ pub fn lines_of(
             for frame in text.frames.iter().filter(|f| python(f)) {
                 let path = id_of(&mut paths, &mut path_ids, &frame.filename);
                 let function = id_of(&mut functions, &mut function_ids, &frame.name);
+                if frame.class == FrameClass::UserPython {
+                    user.push(path);
+                }
                 if seen.insert((path, frame.line)) {
                     through.push((path, frame.line, function));
                 }
@@ -127,6 +137,7 @@ pub fn lines_of(
             files.dedup();
             Places {
                 made,
+                user,
                 through,
                 files,
             }
@@ -150,6 +161,7 @@ pub fn lines_of(
         for &path in &here.files {
             file_through.entry(path).or_default().add(a.size);
         }
+        user_files.extend(here.user.iter().copied());
         if let Some((path, line)) = here.made {
             if let Some(entry) = by_line.get_mut(&(path, line)) {
                 entry.1.add(a.size);
@@ -162,10 +174,14 @@ pub fn lines_of(
             path: path.clone(),
             made: Tally::default(),
             through: Tally::default(),
+            user: false,
             lines: Vec::new(),
             functions: Vec::new(),
         })
         .collect();
+    for path in user_files {
+        files[path].user = true;
+    }
     for ((path, line), (function, made, through)) in by_line {
         let file = &mut files[path];
         file.made.count += made.count;
@@ -486,6 +502,7 @@ mod tests {
             path: "m.py".into(),
             made: Tally::default(),
             through,
+            user: true,
             lines,
             functions: vec![FunctionBytes {
                 name: "f".into(),

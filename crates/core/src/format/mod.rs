@@ -19,6 +19,7 @@ pub mod overview;
 pub mod phases;
 pub mod problems;
 pub mod report;
+pub mod source;
 pub mod table;
 
 const BYTE_UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];

@@ -36,6 +36,8 @@ pub struct SourceFile {
     pub path: String,
     pub made: Tally,
     pub through: Tally,
+    /// The user's code (not a library's).
+    pub user: bool,
     /// The snapshot carries its text.
     pub carried: bool,
 }
@@ -83,6 +85,7 @@ pub fn listed(
             path: f.path.clone(),
             made: f.made,
             through: f.through,
+            user: f.user,
             carried: carried_text(snapshot, &f.path).is_some(),
         })
         .collect();

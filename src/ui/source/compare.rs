@@ -1,0 +1,175 @@
+//! The source view of two runs: one file with, in the margin of each line, the bytes made
+//! there in A and in B (each at the moment its digest is taken) and the change, lines
+//! highlighted by the size of the change. Each side's worker counts its own lines
+//! (`TableRequest::Source`, the path matched by its longest shared end, so two checkouts
+//! compare); the core sets them side by side (`analysis::lines::side_by_side`).
+//!
+//! Not the place for choosing A and B (the comparison's pickers).
+
+use leptos::html::Div;
+use leptos::prelude::*;
+
+use super::listing::{lay_out, row_of, Row};
+use super::view::{fetch_text, listing_table, scroll_to_line, FolderInput, SourceText};
+use crate::analysis::lines::{heat, side_by_side, FunctionPair, LinePair, SourcePlace, Tally};
+use crate::format;
+use crate::format::source::{change, margin, no_text};
+use crate::table::source::{SourceRequest, SourceView};
+use crate::table::Scope;
+use crate::ui::actions::Actions;
+use crate::ui::requests::Latest;
+use crate::ui::state::FileId;
+use crate::ui::view_asker::ViewAsker;
+
+/// One side: a file, its device and the state its lines are counted at.
+pub type SourceSide = (FileId, u32, u32);
+
+/// Asks `side`'s worker for the lines of `path`.
+fn ask_side(
+    actions: Actions,
+    (file, device, state): SourceSide,
+    path: String,
+    into: RwSignal<Option<Result<SourceView, String>>>,
+) {
+    let asker = ViewAsker::new(actions, file);
+    let latest = StoredValue::new(Latest::default());
+    let request = SourceRequest {
+        device,
+        scope: Scope::State(state),
+        filter: Default::default(),
+        path: Some(path),
+    };
+    asker.ask_latest(latest, request, move |view| {
+        let _ = into.try_set(Some(view.map(|v| *v)));
+    });
+}
+
+#[component]
+pub fn CompareSource(
+    actions: Actions,
+    a: SourceSide,
+    b: SourceSide,
+    place: SourcePlace,
+    /// Closes the view.
+    on_close: Callback<()>,
+) -> impl IntoView {
+    let side_a = RwSignal::new(None::<Result<SourceView, String>>);
+    let side_b = RwSignal::new(None::<Result<SourceView, String>>);
+    ask_side(actions, a, place.path.clone(), side_a);
+    ask_side(actions, b, place.path.clone(), side_b);
+    let text = RwSignal::new(None::<Result<SourceText, String>>);
+    let scroller = NodeRef::<Div>::new();
+    let both = Memo::new(move |_| match (side_a.get(), side_b.get()) {
+        (Some(Ok(x)), Some(Ok(y))) => Some(Ok((x, y))),
+        (Some(Err(e)), _) | (_, Some(Err(e))) => Some(Err(e)),
+        _ => None,
+    });
+    let wanted = place.path.clone();
+    let folder = super::folder::SourceFolder::in_context();
+    Effect::new(move |_| {
+        let _ = folder.map(|f| f.opened.get());
+        let Some(Ok((x, y))) = both.get() else {
+            return;
+        };
+        // A's copy of the text, else B's, else the folder's.
+        let carried = x.text.as_ref().or(y.text.as_ref());
+        let carried = carried.map(|t| (t.path.clone(), t.text.clone()));
+        fetch_text(wanted.clone(), carried, text, |_| true);
+    });
+    let pairs = Memo::new(move |_| {
+        both.with(|b| match b {
+            Some(Ok((x, y))) => Some(side_by_side(x.file.as_ref(), y.file.as_ref())),
+            _ => None,
+        })
+    });
+    let rows = Memo::new(move |_| {
+        pairs.with(|p| {
+            let Some((lines, functions)) = p else {
+                return Vec::new();
+            };
+            text.with(|t| {
+                let text = match t {
+                    Some(Ok(t)) => Some(t.text.as_str()),
+                    _ => None,
+                };
+                let lines: Vec<(i64, LinePair)> =
+                    lines.iter().map(|l| (l.line, l.clone())).collect();
+                let functions: Vec<(String, i64, FunctionPair)> = functions
+                    .iter()
+                    .map(|f| (f.name.clone(), f.first_line, f.clone()))
+                    .collect();
+                lay_out(text, &lines, &functions)
+            })
+        })
+    });
+    let line = place.line;
+    Effect::new(move |_| {
+        let here = rows.with(|r| line.and_then(|l| row_of(r, l)).is_some());
+        if let (Some(line), true) = (line, here) {
+            scroll_to_line(scroller, line);
+        }
+    });
+    let most_change = Memo::new(move |_| {
+        pairs.with(|p| {
+            p.as_ref().map_or(0, |(lines, _)| {
+                lines
+                    .iter()
+                    .map(|l| (l.b.made.bytes as i64 - l.a.made.bytes as i64).unsigned_abs())
+                    .max()
+                    .unwrap_or(0)
+            })
+        })
+    });
+    let title = place.path.clone();
+    view! {
+        <section class="compare-source" id="compare-source" data-path=place.path.clone()
+            data-ready=move || both.with(|b| matches!(b, Some(Ok(_)))).to_string()
+            data-text=move || text.with(|t| matches!(t, Some(Ok(_)))).to_string()>
+            <header class="chart-header">
+                <h3>{format!("Source: {title}")}</h3>
+                <FolderInput id="compare-source-folder-input" />
+                <button type="button" class="button quiet" id="compare-source-close" on:click=move |_| on_close.run(())>"Close"</button>
+            </header>
+            <p class="hint" id="compare-source-text-from">{move || match (both.get(), text.get()) {
+                (None, _) => "Counting both runs' lines…".to_string(),
+                (Some(Err(e)), _) => e,
+                (Some(Ok(_)), Some(Ok(t))) => format!("Bytes made at each line, each run at its own moment. Text: {}", t.from),
+                (Some(Ok(_)), Some(Err(e))) => e,
+                (Some(Ok(_)), None) => no_text(None),
+            }}</p>
+            {listing_table("compare-source-listing", &["A", "B", "B − A"], scroller, view! {
+                        {move || {
+                            let most = most_change.get();
+                            rows.get().into_iter().map(|row| match row {
+                                Row::Function { name, total } => view! {
+                                    <tr class="source-function" data-function=name.clone()
+                                        data-a-bytes=total.a.bytes.to_string() data-b-bytes=total.b.bytes.to_string()>
+                                        <td colspan="5">{format!("{name}: {} in A, {} in B pass through it ({})",
+                                            format::bytes(total.a.bytes), format::bytes(total.b.bytes), change(&total.a, &total.b))}</td>
+                                    </tr>
+                                }.into_any(),
+                                Row::Code { number, code, margin: m } => {
+                                    let (x, y) = m.as_ref().map_or((Tally::default(), Tally::default()), |l| (l.a.made, l.b.made));
+                                    let delta = y.bytes as i64 - x.bytes as i64;
+                                    let level = heat(delta.unsigned_abs(), most);
+                                    view! {
+                                        <tr class=format!("source-line heat-{level}") class:up={delta > 0} class:down={delta < 0}
+                                            class:target=line == Some(number)
+                                            data-line=number.to_string()
+                                            data-a-bytes=x.bytes.to_string() data-a-count=x.count.to_string()
+                                            data-b-bytes=y.bytes.to_string() data-b-count=y.count.to_string()
+                                            data-delta-bytes=delta.to_string()>
+                                            <td class="num margin">{margin(&x)}</td>
+                                            <td class="num margin">{margin(&y)}</td>
+                                            <td class="num margin">{change(&x, &y)}</td>
+                                            <td class="num line-number">{number.to_string()}</td>
+                                            <td class="source-code">{code}</td>
+                                        </tr>
+                                    }.into_any()
+                                }
+                            }).collect_view()
+                        }}
+            })}
+        </section>
+    }
+}

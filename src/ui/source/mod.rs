@@ -1,0 +1,425 @@
+//! The source view: a Python file of the code holding memory, each line with the bytes made
+//! there (its call-site group in the table) and passing through it, each function's total
+//! above its `def`, lines with memory highlighted by size. It counts the allocations the table
+//! shows (its scope and filter), so it follows the peak, the picked moment, the end or the
+//! timeline's window as the table does. A call site, module or file group in the table, or a
+//! frame of a stack, opens its file at its line ([`SourceButton`]).
+//!
+//! The worker counts (`TableRequest::Source`); the text is the snapshot's own
+//! (`source_code`) or the user's, from a folder opened in the page ([`folder`]), read
+//! locally. In a comparison the margins are A's, B's and the change ([`compare`]). The
+//! layout is the pure [`listing`]. File text is only ever text nodes.
+
+#[cfg(target_arch = "wasm32")]
+pub mod compare;
+#[cfg(target_arch = "wasm32")]
+pub mod folder;
+pub mod listing;
+
+#[cfg(target_arch = "wasm32")]
+pub use view::*;
+
+#[cfg(target_arch = "wasm32")]
+mod view {
+    use leptos::html::Div;
+    use leptos::prelude::*;
+
+    use super::folder::SourceFolder;
+    use super::listing::{lay_out, row_of, Row};
+    use crate::analysis::lines::{heat, LineBytes, SourcePlace, Tally};
+    use crate::format;
+    use crate::format::source::{function_total, margin, no_text, scope_words};
+    use crate::table::source::{SourceRequest, SourceView};
+    use crate::table::{Filter, Scope};
+    use crate::ui::actions::Actions;
+    use crate::ui::categories::CategoryView;
+    use crate::ui::requests::Latest;
+    use crate::ui::state::FileId;
+    use crate::ui::view_asker::ViewAsker;
+
+    /// A file's text and where it came from.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct SourceText {
+        /// The snapshot's path it is the text of.
+        pub path: String,
+        /// Said above the listing.
+        pub from: String,
+        pub text: String,
+    }
+
+    /// Opens `place` in the source view of the file whose views are being built (none outside
+    /// a snapshot's views).
+    #[component]
+    pub fn SourceButton(place: SourcePlace) -> impl IntoView {
+        let categories = use_context::<CategoryView>();
+        let title = match place.line {
+            Some(line) => format!(
+                "Show {}, line {line}, with the bytes of each line",
+                place.path
+            ),
+            None => format!("Show {} with the bytes of each line", place.path),
+        };
+        categories.map(|categories| {
+            let path = place.path.clone();
+            let line = place.line.map(|l| l.to_string()).unwrap_or_default();
+            view! {
+                <button type="button" class="source-open" title=title data-path=path data-line=line
+                    on:click=move |event| {
+                        // Not also a click on the group or row it sits in.
+                        event.stop_propagation();
+                        categories.source.set(Some(place.clone()));
+                    }>"code"</button>
+            }
+        })
+    }
+
+    /// The page's folder input, and what it holds.
+    #[component]
+    pub fn FolderInput(id: &'static str) -> impl IntoView {
+        let folder = SourceFolder::in_context();
+        let input = NodeRef::<leptos::html::Input>::new();
+        // A folder, not files: the attribute has no name in Leptos' view macro.
+        input.on_load(|el| {
+            let _ = el.set_attribute("webkitdirectory", "");
+        });
+        let status = move || {
+            folder.and_then(|f| f.opened.get()).map(|(name, count)| {
+                let name = if name.is_empty() {
+                    "the files opened".to_string()
+                } else {
+                    name
+                };
+                let files = if count == 1 { "file" } else { "files" };
+                format!("{name}: {} Python {files}", format::count(count as u64))
+            })
+        };
+        view! {
+            <span class="source-folder">
+                <input type="file" class="visually-hidden" id=id node_ref=input multiple=true
+                    on:change=move |_| {
+                        if let (Some(folder), Some(files)) = (folder, input.get_untracked().and_then(|i| i.files())) {
+                            folder.open(&files);
+                        }
+                    } />
+                <button type="button" class="button quiet" on:click=move |_| {
+                    if let Some(el) = input.get_untracked() {
+                        el.click();
+                    }
+                } title="Your code, read here and never uploaded: each file of the run is found by the longest shared end of its path">
+                    "Open a folder of your code…"
+                </button>
+                <span class="hint source-folder-status" data-count=move || folder.and_then(|f| f.opened.get()).map(|(_, n)| n.to_string()).unwrap_or_default()>
+                    {status}
+                </span>
+            </span>
+        }
+    }
+
+    /// The text of `path` (a snapshot's): `carried` when the snapshot has it, else the
+    /// folder's file, read now; `None` when neither has it. `still` says whether it is still
+    /// wanted when the folder's read ends.
+    pub fn fetch_text(
+        path: String,
+        carried: Option<(String, String)>,
+        into: RwSignal<Option<Result<SourceText, String>>>,
+        still: impl Fn(&str) -> bool + 'static,
+    ) {
+        if let Some((from, text)) = carried {
+            into.set(Some(Ok(SourceText {
+                path,
+                from: format!("{from} (in the snapshot)"),
+                text,
+            })));
+            return;
+        }
+        let folder = SourceFolder::in_context();
+        let Some((folder, found)) = folder.and_then(|f| f.find(&path).map(|p| (f, p))) else {
+            into.set(None);
+            return;
+        };
+        leptos::task::spawn_local(async move {
+            let read = folder.text(&found).await;
+            if !still(&path) {
+                return;
+            }
+            let _ = into.try_set(Some(read.map(|text| SourceText {
+                path,
+                from: format!("{found} (in the folder opened)"),
+                text,
+            })));
+        });
+    }
+
+    /// Scrolls `scroller` so that the row of line `line` is in its middle, and the view onto
+    /// the page.
+    pub fn scroll_to_line(scroller: NodeRef<Div>, line: i64) {
+        request_animation_frame(move || {
+            let Some(el) = scroller.get_untracked() else {
+                return;
+            };
+            let selector = format!("tr[data-line=\"{line}\"]");
+            if let Ok(Some(row)) = el.query_selector(&selector) {
+                if let Ok(row) = wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlElement>(row) {
+                    let top = row.offset_top() - el.client_height() / 2;
+                    el.set_scroll_top(top.max(0));
+                    el.scroll_into_view_with_bool(false);
+                }
+            }
+        });
+    }
+
+    /// The source view of one device of a file.
+    #[component]
+    pub fn SourcePanel(
+        file: FileId,
+        device: u32,
+        actions: Actions,
+        categories: CategoryView,
+    ) -> impl IntoView {
+        let asker = ViewAsker::new(actions, file);
+        let latest = StoredValue::new(Latest::default());
+        let answer = RwSignal::new(None::<Result<SourceView, String>>);
+        let answers = RwSignal::new(0u32);
+        let text = RwSignal::new(None::<Result<SourceText, String>>);
+        let folder = SourceFolder::in_context();
+        let scroller = NodeRef::<Div>::new();
+        let asked_path = move || {
+            categories
+                .source
+                .with(|p| p.as_ref().map(|p| p.path.clone()))
+        };
+        Effect::new(move |_| {
+            categories.generation.track();
+            let (scope, filter) = categories
+                .table_choice
+                .get()
+                .unwrap_or((Scope::Peak, Filter::default()));
+            let request = SourceRequest {
+                device,
+                scope,
+                filter,
+                path: asked_path(),
+            };
+            asker.ask_latest(latest, request, move |view| {
+                answer.set(Some(view.map(|v| *v)));
+                answers.update(|n| *n += 1);
+            });
+        });
+        // The file shown: the one asked, else the one the worker chose.
+        let shown = Memo::new(move |_| {
+            answer.with(|a| match a {
+                Some(Ok(v)) => v.file.as_ref().map(|f| f.path.clone()).or_else(asked_path),
+                _ => None,
+            })
+        });
+        // Its text, the snapshot's or the folder's (read again when a folder is opened).
+        Effect::new(move |_| {
+            let _ = folder.map(|f| f.opened.get());
+            let Some(path) = shown.get() else {
+                text.set(None);
+                return;
+            };
+            if text.with_untracked(|t| matches!(t, Some(Ok(t)) if t.path == path)) {
+                return;
+            }
+            let carried = answer.with_untracked(|a| match a {
+                Some(Ok(v)) => v.text.as_ref().map(|t| (t.path.clone(), t.text.clone())),
+                _ => None,
+            });
+            fetch_text(path, carried, text, move |p| {
+                shown.try_get_untracked().flatten().as_deref() == Some(p)
+            });
+        });
+        let rows = Memo::new(move |_| {
+            answer.with(|a| {
+                let Some(Ok(v)) = a else {
+                    return Vec::new();
+                };
+                let Some(file) = &v.file else {
+                    return Vec::new();
+                };
+                text.with(|t| {
+                    let text = match t {
+                        Some(Ok(t)) if t.path == file.path => Some(t.text.as_str()),
+                        _ => None,
+                    };
+                    let lines: Vec<(i64, LineBytes)> =
+                        file.lines.iter().map(|l| (l.line, l.clone())).collect();
+                    let functions: Vec<(String, i64, Tally)> = file
+                        .functions
+                        .iter()
+                        .map(|f| (f.name.clone(), f.first_line, f.through))
+                        .collect();
+                    lay_out(text, &lines, &functions)
+                })
+            })
+        });
+        // A place opened: its line brought into view once its rows are here.
+        Effect::new(move |_| {
+            let line = categories.source.with(|p| p.as_ref().and_then(|p| p.line));
+            let here = rows.with(|r| line.and_then(|l| row_of(r, l)).is_some());
+            if let (Some(line), true) = (line, here) {
+                scroll_to_line(scroller, line);
+            }
+        });
+        let most_made = Memo::new(move |_| {
+            answer.with(|a| match a {
+                Some(Ok(v)) => v
+                    .file
+                    .as_ref()
+                    .and_then(|f| f.lines.iter().map(|l| l.made.bytes).max())
+                    .unwrap_or(0),
+                _ => 0,
+            })
+        });
+        let attr = move |f: fn(&SourceView) -> String| {
+            move || {
+                answer.with(|a| match a {
+                    Some(Ok(v)) => f(v),
+                    _ => String::new(),
+                })
+            }
+        };
+        let target = move || categories.source.with(|p| p.as_ref().and_then(|p| p.line));
+        view! {
+            <section class="panel source-panel" id="source-view"
+                data-device=device.to_string()
+                data-ready=move || answer.with(|a| matches!(a, Some(Ok(_)))).to_string()
+                data-answers=move || answers.get().to_string()
+                data-path=move || shown.get().unwrap_or_default()
+                data-state=attr(|v| v.state.map(|s| s.to_string()).unwrap_or_default())
+                data-chosen-bytes=attr(|v| v.chosen.bytes.to_string())
+                data-chosen-count=attr(|v| v.chosen.count.to_string())
+                data-text=move || text.with(|t| match t { Some(Ok(_)) => "yes", Some(Err(_)) => "unreadable", None => "no" })
+            >
+                <header class="panel-header">
+                    <h2 class="panel-title">"Source"</h2>
+                    <p class="hint">"Each line of your code with the memory made there (its call site in the table) and passing through it. Click “code” beside a call site, a module or a frame to open its file."</p>
+                </header>
+                <div class="source-toolbar">
+                    <label class="field">
+                        "File "
+                        <select id="source-file" on:change=move |event| {
+                            let path = event_target_value(&event);
+                            categories.source.set(Some(SourcePlace { path, line: None }));
+                        }>
+                            {move || answer.with(|a| match a {
+                                Some(Ok(v)) => v.files.iter().map(|f| {
+                                    let path = f.path.clone();
+                                    let selected = shown.get().as_deref() == Some(f.path.as_str());
+                                    let label = format!("{} · {} made, {} through{}",
+                                        format::shorten_middle(&f.path, 60), format::bytes(f.made.bytes), format::bytes(f.through.bytes),
+                                        if f.user { "" } else { " (library)" });
+                                    view! { <option value=path selected=selected>{label}</option> }
+                                }).collect_view().into_any(),
+                                _ => ().into_any(),
+                            })}
+                        </select>
+                    </label>
+                    <FolderInput id="source-folder-input" />
+                </div>
+                {move || answer.with(|a| match a {
+                    None => view! { <p class="pending" aria-busy="true">"Counting bytes by line…"</p> }.into_any(),
+                    Some(Err(e)) => view! { <p class="view-error" role="alert" id="source-error">{e.clone()}</p> }.into_any(),
+                    Some(Ok(v)) => {
+                        let words = format!("Lines of the {} allocations {} ({}), as the table chooses them{}.",
+                            format::count(u64::from(v.chosen.count)), scope_words(&v.scope), format::bytes(v.chosen.bytes),
+                            if v.problem.is_some() { "; the table's filter is refused" } else { "" });
+                        view! { <p class="hint" id="source-scope">{words}</p> }.into_any()
+                    }
+                })}
+                <MissingText answer=answer />
+                <p class="hint" id="source-text-from">{move || match (shown.get(), text.get()) {
+                    (None, _) => "No Python code holds memory here.".to_string(),
+                    (Some(_), Some(Ok(t))) => format!("Text: {}", t.from),
+                    (Some(_), Some(Err(e))) => e,
+                    (Some(path), None) => no_text(Some(&path)),
+                }}</p>
+                {listing_table("source-listing", &["Made here", "Passing through"], scroller, view! {
+                            {move || {
+                                let most = most_made.get();
+                                let target = target();
+                                rows.get().into_iter().map(|row| match row {
+                                    Row::Function { name, total } => view! {
+                                        <tr class="source-function" data-function=name.clone()
+                                            data-through-bytes=total.bytes.to_string() data-through-count=total.count.to_string()>
+                                            <td colspan="4">{function_total(&name, &total)}</td>
+                                        </tr>
+                                    }.into_any(),
+                                    Row::Code { number, code, margin: m } => {
+                                        let (made, through) = m.as_ref().map_or((Tally::default(), Tally::default()), |l| (l.made, l.through));
+                                        let level = heat(made.bytes, most);
+                                        view! {
+                                            <tr class=format!("source-line heat-{level}") class:passes={through.count > 0 && made.count == 0}
+                                                class:target=target == Some(number)
+                                                data-line=number.to_string()
+                                                data-made-bytes=made.bytes.to_string() data-made-count=made.count.to_string()
+                                                data-through-bytes=through.bytes.to_string() data-through-count=through.count.to_string()>
+                                                <td class="num margin">{margin(&made)}</td>
+                                                <td class="num margin">{margin(&through)}</td>
+                                                <td class="num line-number">{number.to_string()}</td>
+                                                <td class="source-code">{code}</td>
+                                            </tr>
+                                        }.into_any()
+                                    }
+                                }).collect_view()
+                            }}
+                })}
+            </section>
+        }
+    }
+
+    /// A file's listing in its scroll box: the margins' headings, then the line's number and
+    /// its code; `body` is its rows.
+    pub fn listing_table(
+        id: &'static str,
+        margins: &'static [&'static str],
+        scroller: NodeRef<Div>,
+        body: impl IntoView,
+    ) -> impl IntoView {
+        view! {
+            <div class="source-scroll" node_ref=scroller>
+                <table class="source-listing" id=id>
+                    <thead><tr>
+                        {margins.iter().map(|m| view! { <th scope="col" class="num">{*m}</th> }).collect_view()}
+                        <th scope="col" class="num">"Line"</th>
+                        <th scope="col">"Code"</th>
+                    </tr></thead>
+                    <tbody>{body}</tbody>
+                </table>
+            </div>
+        }
+    }
+
+    /// The user's files with memory whose text neither the snapshot nor the folder has.
+    #[component]
+    fn MissingText(answer: RwSignal<Option<Result<SourceView, String>>>) -> impl IntoView {
+        let folder = SourceFolder::in_context();
+        let missing = Memo::new(move |_| {
+            let _ = folder.map(|f| f.opened.get());
+            answer.with(|a| match a {
+                Some(Ok(v)) => v
+                    .files
+                    .iter()
+                    .filter(|f| f.user && !f.carried)
+                    .filter(|f| folder.is_none_or(|folder| folder.find(&f.path).is_none()))
+                    .map(|f| f.path.clone())
+                    .collect::<Vec<_>>(),
+                _ => Vec::new(),
+            })
+        });
+        move || {
+            let list = missing.get();
+            (!list.is_empty()).then(|| {
+                let shown: Vec<String> = list.iter().take(8).cloned().collect();
+                let more = list.len().saturating_sub(shown.len());
+                let words = format!(
+                    "Not found, neither in the snapshot nor in a folder opened: {}{}.",
+                    shown.join(", "),
+                    if more > 0 { format!(" and {more} more") } else { String::new() }
+                );
+                view! { <p class="hint source-missing" id="source-missing" data-count=list.len().to_string()>{words}</p> }
+            })
+        }
+    }
+}
