@@ -332,12 +332,29 @@ MODEL_SOURCE = (
 TRAIN_SOURCE = "from model import Net\n\n\ndef main():\n    loss = Net()(x).sum()\n"
 
 
+# A small segment cudaMalloc'd before `_record_memory_history` was called (the model moved to
+# the GPU first): in the snapshot's segments, with no `segment_alloc` or `alloc` in the trace.
+C = B + 2 * MIB
+# What lives there: an embedding's weight, [1000, 64] float32. The caching allocator gives a
+# request of at most 1 MiB a block rounded up to 512 B in a 2 MiB small segment
+# (`c10/cuda/CUDACachingAllocator.cpp`: kMinBlockSize, kSmallSize, kSmallBuffer).
+EMBEDDING_BYTES = 1000 * 64 * 4
+
+
 @fixture("source_and_shapes.pickle", "ok",
          "The small snapshot with what community capture helpers add: `source_code` (the text of "
          "model.py and train.py by path) and `shape_data` (device 0: per allocation address, "
-         "[[op, shape, dtype]]), for every allocation of the trace but one.")
+         "[[op, shape, dtype]]), for every allocation of the trace but one and for a block alive "
+         "before the trace (a small segment allocated before recording started).")
 def _source_shapes():
     snap = small_snapshot()
+    # Recording was off when it was allocated: `_snapshot` writes a block's and a segment's
+    # `frames` from the context recorded at allocation, so both are empty.
+    before = [
+        block(C, EMBEDDING_BYTES, EMBEDDING_BYTES, "active_allocated"),
+        block(C + EMBEDDING_BYTES, 2 * MIB - EMBEDDING_BYTES, 0, "inactive"),
+    ]
+    snap["segments"].append(segment(0, C, before, seg_type="small"))
     snap["source_code"] = {MODEL: MODEL_SOURCE, TRAIN: TRAIN_SOURCE}
     shapes = {
         A: [["aten::empty", [1000, 1000], "torch.float32"]],
@@ -345,6 +362,7 @@ def _source_shapes():
         A + 6097408: [["aten::mm", [750, 1000], "torch.bfloat16"]],
         B: [["aten::ones", [25], "torch.int32"]],
         B + 1536: [["aten::zeros", [1000], "torch.uint8"]],
+        C: [["aten::_to_copy", [1000, 64], "torch.float32"]],
     }
     snap["shape_data"] = {0: shapes}
     FORMAT_FACTS["source_and_shapes.pickle"] = {
@@ -354,6 +372,8 @@ def _source_shapes():
         "shapes": {"1": ["[1000, 1000]", "torch.float32"], "2": ["[512, 1024]", "torch.float32"],
                    "3": ["[750, 1000]", "torch.bfloat16"], "7": ["[25]", "torch.int32"],
                    "9": ["[1000]", "torch.uint8"]},
+        # address -> (shape, dtype) of the allocations from before the trace, which no row carries
+        "shapes_before": {str(C): ["[1000, 64]", "torch.float32"]},
     }
     return dump(snap)
 
