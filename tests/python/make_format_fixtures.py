@@ -325,19 +325,191 @@ def _forward():
 # source_code and shape_data
 # --------------------------------------------------------------------------
 
-MODEL_SOURCE = (
-    "import torch\n\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
-    "        a = self.net1(x)\n        return self.net2(self.relu(a))\n"
-)
-TRAIN_SOURCE = "from model import Net\n\n\ndef main():\n    loss = Net()(x).sum()\n"
+# The text of the two files as a capture helper reads it, each line a frame of the fixture
+# names a line of code inside the function the frame names (checked by `_check_frames`).
+MODEL_SOURCE = '''"""A small transformer, as train.py trains it."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Net(nn.Module):
+    def __init__(self, dim=1024, hidden=1000, vocab=1000):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, 64)
+        self.net1 = nn.Linear(64, dim)
+        self.relu = nn.ReLU()
+        self.net2 = nn.Linear(dim, hidden)
+        self.layers = nn.ModuleList([Block(hidden)])
+        self.dropout = nn.Dropout(0.1)
+        self.head = nn.Linear(hidden, vocab)
+
+    def forward(self, x):
+        """The tokens through the layers, and the loss's workspace.
+
+        The workspace is a buffer of the batch's scores, noise for the
+        logits' dropout, and the logits in bfloat16, made each step.
+        """
+        a = self.net1(self.embed(x))
+        x = self.net2(self.relu(a))
+        for layer in self.layers:
+            x = layer(x)
+        with torch.no_grad():
+            buffer = torch.empty(1000, 1000, device=x.device)
+            noise = torch.randn(512, 1024, device=x.device)
+            logits = torch.mm(buffer[:750].bfloat16(), noise[:, :1000].bfloat16())
+            del logits
+        return x, buffer, noise
+
+
+class Attention(nn.Module):
+    def forward(self, x):
+        scale = x.shape[-1] ** -0.5
+        # The 25 positions a head may attend to.
+        mask = torch.ones(25, dtype=torch.int32, device=x.device)
+        scores = (x @ x.transpose(-2, -1)) * scale
+        return scores.masked_fill(mask == 0, 0).softmax(-1) @ x
+
+
+class MLP(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.up = nn.Linear(dim, 4 * dim)
+        self.down = nn.Linear(4 * dim, dim)
+
+    def forward(self, x):
+        codes = torch.zeros(1000, dtype=torch.uint8, device=x.device)
+        return self.down(F.gelu(self.up(x))) + codes[: x.shape[-1]]
+
+
+class Block(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.attn = Attention()
+        self.mlp = MLP(dim)
+
+    def forward(self, x):
+        return x + self.mlp(x + self.attn(x))
+'''
+TRAIN_SOURCE = '''"""Trains Net on random tokens and writes a memory snapshot of the run."""
+
+import argparse
+import pickle
+
+import torch
+
+from model import Net
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--steps", type=int, default=1)
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--out", default="snapshot.pickle")
+    return p.parse_args()
+
+
+def dump_snapshot(path):
+    snapshot = torch.cuda.memory._snapshot()
+    # The text of the code, for a viewer to show beside its memory.
+    snapshot["source_code"] = {
+        name: open(name).read() for name in ("model.py", "train.py")
+    }
+    with open(path, "wb") as f:
+        pickle.dump(snapshot, f)
+
+
+def main():
+    args = parse_args()
+    model = Net().cuda()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    torch.cuda.memory._record_memory_history(max_entries=100000)
+    for step in range(args.steps):
+        x = torch.randint(0, 1000, (args.batch, 16), device="cuda")
+        optimizer.zero_grad(set_to_none=True)
+        # The loss sums every output, so that backward starts from
+        # one number.
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = sum(t.float().sum() for t in model(x))
+        loss.backward()
+        optimizer.step()
+    dump_snapshot(args.out)
+    torch.cuda.memory._record_memory_history(enabled=None)
+
+
+def summarise(path):
+    """Prints the bytes a snapshot written by main() had reserved."""
+    with open(path, "rb") as f:
+        snapshot = pickle.load(f)
+    print(sum(s["total_size"] for s in snapshot["segments"]))
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+class SourceFrames(Frames):
+    """The small snapshot's frames with model.py's MLP where MODEL_SOURCE has it. The other
+    fixtures' frames put the MLP's lines (43, 44) right after the attention's (41, 42), where
+    no line of another class's method can be."""
+
+    MOVED = {(MODEL, 43): 53, (MODEL, 44): 54}
+
+    def f(self, filename, line, name):
+        return super().f(filename, self.MOVED.get((filename, line), line), name)
+
+
+def _check_frames(frames, sources):
+    """Fails unless each frame of a file in `sources` names a line of code (not blank, not a
+    comment) inside the function its name ends with (`layers.0.attn.forward`: a `forward`),
+    or outside every function for `<module>`."""
+    import ast
+
+    for path, text in sources.items():
+        lines = text.splitlines()
+        functions = [n for n in ast.walk(ast.parse(text))
+                     if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        for fr in frames:
+            if fr["filename"] != path:
+                continue
+            line, name = fr["line"], fr["name"]
+            assert 1 <= line <= len(lines), (path, line, "beyond the text")
+            code = lines[line - 1].strip()
+            assert code and not code.startswith("#"), (path, line, "not code")
+            around = [f for f in functions if f.lineno < line <= f.end_lineno]
+            innermost = max(around, key=lambda f: f.lineno, default=None)
+            want = None if name == "<module>" else name.rsplit(".", 1)[-1]
+            assert (innermost.name if innermost else None) == want, (path, line, name)
+
+
+# A small segment cudaMalloc'd before `_record_memory_history` was called (the model moved to
+# the GPU first): in the snapshot's segments, with no `segment_alloc` or `alloc` in the trace.
+C = B + 2 * MIB
+# What lives there: an embedding's weight, [1000, 64] float32. The caching allocator gives a
+# request of at most 1 MiB a block rounded up to 512 B in a 2 MiB small segment
+# (`c10/cuda/CUDACachingAllocator.cpp`: kMinBlockSize, kSmallSize, kSmallBuffer).
+EMBEDDING_BYTES = 1000 * 64 * 4
 
 
 @fixture("source_and_shapes.pickle", "ok",
          "The small snapshot with what community capture helpers add: `source_code` (the text of "
-         "model.py and train.py by path) and `shape_data` (device 0: per allocation address, "
-         "[[op, shape, dtype]]), for every allocation of the trace but one.")
+         "model.py and train.py by path, every frame's line a line of code in the function it names; "
+         "the MLP's frames at lines 53 and 54, where that text has it) and `shape_data` (device 0: per allocation address, "
+         "[[op, shape, dtype]]), for every allocation of the trace but one and for a block alive "
+         "before the trace (a small segment allocated before recording started).")
 def _source_shapes():
-    snap = small_snapshot()
+    fr = SourceFrames()
+    snap = small_snapshot(fr)
+    _check_frames(fr.table.values(), {MODEL: MODEL_SOURCE, TRAIN: TRAIN_SOURCE})
+    # Recording was off when it was allocated: `_snapshot` writes a block's and a segment's
+    # `frames` from the context recorded at allocation, so both are empty.
+    before = [
+        block(C, EMBEDDING_BYTES, EMBEDDING_BYTES, "active_allocated"),
+        block(C + EMBEDDING_BYTES, 2 * MIB - EMBEDDING_BYTES, 0, "inactive"),
+    ]
+    snap["segments"].append(segment(0, C, before, seg_type="small"))
     snap["source_code"] = {MODEL: MODEL_SOURCE, TRAIN: TRAIN_SOURCE}
     shapes = {
         A: [["aten::empty", [1000, 1000], "torch.float32"]],
@@ -345,6 +517,7 @@ def _source_shapes():
         A + 6097408: [["aten::mm", [750, 1000], "torch.bfloat16"]],
         B: [["aten::ones", [25], "torch.int32"]],
         B + 1536: [["aten::zeros", [1000], "torch.uint8"]],
+        C: [["aten::_to_copy", [1000, 64], "torch.float32"]],
     }
     snap["shape_data"] = {0: shapes}
     FORMAT_FACTS["source_and_shapes.pickle"] = {
@@ -354,6 +527,8 @@ def _source_shapes():
         "shapes": {"1": ["[1000, 1000]", "torch.float32"], "2": ["[512, 1024]", "torch.float32"],
                    "3": ["[750, 1000]", "torch.bfloat16"], "7": ["[25]", "torch.int32"],
                    "9": ["[1000]", "torch.uint8"]},
+        # address -> (shape, dtype) of the allocations from before the trace, which no row carries
+        "shapes_before": {str(C): ["[1000, 64]", "torch.float32"]},
     }
     return dump(snap)
 

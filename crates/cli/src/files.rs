@@ -1,17 +1,27 @@
-//! `memsight files FILE… [--markdown|--csv|--json] [--sort COLUMN[:asc|desc]]`: the page's
-//! files table — one row per file and device with its peaks, its end, efficiency, trace
+//! `memsight files FILE… [--markdown|--csv|--json [--curves]] [--sort COLUMN[:asc|desc]]`: the
+//! page's files table — one row per file and device with its peaks, its end, efficiency, trace
 //! entries, time span and the bytes of each role at its peak, ranks, iterations and the
 //! settings that tell the files apart (`ctx512`, `bs8`) read from the names, and outlier ranks
 //! flagged — from the core's digests. Takes snapshots and digests (`memsight digest`) alike.
+//! Its JSON also says where each run's peak falls, as the files view's chart of every run
+//! places it (`compare::overlay`), and with `--curves` gives the curves that chart draws.
+//!
+//! Not the place for the numbers themselves (the core's) or for a report folder's summary
+//! (`report`).
 
 use std::path::Path;
 use std::process::ExitCode;
 
 use memsight_core::analysis::categories::rules::Rules;
+use memsight_core::analysis::moment::row_before;
 use memsight_core::compare::files::{
-    flag_outliers, iteration_summaries, read_settings, rows_of, sort_rows, FileRow, FilesColumn,
+    flag_outliers, iteration_summaries, read_settings, shown_devices, sort_order, FileRow,
+    FilesColumn,
 };
+use memsight_core::compare::overlay::{run_curve, OverlayX, OverlayY, RunCurve};
+use memsight_core::compare::Digest;
 use memsight_core::format::compare as words;
+use serde_json::{json, Value};
 
 use crate::digest::read_as_digests;
 use crate::open::describe_error;
@@ -21,7 +31,10 @@ use crate::open::describe_error;
 pub enum FilesOutput {
     Markdown,
     Csv,
-    Json,
+    /// With each run's curves when `curves` is set.
+    Json {
+        curves: bool,
+    },
 }
 
 /// A sort order as typed: `peak_allocated_bytes`, `rank:asc`, or a setting the files'
@@ -74,12 +87,17 @@ pub fn run(
 ) -> ExitCode {
     let mut failed = false;
     let mut rows = Vec::new();
+    // Beside each row, its run as the files view's chart draws it.
+    let mut runs = Vec::new();
     for path in files {
         let path = path.as_ref();
         match read_as_digests(path, rules, false, true) {
             Ok(files) => {
                 for file in files {
-                    rows.extend(rows_of(&file.name, None, &file.devices));
+                    for digest in shown_devices(&file.devices) {
+                        rows.push(FileRow::new(&file.name, None, digest));
+                        runs.push(RunShape::of(digest));
+                    }
                 }
             }
             Err(report) => {
@@ -92,7 +110,11 @@ pub fn run(
     read_settings(&mut rows);
     if let Some(sort) = sort {
         match sort_column(&rows, &sort) {
-            Ok(column) => sort_rows(&mut rows, column, sort.descending),
+            Ok(column) => {
+                let order = sort_order(&rows, column, sort.descending);
+                rows = in_order(rows, &order);
+                runs = in_order(runs, &order);
+            }
             Err(why) => {
                 eprintln!("memsight: --sort: {why}");
                 return ExitCode::from(2);
@@ -102,9 +124,13 @@ pub fn run(
     let printed: String = match output {
         FilesOutput::Markdown => words::files_markdown(&rows),
         FilesOutput::Csv => words::files_csv(&rows),
-        FilesOutput::Json => {
-            let mut out = serde_json::to_string(&serde_json::json!({ "files": rows }))
-                .expect("rows serialize");
+        FilesOutput::Json { curves } => {
+            let rows: Vec<Value> = rows
+                .iter()
+                .zip(&runs)
+                .map(|(row, run)| run.json_row(row, curves))
+                .collect();
+            let mut out = serde_json::to_string(&json!({ "files": rows })).expect("rows serialize");
             out.push('\n');
             out
         }
@@ -127,4 +153,58 @@ pub fn run(
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// One run as the files view's chart of every run draws it: its curve over its events and,
+/// when its trace has times, over its time, each with its peak's place (the first highest
+/// point). Allocated bytes as recorded; the chart's "from its start" is the same curve less
+/// its first value, with its peak in the same place.
+struct RunShape {
+    /// The event after which the run's allocated peak is first reached; `None` when it was
+    /// reached before the first event.
+    peak_event: Option<u32>,
+    over_events: Option<RunCurve>,
+    over_time: Option<RunCurve>,
+}
+
+impl RunShape {
+    fn of(digest: &Digest) -> Self {
+        RunShape {
+            peak_event: row_before(digest.peak_state),
+            over_events: run_curve(digest, OverlayX::Events, OverlayY::Absolute),
+            over_time: run_curve(digest, OverlayX::Time, OverlayY::Absolute),
+        }
+    }
+
+    /// `row` as JSON with this run's peak position (in parts per million of its events and of
+    /// its time) and, with `curves`, the values drawn.
+    fn json_row(&self, row: &FileRow, curves: bool) -> Value {
+        let share = |c: &Option<RunCurve>| c.as_ref().map(|c| c.peak_share_ppm);
+        let values = |c: &Option<RunCurve>| c.as_ref().map(|c| c.values.clone());
+        let mut value = serde_json::to_value(row).expect("a row serializes");
+        let fields = value.as_object_mut().expect("a row is an object");
+        fields.insert("peak_event".into(), json!(self.peak_event));
+        fields.insert("peak_at_events_ppm".into(), json!(share(&self.over_events)));
+        fields.insert("peak_at_time_ppm".into(), json!(share(&self.over_time)));
+        if curves {
+            fields.insert(
+                "curve_over_events_bytes".into(),
+                json!(values(&self.over_events)),
+            );
+            fields.insert(
+                "curve_over_time_bytes".into(),
+                json!(values(&self.over_time)),
+            );
+        }
+        value
+    }
+}
+
+/// `items` in `order` (each index once), as the rows they go with were sorted.
+fn in_order<T>(items: Vec<T>, order: &[usize]) -> Vec<T> {
+    let mut items: Vec<Option<T>> = items.into_iter().map(Some).collect();
+    order
+        .iter()
+        .map(|&i| items[i].take().expect("each index once"))
+        .collect()
 }

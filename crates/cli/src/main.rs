@@ -255,9 +255,15 @@ enum Command {
         #[arg(long, conflicts_with = "json")]
         csv: bool,
         /// Print {"files": [{"name", "label", "device", "rank", "iteration",
-        /// "peak_allocated_bytes", …, "roles_at_peak": […], "outlier"}]}, exact.
+        /// "peak_allocated_bytes", …, "roles_at_peak": […], "outlier", "peak_event",
+        /// "peak_at_events_ppm", "peak_at_time_ppm"}]}, exact: where each run's peak falls as
+        /// the page's chart of every run places it.
         #[arg(long)]
         json: bool,
+        /// With --json: also each run's allocated curve as that chart draws it,
+        /// "curve_over_events_bytes" and "curve_over_time_bytes" (null without times).
+        #[arg(long, requires = "json")]
+        curves: bool,
     },
     /// Per device, the phase report: each `record_function` scope (or, when the file has
     /// none, each phase of each iteration inferred from the frames: setup, forward, backward,
@@ -534,13 +540,14 @@ fn main() -> ExitCode {
             markdown: _,
             csv,
             json,
+            curves,
         } => {
             let Some(rules) = rules_or_exit(rules) else {
                 return ExitCode::from(2);
             };
             let output = match (csv, json) {
                 (true, _) => files::FilesOutput::Csv,
-                (_, true) => files::FilesOutput::Json,
+                (_, true) => files::FilesOutput::Json { curves },
                 _ => files::FilesOutput::Markdown,
             };
             files::run(&files, &rules, sort, output)

@@ -1,6 +1,7 @@
 //! `memsight source`: a real run's annotated file read from a checkout found by the longest
 //! shared end of its path, each line's bytes made there equal to the table's call-site group of
-//! that line; a snapshot carrying `source_code` is read from itself.
+//! that line; a snapshot carrying `source_code` is read from itself, every line holding memory
+//! a line of code in its text.
 
 mod command;
 #[path = "../../core/tests/common/mod.rs"]
@@ -9,7 +10,7 @@ mod common;
 use std::path::PathBuf;
 
 use command::{assert_succeeded, json_lines, memsight, tempdir};
-use common::{real_fixtures_dir, repo};
+use common::{decode_file, real_fixtures_dir, repo};
 use serde_json::Value;
 
 /// A full training step (CS336), whose optimizer's lines hold its state at the peak.
@@ -131,4 +132,38 @@ fn a_snapshot_carrying_its_source_code_is_read_from_itself() {
         "/home/user/proj/model.py (in the snapshot)"
     );
     assert!(model["made"]["bytes"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn every_line_holding_memory_is_a_line_of_code_in_the_snapshots_text() {
+    let fixture: PathBuf = repo().join("tests/fixtures/source_and_shapes.pickle");
+    let snapshot = decode_file(&fixture).unwrap();
+    let output = memsight(&["source", "--at", "all", "--json"], &[fixture]);
+    assert_succeeded(&output);
+    let files = json_lines(&output)[0]["devices"]["0"]["files"].clone();
+    let mut checked = 0;
+    for file in files.as_array().unwrap() {
+        let path = file["path"].as_str().unwrap();
+        let (_, text) = snapshot
+            .source_code
+            .iter()
+            .find(|(p, _)| p == path)
+            .unwrap_or_else(|| panic!("{path}: no text in the snapshot"));
+        let lines: Vec<&str> = text.lines().collect();
+        for line in file["lines"].as_array().unwrap() {
+            let n = line["line"].as_u64().unwrap() as usize;
+            let code = n
+                .checked_sub(1)
+                .and_then(|i| lines.get(i))
+                .unwrap_or_else(|| panic!("{path}:{n} is beyond its {} lines", lines.len()))
+                .trim();
+            assert!(
+                !code.is_empty() && !code.starts_with('#'),
+                "{path}:{n} is not code: {code:?}"
+            );
+            checked += 1;
+        }
+    }
+    // model.py's six call sites and train.py's two lines that pass them on.
+    assert_eq!(checked, 8);
 }

@@ -7,6 +7,7 @@ mod common;
 use common::*;
 use memsight_core::analysis::stacks::stack_text;
 use memsight_core::analysis::Analysed;
+use memsight_core::analysis::{Allocation, Origin};
 use memsight_core::model::{Action, DeviceKind, Snapshot, StackId, NO_STACK, PINNED_HOST_DEVICE};
 use serde_json::Value as Json;
 
@@ -208,6 +209,45 @@ fn shape_data_gives_allocations_their_shape_and_dtype_and_source_code_is_kept() 
         .extra
         .iter()
         .all(|(k, _)| k != "shape_data" && k != "source_code"));
+}
+
+#[test]
+fn shape_data_gives_blocks_alive_before_the_trace_their_shape_and_dtype() {
+    let expected = facts("source_and_shapes.pickle");
+    let before = expected["shapes_before"].as_object().unwrap();
+    let shapes = expected["shapes"].as_object().unwrap();
+    let a = analysed("source_and_shapes.pickle");
+    let s = &a.snapshot;
+    let (device, f) = a.device_facts(0).unwrap();
+    let trace = &device.trace;
+    let tensor = |alloc: &Allocation| {
+        alloc
+            .shape(trace)
+            .map(|id| (s.str(id), alloc.dtype(trace).map(|d| s.str(d))))
+    };
+    fn want(w: &Json) -> (&str, Option<&str>) {
+        (w[0].as_str().unwrap(), w[1].as_str())
+    }
+    let mut seen = 0;
+    for alloc in f.allocations.iter() {
+        match alloc.origin() {
+            Origin::Trace => {
+                let row = alloc.alloc_row.to_string();
+                assert_eq!(tensor(&alloc), shapes.get(&row).map(want), "row {row}");
+            }
+            _ => {
+                let addr = alloc.addr.to_string();
+                assert_eq!(tensor(&alloc), before.get(&addr).map(want), "{addr}");
+                seen += usize::from(before.contains_key(&addr));
+            }
+        }
+    }
+    assert_eq!(
+        seen,
+        before.len(),
+        "every block from before the trace with a shape"
+    );
+    assert!(trace.has_shapes());
 }
 
 #[test]

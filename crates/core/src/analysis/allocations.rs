@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use super::moment::state_after;
-use crate::model::{StackId, Trace};
+use crate::model::{StackId, StrId, Trace};
 
 /// Row index of "no such event".
 pub const NO_ROW: u32 = u32::MAX;
@@ -75,6 +75,23 @@ impl Allocation {
     pub fn is_alive_at(&self, state: u32) -> bool {
         let (start, end) = self.alive_states();
         start <= state && state < end
+    }
+
+    /// The shape of the tensor it was made for, when the file records one: on its `alloc`
+    /// row, or for one made before the trace, at its address ([`Trace::tensor_before`]).
+    pub fn shape(&self, trace: &Trace) -> Option<StrId> {
+        match self.origin() {
+            Origin::Trace => trace.shape(self.alloc_row as usize),
+            _ => trace.tensor_before(self.addr).map(|(shape, _)| shape),
+        }
+    }
+
+    /// The dtype of the tensor it was made for, when the file records one (as [`Self::shape`]).
+    pub fn dtype(&self, trace: &Trace) -> Option<StrId> {
+        match self.origin() {
+            Origin::Trace => trace.dtype(self.alloc_row as usize),
+            _ => trace.tensor_before(self.addr).and_then(|(_, dtype)| dtype),
+        }
     }
 }
 

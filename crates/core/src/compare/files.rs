@@ -338,17 +338,33 @@ impl FilesColumn {
 
 /// Sorts rows by `column`; ties keep their order (the order files were opened in).
 pub fn sort_rows(rows: &mut [FileRow], column: FilesColumn, descending: bool) {
-    rows.sort_by(|x, y| {
-        let order = match column {
-            FilesColumn::Label => x.label.to_lowercase().cmp(&y.label.to_lowercase()),
-            _ => column.number(x).cmp(&column.number(y)),
-        };
-        if descending {
-            order.reverse()
-        } else {
-            order
-        }
-    });
+    rows.sort_by(|x, y| row_order(x, y, column, descending));
+}
+
+/// The order [`sort_rows`] puts `rows` in, as the index of each row from first to last, so
+/// that what goes with each row (its digest, its curve) can follow it.
+pub fn sort_order(rows: &[FileRow], column: FilesColumn, descending: bool) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_by(|&x, &y| row_order(&rows[x], &rows[y], column, descending));
+    order
+}
+
+/// Which of two rows comes first sorted by `column`.
+fn row_order(
+    x: &FileRow,
+    y: &FileRow,
+    column: FilesColumn,
+    descending: bool,
+) -> std::cmp::Ordering {
+    let order = match column {
+        FilesColumn::Label => x.label.to_lowercase().cmp(&y.label.to_lowercase()),
+        _ => column.number(x).cmp(&column.number(y)),
+    };
+    if descending {
+        order.reverse()
+    } else {
+        order
+    }
 }
 
 #[cfg(test)]
@@ -387,6 +403,20 @@ mod tests {
         sort_rows(&mut rows, FilesColumn::Label, false);
         let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(names, ["A", "b", "c"]);
+    }
+
+    #[test]
+    fn the_sort_order_is_the_order_rows_are_sorted_in_ties_and_all() {
+        let rows = vec![row("b", 2), row("A", 2), row("c", 1), row("a", 3)];
+        for column in [FilesColumn::PeakAllocated, FilesColumn::Label] {
+            for descending in [false, true] {
+                let mut sorted = rows.clone();
+                sort_rows(&mut sorted, column, descending);
+                let order = sort_order(&rows, column, descending);
+                let followed: Vec<&FileRow> = order.iter().map(|&i| &rows[i]).collect();
+                assert_eq!(followed, sorted.iter().collect::<Vec<_>>());
+            }
+        }
     }
 
     #[test]

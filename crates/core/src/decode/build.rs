@@ -6,7 +6,7 @@
 //! nodes); other importers hand over plain dicts and the builder converts them the same way.
 //! This module knows the snapshot keys and eras; it knows nothing of bytes or opcodes.
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::DecodeError;
 use crate::model::{
@@ -1277,28 +1277,51 @@ impl Builder {
 /// Per address, the tensors made there in order: `(shape, dtype)`.
 type Tensors = FxHashMap<u64, Vec<(StrId, Option<StrId>)>>;
 
-/// Gives each `alloc` row of `device` the shape and dtype `shape_data` lists at its address:
-/// the n-th allocation at an address gets the n-th tensor listed there (the last one when
-/// fewer are listed).
+/// Gives each allocation of `device` the shape and dtype `shape_data` lists at its address:
+/// the allocations at an address take the tensors listed there in the order they were made
+/// (the last one when fewer are listed). One made before the trace comes first at its
+/// address and, having no `alloc` row, keeps its tensor by address: it is freed in the trace
+/// before any `alloc` there, or alive at the end in a block no row names.
 fn set_tensors(device: &mut Device, tensors: &Tensors) {
-    let trace = &device.trace;
-    let mut seen: FxHashMap<u64, usize> = FxHashMap::default();
-    let mut rows = Vec::new();
-    for row in 0..trace.len() {
-        if trace.action[row] != Action::Alloc {
-            continue;
-        }
-        let addr = trace.addr[row];
-        let Some(made) = tensors.get(&addr).filter(|m| !m.is_empty()) else {
-            continue;
-        };
-        let n = seen.entry(addr).or_insert(0);
-        let (shape, dtype) = made[(*n).min(made.len() - 1)];
+    // How many tensors each address has given so far.
+    let mut taken: FxHashMap<u64, usize> = FxHashMap::default();
+    let mut take = |addr: u64| {
+        let made = tensors.get(&addr).filter(|m| !m.is_empty())?;
+        let n = taken.entry(addr).or_insert(0);
+        let tensor = made[(*n).min(made.len() - 1)];
         *n += 1;
-        rows.push((row as u32, shape, dtype));
+        Some(tensor)
+    };
+    let trace = &device.trace;
+    let mut named: FxHashSet<u64> = FxHashSet::default();
+    let mut rows = Vec::new();
+    let mut before = Vec::new();
+    for row in 0..trace.len() {
+        let addr = trace.addr[row];
+        match trace.action[row] {
+            Action::Alloc => {
+                named.insert(addr);
+                if let Some((shape, dtype)) = take(addr) {
+                    rows.push((row as u32, shape, dtype));
+                }
+            }
+            Action::FreeCompleted if named.insert(addr) => {
+                if let Some((shape, dtype)) = take(addr) {
+                    before.push((addr, shape, dtype));
+                }
+            }
+            _ => {}
+        }
     }
-    if !rows.is_empty() {
-        device.trace.set_tensors(&rows);
+    for block in &device.blocks {
+        if block.state.is_allocated() && !named.contains(&block.address) {
+            if let Some((shape, dtype)) = take(block.address) {
+                before.push((block.address, shape, dtype));
+            }
+        }
+    }
+    if !rows.is_empty() || !before.is_empty() {
+        device.trace.set_tensors(&rows, before);
     }
 }
 
@@ -1393,6 +1416,47 @@ mod tests {
             kept,
             ["host_segments", "host_traces", "shape_data", "source_code"]
         );
+    }
+
+    #[test]
+    fn shape_data_gives_allocations_from_before_the_trace_the_first_tensor_at_their_address() {
+        // 4096: alive before the trace and to its end (no row names it); 8192: made before
+        // the trace, freed in it, then made again; 12288: made in the trace only.
+        let json = br#"{"segments": [{"device": 0, "address": 4096, "total_size": 16384,
+            "blocks": [{"address": 4096, "size": 512, "requested_size": 512,
+                "state": "active_allocated"},
+              {"address": 4608, "size": 3584, "requested_size": 0, "state": "inactive"},
+              {"address": 8192, "size": 512, "requested_size": 512,
+                "state": "active_allocated"},
+              {"address": 12288, "size": 512, "requested_size": 512,
+                "state": "active_allocated"}]}],
+            "device_traces": [[
+              {"action": "free_requested", "addr": 8192, "size": 512, "stream": 0},
+              {"action": "free_completed", "addr": 8192, "size": 512, "stream": 0},
+              {"action": "alloc", "addr": 8192, "size": 512, "stream": 0},
+              {"action": "alloc", "addr": 12288, "size": 512, "stream": 0}]],
+            "shape_data": {"0": {
+              "4096": [["aten::empty", [128], "torch.float32"]],
+              "8192": [["aten::ones", [512], "torch.int8"], ["aten::zeros", [256], "torch.int16"]],
+              "12288": [["aten::randn", [64, 2], "torch.float32"]]}}}"#;
+        let s = crate::decode::decode_bytes(json).unwrap();
+        let trace = &s.devices[0].trace;
+        let text = |t: Option<(StrId, Option<StrId>)>| {
+            t.map(|(shape, dtype)| (s.str(shape), dtype.map(|d| s.str(d))))
+        };
+        let row = |r: usize| text(trace.shape(r).map(|shape| (shape, trace.dtype(r))));
+        assert_eq!(
+            text(trace.tensor_before(4096)),
+            Some(("[128]", Some("torch.float32")))
+        );
+        assert_eq!(
+            text(trace.tensor_before(8192)),
+            Some(("[512]", Some("torch.int8")))
+        );
+        assert_eq!(row(2), Some(("[256]", Some("torch.int16"))));
+        assert_eq!(row(3), Some(("[64, 2]", Some("torch.float32"))));
+        assert_eq!(trace.tensor_before(12288), None);
+        assert_eq!((row(0), row(1)), (None, None));
     }
 
     #[test]

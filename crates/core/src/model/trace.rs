@@ -182,6 +182,9 @@ pub struct Trace {
     shape: LazyColumn,
     /// The tensor's dtype beside its shape (`torch.float32`), when the file records one.
     dtype: LazyColumn,
+    /// `(address, shape, dtype)` of the tensors of allocations made before the first row, by
+    /// ascending address, when the file records them: no `alloc` row carries theirs.
+    tensors_before: Vec<(u64, StrId, Option<StrId>)>,
     /// `(row, name)` of rows whose action is [`Action::Other`].
     pub unknown_actions: Vec<(u32, StrId)>,
     /// `(row, key, value)` for keys this model does not know.
@@ -269,15 +272,20 @@ impl Trace {
         Some(self.shape.get(row, NONE_U32)).filter(|&v| v != NONE_U32)
     }
 
-    /// Whether any row has a shape.
+    /// Whether any row, or any allocation made before the first row, has a shape.
     pub fn has_shapes(&self) -> bool {
-        self.shape.is_used()
+        self.shape.is_used() || !self.tensors_before.is_empty()
     }
 
     /// Sets the shape and dtype of the tensors rows were made for, `(row, shape, dtype)` in
-    /// ascending rows, once every row is in (what a capture helper's `shape_data` says);
-    /// replaces any shapes set before.
-    pub fn set_tensors(&mut self, tensors: &[(u32, StrId, Option<StrId>)]) {
+    /// ascending rows, and of those allocations made before the first row were made for,
+    /// `(address, shape, dtype)` in any order, once every row is in (what a capture helper's
+    /// `shape_data` says); replaces any shapes set before.
+    pub fn set_tensors(
+        &mut self,
+        tensors: &[(u32, StrId, Option<StrId>)],
+        mut before: Vec<(u64, StrId, Option<StrId>)>,
+    ) {
         let len = self.len();
         self.shape = LazyColumn::default();
         self.dtype = LazyColumn::default();
@@ -291,6 +299,19 @@ impl Trace {
         }
         self.shape.finish(len, NONE_U32);
         self.dtype.finish(len, NONE_U32);
+        before.sort_unstable_by_key(|&(addr, _, _)| addr);
+        self.tensors_before = before;
+    }
+
+    /// The shape and dtype of the tensor the allocation at `addr` made before the first row
+    /// was made for, when the file records it.
+    pub fn tensor_before(&self, addr: u64) -> Option<(StrId, Option<StrId>)> {
+        let i = self
+            .tensors_before
+            .binary_search_by_key(&addr, |&(a, _, _)| a)
+            .ok()?;
+        let (_, shape, dtype) = self.tensors_before[i];
+        Some((shape, dtype))
     }
 
     /// The dtype of the tensor row `row` was made for, when the file records one.
@@ -501,6 +522,7 @@ impl Trace {
             + self.forward_stack.heap_bytes()
             + self.shape.heap_bytes()
             + self.dtype.heap_bytes()
+            + self.tensors_before.capacity() * std::mem::size_of::<(u64, StrId, Option<StrId>)>()
             + self.unknown_actions.capacity() * 8
     }
 }
