@@ -25,6 +25,7 @@ use crate::analysis::categories::{Category, Component, Dimension, Role};
 use crate::analysis::lines::SourcePlace;
 use crate::analysis::palette::Style;
 use crate::format;
+use crate::model::DeviceKind;
 use crate::table::{Filter, Scope};
 
 /// Where the user's rules are kept.
@@ -56,6 +57,8 @@ pub struct CategoryView {
     pub table_choice: RwSignal<Option<(Scope, Filter)>>,
     /// The code the source view shows: asked by a click on a call site, a module or a frame.
     pub source: RwSignal<Option<SourcePlace>>,
+    /// The kind of the file's accelerators (`cuda`, `npu`…), which downloads are named by.
+    pub device_kind: DeviceKind,
     /// The rules in use (as stored).
     pub rules: RwSignal<Rules>,
     /// Why the last rules sent were refused.
@@ -70,7 +73,7 @@ impl CategoryView {
     /// The categories of `file`'s views; sends the rules of the link being restored, else the
     /// stored rules, to its worker when there are any. Forgets its requests when the view goes
     /// away.
-    pub fn new(file: FileId, actions: Actions, link: DeepLink) -> Self {
+    pub fn new(file: FileId, actions: Actions, link: DeepLink, device_kind: DeviceKind) -> Self {
         let asker = ViewAsker::new(actions, file);
         let view = CategoryView {
             file,
@@ -84,6 +87,7 @@ impl CategoryView {
             search: RwSignal::new(String::new()),
             table_choice: RwSignal::new(None),
             source: RwSignal::new(None),
+            device_kind,
             rules: RwSignal::new(Rules::default()),
             rules_error: RwSignal::new(None),
             categorise_ms: RwSignal::new(None),

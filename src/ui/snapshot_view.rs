@@ -74,7 +74,8 @@ pub fn SnapshotView(
             None => (String::new(), 0, (0.0, 0.0, 0.0, 0.0), None),
         });
     let ms = |t: f64| format::duration_us((t * 1000.0).max(0.0) as u64);
-    let categories = CategoryView::new(id, actions, link);
+    let kind = state.with_untracked(|s| s.file(id).map(|f| f.device_kind()));
+    let categories = CategoryView::new(id, actions, link, kind.unwrap_or_default());
     // What links the file's views, for those deep inside another (a stack's frames open the
     // source view).
     provide_context(categories);

@@ -167,6 +167,7 @@ fn table_rows_carry_shape_and_dtype_from_shape_data() {
     let before = expected["shapes_before"].as_object().unwrap();
     let rows = got["devices"]["0"]["rows"].as_array().unwrap();
     let mut seen = 0;
+    let mut seen_before = 0;
     for row in rows {
         let event = row["alloc_event"].to_string();
         match shapes.get(&event) {
@@ -175,15 +176,12 @@ fn table_rows_carry_shape_and_dtype_from_shape_data() {
                 assert_eq!(row["shape"], want[0], "event {event}");
                 assert_eq!(row["dtype"], want[1], "event {event}");
             }
-            // Made before the trace: the table reads shapes from `alloc` rows, so it shows
-            // none yet; the core's `Allocation::shape` has the one recorded at its address
-            // (crates/core/tests/format_fields.rs), which a shown shape must be.
+            // Made before the trace: the tensor recorded at its address.
             None if row["alloc_event"].is_null() => {
                 let want = &before[&row["address"].to_string()];
-                if !row["shape"].is_null() {
-                    assert_eq!(row["shape"], want[0], "{}", row["address"]);
-                    assert_eq!(row["dtype"], want[1], "{}", row["address"]);
-                }
+                seen_before += 1;
+                assert_eq!(row["shape"], want[0], "{}", row["address"]);
+                assert_eq!(row["dtype"], want[1], "{}", row["address"]);
             }
             None => {
                 assert!(row["shape"].is_null(), "event {event}");
@@ -192,6 +190,11 @@ fn table_rows_carry_shape_and_dtype_from_shape_data() {
         }
     }
     assert_eq!(seen, shapes.len());
+    assert_eq!(
+        seen_before,
+        before.len(),
+        "every block alive before the trace"
+    );
 }
 
 /// `{group: (allocations, requested bytes)}` of the top level of `table --group-by BY

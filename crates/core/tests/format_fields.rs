@@ -310,3 +310,64 @@ fn who_holds_memory_names_backward_and_compiled_allocations_by_the_models_code()
         assert_eq!(got, want, "{name}");
     }
 }
+
+#[test]
+fn an_allocations_detail_says_what_its_table_row_says() {
+    use memsight_core::analysis::categories::categorised::Categorised;
+    use memsight_core::analysis::elements::AllocationElements;
+    use memsight_core::table::columns::{DeviceColumns, Rows};
+    use memsight_core::timeline::inspect::detail;
+    use memsight_core::timeline::TimelineKind;
+
+    let mut seen = (0, 0, 0);
+    for name in [
+        "annotate.pickle",
+        "source_and_shapes.pickle",
+        "forward_frames.pickle",
+    ] {
+        let a = analysed(name);
+        let categorised = Categorised::new(&a, Default::default(), &|| 0.0).unwrap();
+        for (position, (device, facts)) in a.snapshot.devices.iter().zip(&a.facts).enumerate() {
+            let columns = DeviceColumns::new(&a.snapshot, device, facts);
+            let rows = Rows {
+                snapshot: &a.snapshot,
+                device,
+                facts,
+                categories: categorised.device(position),
+                columns: &columns,
+                block_sizes: None,
+            };
+            let elements = AllocationElements::new(facts);
+            for i in 0..facts.allocations.len() as u32 {
+                let row = rows.row(i);
+                let index = elements.position(i as usize);
+                let d = detail(
+                    &a.snapshot,
+                    device,
+                    facts,
+                    None,
+                    TimelineKind::Allocations,
+                    index,
+                    true,
+                )
+                .unwrap();
+                let at = format!("{name} allocation {i}");
+                assert_eq!(d.shape, row.shape, "{at}");
+                assert_eq!(d.dtype, row.dtype, "{at}");
+                assert_eq!(d.annotations, row.annotations, "{at}");
+                // The table names a backward allocation by its forward code.
+                match &d.forward_top_frame {
+                    Some(forward) => {
+                        assert_eq!(Some(forward), row.top_frame.as_ref(), "{at}");
+                        assert!(!d.forward_frames.is_empty(), "{at}");
+                        seen.2 += 1;
+                    }
+                    None => assert_eq!(d.top_frame, row.top_frame, "{at}"),
+                }
+                seen.0 += usize::from(d.shape.is_some());
+                seen.1 += d.annotations.len();
+            }
+        }
+    }
+    assert!(seen.0 > 0 && seen.1 > 0 && seen.2 > 0, "{seen:?}");
+}

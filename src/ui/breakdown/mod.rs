@@ -34,7 +34,6 @@ use crate::breakdown::service::{
 };
 use crate::export::{ExportAnswer, ExportRequest};
 use crate::format;
-use crate::model::DeviceKind;
 use crate::protocol::ViewError;
 use chart::{ChartCard, Click, Draw, Hover, CHART_SIZE, WIDE_CHART_SIZE};
 
@@ -174,6 +173,7 @@ pub fn BreakdownPanel(
     });
 
     let redact = RedactPaths::in_context();
+    let kind = categories.device_kind;
     let report = move |_| {
         let name = file_name.clone();
         report_error.set(None);
@@ -188,7 +188,7 @@ pub fn BreakdownPanel(
                 download_text(
                     &format!(
                         "{stem}-{}-report.md",
-                        format::device_in_file_name(DeviceKind::Cuda, device)
+                        format::device_in_file_name(kind, device)
                     ),
                     &text,
                     "text/markdown",

@@ -10,7 +10,7 @@ use crate::timeline::inspect::ElementDetail;
 use crate::timeline::service::{TimelineAnswer, TimelineRequest};
 use crate::timeline::TimelineKind;
 use crate::ui::requests::Latest;
-use crate::ui::timeline::details::{anchor, folded, RoleLine, Stack};
+use crate::ui::timeline::details::{anchor, folded, ForwardStack, RecordedFacts, RoleLine, Stack};
 use crate::ui::view_asker::ViewAsker;
 
 #[component]
@@ -83,7 +83,10 @@ pub fn RowDetail(table: TableState) -> impl IntoView {
                         Some(frame) => view! { <code>{frame.clone()}</code> }.into_any(),
                         None => view! { <code>"(no frame recorded)"</code> }.into_any(),
                     }}</dd>
-                    {row.shape.clone().map(|shape| view! { <dt>"Shape"</dt><dd><code id="detail-shape">{shape}</code></dd> })}
+                    {move || stack.with(|s| match s {
+                        Some(Ok(detail)) => Some(view! { <RecordedFacts detail=detail.clone() id="table-detail" /> }),
+                        _ => None,
+                    })}
                 </dl>
                 {move || stack.with(|s| match s {
                     Some(Ok(detail)) => detail.role.clone().map(|reason| view! { <RoleLine reason=reason id="table-detail-role" /> }),
@@ -108,6 +111,7 @@ pub fn RowDetail(table: TableState) -> impl IntoView {
                                 </label>
                             </div>
                             <Stack frames=detail.frames.clone() anchor=at show_all=show_all list_id="table-stack" />
+                            <ForwardStack detail=detail.clone() show_all=show_all id="table-forward-stack" />
                         }.into_any()
                     }
                 }}

@@ -29,7 +29,6 @@ use crate::analysis::axis::AxisMode;
 use crate::analysis::categories::{Component, Dimension, Role};
 use crate::export::{ExportAnswer, ExportRequest};
 use crate::format;
-use crate::model::DeviceKind;
 use crate::table::columns::TableRow;
 use crate::table::groups::Line;
 use crate::table::service::{TableView, ViewRequest};
@@ -353,6 +352,7 @@ impl TableState {
     pub fn download_csv(&self, file_name: String, redact: bool) {
         let query = self.query_untracked();
         let device = self.device;
+        let kind = self.categories.device_kind;
         let status = self.csv_status;
         status.set(Some("Writing the CSV…".into()));
         self.asker.ask(
@@ -379,7 +379,7 @@ impl TableState {
                         download(
                             &format!(
                                 "{stem}-{}-table.csv",
-                                format::device_in_file_name(DeviceKind::Cuda, device)
+                                format::device_in_file_name(kind, device)
                             ),
                             &url,
                         );

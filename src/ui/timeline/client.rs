@@ -961,6 +961,11 @@ mod tests {
             compile_context: None,
             user_metadata: None,
             role: None,
+            shape: None,
+            dtype: None,
+            annotations: vec![],
+            forward_top_frame: None,
+            forward_frames: vec![],
         }
     }
 

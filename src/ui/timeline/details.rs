@@ -1,6 +1,8 @@
 //! The pinned element: what made it, its role and why, its facts, its stack (the user's code
 //! first: framework runs folded, interpreter noise hidden, unless "show all frames"), compile
-//! context and user metadata. Esc or "Unpin" clears it.
+//! context and user metadata, what newer files record (its tensor, annotations, and the forward
+//! code of a backward allocation, with its stack). Esc or "Unpin" clears it. Python frames
+//! open their file in the source view.
 
 use std::collections::BTreeSet;
 
@@ -14,7 +16,7 @@ use crate::analysis::lines::SourcePlace;
 use crate::analysis::stacks::{FrameClass, FrameText};
 use crate::format;
 use crate::format::breakdown::{role_label, role_reason};
-use crate::timeline::inspect::OomDetail;
+use crate::timeline::inspect::{ElementDetail, OomDetail};
 use crate::ui::source::SourceButton;
 
 #[component]
@@ -79,11 +81,57 @@ pub fn PinnedDetails(tl: Timeline) -> impl IntoView {
                     <dt>"Lifetime"</dt><dd>{lifetime(&e, states())}</dd>
                     {e.compile_context.clone().map(|c| view! { <dt>"Compile context"</dt><dd><code>{c}</code></dd> })}
                     {e.user_metadata.clone().map(|m| view! { <dt>"User metadata"</dt><dd><code>{m}</code></dd> })}
+                    <RecordedFacts detail=e.clone() id="pinned" />
                 </dl>
+                <ForwardStack detail=e.clone() show_all=show_all id="pinned-forward-stack" />
             </section>
         }
         .into_any()
     }
+}
+
+/// What newer files record of an allocation, as facts of a `<dl>`: its tensor (`shape_data`),
+/// its annotations (`annotate` rows, oldest first, each with its event and site) and, for a
+/// backward allocation, the forward code that created its autograd node (`forward_frames`).
+#[component]
+pub fn RecordedFacts(detail: ElementDetail, id: &'static str) -> impl IntoView {
+    let tensor = format::table::tensor(detail.shape.as_deref(), detail.dtype.as_deref());
+    let annotations = detail.annotations.clone();
+    view! {
+        {tensor.map(|t| view! { <dt>"Tensor"</dt><dd><code id=format!("{id}-tensor")>{t}</code></dd> })}
+        {(!annotations.is_empty()).then(|| view! {
+            <dt>"Annotations"</dt>
+            <dd><ol class="annotations" id=format!("{id}-annotations")>
+                {annotations.into_iter().map(|a| {
+                    let at = format!(" · event {}{}", format::count(u64::from(a.event)),
+                        a.site.as_deref().map(|s| format!(", at {s}")).unwrap_or_default());
+                    view! { <li data-event=a.event.to_string()><code>{a.metadata.unwrap_or_default()}</code>{at}</li> }
+                }).collect_view()}
+            </ol></dd>
+        })}
+        {detail.forward_top_frame.clone().map(|f| view! {
+            <dt>"Forward code"</dt><dd><code id=format!("{id}-forward")>{f}</code></dd>
+        })}
+    }
+}
+
+/// The forward code that created a backward allocation's autograd node, as a stack.
+#[component]
+pub fn ForwardStack(
+    detail: ElementDetail,
+    show_all: RwSignal<bool>,
+    id: &'static str,
+) -> impl IntoView {
+    (!detail.forward_frames.is_empty()).then(|| {
+        let anchor = detail
+            .forward_frames
+            .iter()
+            .position(|f| f.class == FrameClass::UserPython);
+        view! {
+            <h4 class="forward-stack-title">"Created in the forward by"</h4>
+            <Stack frames=detail.forward_frames.clone() anchor=anchor show_all=show_all list_id=id />
+        }
+    })
 }
 
 /// An allocation's role, whether it was deduced rather than observed, and why, in words a user

@@ -167,7 +167,14 @@ pub fn Tooltip(tl: Timeline) -> impl IntoView {
                             <dt>"Freed"</dt><dd>{match e.end_state { Some(s) => when(Some(s), e.free_time_us, origin()), None => "not freed".to_string() }}</dd>
                             <dt>"Lifetime"</dt><dd>{lifetime(&e, states())}</dd>
                             <dt>"At"</dt><dd>{at}</dd>
+                            {format::table::tensor(e.shape.as_deref(), e.dtype.as_deref()).map(|t| view! { <dt>"Tensor"</dt><dd class="tooltip-tensor">{t}</dd> })}
+                            {(!e.annotations.is_empty()).then(|| view! {
+                                <dt>"Annotated"</dt><dd class="tooltip-annotations">{format::table::annotations(&e.annotations)}</dd>
+                            })}
                         </dl>
+                        {e.forward_top_frame.clone().map(|f| view! {
+                            <p class="tooltip-forward">"Forward code: " {f}</p>
+                        })}
                         <p class="tooltip-frame" data-user=e.top_frame_is_user.to_string()>{match made_by(&e) {
                             Some((_, name)) if e.top_frame_is_user && e.origin == "trace" => name,
                             Some((label, name)) => format!("{label} {name}"),

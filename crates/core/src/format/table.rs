@@ -100,10 +100,8 @@ pub fn row_notes(r: &crate::table::columns::TableRow) -> String {
     if let Some(node) = &r.compiled_node {
         out += &format!(" · {}", super::compiled_node(node));
     }
-    match (&r.dtype, &r.shape) {
-        (Some(dtype), Some(shape)) => out += &format!(" · {dtype} {shape}"),
-        (None, Some(shape)) => out += &format!(" · {shape}"),
-        _ => {}
+    if let Some(tensor) = tensor(r.shape.as_deref(), r.dtype.as_deref()) {
+        out += &format!(" · {tensor}");
     }
     if !r.annotations.is_empty() {
         out += &format!(" · annotated: {}", annotations(&r.annotations));
@@ -111,8 +109,18 @@ pub fn row_notes(r: &crate::table::columns::TableRow) -> String {
     out
 }
 
+/// The tensor an allocation was made for, as the file records it: `torch.float32 [8, 1024]`
+/// (a dtype alone says nothing of the size).
+pub fn tensor(shape: Option<&str>, dtype: Option<&str>) -> Option<String> {
+    match (dtype, shape) {
+        (Some(dtype), Some(shape)) => Some(format!("{dtype} {shape}")),
+        (None, Some(shape)) => Some(shape.to_string()),
+        _ => None,
+    }
+}
+
 /// An allocation's annotations in one cell: each one's metadata, oldest first, ` | ` between.
-fn annotations(list: &[crate::analysis::stacks::AnnotationText]) -> String {
+pub fn annotations(list: &[crate::analysis::stacks::AnnotationText]) -> String {
     let texts: Vec<&str> = list
         .iter()
         .map(|a| a.metadata.as_deref().unwrap_or(""))

@@ -18,7 +18,7 @@ use crate::analysis::stacks::{
     CompiledNode,
 };
 use crate::analysis::{Allocation, DeviceFacts, Origin, NO_ROW};
-use crate::model::{Device, Snapshot, StackId, Trace, NO_STACK, NO_TIME};
+use crate::model::{Device, Snapshot, StackId, NO_STACK, NO_TIME};
 
 /// One allocation as the table shows it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -273,22 +273,10 @@ impl<'a> Rows<'a> {
         }
     }
 
-    /// The dtype of the tensor allocation `i` was made for, when the file records one.
+    /// The dtype of the tensor allocation `i` was made for, when the file records one (for
+    /// a block alive before the trace too).
     pub fn dtype(&self, i: u32) -> Option<&'a str> {
-        self.of_alloc_row(i, Trace::dtype)
-    }
-
-    /// What `column` says of allocation `i`'s `alloc` row, when it was made in the trace.
-    fn of_alloc_row(
-        &self,
-        i: u32,
-        column: fn(&Trace, usize) -> Option<crate::model::StrId>,
-    ) -> Option<&'a str> {
-        let a = self.allocation(i);
-        if a.origin() != Origin::Trace {
-            return None;
-        }
-        let id = column(&self.device.trace, a.alloc_row as usize)?;
+        let id = self.allocation(i).dtype(&self.device.trace)?;
         Some(self.snapshot.str(id))
     }
 
@@ -297,9 +285,11 @@ impl<'a> Rows<'a> {
         annotations_text(self.snapshot, &self.device.trace, self.facts, i)
     }
 
-    /// The shape of the tensor allocation `i` was made for, when the file records one.
+    /// The shape of the tensor allocation `i` was made for, when the file records one (for a
+    /// block alive before the trace too).
     pub fn shape(&self, i: u32) -> Option<&'a str> {
-        self.of_alloc_row(i, Trace::shape)
+        let id = self.allocation(i).shape(&self.device.trace)?;
+        Some(self.snapshot.str(id))
     }
 
     /// The value allocation `i` sorts by in `column` (ascending).

@@ -14,7 +14,9 @@ use crate::analysis::elements::ALIVE;
 use crate::analysis::elements::{AllocationElements, Elements, SegmentElements};
 use crate::analysis::live::{live_at, LiveSet};
 use crate::analysis::query::Query;
-use crate::analysis::stacks::{stack_text, FrameSearch, FrameText, StackText};
+use crate::analysis::stacks::{
+    annotations_text, stack_text, AnnotationText, FrameSearch, FrameText, StackText,
+};
 use crate::analysis::{DeviceFacts, Origin, NO_ROW};
 use crate::model::{Action, Device, Snapshot, StackId};
 
@@ -57,6 +59,22 @@ pub struct ElementDetail {
     /// An allocation's role and why (set by the service, which has the categories).
     #[serde(default)]
     pub role: Option<RoleReason>,
+    /// The tensor's shape and dtype, when the file records them (`[8, 1024]`,
+    /// `torch.float32`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<String>,
+    /// What `annotate` rows attached to an allocation, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub annotations: Vec<AnnotationText>,
+    /// For a backward allocation (`forward_frames`), the forward code that created its
+    /// autograd node: its top frame, as the table names the allocation, and its frames
+    /// (innermost first, with the frames).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forward_top_frame: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forward_frames: Vec<FrameText>,
 }
 
 fn origin_name(origin: Origin) -> &'static str {
@@ -110,6 +128,13 @@ pub fn detail(
                 frame_count,
             } = stack_text(snapshot, a.stack, with_frames);
             let text = |id: Option<u32>| id.map(|s| snapshot.str(s).to_string());
+            // What only an alloc row records: the forward code of a backward allocation.
+            let alloc_row = (a.alloc_row != NO_ROW).then_some(a.alloc_row as usize);
+            let (shape, dtype) = (text(a.shape(trace)), text(a.dtype(trace)));
+            let forward = alloc_row
+                .map(|r| trace.forward_stack(r))
+                .filter(|&s| s != crate::model::NO_STACK)
+                .map(|s| stack_text(snapshot, s, with_frames));
             let (stream, compile_context, user_metadata) = if row != NO_ROW {
                 let r = row as usize;
                 (
@@ -147,6 +172,16 @@ pub fn detail(
                 compile_context,
                 user_metadata,
                 role: None,
+                shape,
+                dtype,
+                annotations: annotations_text(
+                    snapshot,
+                    trace,
+                    facts,
+                    elements.allocation_index(index) as u32,
+                ),
+                forward_top_frame: forward.as_ref().and_then(|f| f.top_frame.clone()),
+                forward_frames: forward.map(|f| f.frames).unwrap_or_default(),
             })
         }
         TimelineKind::Segments => {
@@ -185,6 +220,11 @@ pub fn detail(
                 compile_context: None,
                 user_metadata: None,
                 role: None,
+                shape: None,
+                dtype: None,
+                annotations: Vec::new(),
+                forward_top_frame: None,
+                forward_frames: Vec::new(),
             })
         }
     }
