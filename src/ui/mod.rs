@@ -51,79 +51,55 @@ mod state;
 // The timeline's pure modules are compiled everywhere, its components for wasm32 only.
 mod timeline;
 
+/// Declares modules compiled for wasm32 only.
+macro_rules! browser_modules {
+    ($($name:ident),* $(,)?) => {
+        $(
+            #[cfg(target_arch = "wasm32")]
+            mod $name;
+        )*
+    };
+}
+
 // The browser's: Leptos components and what they need of web-sys.
-#[cfg(target_arch = "wasm32")]
-mod actions;
-#[cfg(target_arch = "wasm32")]
-mod allocator;
-#[cfg(target_arch = "wasm32")]
-mod app;
-#[cfg(target_arch = "wasm32")]
-mod breakdown;
-#[cfg(target_arch = "wasm32")]
-mod categories;
-#[cfg(target_arch = "wasm32")]
-mod charts;
-#[cfg(target_arch = "wasm32")]
-mod compare;
-#[cfg(target_arch = "wasm32")]
-mod debounce;
-#[cfg(target_arch = "wasm32")]
-mod deep_link;
-#[cfg(target_arch = "wasm32")]
-mod device_picker;
-#[cfg(target_arch = "wasm32")]
-mod digest_view;
-#[cfg(target_arch = "wasm32")]
-mod drop_overlay;
-#[cfg(target_arch = "wasm32")]
-mod embed;
-#[cfg(target_arch = "wasm32")]
-mod error_report;
-#[cfg(target_arch = "wasm32")]
-mod file_list;
-#[cfg(target_arch = "wasm32")]
-mod file_view;
-#[cfg(target_arch = "wasm32")]
-mod files;
-#[cfg(target_arch = "wasm32")]
-mod load_progress;
-#[cfg(target_arch = "wasm32")]
-mod moment_notice;
-#[cfg(target_arch = "wasm32")]
-mod near_screen;
-#[cfg(target_arch = "wasm32")]
-mod opening;
-#[cfg(target_arch = "wasm32")]
-mod overview;
-#[cfg(target_arch = "wasm32")]
-mod panic_banner;
-#[cfg(target_arch = "wasm32")]
-mod perf;
-#[cfg(target_arch = "wasm32")]
-mod phases;
-#[cfg(target_arch = "wasm32")]
-mod redact_paths;
-#[cfg(target_arch = "wasm32")]
-mod rehearsal;
-#[cfg(target_arch = "wasm32")]
-mod remote;
-#[cfg(target_arch = "wasm32")]
-mod segmented;
-#[cfg(target_arch = "wasm32")]
-mod snapshot_view;
-#[cfg(target_arch = "wasm32")]
-mod table;
-#[cfg(target_arch = "wasm32")]
-mod theme;
-#[cfg(target_arch = "wasm32")]
-mod toolbar;
-#[cfg(target_arch = "wasm32")]
-mod view_asker;
-#[cfg(target_arch = "wasm32")]
-mod welcome;
-#[cfg(target_arch = "wasm32")]
-mod workers;
+browser_modules!(
+    actions,
+    allocator,
+    app,
+    breakdown,
+    categories,
+    charts,
+    compare,
+    debounce,
+    deep_link,
+    device_picker,
+    digest_view,
+    drop_overlay,
+    embed,
+    error_report,
+    file_list,
+    file_view,
+    files,
+    load_progress,
+    moment_notice,
+    near_screen,
+    opening,
+    overview,
+    panic_banner,
+    perf,
+    phases,
+    redact_paths,
+    rehearsal,
+    remote,
+    segmented,
+    snapshot_view,
+    table,
+    theme,
+    toolbar,
+    view_asker,
+    welcome,
+    workers,
+);
 
 /// Starts the page (the `page` binary's `main`): installs the panic hook and mounts the app.
 #[cfg(target_arch = "wasm32")]

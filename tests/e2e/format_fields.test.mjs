@@ -80,13 +80,12 @@ describe('the 2026 fields', () => {
     await page.waitForFunction((b) => Number(document.querySelector('#allocations-table').dataset.answers) > b, before, { timeout: WAIT });
   }
 
-  /** Selects the table's row of the allocation at `address`; resolves once its detail has a stack. */
+  /** Selects the table's row of the allocation at `address`; resolves once its detail is this row's. */
   async function selectRow(page, address) {
-    await page.click(`#allocations-table .tr.row[data-address="${address}"]`);
-    await page.waitForFunction((a) => {
-      const d = document.querySelector('#table-detail');
-      return d && d.querySelector('#table-stack, #table-no-stack');
-    }, address, { timeout: WAIT });
+    const row = `#allocations-table .tr.row[data-address="${address}"]`;
+    const element = await page.$eval(row, (r) => r.dataset.element);
+    await page.click(row);
+    await page.waitForSelector(`#table-detail[data-stack-for="${element}"]`, { timeout: WAIT });
   }
 
   it('an allocation\'s annotations show in the table\'s detail and pinned on the timeline', async () => {

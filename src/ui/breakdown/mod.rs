@@ -636,6 +636,7 @@ fn MomentCharts(m: MomentBreakdown, dark: Signal<bool>, categories: CategoryView
                                         <button type="button" class="link-button" title="Pin it on the timeline"
                                             on:click=move |_| categories.show_on_timeline(device, a.index)
                                         >{a.name.clone().unwrap_or_else(|| "(no stack)".into())}</button>
+                                        {format::table::tensor(a.shape.as_deref(), a.dtype.as_deref()).map(|t| view! { <span class="tensor">{format!(" · {t}")}</span> })}
                                     </td>
                                 </tr>
                             }).collect_view()}

@@ -9,7 +9,7 @@
 use leptos::html::Div;
 use leptos::prelude::*;
 
-use super::listing::{lay_out, row_of, Row};
+use super::listing::{lay_out, row_of, ListedRow};
 use super::view::{fetch_text, listing_table, scroll_to_line, FolderInput, SourceText};
 use crate::analysis::lines::{heat, side_by_side, FunctionPair, LinePair, SourcePlace, Tally};
 use crate::format;
@@ -141,14 +141,14 @@ pub fn CompareSource(
                         {move || {
                             let most = most_change.get();
                             rows.get().into_iter().map(|row| match row {
-                                Row::Function { name, total } => view! {
+                                ListedRow::Function { name, total } => view! {
                                     <tr class="source-function" data-function=name.clone()
                                         data-a-bytes=total.a.bytes.to_string() data-b-bytes=total.b.bytes.to_string()>
                                         <td colspan="5">{format!("{name}: {} in A, {} in B pass through it ({})",
                                             format::bytes(total.a.bytes), format::bytes(total.b.bytes), change(&total.a, &total.b))}</td>
                                     </tr>
                                 }.into_any(),
-                                Row::Code { number, code, margin: m } => {
+                                ListedRow::Code { number, code, margin: m } => {
                                     let (x, y) = m.as_ref().map_or((Tally::default(), Tally::default()), |l| (l.a.made, l.b.made));
                                     let delta = y.bytes as i64 - x.bytes as i64;
                                     let level = heat(delta.unsigned_abs(), most);

@@ -10,7 +10,7 @@ use crate::analysis::lines::def_line;
 
 /// One row of a laid-out file.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Row<M, F> {
+pub enum ListedRow<M, F> {
     /// A function's total, above its `def` (or its first line with memory).
     Function { name: String, total: F },
     /// A line: its number (from 1), its code (empty beyond the text), its margin when it holds
@@ -28,11 +28,11 @@ pub fn lay_out<M: Clone, F: Clone>(
     text: Option<&str>,
     lines: &[(i64, M)],
     functions: &[(String, i64, F)],
-) -> Vec<Row<M, F>> {
+) -> Vec<ListedRow<M, F>> {
     let code: Vec<&str> = text.map_or(Vec::new(), |t| t.lines().collect());
     let reached = code.len() as i64;
     // Each function's total goes above the line it starts at.
-    let mut heads: Vec<(i64, Row<M, F>)> = functions
+    let mut heads: Vec<(i64, ListedRow<M, F>)> = functions
         .iter()
         .map(|(name, first_line, total)| {
             let at = text
@@ -40,7 +40,7 @@ pub fn lay_out<M: Clone, F: Clone>(
                 .unwrap_or(*first_line);
             (
                 at,
-                Row::Function {
+                ListedRow::Function {
                     name: name.clone(),
                     total: total.clone(),
                 },
@@ -51,7 +51,7 @@ pub fn lay_out<M: Clone, F: Clone>(
     let mut heads = heads.into_iter().peekable();
     let mut margins = lines.iter().peekable();
     let mut rows = Vec::with_capacity(code.len() + functions.len() + lines.len());
-    let mut push_line = |rows: &mut Vec<Row<M, F>>, number: i64, code: &str| {
+    let mut push_line = |rows: &mut Vec<ListedRow<M, F>>, number: i64, code: &str| {
         let margin = loop {
             match margins.peek() {
                 Some((n, _)) if *n < number => {
@@ -61,13 +61,13 @@ pub fn lay_out<M: Clone, F: Clone>(
                 _ => break None,
             }
         };
-        rows.push(Row::Code {
+        rows.push(ListedRow::Code {
             number,
             code: code.to_string(),
             margin,
         });
     };
-    let mut heads_up_to = |rows: &mut Vec<Row<M, F>>, number: i64| {
+    let mut heads_up_to = |rows: &mut Vec<ListedRow<M, F>>, number: i64| {
         while heads.peek().is_some_and(|(at, _)| *at <= number) {
             rows.push(heads.next().expect("peeked").1);
         }
@@ -80,7 +80,7 @@ pub fn lay_out<M: Clone, F: Clone>(
     // Lines with memory the text does not reach, in line order.
     for (number, margin) in lines.iter().filter(|(n, _)| *n < 1 || *n > reached) {
         heads_up_to(&mut rows, *number);
-        rows.push(Row::Code {
+        rows.push(ListedRow::Code {
             number: *number,
             code: String::new(),
             margin: Some(margin.clone()),
@@ -91,9 +91,9 @@ pub fn lay_out<M: Clone, F: Clone>(
 }
 
 /// The row showing line `number`, for scrolling to it.
-pub fn row_of<M, F>(rows: &[Row<M, F>], number: i64) -> Option<usize> {
+pub fn row_of<M, F>(rows: &[ListedRow<M, F>], number: i64) -> Option<usize> {
     rows.iter()
-        .position(|r| matches!(r, Row::Code { number: n, .. } if *n == number))
+        .position(|r| matches!(r, ListedRow::Code { number: n, .. } if *n == number))
 }
 
 #[cfg(test)]
@@ -102,11 +102,11 @@ mod tests {
 
     const TEXT: &str = "import torch\n\ndef make(n):\n    a = torch.zeros(n)\n    return a\n";
 
-    fn numbers(rows: &[Row<u64, u64>]) -> Vec<String> {
+    fn numbers(rows: &[ListedRow<u64, u64>]) -> Vec<String> {
         rows.iter()
             .map(|r| match r {
-                Row::Function { name, total } => format!("{name}={total}"),
-                Row::Code { number, margin, .. } => match margin {
+                ListedRow::Function { name, total } => format!("{name}={total}"),
+                ListedRow::Code { number, margin, .. } => match margin {
                     Some(m) => format!("{number}:{m}"),
                     None => number.to_string(),
                 },
@@ -120,7 +120,7 @@ mod tests {
         assert_eq!(numbers(&rows), ["1", "2", "make=100", "3", "4:100", "5"]);
         assert_eq!(row_of(&rows, 4), Some(4));
         match &rows[4] {
-            Row::Code { code, .. } => assert_eq!(code, "    a = torch.zeros(n)"),
+            ListedRow::Code { code, .. } => assert_eq!(code, "    a = torch.zeros(n)"),
             _ => panic!("a line"),
         }
     }
@@ -138,7 +138,7 @@ mod tests {
         );
         let none = lay_out(None, &[(7, 5u64), (9, 6)], &[("f".into(), 7, 11u64)]);
         assert_eq!(numbers(&none), ["f=11", "7:5", "9:6"]);
-        let empty: Vec<Row<u64, u64>> = lay_out(None, &[], &[]);
+        let empty: Vec<ListedRow<u64, u64>> = lay_out(None, &[], &[]);
         assert!(empty.is_empty());
     }
 }

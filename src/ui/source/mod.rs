@@ -25,7 +25,7 @@ mod view {
     use leptos::prelude::*;
 
     use super::folder::SourceFolder;
-    use super::listing::{lay_out, row_of, Row};
+    use super::listing::{lay_out, row_of, ListedRow};
     use crate::analysis::lines::{heat, LineBytes, SourcePlace, Tally};
     use crate::format;
     use crate::format::source::{function_total, margin, no_text, scope_words};
@@ -33,6 +33,7 @@ mod view {
     use crate::table::{Filter, Scope};
     use crate::ui::actions::Actions;
     use crate::ui::categories::CategoryView;
+    use crate::ui::near_screen::near_screen;
     use crate::ui::requests::Latest;
     use crate::ui::state::FileId;
     use crate::ui::view_asker::ViewAsker;
@@ -188,7 +189,14 @@ mod view {
                 .source
                 .with(|p| p.as_ref().map(|p| p.path.clone()))
         };
+        // Counted once the panel comes near the screen or a place is opened: a user who never
+        // looks costs the worker nothing.
+        let panel = NodeRef::<leptos::html::Section>::new();
+        let near = near_screen(panel);
         Effect::new(move |_| {
+            if !near.get() && categories.source.with(Option::is_none) {
+                return;
+            }
             categories.generation.track();
             let (scope, filter) = categories
                 .table_choice
@@ -282,7 +290,7 @@ mod view {
         };
         let target = move || categories.source.with(|p| p.as_ref().and_then(|p| p.line));
         view! {
-            <section class="panel source-panel" id="source-view"
+            <section class="panel source-panel" id="source-view" node_ref=panel
                 data-device=device.to_string()
                 data-ready=move || answer.with(|a| matches!(a, Some(Ok(_)))).to_string()
                 data-answers=move || answers.get().to_string()
@@ -340,13 +348,13 @@ mod view {
                                 let most = most_made.get();
                                 let target = target();
                                 rows.get().into_iter().map(|row| match row {
-                                    Row::Function { name, total } => view! {
+                                    ListedRow::Function { name, total } => view! {
                                         <tr class="source-function" data-function=name.clone()
                                             data-through-bytes=total.bytes.to_string() data-through-count=total.count.to_string()>
                                             <td colspan="4">{function_total(&name, &total)}</td>
                                         </tr>
                                     }.into_any(),
-                                    Row::Code { number, code, margin: m } => {
+                                    ListedRow::Code { number, code, margin: m } => {
                                         let (made, through) = m.as_ref().map_or((Tally::default(), Tally::default()), |l| (l.made, l.through));
                                         let level = heat(made.bytes, most);
                                         view! {

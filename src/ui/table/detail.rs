@@ -25,6 +25,10 @@ pub fn RowDetail(table: TableState) -> impl IntoView {
             stack.set(None);
             return;
         };
+        // The previous row's stack and facts are not this row's.
+        if stack.with_untracked(|s| matches!(s, Some(Ok(d)) if d.index != element)) {
+            stack.set(None);
+        }
         let request = TimelineRequest::Element {
             device: table.device,
             kind: TimelineKind::Allocations,
@@ -57,6 +61,7 @@ pub fn RowDetail(table: TableState) -> impl IntoView {
         let device = table.device;
         view! {
             <aside class="row-detail" id="table-detail" data-element=row.index.to_string()
+                data-stack-for=move || stack.with(|s| match s { Some(Ok(d)) => d.index.to_string(), _ => String::new() })
                 data-allocation=row.allocation.to_string()
                 data-size-bytes=row.size_bytes.to_string()
                 data-requested-bytes=row.requested_bytes.to_string()>

@@ -283,7 +283,9 @@ fn PinnedOom(tl: Timeline, oom: OomDetail) -> impl IntoView {
                                 <td class="num">{format::bytes(a.size)}</td>
                                 <td><button type="button" class="link-button" on:click=move |_| tl.pin_allocation(index)>
                                     {a.name.clone().unwrap_or_else(|| "no stack recorded".into())}
-                                </button></td>
+                                </button>
+                                {format::table::tensor(a.shape.as_deref(), a.dtype.as_deref()).map(|t| view! { <span class="tensor">{format!(" · {t}")}</span> })}
+                                </td>
                             </tr>
                         }
                     }).collect_view()}

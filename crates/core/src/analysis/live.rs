@@ -21,6 +21,11 @@ pub struct LiveAllocation {
     /// What made it (see [`crate::analysis::stacks::StackText::top_frame`]).
     pub name: Option<String>,
     pub user: bool,
+    /// The tensor's shape and dtype, when the file records them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<String>,
 }
 
 /// The allocations alive at the moment that one call site made.
@@ -130,12 +135,16 @@ pub fn live_set(
         .into_iter()
         .take(top)
         .map(|(size, index)| {
-            let (name, user) = name_of(allocation_stack(trace, &elements.allocation(index)));
+            let a = elements.allocation(index);
+            let (name, user) = name_of(allocation_stack(trace, &a));
+            let text = |id: Option<crate::model::StrId>| id.map(|id| snapshot.str(id).to_string());
             LiveAllocation {
                 index,
                 size,
                 name,
                 user,
+                shape: text(a.shape(trace)),
+                dtype: text(a.dtype(trace)),
             }
         })
         .collect();

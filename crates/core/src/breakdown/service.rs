@@ -142,6 +142,11 @@ pub struct TopAllocation {
     /// What made it: the user's frame, else the most telling framework frame.
     pub name: Option<String>,
     pub user: bool,
+    /// The tensor's shape and dtype, when the file records them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<String>,
 }
 
 /// Bytes by category at a moment.
@@ -394,6 +399,8 @@ fn listed(
         let text = stack_text(&cx.analysed.snapshot, stack, false);
         (text.top_frame, text.top_frame_is_user)
     };
+    let text =
+        |id: Option<crate::model::StrId>| id.map(|id| cx.analysed.snapshot.str(id).to_string());
     TopAllocation {
         index: elements.position(allocation),
         allocation: allocation as u32,
@@ -402,6 +409,8 @@ fn listed(
         component: categories.components[allocation],
         name,
         user,
+        shape: text(a.shape(trace)),
+        dtype: text(a.dtype(trace)),
     }
 }
 
@@ -450,6 +459,8 @@ fn at(
                 component: categories.components[allocation],
                 name: a.name,
                 user: a.user,
+                shape: a.shape,
+                dtype: a.dtype,
             }
         })
         .collect();

@@ -580,6 +580,8 @@ fn largest_section(doc: &mut Document, peak: &MomentBreakdown) {
         bytes(peak.live_bytes),
         share(listed_bytes, peak.live_bytes)
     ));
+    // A file that records tensors (`shape_data`) gets their column.
+    let tensors = listed.iter().any(|a| a.shape.is_some());
     let rows = listed
         .iter()
         .enumerate()
@@ -588,31 +590,36 @@ fn largest_section(doc: &mut Document, peak: &MomentBreakdown) {
                 Some(name) => Inline::Code(name.to_string()),
                 None => Inline::Emphasis(vec![Inline::text("no stack recorded")]),
             };
-            vec![
+            let mut row = vec![
                 Cell::text((i + 1).to_string()),
                 bytes_cell(a.size),
                 count_cell(a.size),
                 Cell::text(role_label(a.role)).with("role", a.role.key()),
                 Cell::text(component_label(a.component)).with("component", a.component.key()),
                 Cell::of(vec![site]),
-            ]
-            .into()
+            ];
+            if tensors {
+                let tensor = super::table::tensor(a.shape.as_deref(), a.dtype.as_deref());
+                row.push(Cell::text(tensor.unwrap_or_default()));
+            }
+            row.into()
         })
         .collect();
-    doc.push(DocBlock::Table(DocTable {
-        columns: vec![
-            DocColumn {
-                title: vec![Inline::Literal("#")],
-                align: Align::Right,
-            },
-            DocColumn::new("Size", Align::Right),
-            DocColumn::new("Exact bytes", Align::Right),
-            DocColumn::new("Role", Align::Left),
-            DocColumn::new("Component", Align::Left),
-            DocColumn::new("Call site", Align::Left),
-        ],
-        rows,
-    }));
+    let mut columns = vec![
+        DocColumn {
+            title: vec![Inline::Literal("#")],
+            align: Align::Right,
+        },
+        DocColumn::new("Size", Align::Right),
+        DocColumn::new("Exact bytes", Align::Right),
+        DocColumn::new("Role", Align::Left),
+        DocColumn::new("Component", Align::Left),
+        DocColumn::new("Call site", Align::Left),
+    ];
+    if tensors {
+        columns.push(DocColumn::new("Tensor", Align::Left));
+    }
+    doc.push(DocBlock::Table(DocTable { columns, rows }));
 }
 
 fn fragmentation_section(doc: &mut Document, analysed: &Analysed, device: u32) {
@@ -837,6 +844,8 @@ mod tests {
                     component: Component::Attention,
                     name: name.map(str::to_string),
                     user: true,
+                    shape: None,
+                    dtype: None,
                 })
                 .collect(),
             call_sites: vec![],
