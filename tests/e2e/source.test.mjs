@@ -147,11 +147,16 @@ describe('the source view', () => {
       // Every one of the file's lines is listed, its text's and no more.
       const rows = await page.$$eval('#source-listing tr.source-line', (rs) => rs.length);
       assert.equal(rows, 200);
-      // The table's scope is the view's: at the end the optimizer's state is still alive.
+      // The table's scope is the view's: at the end the optimizer's state is still alive. The
+      // page stays where the user is: the new margins do not pull it to the source view.
       const before = await page.$eval('#source-view', (e) => Number(e.dataset.answers));
+      await page.$eval('#table-scope-end', (b) => b.scrollIntoView({ block: 'center' }));
+      const scrolled = await page.evaluate(() => window.scrollY);
       await page.click('#table-scope-end');
       await page.waitForFunction((b) => Number(document.querySelector('#source-view').dataset.answers) > b, before, { timeout: WAIT });
       assert.match(await page.textContent('#source-scope'), /alive at the end/);
+      await page.waitForTimeout(100);
+      assert.equal(await page.evaluate(() => window.scrollY), scrolled, 'the page did not move');
       assert.deepEqual(errors, []);
     } finally {
       await page.context().close();

@@ -9,11 +9,11 @@
 use leptos::html::Div;
 use leptos::prelude::*;
 
-use super::listing::{lay_out, row_of, ListedRow};
-use super::view::{fetch_text, listing_table, scroll_to_line, FolderInput, SourceText};
+use super::listing::{lay_out, ListedRow};
+use super::view::{fetch_text, listing_table, scroll_when_listed, FileText, FolderInput};
 use crate::analysis::lines::{heat, side_by_side, FunctionPair, LinePair, SourcePlace, Tally};
 use crate::format;
-use crate::format::source::{change, margin, no_text};
+use crate::format::source::{change, margin};
 use crate::table::source::{SourceRequest, SourceView};
 use crate::table::Scope;
 use crate::ui::actions::Actions;
@@ -57,7 +57,7 @@ pub fn CompareSource(
     let side_b = RwSignal::new(None::<Result<SourceView, String>>);
     ask_side(actions, a, place.path.clone(), side_a);
     ask_side(actions, b, place.path.clone(), side_b);
-    let text = RwSignal::new(None::<Result<SourceText, String>>);
+    let text = RwSignal::new(FileText::Unknown);
     let scroller = NodeRef::<Div>::new();
     let both = Memo::new(move |_| match (side_a.get(), side_b.get()) {
         (Some(Ok(x)), Some(Ok(y))) => Some(Ok((x, y))),
@@ -74,7 +74,9 @@ pub fn CompareSource(
         // A's copy of the text, else B's, else the folder's.
         let carried = x.text.as_ref().or(y.text.as_ref());
         let carried = carried.map(|t| (t.path.clone(), t.text.clone()));
-        fetch_text(wanted.clone(), carried, text, |_| true);
+        if !text.with_untracked(|t| t.has_or_reads(&wanted)) {
+            fetch_text(wanted.clone(), carried, text);
+        }
     });
     let pairs = Memo::new(move |_| {
         both.with(|b| match b {
@@ -82,16 +84,14 @@ pub fn CompareSource(
             _ => None,
         })
     });
+    let listed_path = place.path.clone();
     let rows = Memo::new(move |_| {
         pairs.with(|p| {
             let Some((lines, functions)) = p else {
                 return Vec::new();
             };
             text.with(|t| {
-                let text = match t {
-                    Some(Ok(t)) => Some(t.text.as_str()),
-                    _ => None,
-                };
+                let text = t.text_of(&listed_path).map(|t| t.text.as_str());
                 let lines: Vec<(i64, LinePair)> =
                     lines.iter().map(|l| (l.line, l.clone())).collect();
                 let functions: Vec<(String, i64, FunctionPair)> = functions
@@ -103,12 +103,15 @@ pub fn CompareSource(
         })
     });
     let line = place.line;
-    Effect::new(move |_| {
-        let here = rows.with(|r| line.and_then(|l| row_of(r, l)).is_some());
-        if let (Some(line), true) = (line, here) {
-            scroll_to_line(scroller, line);
-        }
-    });
+    let pending_line = RwSignal::new(line);
+    let path = place.path.clone();
+    scroll_when_listed(
+        pending_line,
+        move || Some(path.clone()),
+        text,
+        rows,
+        scroller,
+    );
     let most_change = Memo::new(move |_| {
         pairs.with(|p| {
             p.as_ref().map_or(0, |(lines, _)| {
@@ -121,21 +124,21 @@ pub fn CompareSource(
         })
     });
     let title = place.path.clone();
+    let text_path = place.path.clone();
+    let words_path = place.path.clone();
     view! {
         <section class="compare-source" id="compare-source" data-path=place.path.clone()
             data-ready=move || both.with(|b| matches!(b, Some(Ok(_)))).to_string()
-            data-text=move || text.with(|t| matches!(t, Some(Ok(_)))).to_string()>
+            data-text=move || text.with(|t| t.text_of(&text_path).is_some()).to_string()>
             <header class="chart-header">
                 <h3>{format!("Source: {title}")}</h3>
                 <FolderInput id="compare-source-folder-input" />
                 <button type="button" class="button quiet" id="compare-source-close" on:click=move |_| on_close.run(())>"Close"</button>
             </header>
-            <p class="hint" id="compare-source-text-from">{move || match (both.get(), text.get()) {
-                (None, _) => "Counting both runs' lines…".to_string(),
-                (Some(Err(e)), _) => e,
-                (Some(Ok(_)), Some(Ok(t))) => format!("Bytes made at each line, each run at its own moment. Text: {}", t.from),
-                (Some(Ok(_)), Some(Err(e))) => e,
-                (Some(Ok(_)), None) => no_text(None),
+            <p class="hint" id="compare-source-text-from">{move || match both.get() {
+                None => "Counting both runs' lines…".to_string(),
+                Some(Err(e)) => e,
+                Some(Ok(_)) => format!("Bytes made at each line, each run at its own moment. {}", text.with(|t| t.words(&words_path))),
             }}</p>
             {listing_table("compare-source-listing", &["A", "B", "B − A"], scroller, view! {
                         {move || {

@@ -41,11 +41,82 @@ mod view {
     /// A file's text and where it came from.
     #[derive(Clone, Debug, PartialEq)]
     pub struct SourceText {
-        /// The snapshot's path it is the text of.
-        pub path: String,
         /// Said above the listing.
         pub from: String,
         pub text: String,
+    }
+
+    /// What is known of the text of a file of the snapshot (`path`, as its frames name it).
+    #[derive(Clone, Debug, Default, PartialEq)]
+    pub enum FileText {
+        /// Not looked for yet.
+        #[default]
+        Unknown,
+        /// Neither the snapshot nor the folder opened has it.
+        Absent {
+            path: String,
+        },
+        /// Being read from the folder opened.
+        Reading {
+            path: String,
+        },
+        Read {
+            path: String,
+            text: SourceText,
+        },
+        Unreadable {
+            path: String,
+            why: String,
+        },
+    }
+
+    impl FileText {
+        /// Its text, when it is `path`'s.
+        pub fn text_of(&self, path: &str) -> Option<&SourceText> {
+            match self {
+                FileText::Read { path: p, text } if p == path => Some(text),
+                _ => None,
+            }
+        }
+
+        /// Whether what is known is `path`'s and final (read, absent or unreadable): the
+        /// listing will not change under the user any more.
+        pub fn settled_for(&self, path: &str) -> bool {
+            match self {
+                FileText::Absent { path: p }
+                | FileText::Read { path: p, .. }
+                | FileText::Unreadable { path: p, .. } => p == path,
+                FileText::Unknown | FileText::Reading { .. } => false,
+            }
+        }
+
+        /// Whether `path`'s text is here or on its way.
+        pub fn has_or_reads(&self, path: &str) -> bool {
+            match self {
+                FileText::Read { path: p, .. } | FileText::Reading { path: p } => p == path,
+                _ => false,
+            }
+        }
+
+        /// Said above the listing of `path`.
+        pub fn words(&self, path: &str) -> String {
+            match self {
+                FileText::Read { path: p, text } if p == path => format!("Text: {}", text.from),
+                FileText::Reading { path: p } if p == path => format!("Reading {p}…"),
+                FileText::Unreadable { path: p, why } if p == path => why.clone(),
+                _ => no_text(Some(path)),
+            }
+        }
+
+        /// For the `data-text` attribute: `yes`, `reading`, `unreadable` or `no`.
+        fn key(&self, path: &str) -> &'static str {
+            match self {
+                FileText::Read { path: p, .. } if p == path => "yes",
+                FileText::Reading { path: p } if p == path => "reading",
+                FileText::Unreadable { path: p, .. } if p == path => "unreadable",
+                _ => "no",
+            }
+        }
     }
 
     /// Opens `place` in the source view of the file whose views are being built (none outside
@@ -116,38 +187,68 @@ mod view {
         }
     }
 
-    /// The text of `path` (a snapshot's): `carried` when the snapshot has it, else the
-    /// folder's file, read now; `None` when neither has it. `still` says whether it is still
-    /// wanted when the folder's read ends.
-    pub fn fetch_text(
-        path: String,
-        carried: Option<(String, String)>,
-        into: RwSignal<Option<Result<SourceText, String>>>,
-        still: impl Fn(&str) -> bool + 'static,
-    ) {
+    /// The text of `path` (a snapshot's), into `into`: `carried` (its path there and text)
+    /// when the snapshot has it, else the folder's file, read now. A read that ends after
+    /// another file was asked is dropped.
+    pub fn fetch_text(path: String, carried: Option<(String, String)>, into: RwSignal<FileText>) {
         if let Some((from, text)) = carried {
-            into.set(Some(Ok(SourceText {
+            let from = format!("{from} (in the snapshot)");
+            into.set(FileText::Read {
                 path,
-                from: format!("{from} (in the snapshot)"),
-                text,
-            })));
+                text: SourceText { from, text },
+            });
             return;
         }
         let folder = SourceFolder::in_context();
         let Some((folder, found)) = folder.and_then(|f| f.find(&path).map(|p| (f, p))) else {
-            into.set(None);
+            into.set(FileText::Absent { path });
             return;
         };
+        into.set(FileText::Reading { path: path.clone() });
         leptos::task::spawn_local(async move {
             let read = folder.text(&found).await;
-            if !still(&path) {
+            let still = into
+                .try_with_untracked(|t| matches!(t, FileText::Reading { path: p } if *p == path));
+            if still != Some(true) {
                 return;
             }
-            let _ = into.try_set(Some(read.map(|text| SourceText {
-                path,
-                from: format!("{found} (in the folder opened)"),
-                text,
-            })));
+            into.set(match read {
+                Ok(text) => FileText::Read {
+                    path,
+                    text: SourceText {
+                        from: format!("{found} (in the folder opened)"),
+                        text,
+                    },
+                },
+                Err(why) => FileText::Unreadable { path, why },
+            });
+        });
+    }
+
+    /// Scrolls `scroller` to line `line` once the listing of `path` is final (its text read
+    /// or known absent) and holds the line: then, and only then, so a listing laid out again
+    /// under the user (the table's scope changed) does not move.
+    pub fn scroll_when_listed<M: 'static, F: 'static>(
+        pending: RwSignal<Option<i64>>,
+        path: impl Fn() -> Option<String> + 'static,
+        text: RwSignal<FileText>,
+        rows: Memo<Vec<ListedRow<M, F>>>,
+        scroller: NodeRef<Div>,
+    ) where
+        ListedRow<M, F>: Send + Sync + PartialEq,
+    {
+        Effect::new(move |_| {
+            let Some(line) = pending.get() else {
+                return;
+            };
+            let Some(path) = path() else {
+                return;
+            };
+            let settled = text.with(|t| t.settled_for(&path));
+            if settled && rows.with(|r| row_of(r, line).is_some()) {
+                pending.set(None);
+                scroll_to_line(scroller, line);
+            }
         });
     }
 
@@ -181,7 +282,7 @@ mod view {
         let latest = StoredValue::new(Latest::default());
         let answer = RwSignal::new(None::<Result<SourceView, String>>);
         let answers = RwSignal::new(0u32);
-        let text = RwSignal::new(None::<Result<SourceText, String>>);
+        let text = RwSignal::new(FileText::Unknown);
         let folder = SourceFolder::in_context();
         let scroller = NodeRef::<Div>::new();
         let asked_path = move || {
@@ -220,23 +321,20 @@ mod view {
                 _ => None,
             })
         });
-        // Its text, the snapshot's or the folder's (read again when a folder is opened).
+        // Its text, the snapshot's or the folder's (looked for again when a folder is opened).
         Effect::new(move |_| {
             let _ = folder.map(|f| f.opened.get());
             let Some(path) = shown.get() else {
-                text.set(None);
                 return;
             };
-            if text.with_untracked(|t| matches!(t, Some(Ok(t)) if t.path == path)) {
+            if text.with_untracked(|t| t.has_or_reads(&path)) {
                 return;
             }
             let carried = answer.with_untracked(|a| match a {
                 Some(Ok(v)) => v.text.as_ref().map(|t| (t.path.clone(), t.text.clone())),
                 _ => None,
             });
-            fetch_text(path, carried, text, move |p| {
-                shown.try_get_untracked().flatten().as_deref() == Some(p)
-            });
+            fetch_text(path, carried, text);
         });
         let rows = Memo::new(move |_| {
             answer.with(|a| {
@@ -247,10 +345,7 @@ mod view {
                     return Vec::new();
                 };
                 text.with(|t| {
-                    let text = match t {
-                        Some(Ok(t)) if t.path == file.path => Some(t.text.as_str()),
-                        _ => None,
-                    };
+                    let text = t.text_of(&file.path).map(|t| t.text.as_str());
                     let lines: Vec<(i64, LineBytes)> =
                         file.lines.iter().map(|l| (l.line, l.clone())).collect();
                     let functions: Vec<(String, i64, Tally)> = file
@@ -262,14 +357,12 @@ mod view {
                 })
             })
         });
-        // A place opened: its line brought into view once its rows are here.
+        // A place opened (again, too): its line brought into view once it is listed.
+        let pending_line = RwSignal::new(None::<i64>);
         Effect::new(move |_| {
-            let line = categories.source.with(|p| p.as_ref().and_then(|p| p.line));
-            let here = rows.with(|r| line.and_then(|l| row_of(r, l)).is_some());
-            if let (Some(line), true) = (line, here) {
-                scroll_to_line(scroller, line);
-            }
+            pending_line.set(categories.source.with(|p| p.as_ref().and_then(|p| p.line)));
         });
+        scroll_when_listed(pending_line, move || shown.get(), text, rows, scroller);
         let most_made = Memo::new(move |_| {
             answer.with(|a| match a {
                 Some(Ok(v)) => v
@@ -298,7 +391,7 @@ mod view {
                 data-state=attr(|v| v.state.map(|s| s.to_string()).unwrap_or_default())
                 data-chosen-bytes=attr(|v| v.chosen.bytes.to_string())
                 data-chosen-count=attr(|v| v.chosen.count.to_string())
-                data-text=move || text.with(|t| match t { Some(Ok(_)) => "yes", Some(Err(_)) => "unreadable", None => "no" })
+                data-text=move || shown.with(|p| p.as_deref().map_or("no", |p| text.with(|t| t.key(p))))
             >
                 <header class="panel-header">
                     <h2 class="panel-title">"Source"</h2>
@@ -337,11 +430,9 @@ mod view {
                     }
                 })}
                 <MissingText answer=answer />
-                <p class="hint" id="source-text-from">{move || match (shown.get(), text.get()) {
-                    (None, _) => "No Python code holds memory here.".to_string(),
-                    (Some(_), Some(Ok(t))) => format!("Text: {}", t.from),
-                    (Some(_), Some(Err(e))) => e,
-                    (Some(path), None) => no_text(Some(&path)),
+                <p class="hint" id="source-text-from">{move || match shown.get() {
+                    None => "No Python code holds memory here.".to_string(),
+                    Some(path) => text.with(|t| t.words(&path)),
                 }}</p>
                 {listing_table("source-listing", &["Made here", "Passing through"], scroller, view! {
                             {move || {
