@@ -391,6 +391,7 @@ mod view {
                 data-state=attr(|v| v.state.map(|s| s.to_string()).unwrap_or_default())
                 data-chosen-bytes=attr(|v| v.chosen.bytes.to_string())
                 data-chosen-count=attr(|v| v.chosen.count.to_string())
+                data-compute-ms=attr(|v| v.compute_ms.to_string())
                 data-text=move || shown.with(|p| p.as_deref().map_or("no", |p| text.with(|t| t.key(p))))
             >
                 <header class="panel-header">
