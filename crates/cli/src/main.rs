@@ -73,10 +73,8 @@ enum Command {
         /// When: `peak` (the allocated peak), `end`, or an event number.
         #[arg(long, default_value = "peak", value_name = "peak|end|EVENT", value_parser = moment::parse)]
         at: Moment,
-        /// A rules file as the page exports it ({"rules": [{"pattern", "regex", "role",
-        /// "component"}]}); its rules come before the inference.
-        #[arg(long, value_name = "RULES.json")]
-        rules: Option<PathBuf>,
+        #[command(flatten)]
+        rules: RulesArg,
         /// Print one JSON object per file, with exact bytes:
         /// {"file": …, "devices": {"<device>": {"roles": {…}, "components": {…}, …}}}.
         #[arg(long)]
@@ -96,9 +94,8 @@ enum Command {
         /// Report this device only (default: every device of each file).
         #[arg(long, value_name = "N|host", value_parser = device_arg)]
         device: Option<u32>,
-        /// A rules file as the page exports it; its rules come before the inference.
-        #[arg(long, value_name = "RULES.json")]
-        rules: Option<PathBuf>,
+        #[command(flatten)]
+        rules: RulesArg,
         /// Where the reports go. A path ending in `.md` (or any path with --json): that one
         /// file, as standard output would show it. Any other path: a folder (made if missing)
         /// of reports, one NAME.html and NAME.md per file, named after each file's path below
@@ -163,9 +160,8 @@ enum Command {
         /// Only files whose path contains this text.
         #[arg(long, value_name = "TEXT")]
         file: Option<String>,
-        /// A rules file as the page exports it.
-        #[arg(long, value_name = "RULES.json")]
-        rules: Option<PathBuf>,
+        #[command(flatten)]
+        rules: RulesArg,
         /// Each file as a Markdown section with its lines in a code block.
         #[arg(long, conflicts_with = "json")]
         markdown: bool,
@@ -218,9 +214,8 @@ enum Command {
         /// Only this stream (the raw `cudaStream_t` value).
         #[arg(long)]
         stream: Option<u64>,
-        /// A rules file as the page exports it; its rules come before the inference.
-        #[arg(long, value_name = "RULES.json")]
-        rules: Option<PathBuf>,
+        #[command(flatten)]
+        rules: RulesArg,
         /// Lines shown as text.
         #[arg(long, default_value_t = 50)]
         limit: usize,
@@ -245,9 +240,8 @@ enum Command {
         /// a setting such as `ctx`…), descending unless `:asc`; default: the order given.
         #[arg(long, value_name = "COLUMN[:asc|desc]", value_parser = files::parse_sort)]
         sort: Option<files::FilesSort>,
-        /// A rules file as the page exports it; its rules come before the inference.
-        #[arg(long, value_name = "RULES.json")]
-        rules: Option<PathBuf>,
+        #[command(flatten)]
+        rules: RulesArg,
         /// Print the table as Markdown, in binary units (the default).
         #[arg(long, conflicts_with_all = ["csv", "json"])]
         markdown: bool,
@@ -276,9 +270,8 @@ enum Command {
         /// This device only (default: every device of each file).
         #[arg(long, value_name = "N|host", value_parser = device_arg)]
         device: Option<u32>,
-        /// A rules file as the page exports it; the top roles follow its rules.
-        #[arg(long, value_name = "RULES.json")]
-        rules: Option<PathBuf>,
+        #[command(flatten)]
+        rules: RulesArg,
         /// Print Markdown (the default).
         #[arg(long, conflicts_with = "json")]
         markdown: bool,
@@ -326,9 +319,8 @@ enum Command {
         /// Also write the files' digests, one per line, as a baseline for a later check.
         #[arg(long, value_name = "FILE")]
         write_baseline: Option<PathBuf>,
-        /// A rules file as the page exports it; the roles of snapshots follow its rules.
-        #[arg(long, value_name = "RULES.json")]
-        rules: Option<PathBuf>,
+        #[command(flatten)]
+        rules: RulesArg,
         /// Print the verdict, the breaches and every device's figures as Markdown (for a CI
         /// job's summary).
         #[arg(long, conflicts_with = "json")]
@@ -361,9 +353,8 @@ enum Command {
         /// How many files are read at once (default: the machine's cores).
         #[arg(long, short, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
         jobs: Option<u32>,
-        /// A rules file as the page exports it; the digest's roles follow its rules.
-        #[arg(long, value_name = "RULES.json")]
-        rules: Option<PathBuf>,
+        #[command(flatten)]
+        rules: RulesArg,
     },
     /// Two files (or two devices of one) side by side: the overview's numbers with deltas
     /// (B − A), bytes by role and component at both peaks, and the call sites and model
@@ -386,9 +377,8 @@ enum Command {
         /// may fall in different phases; a run without that phase keeps its peak.
         #[arg(long, value_name = "PHASE", value_parser = parse_phase)]
         at_phase: Option<memsight_core::analysis::categories::signals::Phase>,
-        /// A rules file as the page exports it; its rules come before the inference.
-        #[arg(long, value_name = "RULES.json")]
-        rules: Option<PathBuf>,
+        #[command(flatten)]
+        rules: RulesArg,
         /// Print one JSON object: {"a", "b", "comparison": {"metrics": [{"key", "a", "b",
         /// "delta"}], "roles", "components": [{"key", "a_bytes", "b_bytes", "delta_bytes"}],
         /// "call_sites", "modules": [{"key", "label", …, "delta_bytes", "change"}]}}, exact.
@@ -418,9 +408,7 @@ fn main() -> ExitCode {
             rules,
             json,
         } => {
-            let Some(rules) = rules_or_exit(rules) else {
-                return ExitCode::from(2);
-            };
+            let rules = rules.chosen();
             let rules = rules.compile().expect("read_rules compiled them");
             categories::run(&files, at, &rules, json)
         }
@@ -433,9 +421,7 @@ fn main() -> ExitCode {
             only,
             json,
         } => {
-            let Some(rules) = rules_or_exit(rules) else {
-                return ExitCode::from(2);
-            };
+            let rules = rules.chosen();
             let format = match json {
                 true => report::ReportFormat::Json { only },
                 false => report::ReportFormat::Markdown,
@@ -467,9 +453,7 @@ fn main() -> ExitCode {
             markdown,
             json,
         } => {
-            let Some(rules) = rules_or_exit(rules) else {
-                return ExitCode::from(2);
-            };
+            let rules = rules.chosen();
             let root = match root.as_deref().map(source::SourceRoot::read).transpose() {
                 Ok(root) => root,
                 Err(e) => {
@@ -509,9 +493,7 @@ fn main() -> ExitCode {
             csv,
             json,
         } => {
-            let Some(rules) = rules_or_exit(rules) else {
-                return ExitCode::from(2);
-            };
+            let rules = rules.chosen();
             let query = TableQuery {
                 scope,
                 filter: Filter {
@@ -542,9 +524,7 @@ fn main() -> ExitCode {
             json,
             curves,
         } => {
-            let Some(rules) = rules_or_exit(rules) else {
-                return ExitCode::from(2);
-            };
+            let rules = rules.chosen();
             let output = match (csv, json) {
                 (true, _) => files::FilesOutput::Csv,
                 (_, true) => files::FilesOutput::Json { curves },
@@ -559,9 +539,7 @@ fn main() -> ExitCode {
             markdown: _,
             json,
         } => {
-            let Some(rules) = rules_or_exit(rules) else {
-                return ExitCode::from(2);
-            };
+            let rules = rules.chosen();
             phases::run(&files, device, &rules, json)
         }
         Command::Compare {
@@ -573,9 +551,7 @@ fn main() -> ExitCode {
             rules,
             json,
         } => {
-            let Some(rules) = rules_or_exit(rules) else {
-                return ExitCode::from(2);
-            };
+            let rules = rules.chosen();
             compare::run(&a, &b, (device_a, device_b), at_phase, &rules, json)
         }
         Command::Check {
@@ -593,9 +569,7 @@ fn main() -> ExitCode {
             json,
             jobs,
         } => {
-            let Some(rules) = rules_or_exit(rules) else {
-                return ExitCode::from(2);
-            };
+            let rules = rules.chosen();
             let budgets = memsight_core::compare::budget::Budgets {
                 max_peak_bytes: max_peak,
                 max_reserved_bytes: max_reserved,
@@ -625,9 +599,7 @@ fn main() -> ExitCode {
             jobs,
             rules,
         } => {
-            let Some(rules) = rules_or_exit(rules) else {
-                return ExitCode::from(2);
-            };
+            let rules = rules.chosen();
             digest::run(
                 &files,
                 &rules,
@@ -646,15 +618,26 @@ fn jobs_or_cores(jobs: Option<u32>) -> usize {
     )
 }
 
-/// The rules of `path` (none without one); `None` after saying why they cannot be used.
-fn rules_or_exit(path: Option<PathBuf>) -> Option<Rules> {
-    match path.map(|path| open::read_rules(&path)).transpose() {
-        Ok(rules) => Some(rules.unwrap_or_default()),
-        Err(why) => {
-            eprintln!("memsight: {why}");
-            None
-        }
+/// `--rules`, for every command that categorises.
+#[derive(clap::Args)]
+struct RulesArg {
+    /// A rules file as the page exports it ({"rules": [{"pattern", "regex", "role",
+    /// "component"}]}): its rules set roles and components before the inference does.
+    #[arg(long, value_name = "RULES.json", value_parser = rules_file)]
+    rules: Option<Rules>,
+}
+
+impl RulesArg {
+    /// The rules given, or none.
+    fn chosen(self) -> Rules {
+        self.rules.unwrap_or_default()
     }
+}
+
+/// The rules of a file named on the command line, or why they cannot be used (clap then
+/// exits with code 2).
+fn rules_file(path: &str) -> Result<Rules, String> {
+    open::read_rules(std::path::Path::new(path))
 }
 
 /// A device as the options name it: its index, or `host` for pinned host memory.

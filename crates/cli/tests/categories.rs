@@ -109,3 +109,33 @@ fn the_moment_and_the_rules_are_checked() {
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(stderr.contains("rule 2"), "{stderr}");
 }
+
+#[test]
+fn a_rules_file_that_cannot_be_used_is_refused_by_every_command_naming_the_rule() {
+    let dir = command::tempdir("bad-rules");
+    let rules = dir.join("rules.json");
+    std::fs::write(
+        &rules,
+        r#"{"rules": [{"pattern": "ok", "regex": false, "role": "activations"}, {"pattern": "(", "regex": true, "role": "activations"}]}"#,
+    )
+    .unwrap();
+    let example = repo().join("static/example.pickle");
+    for command in [
+        "categories",
+        "report",
+        "table",
+        "source",
+        "files",
+        "phases",
+        "check",
+        "digest",
+    ] {
+        let output = memsight(
+            &[command, "--rules", rules.to_str().unwrap()],
+            std::slice::from_ref(&example),
+        );
+        assert_eq!(output.status.code(), Some(2), "{command}");
+        let said = String::from_utf8_lossy(&output.stderr);
+        assert!(said.contains("rule 2 cannot be used"), "{command}: {said}");
+    }
+}
