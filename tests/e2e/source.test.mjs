@@ -92,6 +92,17 @@ describe('the source view', () => {
         assert.notEqual(row.heat, 'heat-0', `${group.label}: a line with memory is highlighted`);
       }
       assert.equal(await page.$eval('#source-view', (e) => e.dataset.text), 'yes');
+      // An allocation's row, ungrouped, opens the line that made it too.
+      const before = await page.$eval('#allocations-table', (e) => Number(e.dataset.answers));
+      await page.selectOption('#table-group-by', '');
+      await page.waitForFunction((b) => Number(document.querySelector('#allocations-table').dataset.answers) > b, before, { timeout: WAIT });
+      const row = await page.$eval('#allocations-table .tr.row .source-open', (b) => ({
+        path: b.dataset.path, line: Number(b.dataset.line), bytes: Number(b.closest('.tr.row').dataset.requestedBytes),
+      }));
+      await page.click('#allocations-table .tr.row .source-open');
+      await page.waitForFunction(({ p, l }) => document.querySelector('#source-view')?.dataset.path === p
+        && document.querySelector(`#source-listing tr[data-line="${l}"].target`), { p: row.path, l: row.line }, { timeout: WAIT });
+      assert.ok((await lineRow(page, row.line)).made >= row.bytes, 'the line holds the row\'s allocation');
       const from = await page.textContent('#source-text-from');
       assert.match(from, /in the snapshot/);
       // The text is the snapshot's: each line's code is the carried file's line.

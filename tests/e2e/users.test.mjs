@@ -243,7 +243,7 @@ describe('what users stumbled on', () => {
         await page.waitForSelector('#allocations-table .tr.row .frame-cell', { timeout: WAIT });
         const headers = await page.$$eval('#allocations-table .tr.header .sort-button', (bs) => bs.map((b) => b.textContent.replace(/ [▾▴]$/, '')));
         assert.deepEqual(headers.slice(0, 3), ['Size', 'Requested', 'Made by']);
-        const { right, text } = await page.$eval('#allocations-table .tr.row .frame-cell', (c) => ({ right: c.getBoundingClientRect().right, text: c.textContent }));
+        const { right, text } = await page.$eval('#allocations-table .tr.row .frame-cell', (c) => ({ right: c.getBoundingClientRect().right, text: c.querySelector('.frame-label').textContent }));
         assert.ok(right <= width, `the "Made by" cell ends at ${right} px, inside ${width} px`);
         assert.match(text, /^[^/]+\.py:\d+ \S+$/, 'read by file, line and function, not cut at the front');
         // Grouped, the groups get their own header, its columns over the groups' cells.

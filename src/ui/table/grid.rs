@@ -12,6 +12,7 @@ use crate::format::breakdown::{component_label, phase_label, role_label};
 use crate::table::columns::TableRow;
 use crate::table::groups::{GroupLine, Line};
 use crate::table::{Column, Sort};
+use crate::analysis::lines::SourcePlace;
 use crate::ui::source::SourceButton;
 
 /// Columns as the header shows them.
@@ -214,6 +215,11 @@ fn row_line(
         Some(f) => (format::frame_short(f), f.clone()),
         None => ("(no frame)".to_string(), "No frame recorded".to_string()),
     };
+    // The line of Python code that made it opens in the source view (not the code that freed
+    // it: the view counts where memory was made).
+    let place = (!freed_by)
+        .then(|| row.top_frame.as_deref().and_then(SourcePlace::of_frame_text))
+        .flatten();
     let chosen = row.clone();
     view! {
         <div class="tr row" role="row" style:top=top(at)
@@ -230,7 +236,10 @@ fn row_line(
             <div class="td num" role="cell" title=format!("{} bytes in the block", format::count(row.size_bytes))
                 style:padding-left=format!("{}em", depth as f64 * 1.2)>{format::bytes(row.size_bytes)}</div>
             <div class="td num" role="cell" title=format!("{} bytes requested", format::count(row.requested_bytes))>{format::bytes(row.requested_bytes)}</div>
-            <div class="td frame-cell" role="cell" class:user=row.top_frame_is_user class:freed-by=freed_by title=frame_title>{frame}</div>
+            <div class="td frame-cell" role="cell" class:user=row.top_frame_is_user class:freed-by=freed_by title=frame_title>
+                {place.map(|place| view! { <SourceButton place=place /> })}
+                <span class="frame-label">{frame}</span>
+            </div>
             <div class="td" role="cell" title=role_label(row.role)>{role_label(row.role)}</div>
             <div class="td" role="cell" title=component_label(row.component)>{component_label(row.component)}</div>
             <div class="td" role="cell">{row.phase.map_or("before the trace", phase_label)}</div>
