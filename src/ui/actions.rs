@@ -361,17 +361,23 @@ impl Actions {
                 return;
             }
             match fetched {
-                Ok(blob) => {
+                // A digest hosted beside the page is held here, as one opened from disk is.
+                Ok(blob) if opening::may_be_digest(&resolved.name) => {
                     let size = blob.size() as u64;
-                    self.blobs.update_value(|blobs| {
-                        blobs.insert(id, blob);
-                    });
-                    let commands = self
-                        .state
-                        .try_update(|s| s.downloaded(id, size))
-                        .unwrap_or_default();
-                    self.run_all(commands);
+                    let sorted = opening::sort_out(vec![(resolved.name.clone(), blob)]).await;
+                    if let Some((_, _, digest)) = sorted.digests.into_iter().next() {
+                        let summary = digest.summary();
+                        self.state
+                            .try_update(|s| s.downloaded_digest(id, size, summary));
+                        self.workers
+                            .update_value(|pool| pool.hold_digest(id, digest));
+                    } else if let Some((_, _, report)) = sorted.unreadable.into_iter().next() {
+                        self.state.try_update(|s| s.download_failed(id, report));
+                    } else if let Some((_, blob)) = sorted.snapshots.into_iter().next() {
+                        self.loaded_download(id, blob);
+                    }
                 }
+                Ok(blob) => self.loaded_download(id, blob),
                 Err(Some(problem)) => {
                     self.state
                         .try_update(|s| s.download_failed(id, problem.report()));
@@ -380,6 +386,19 @@ impl Actions {
             }
         });
         Some(id)
+    }
+
+    /// A download's bytes are all here: it loads like a dropped file.
+    fn loaded_download(self, id: FileId, blob: Blob) {
+        let size = blob.size() as u64;
+        self.blobs.update_value(|blobs| {
+            blobs.insert(id, blob);
+        });
+        let commands = self
+            .state
+            .try_update(|s| s.downloaded(id, size))
+            .unwrap_or_default();
+        self.run_all(commands);
     }
 
     /// Shows the files side by side, two compared, or the selected file.

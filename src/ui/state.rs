@@ -67,6 +67,15 @@ pub struct OpenFile {
 }
 
 impl OpenFile {
+    /// Ready as a digest: its default device shown (else its first), no frame to wait for.
+    fn hold_digest(&mut self, summary: LoadedSummary) {
+        self.device = Some(summary.default_device)
+            .filter(|d| summary.devices.contains(d))
+            .or_else(|| summary.devices.first().copied());
+        self.awaiting_first_paint = false;
+        self.status = Status::Ready(summary);
+    }
+
     /// The overview of the device shown (or its error), when it has arrived.
     pub fn overview(&self) -> Option<&Result<Overview, ViewError>> {
         self.device.and_then(|d| self.overviews.get(&d))
@@ -349,19 +358,26 @@ impl AppState {
         let ids = digests
             .into_iter()
             .map(|(name, size, summary)| {
-                let device = Some(summary.default_device)
-                    .filter(|d| summary.devices.contains(d))
-                    .or_else(|| summary.devices.first().copied());
-                let id = self.add(&name, size, Status::Ready(summary));
+                let id = self.add(&name, size, Status::Queued);
                 if let Some(file) = self.file_mut(id) {
-                    file.device = device;
-                    file.awaiting_first_paint = false;
+                    file.hold_digest(summary);
                 }
                 id
             })
             .collect();
         self.showing = Showing::File;
         ids
+    }
+
+    /// A download (`?url=`) ended with a digest of `size` bytes: the file is ready at once,
+    /// held on the page like a digest opened from disk, with no worker.
+    pub fn downloaded_digest(&mut self, id: FileId, size: u64, summary: LoadedSummary) {
+        if let Some(file) = self.file_mut(id) {
+            if matches!(file.status, Status::Downloading { .. }) {
+                file.size = size;
+                file.hold_digest(summary);
+            }
+        }
     }
 
     /// Lists a file that is being fetched (`?url=`) and selects it; it loads once
@@ -915,6 +931,24 @@ mod tests {
         assert_eq!(state.file(ids[0]).unwrap().device, Some(0));
         // Closed, what holds the digest is ended as a worker is.
         assert_eq!(state.close(ids[0]), vec![Command::Terminate(ids[0])]);
+    }
+
+    #[test]
+    fn a_downloaded_digest_is_ready_at_once_with_no_worker() {
+        let mut state = AppState::new();
+        let id = state.open_download("runs/rank0.digest.json");
+        let summary = LoadedSummary {
+            digest: true,
+            ..summary(vec![0, 1], 1)
+        };
+        state.downloaded_digest(id, 5000, summary.clone());
+        let file = state.file(id).unwrap();
+        assert!(file.is_ready() && file.is_digest());
+        assert_eq!((file.size, file.device), (5000, Some(1)));
+        // Only a download becomes one: a file already loading is left alone.
+        let (other, _) = state.open("b.pickle", 10);
+        state.downloaded_digest(other, 5000, summary);
+        assert!(!state.file(other).unwrap().is_digest());
     }
 
     #[test]

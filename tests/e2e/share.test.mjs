@@ -9,6 +9,7 @@
 //
 // Run with `./x test` (which builds dist/ first) or `node --test tests/e2e/share.test.mjs`.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -37,6 +38,9 @@ function makeSite() {
   fs.mkdirSync(runs, { recursive: true });
   RANKS.forEach((name, rank) => fs.copyFileSync(path.join(ROOT, 'tests/fixtures', name), path.join(runs, `rank${rank}.pickle`)));
   fs.copyFileSync(EXAMPLE, path.join(dir, 'runs/example.pickle'));
+  // A digest of the example (`memsight digest`), as a job's CI would host beside the page.
+  execFileSync('cargo', ['run', '-q', '--manifest-path', path.join(ROOT, 'Cargo.toml'), '-p', 'memsight-cli', '--',
+    'digest', EXAMPLE, '-o', path.join(dir, 'runs/example.digest.json')], { stdio: ['ignore', 'ignore', 'inherit'] });
   // Large enough to be caught downloading: 4 MiB sent 64 KiB every 150 ms.
   fs.writeFileSync(path.join(dir, 'runs/slow.pickle'), Buffer.alloc(4 << 20, 7));
   return dir;
@@ -268,6 +272,23 @@ describe('snapshots hosted beside the page (?url=)', () => {
       assert.deepEqual(errors, []);
       // The address keeps naming the file, so a copied link opens it again.
       assert.match(await page.evaluate(() => location.search), /url=runs%2Fexample.pickle|url=runs\/example.pickle/);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('a digest named by the address is held on the page, as one opened from disk', async () => {
+    const { context, page, errors } = await visit(`${server.url}?url=runs/example.digest.json`);
+    try {
+      await page.waitForSelector('#digest-file', { timeout: WAIT });
+      assert.match(await page.textContent('.file-item.selected'), /Digest/);
+      assert.match(await page.textContent('#digest-note'), /need the snapshot itself/);
+      // Its numbers are the snapshot's: the same file opened by hand peaks as high.
+      const peak = await page.$eval('#digest-file [data-metric="peak-allocated-bytes"]', (e) => e.dataset.value);
+      await openFiles(page, EXAMPLE);
+      assert.equal(await waitSettled(page), 'ready');
+      assert.equal((await metrics(page))['peak-allocated-bytes'], BigInt(peak));
+      assert.deepEqual(errors, []);
     } finally {
       await context.close();
     }
