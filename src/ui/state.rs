@@ -303,7 +303,14 @@ impl AppState {
     }
 
     pub fn file(&self, id: FileId) -> Option<&OpenFile> {
-        self.files.iter().find(|f| f.id == id)
+        self.position(id).map(|i| &self.files[i])
+    }
+
+    /// Where file `id` is in the list. Files are listed in the order they were opened, so
+    /// their ids ascend and a binary search finds one (every file's list item looks its file
+    /// up at each change of the state).
+    fn position(&self, id: FileId) -> Option<usize> {
+        self.files.binary_search_by_key(&id, |f| f.id).ok()
     }
 
     /// What each file is called beside the other open files, in the list's order: the label
@@ -325,7 +332,7 @@ impl AppState {
     }
 
     fn file_mut(&mut self, id: FileId) -> Option<&mut OpenFile> {
-        self.files.iter_mut().find(|f| f.id == id)
+        self.position(id).map(|i| &mut self.files[i])
     }
 
     pub fn selected_id(&self) -> Option<FileId> {
@@ -468,7 +475,7 @@ impl AppState {
     /// Closes a file (or cancels its load): removes it and ends its worker. The selection moves
     /// to the file that took its place in the list, else the one before it.
     pub fn close(&mut self, id: FileId) -> Vec<Command> {
-        let Some(index) = self.files.iter().position(|f| f.id == id) else {
+        let Some(index) = self.position(id) else {
             return Vec::new();
         };
         let file = self.files.remove(index);
@@ -931,6 +938,25 @@ mod tests {
         assert_eq!(state.file(ids[0]).unwrap().device, Some(0));
         // Closed, what holds the digest is ended as a worker is.
         assert_eq!(state.close(ids[0]), vec![Command::Terminate(ids[0])]);
+    }
+
+    #[test]
+    fn files_are_found_by_id_after_others_close() {
+        let mut state = AppState::new();
+        let ids: Vec<FileId> = (0..7).map(|i| state.open(&format!("f{i}"), 1).0).collect();
+        for &gone in &[ids[1], ids[4], ids[6]] {
+            state.close(gone);
+        }
+        let (late, _) = state.open("late", 1);
+        for &id in ids.iter().chain([&late]) {
+            let closed = [ids[1], ids[4], ids[6]].contains(&id);
+            assert_eq!(
+                state.file(id).map(|f| f.id),
+                (!closed).then_some(id),
+                "{id}"
+            );
+        }
+        assert_eq!(state.file(FileId::MAX), None);
     }
 
     #[test]
