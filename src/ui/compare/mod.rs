@@ -1,7 +1,8 @@
 //! Two files (or two devices) compared: pick A and B, and see the overview's numbers side by
 //! side with their deltas, the bytes of each role and component at both peaks, the two
 //! allocated curves over one normalised axis (events or time), and the call sites and model
-//! modules whose bytes at the peak changed, new or vanished.
+//! modules whose bytes at the peak changed, new or vanished; a call site's **code** shows its
+//! file with both runs' bytes at each line (`ui::source::compare`).
 //!
 //! Each side's worker is asked for its digest with details (`Request::Digest`); the
 //! comparison itself is the core's (`compare::compare`), run here on the two answers, so it
