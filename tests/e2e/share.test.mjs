@@ -40,7 +40,7 @@ function makeSite() {
   fs.copyFileSync(EXAMPLE, path.join(dir, 'runs/example.pickle'));
   // A digest of the example (`memsight digest`), as a job's CI would host beside the page.
   execFileSync('cargo', ['run', '-q', '--manifest-path', path.join(ROOT, 'Cargo.toml'), '-p', 'memsight-cli', '--',
-    'digest', EXAMPLE, '-o', path.join(dir, 'runs/example.digest.json')], { stdio: ['ignore', 'ignore', 'inherit'] });
+    'digest', EXAMPLE, '-o', path.join(dir, 'runs/example.digest.json')], { stdio: 'pipe' });
   // Large enough to be caught downloading: 4 MiB sent 64 KiB every 150 ms.
   fs.writeFileSync(path.join(dir, 'runs/slow.pickle'), Buffer.alloc(4 << 20, 7));
   return dir;
