@@ -111,6 +111,14 @@ describe('the source view', () => {
       // A function's total sits above its lines.
       const functions = await page.$$eval('#source-listing tr.source-function', (rows) => rows.map((r) => [r.dataset.function, Number(r.dataset.throughBytes)]));
       assert.ok(functions.length >= 1 && functions.every(([, b]) => b > 0), JSON.stringify(functions));
+      // Another scope keeps the text (it is not sent again) and changes the margins.
+      const answered = await page.$eval('#source-view', (e) => Number(e.dataset.answers));
+      await page.click('#table-scope-peak');
+      await page.waitForFunction((b) => Number(document.querySelector('#source-view').dataset.answers) > b, answered, { timeout: WAIT });
+      assert.equal(await page.$eval('#source-view', (e) => e.dataset.text), 'yes');
+      assert.match(await page.textContent('#source-scope'), /alive at the peak/);
+      const still = await page.$$eval('#source-listing tr.source-line', (rows) => rows.slice(0, 5).map((r) => r.querySelector('.source-code').textContent));
+      assert.deepEqual(still, carried, 'the same text');
       // The file picker lists every file with memory, and picking one shows it.
       const options = await page.$$eval('#source-file option', (os) => os.map((o) => o.value));
       assert.ok(options.length >= 2, JSON.stringify(options));

@@ -185,6 +185,7 @@ fn a_groups_place_opens_its_file_with_the_groups_bytes_in_the_margin() {
                             scope: Scope::Peak,
                             filter: filter.clone(),
                             path: Some(place.path.clone()),
+                            text_held: false,
                         },
                     );
                     let name = format!("{} {:?} {}", file_name(path), by, group.label);
@@ -225,6 +226,7 @@ fn a_groups_place_opens_its_file_with_the_groups_bytes_in_the_margin() {
                         scope: Scope::Peak,
                         filter: Filter::default(),
                         path: Some(place.path.clone()),
+                        text_held: false,
                     },
                 );
                 let file = view.file.expect("a module's file");
@@ -252,6 +254,7 @@ fn a_snapshot_carrying_its_source_sends_the_text_and_another_runs_path_finds_the
             scope: Scope::All,
             filter: Filter::default(),
             path: None,
+            text_held: false,
         },
     );
     let file = view.file.expect("the file with the most bytes made");
@@ -269,9 +272,23 @@ fn a_snapshot_carrying_its_source_sends_the_text_and_another_runs_path_finds_the
             scope: Scope::All,
             filter: Filter::default(),
             path: Some(format!("/elsewhere/checkout/{base}")),
+            text_held: false,
         },
     );
     assert_eq!(other.file.map(|f| f.path), Some(file.path.clone()));
+    // Held by the asker already, the text is not sent again; the lines are.
+    let held = source(
+        &mut session,
+        SourceRequest {
+            device: 0,
+            scope: Scope::All,
+            filter: Filter::default(),
+            path: Some(file.path.clone()),
+            text_held: true,
+        },
+    );
+    assert!(held.text.is_none());
+    assert_eq!(held.file.as_ref(), Some(&file));
     // A path matching nothing lists the files and no file.
     let none = source(
         &mut session,
@@ -280,6 +297,7 @@ fn a_snapshot_carrying_its_source_sends_the_text_and_another_runs_path_finds_the
             scope: Scope::All,
             filter: Filter::default(),
             path: Some("/nowhere/absent.py".into()),
+            text_held: false,
         },
     );
     assert!(none.file.is_none() && none.text.is_none());

@@ -38,6 +38,7 @@ fn ask_side(
         scope: Scope::State(state),
         filter: Default::default(),
         path: Some(path),
+        text_held: false,
     };
     asker.ask_latest(latest, request, move |view| {
         let _ = into.try_set(Some(view.map(|v| *v)));

@@ -303,11 +303,17 @@ mod view {
                 .table_choice
                 .get()
                 .unwrap_or((Scope::Peak, Filter::default()));
+            let path = asked_path();
+            // The text of the file shown stays; only its margins change with the scope.
+            let text_held = path
+                .as_deref()
+                .is_some_and(|p| text.with_untracked(|t| t.text_of(p).is_some()));
             let request = SourceRequest {
                 device,
                 scope,
                 filter,
-                path: asked_path(),
+                path,
+                text_held,
             };
             asker.ask_latest(latest, request, move |view| {
                 answer.set(Some(view.map(|v| *v)));

@@ -409,6 +409,7 @@ impl TableService {
             scope,
             filter,
             path,
+            text_held,
         } = request;
         let start = (cx.now)();
         self.prepare(cx, device, false)?;
@@ -451,6 +452,7 @@ impl TableService {
         let lines = self.last_lines.as_ref().expect("computed above");
         let rows = self.rows(cx, device);
         let (files, file, text) = listed(&cx.analysed.snapshot, &lines.files, path.as_deref());
+        let text = text.filter(|_| !text_held);
         let state = match scope_states(&rows, scope) {
             ScopeStates::At(s) => Some(s),
             _ => None,

@@ -27,6 +27,10 @@ pub struct SourceRequest {
     /// made in it.
     #[serde(default)]
     pub path: Option<String>,
+    /// The asker holds the text of the file `path` names already: the snapshot's copy is not
+    /// sent again (a file of the program can be large, and every change of scope asks again).
+    #[serde(default)]
+    pub text_held: bool,
 }
 
 /// A file the code holding memory spans.
