@@ -284,3 +284,78 @@ fn an_npu_trace_is_named_so_and_read_as_a_cuda_one() {
         eprintln!("{line}");
     }
 }
+
+/// A role a user wrote on an allocation (`_annotate_tensor`) is its role, whether recording
+/// saw it made or started after it: the same snapshot cut between the `alloc` and the
+/// `annotate` as if recording had started there gives the same role (and the cut is seen:
+/// the allocation is from before the trace).
+#[test]
+fn an_annotated_role_holds_when_recording_starts_after_the_allocation() {
+    use memsight_core::analysis::categories::rules::Rules;
+    use memsight_core::analysis::Origin;
+    use memsight_core::decode::decode_bytes;
+
+    const MIB: u64 = 1 << 20;
+    let frame = |file: &str, line: u32, name: &str| {
+        format!(r#"{{"filename":"{file}","line":{line},"name":"{name}"}}"#)
+    };
+    let made = format!(
+        "[{},{}]",
+        frame("/x/optim.py", 40, "init_state"),
+        frame("/x/train.py", 10, "main")
+    );
+    let step = format!("[{}]", frame("/x/train.py", 12, "main"));
+    let state = 0x7f00_0000_0000u64;
+    let temp = state + 8 * MIB;
+    let rows = [
+        format!(
+            r#"{{"action":"alloc","addr":{state},"size":{},"stream":0,"frames":{made}}}"#,
+            4 * MIB
+        ),
+        format!(
+            r#"{{"action":"annotate","addr":{state},"size":{},"stream":0,"frames":{step},"user_metadata":"optimizer_state"}}"#,
+            4 * MIB
+        ),
+        format!(r#"{{"action":"alloc","addr":{temp},"size":{MIB},"stream":0,"frames":{step}}}"#),
+        format!(
+            r#"{{"action":"free_completed","addr":{temp},"size":{MIB},"stream":0,"frames":{step}}}"#
+        ),
+    ];
+    let segment = format!(
+        r#"{{"device":0,"address":{state},"total_size":{},"stream":0,"segment_type":"large","allocated_size":{},"active_size":{},"blocks":[{{"address":{state},"size":{},"requested_size":{},"state":"active_allocated","frames":{made}}},{{"address":{temp},"size":{},"state":"inactive"}}]}}"#,
+        20 * MIB,
+        4 * MIB,
+        4 * MIB,
+        4 * MIB,
+        4 * MIB,
+        16 * MIB
+    );
+    let json = format!(
+        r#"{{"segments":[{segment}],"device_traces":[[{}]]}}"#,
+        rows.join(",")
+    );
+    let snapshot = decode_bytes(json.as_bytes()).expect("the snapshot decodes");
+    let role_at = |analysed: &Analysed, addr: u64| {
+        let rules = Rules::default().compile().unwrap();
+        let cats = categorise(analysed, &rules);
+        let facts = &analysed.facts[0];
+        let i = (0..facts.allocations.len())
+            .find(|&i| facts.allocations.at(i).addr == addr)
+            .expect("the allocation");
+        (cats.devices[0].roles[i], facts.allocations.at(i).origin())
+    };
+    let full = Analysed::new(snapshot.clone());
+    assert_eq!(role_at(&full, state), (Role::OptimizerState, Origin::Trace));
+    let cut = Analysed::new(cut_trace(&snapshot, 0, 1, Cut::LateStart));
+    let (role, origin) = role_at(&cut, state);
+    assert_ne!(origin, Origin::Trace, "the cut hides its alloc");
+    assert_eq!(
+        role,
+        Role::OptimizerState,
+        "the annotation still says what it is"
+    );
+    // Without the annotation, nothing in the trace says so: the role came from it.
+    let unannotated = json.replace(&format!("{},", rows[1]), "");
+    let plain = Analysed::new(decode_bytes(unannotated.as_bytes()).unwrap());
+    assert_ne!(role_at(&plain, state).0, Role::OptimizerState);
+}
