@@ -16,7 +16,10 @@ use std::process::ExitCode;
 use serde_json::{json, Value};
 
 use memsight_core::analysis::categories::rules::Rules;
-use memsight_core::analysis::lines::{carried_text, lines_of, match_by_suffix, FileBytes, Tally};
+use memsight_core::analysis::lines::{
+    carried_text, is_checkout_source, is_skipped_folder, lines_of, match_by_suffix, FileBytes,
+    Tally,
+};
 use memsight_core::format;
 use memsight_core::table::columns::{DeviceColumns, Rows};
 use memsight_core::table::filter::select;
@@ -40,8 +43,8 @@ pub struct SourceRoot {
 }
 
 impl SourceRoot {
-    /// Every `.py` file under `root` (hidden folders and virtual environments' `site-packages`
-    /// left out).
+    /// Every `.py` file under `root` a source view looks for
+    /// (`analysis::lines::is_checkout_source`), skipped folders not walked.
     pub fn read(root: &Path) -> Result<SourceRoot, String> {
         let mut files = Vec::new();
         let mut folders = vec![root.to_path_buf()];
@@ -51,14 +54,14 @@ impl SourceRoot {
             for entry in entries.flatten() {
                 let path = entry.path();
                 let name = entry.file_name().to_string_lossy().to_string();
-                if name.starts_with('.') || name == "site-packages" || name == "__pycache__" {
-                    continue;
-                }
                 if path.is_dir() {
-                    folders.push(path);
-                } else if name.ends_with(".py") {
-                    if let Ok(relative) = path.strip_prefix(root) {
-                        files.push(relative.to_string_lossy().replace('\\', "/"));
+                    if !is_skipped_folder(&name) {
+                        folders.push(path);
+                    }
+                } else if let Ok(relative) = path.strip_prefix(root) {
+                    let relative = relative.to_string_lossy().replace('\\', "/");
+                    if is_checkout_source(&relative) {
+                        files.push(relative);
                     }
                 }
             }

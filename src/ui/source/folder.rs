@@ -11,7 +11,7 @@ use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
-use crate::analysis::lines::match_by_suffix;
+use crate::analysis::lines::{is_checkout_source, match_by_suffix};
 
 /// The folder opened: its Python files by their path inside it.
 #[derive(Clone, Copy)]
@@ -46,10 +46,7 @@ impl SourceFolder {
         for i in 0..list.length() {
             let Some(file) = list.item(i) else { continue };
             let path = relative_path(&file);
-            let skipped = path.split('/').any(|part| {
-                part.starts_with('.') || part == "site-packages" || part == "__pycache__"
-            });
-            if path.ends_with(".py") && !skipped {
+            if is_checkout_source(&path) {
                 files.push((path, file));
             }
         }

@@ -222,6 +222,20 @@ pub fn lines_of(
     files
 }
 
+/// Whether a file of a checkout (`path` inside it, `/`-separated) is one a source view looks
+/// for: Python code, outside hidden folders, virtual environments' `site-packages` and
+/// `__pycache__` (the user's code, not installed copies of libraries).
+pub fn is_checkout_source(path: &str) -> bool {
+    // A hidden file is skipped as a hidden folder is.
+    path.ends_with(".py") && !path.split('/').any(is_skipped_folder)
+}
+
+/// A folder of a checkout a source view does not look in: hidden, a virtual environment's
+/// `site-packages`, `__pycache__`.
+pub fn is_skipped_folder(name: &str) -> bool {
+    name.starts_with('.') || name == "site-packages" || name == "__pycache__"
+}
+
 /// Of `candidates` (paths of files the user has, `/`-separated), the one that is `wanted` (a
 /// path as the snapshot's frames name it, on another machine): the one sharing the most whole
 /// trailing parts with it, at least its file name; `None` when none shares its file name or
@@ -552,5 +566,18 @@ mod tests {
         assert_eq!(SourcePlace::of_frame_text("??:0:c10::alloc"), None);
         assert_eq!(SourcePlace::of_frame_text("/x/m.py:x:f"), None);
         assert_eq!(SourcePlace::of_file("/x/a.cpp"), None);
+    }
+
+    #[test]
+    fn a_checkouts_own_python_files_are_looked_for() {
+        assert!(is_checkout_source("proj/model.py"));
+        assert!(is_checkout_source("model.py"));
+        assert!(!is_checkout_source("proj/.venv/lib/x.py"));
+        assert!(!is_checkout_source(
+            "env/lib/python3.12/site-packages/torch/nn/modules/module.py"
+        ));
+        assert!(!is_checkout_source("proj/__pycache__/model.py"));
+        assert!(!is_checkout_source("proj/model.pyc"));
+        assert!(!is_checkout_source("proj/.scratch.py"));
     }
 }

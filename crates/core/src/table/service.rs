@@ -427,15 +427,20 @@ impl TableService {
                 .last
                 .as_ref()
                 .filter(|c| same(c.device, c.generation, &c.scope, &c.filter));
-            let (chosen, problem) = match table {
-                Some(c) => (c.sorted.clone(), c.problem.clone()),
+            // The table's own choice when it is the same, borrowed (a million rows at "All").
+            let selected;
+            let (chosen, problem): (&[u32], Option<String>) = match table {
+                Some(c) => (&c.sorted, c.problem.clone()),
                 None => match select(&rows, scope, &filter) {
-                    Ok(selection) => (selection.chosen, None),
-                    Err(problem) => (Vec::new(), Some(problem)),
+                    Ok(selection) => {
+                        selected = selection.chosen;
+                        (&selected, None)
+                    }
+                    Err(problem) => (&[], Some(problem)),
                 },
             };
             let mut tally = Tally::default();
-            for &i in &chosen {
+            for &i in chosen {
                 tally.add(rows.allocation(i).size);
             }
             let computed = ComputedLines {
@@ -444,7 +449,7 @@ impl TableService {
                 scope,
                 filter,
                 chosen: tally,
-                files: lines_of(rows.snapshot, rows.device, rows.facts, &chosen),
+                files: lines_of(rows.snapshot, rows.device, rows.facts, chosen),
                 problem,
             };
             self.last_lines = Some(computed);
