@@ -45,8 +45,6 @@ mod link;
 mod page_query;
 mod requests;
 mod row_window;
-// The source view's layout is pure, its components for wasm32 only.
-mod source;
 mod state;
 // The timeline's pure modules are compiled everywhere, its components for wasm32 only.
 mod timeline;
@@ -93,6 +91,7 @@ browser_modules!(
     remote,
     segmented,
     snapshot_view,
+    source,
     table,
     theme,
     toolbar,

@@ -18,8 +18,9 @@ use serde_json::{json, Value};
 use memsight_core::analysis::categories::rules::Rules;
 use memsight_core::analysis::lines::{
     carried_text, is_checkout_source, is_skipped_folder, lines_of, match_by_suffix, FileBytes,
-    Tally,
+    LineBytes, Tally,
 };
+use memsight_core::analysis::listing::{lay_out, ListedRow};
 use memsight_core::format;
 use memsight_core::table::columns::{DeviceColumns, Rows};
 use memsight_core::table::filter::select;
@@ -244,31 +245,39 @@ fn annotated(
         "{:>20} {:>20} {:>6}  code",
         "made here", "through", "line"
     );
-    let mut listed: Vec<(i64, String)> = match text {
-        Some((_, text)) => text
-            .lines()
-            .enumerate()
-            .map(|(i, l)| (i as i64 + 1, l.to_string()))
-            .collect(),
-        None => Vec::new(),
-    };
-    // Lines with memory the text does not reach (a file changed since, or none found).
-    let reached = listed.len() as i64;
-    listed.extend(
-        f.lines
-            .iter()
-            .filter(|l| l.line < 1 || l.line > reached)
-            .map(|l| (l.line, String::new())),
-    );
-    for (number, code) in listed {
-        let at = f.lines.iter().find(|l| l.line == number);
-        let (made, through) = at.map_or((String::new(), String::new()), |l| {
-            (
-                format::source::margin(&l.made),
-                format::source::margin(&l.through),
-            )
-        });
-        let _ = writeln!(out, "{made:>20} {through:>20} {number:>6}  {code}");
+    // The page's layout: each function's total above its `def`, lines with memory the text
+    // does not reach (a file changed since, or none found) after it.
+    let lines: Vec<(i64, &LineBytes)> = f.lines.iter().map(|l| (l.line, l)).collect();
+    let functions: Vec<(String, i64, Tally)> = f
+        .functions
+        .iter()
+        .map(|g| (g.name.clone(), g.first_line, g.through))
+        .collect();
+    let code = text.map(|(_, text)| text.as_str());
+    for row in lay_out(code, &lines, &functions) {
+        match row {
+            ListedRow::Function { name, total } => {
+                let _ = writeln!(
+                    out,
+                    "{:>49}  ── {}",
+                    "",
+                    format::source::function_total(&name, &total)
+                );
+            }
+            ListedRow::Code {
+                number,
+                code,
+                margin,
+            } => {
+                let (made, through) = margin.map_or((String::new(), String::new()), |l| {
+                    (
+                        format::source::margin(&l.made),
+                        format::source::margin(&l.through),
+                    )
+                });
+                let _ = writeln!(out, "{made:>20} {through:>20} {number:>6}  {code}");
+            }
+        }
     }
     if markdown {
         out.push_str("```\n");

@@ -167,3 +167,24 @@ fn every_line_holding_memory_is_a_line_of_code_in_the_snapshots_text() {
     // model.py's six call sites and train.py's two lines that pass them on.
     assert_eq!(checked, 8);
 }
+
+#[test]
+fn as_text_each_functions_total_sits_above_its_def() {
+    let fixture: PathBuf = repo().join("tests/fixtures/source_and_shapes.pickle");
+    let output = memsight(&["source", "--at", "all"], &[fixture]);
+    assert_succeeded(&output);
+    let printed = String::from_utf8_lossy(&output.stdout);
+    let lines: Vec<&str> = printed.lines().collect();
+    let totals: Vec<usize> = (0..lines.len())
+        .filter(|&k| lines[k].contains("── forward:"))
+        .collect();
+    assert!(!totals.is_empty(), "{printed}");
+    for k in totals {
+        assert!(
+            lines[k + 1].trim_end().ends_with("def forward(self, x):"),
+            "{}\n{}",
+            lines[k],
+            lines[k + 1]
+        );
+    }
+}

@@ -9,8 +9,8 @@
 use leptos::html::Div;
 use leptos::prelude::*;
 
-use super::listing::{lay_out, ListedRow};
-use super::view::{fetch_text, listing_table, scroll_when_listed, FileText, FolderInput};
+use crate::analysis::listing::{lay_out, ListedRow};
+use super::{fetch_text, listing_table, scroll_when_listed, FileText, FolderInput};
 use crate::analysis::lines::{heat, side_by_side, FunctionPair, LinePair, SourcePlace, Tally};
 use crate::format;
 use crate::format::source::{change, margin};

@@ -8,524 +8,515 @@
 //! The worker counts (`TableRequest::Source`); the text is the snapshot's own
 //! (`source_code`) or the user's, from a folder opened in the page ([`folder`]), read
 //! locally. In a comparison the margins are A's, B's and the change ([`compare`]). The
-//! layout is the pure [`listing`]. File text is only ever text nodes.
+//! layout is the core's (`analysis::listing`). File text is only ever text nodes.
 
-#[cfg(target_arch = "wasm32")]
 pub mod compare;
-#[cfg(target_arch = "wasm32")]
 pub mod folder;
-pub mod listing;
 
-#[cfg(target_arch = "wasm32")]
-pub use view::*;
+use leptos::html::Div;
+use leptos::prelude::*;
 
-#[cfg(target_arch = "wasm32")]
-mod view {
-    use leptos::html::Div;
-    use leptos::prelude::*;
+use self::folder::SourceFolder;
+use crate::analysis::listing::{lay_out, row_of, ListedRow};
+use crate::analysis::lines::{heat, LineBytes, SourcePlace, Tally};
+use crate::format;
+use crate::format::source::{function_total, margin, no_text, scope_words};
+use crate::table::source::{SourceRequest, SourceView};
+use crate::table::{Filter, Scope};
+use crate::ui::actions::Actions;
+use crate::ui::categories::CategoryView;
+use crate::ui::near_screen::near_screen;
+use crate::ui::requests::Latest;
+use crate::ui::state::FileId;
+use crate::ui::view_asker::ViewAsker;
 
-    use super::folder::SourceFolder;
-    use super::listing::{lay_out, row_of, ListedRow};
-    use crate::analysis::lines::{heat, LineBytes, SourcePlace, Tally};
-    use crate::format;
-    use crate::format::source::{function_total, margin, no_text, scope_words};
-    use crate::table::source::{SourceRequest, SourceView};
-    use crate::table::{Filter, Scope};
-    use crate::ui::actions::Actions;
-    use crate::ui::categories::CategoryView;
-    use crate::ui::near_screen::near_screen;
-    use crate::ui::requests::Latest;
-    use crate::ui::state::FileId;
-    use crate::ui::view_asker::ViewAsker;
+/// A file's text and where it came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SourceText {
+    /// Said above the listing.
+    pub from: String,
+    pub text: String,
+}
 
-    /// A file's text and where it came from.
-    #[derive(Clone, Debug, PartialEq)]
-    pub struct SourceText {
-        /// Said above the listing.
-        pub from: String,
-        pub text: String,
-    }
+/// What is known of the text of a file of the snapshot (`path`, as its frames name it).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum FileText {
+    /// Not looked for yet.
+    #[default]
+    Unknown,
+    /// Neither the snapshot nor the folder opened has it.
+    Absent {
+        path: String,
+    },
+    /// Being read from the folder opened.
+    Reading {
+        path: String,
+    },
+    Read {
+        path: String,
+        text: SourceText,
+    },
+    Unreadable {
+        path: String,
+        why: String,
+    },
+}
 
-    /// What is known of the text of a file of the snapshot (`path`, as its frames name it).
-    #[derive(Clone, Debug, Default, PartialEq)]
-    pub enum FileText {
-        /// Not looked for yet.
-        #[default]
-        Unknown,
-        /// Neither the snapshot nor the folder opened has it.
-        Absent {
-            path: String,
-        },
-        /// Being read from the folder opened.
-        Reading {
-            path: String,
-        },
-        Read {
-            path: String,
-            text: SourceText,
-        },
-        Unreadable {
-            path: String,
-            why: String,
-        },
-    }
-
-    impl FileText {
-        /// Its text, when it is `path`'s.
-        pub fn text_of(&self, path: &str) -> Option<&SourceText> {
-            match self {
-                FileText::Read { path: p, text } if p == path => Some(text),
-                _ => None,
-            }
-        }
-
-        /// Whether what is known is `path`'s and final (read, absent or unreadable): the
-        /// listing will not change under the user any more.
-        pub fn settled_for(&self, path: &str) -> bool {
-            match self {
-                FileText::Absent { path: p }
-                | FileText::Read { path: p, .. }
-                | FileText::Unreadable { path: p, .. } => p == path,
-                FileText::Unknown | FileText::Reading { .. } => false,
-            }
-        }
-
-        /// Whether `path`'s text is here or on its way.
-        pub fn has_or_reads(&self, path: &str) -> bool {
-            match self {
-                FileText::Read { path: p, .. } | FileText::Reading { path: p } => p == path,
-                _ => false,
-            }
-        }
-
-        /// Said above the listing of `path`.
-        pub fn words(&self, path: &str) -> String {
-            match self {
-                FileText::Read { path: p, text } if p == path => format!("Text: {}", text.from),
-                FileText::Reading { path: p } if p == path => format!("Reading {p}…"),
-                FileText::Unreadable { path: p, why } if p == path => why.clone(),
-                _ => no_text(Some(path)),
-            }
-        }
-
-        /// For the `data-text` attribute: `yes`, `reading`, `unreadable` or `no`.
-        fn key(&self, path: &str) -> &'static str {
-            match self {
-                FileText::Read { path: p, .. } if p == path => "yes",
-                FileText::Reading { path: p } if p == path => "reading",
-                FileText::Unreadable { path: p, .. } if p == path => "unreadable",
-                _ => "no",
-            }
+impl FileText {
+    /// Its text, when it is `path`'s.
+    pub fn text_of(&self, path: &str) -> Option<&SourceText> {
+        match self {
+            FileText::Read { path: p, text } if p == path => Some(text),
+            _ => None,
         }
     }
 
-    /// Opens `place` in the source view of the file whose views are being built (none outside
-    /// a snapshot's views).
-    #[component]
-    pub fn SourceButton(place: SourcePlace) -> impl IntoView {
-        let categories = use_context::<CategoryView>();
-        let title = match place.line {
-            Some(line) => format!(
-                "Show {}, line {line}, with the bytes of each line",
-                place.path
-            ),
-            None => format!("Show {} with the bytes of each line", place.path),
-        };
-        categories.map(|categories| {
-            let path = place.path.clone();
-            let line = place.line.map(|l| l.to_string()).unwrap_or_default();
-            view! {
-                <button type="button" class="source-open" title=title data-path=path data-line=line
-                    on:click=move |event| {
-                        // Not also a click on the group or row it sits in.
-                        event.stop_propagation();
-                        categories.source.set(Some(place.clone()));
-                    }>"code"</button>
-            }
+    /// Whether what is known is `path`'s and final (read, absent or unreadable): the
+    /// listing will not change under the user any more.
+    pub fn settled_for(&self, path: &str) -> bool {
+        match self {
+            FileText::Absent { path: p }
+            | FileText::Read { path: p, .. }
+            | FileText::Unreadable { path: p, .. } => p == path,
+            FileText::Unknown | FileText::Reading { .. } => false,
+        }
+    }
+
+    /// Whether `path`'s text is here or on its way.
+    pub fn has_or_reads(&self, path: &str) -> bool {
+        match self {
+            FileText::Read { path: p, .. } | FileText::Reading { path: p } => p == path,
+            _ => false,
+        }
+    }
+
+    /// Said above the listing of `path`.
+    pub fn words(&self, path: &str) -> String {
+        match self {
+            FileText::Read { path: p, text } if p == path => format!("Text: {}", text.from),
+            FileText::Reading { path: p } if p == path => format!("Reading {p}…"),
+            FileText::Unreadable { path: p, why } if p == path => why.clone(),
+            _ => no_text(Some(path)),
+        }
+    }
+
+    /// For the `data-text` attribute: `yes`, `reading`, `unreadable` or `no`.
+    fn key(&self, path: &str) -> &'static str {
+        match self {
+            FileText::Read { path: p, .. } if p == path => "yes",
+            FileText::Reading { path: p } if p == path => "reading",
+            FileText::Unreadable { path: p, .. } if p == path => "unreadable",
+            _ => "no",
+        }
+    }
+}
+
+/// Opens `place` in the source view of the file whose views are being built (none outside
+/// a snapshot's views).
+#[component]
+pub fn SourceButton(place: SourcePlace) -> impl IntoView {
+    let categories = use_context::<CategoryView>();
+    let title = match place.line {
+        Some(line) => format!(
+            "Show {}, line {line}, with the bytes of each line",
+            place.path
+        ),
+        None => format!("Show {} with the bytes of each line", place.path),
+    };
+    categories.map(|categories| {
+        let path = place.path.clone();
+        let line = place.line.map(|l| l.to_string()).unwrap_or_default();
+        view! {
+            <button type="button" class="source-open" title=title data-path=path data-line=line
+                on:click=move |event| {
+                    // Not also a click on the group or row it sits in.
+                    event.stop_propagation();
+                    categories.source.set(Some(place.clone()));
+                }>"code"</button>
+        }
+    })
+}
+
+/// The page's folder input, and what it holds.
+#[component]
+pub fn FolderInput(id: &'static str) -> impl IntoView {
+    let folder = SourceFolder::in_context();
+    let input = NodeRef::<leptos::html::Input>::new();
+    // A folder, not files: the attribute has no name in Leptos' view macro.
+    input.on_load(|el| {
+        let _ = el.set_attribute("webkitdirectory", "");
+    });
+    let status = move || {
+        folder.and_then(|f| f.opened.get()).map(|(name, count)| {
+            let name = if name.is_empty() {
+                "the files opened".to_string()
+            } else {
+                name
+            };
+            let files = if count == 1 { "file" } else { "files" };
+            format!("{name}: {} Python {files}", format::count(count as u64))
         })
-    }
-
-    /// The page's folder input, and what it holds.
-    #[component]
-    pub fn FolderInput(id: &'static str) -> impl IntoView {
-        let folder = SourceFolder::in_context();
-        let input = NodeRef::<leptos::html::Input>::new();
-        // A folder, not files: the attribute has no name in Leptos' view macro.
-        input.on_load(|el| {
-            let _ = el.set_attribute("webkitdirectory", "");
-        });
-        let status = move || {
-            folder.and_then(|f| f.opened.get()).map(|(name, count)| {
-                let name = if name.is_empty() {
-                    "the files opened".to_string()
-                } else {
-                    name
-                };
-                let files = if count == 1 { "file" } else { "files" };
-                format!("{name}: {} Python {files}", format::count(count as u64))
-            })
-        };
-        view! {
-            <span class="source-folder">
-                <input type="file" class="visually-hidden" id=id node_ref=input multiple=true
-                    on:change=move |_| {
-                        if let (Some(folder), Some(files)) = (folder, input.get_untracked().and_then(|i| i.files())) {
-                            folder.open(&files);
-                        }
-                    } />
-                <button type="button" class="button quiet" on:click=move |_| {
-                    if let Some(el) = input.get_untracked() {
-                        el.click();
+    };
+    view! {
+        <span class="source-folder">
+            <input type="file" class="visually-hidden" id=id node_ref=input multiple=true
+                on:change=move |_| {
+                    if let (Some(folder), Some(files)) = (folder, input.get_untracked().and_then(|i| i.files())) {
+                        folder.open(&files);
                     }
-                } title="Your code, read here and never uploaded: each file of the run is found by the longest shared end of its path">
-                    "Open a folder of your code…"
-                </button>
-                <span class="hint source-folder-status" data-count=move || folder.and_then(|f| f.opened.get()).map(|(_, n)| n.to_string()).unwrap_or_default()>
-                    {status}
-                </span>
-            </span>
-        }
-    }
-
-    /// The text of `path` (a snapshot's), into `into`: `carried` (its path there and text)
-    /// when the snapshot has it, else the folder's file, read now. A read that ends after
-    /// another file was asked is dropped.
-    pub fn fetch_text(path: String, carried: Option<(String, String)>, into: RwSignal<FileText>) {
-        if let Some((from, text)) = carried {
-            let from = format!("{from} (in the snapshot)");
-            into.set(FileText::Read {
-                path,
-                text: SourceText { from, text },
-            });
-            return;
-        }
-        let folder = SourceFolder::in_context();
-        let Some((folder, found)) = folder.and_then(|f| f.find(&path).map(|p| (f, p))) else {
-            into.set(FileText::Absent { path });
-            return;
-        };
-        into.set(FileText::Reading { path: path.clone() });
-        leptos::task::spawn_local(async move {
-            let read = folder.text(&found).await;
-            let still = into
-                .try_with_untracked(|t| matches!(t, FileText::Reading { path: p } if *p == path));
-            if still != Some(true) {
-                return;
-            }
-            into.set(match read {
-                Ok(text) => FileText::Read {
-                    path,
-                    text: SourceText {
-                        from: format!("{found} (in the folder opened)"),
-                        text,
-                    },
-                },
-                Err(why) => FileText::Unreadable { path, why },
-            });
-        });
-    }
-
-    /// Scrolls `scroller` to line `line` once the listing of `path` is final (its text read
-    /// or known absent) and holds the line: then, and only then, so a listing laid out again
-    /// under the user (the table's scope changed) does not move.
-    pub fn scroll_when_listed<M: 'static, F: 'static>(
-        pending: RwSignal<Option<i64>>,
-        path: impl Fn() -> Option<String> + 'static,
-        text: RwSignal<FileText>,
-        rows: Memo<Vec<ListedRow<M, F>>>,
-        scroller: NodeRef<Div>,
-    ) where
-        ListedRow<M, F>: Send + Sync + PartialEq,
-    {
-        Effect::new(move |_| {
-            let Some(line) = pending.get() else {
-                return;
-            };
-            let Some(path) = path() else {
-                return;
-            };
-            let settled = text.with(|t| t.settled_for(&path));
-            if settled && rows.with(|r| row_of(r, line).is_some()) {
-                pending.set(None);
-                scroll_to_line(scroller, line);
-            }
-        });
-    }
-
-    /// Scrolls `scroller` so that the row of line `line` is in its middle, and the view onto
-    /// the page.
-    pub fn scroll_to_line(scroller: NodeRef<Div>, line: i64) {
-        request_animation_frame(move || {
-            let Some(el) = scroller.get_untracked() else {
-                return;
-            };
-            let selector = format!("tr[data-line=\"{line}\"]");
-            if let Ok(Some(row)) = el.query_selector(&selector) {
-                if let Ok(row) = wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlElement>(row) {
-                    let top = row.offset_top() - el.client_height() / 2;
-                    el.set_scroll_top(top.max(0));
-                    el.scroll_into_view_with_bool(false);
+                } />
+            <button type="button" class="button quiet" on:click=move |_| {
+                if let Some(el) = input.get_untracked() {
+                    el.click();
                 }
-            }
-        });
+            } title="Your code, read here and never uploaded: each file of the run is found by the longest shared end of its path">
+                "Open a folder of your code…"
+            </button>
+            <span class="hint source-folder-status" data-count=move || folder.and_then(|f| f.opened.get()).map(|(_, n)| n.to_string()).unwrap_or_default()>
+                {status}
+            </span>
+        </span>
     }
+}
 
-    /// The source view of one device of a file.
-    #[component]
-    pub fn SourcePanel(
-        file: FileId,
-        device: u32,
-        actions: Actions,
-        categories: CategoryView,
-    ) -> impl IntoView {
-        let asker = ViewAsker::new(actions, file);
-        let latest = StoredValue::new(Latest::default());
-        let answer = RwSignal::new(None::<Result<SourceView, String>>);
-        let answers = RwSignal::new(0u32);
-        let text = RwSignal::new(FileText::Unknown);
-        let folder = SourceFolder::in_context();
-        let scroller = NodeRef::<Div>::new();
-        let asked_path = move || {
-            categories
-                .source
-                .with(|p| p.as_ref().map(|p| p.path.clone()))
-        };
-        // Counted once the panel comes near the screen or a place is opened: a user who never
-        // looks costs the worker nothing.
-        let panel = NodeRef::<leptos::html::Section>::new();
-        let near = near_screen(panel);
-        Effect::new(move |_| {
-            if !near.get() && categories.source.with(Option::is_none) {
-                return;
-            }
-            categories.generation.track();
-            let (scope, filter) = categories
-                .table_choice
-                .get()
-                .unwrap_or((Scope::Peak, Filter::default()));
-            let path = asked_path();
-            // The text of the file shown stays; only its margins change with the scope.
-            let text_held = path
-                .as_deref()
-                .is_some_and(|p| text.with_untracked(|t| t.text_of(p).is_some()));
-            let request = SourceRequest {
-                device,
-                scope,
-                filter,
+/// The text of `path` (a snapshot's), into `into`: `carried` (its path there and text)
+/// when the snapshot has it, else the folder's file, read now. A read that ends after
+/// another file was asked is dropped.
+pub fn fetch_text(path: String, carried: Option<(String, String)>, into: RwSignal<FileText>) {
+    if let Some((from, text)) = carried {
+        let from = format!("{from} (in the snapshot)");
+        into.set(FileText::Read {
+            path,
+            text: SourceText { from, text },
+        });
+        return;
+    }
+    let folder = SourceFolder::in_context();
+    let Some((folder, found)) = folder.and_then(|f| f.find(&path).map(|p| (f, p))) else {
+        into.set(FileText::Absent { path });
+        return;
+    };
+    into.set(FileText::Reading { path: path.clone() });
+    leptos::task::spawn_local(async move {
+        let read = folder.text(&found).await;
+        let still = into
+            .try_with_untracked(|t| matches!(t, FileText::Reading { path: p } if *p == path));
+        if still != Some(true) {
+            return;
+        }
+        into.set(match read {
+            Ok(text) => FileText::Read {
                 path,
-                text_held,
-            };
-            asker.ask_latest(latest, request, move |view| {
-                answer.set(Some(view.map(|v| *v)));
-                answers.update(|n| *n += 1);
-            });
+                text: SourceText {
+                    from: format!("{found} (in the folder opened)"),
+                    text,
+                },
+            },
+            Err(why) => FileText::Unreadable { path, why },
         });
-        // The file shown: the one asked, else the one the worker chose.
-        let shown = Memo::new(move |_| {
-            answer.with(|a| match a {
-                Some(Ok(v)) => v.file.as_ref().map(|f| f.path.clone()).or_else(asked_path),
-                _ => None,
-            })
-        });
-        // Its text, the snapshot's or the folder's (looked for again when a folder is opened).
-        Effect::new(move |_| {
-            let _ = folder.map(|f| f.opened.get());
-            let Some(path) = shown.get() else {
-                return;
-            };
-            if text.with_untracked(|t| t.has_or_reads(&path)) {
-                return;
-            }
-            let carried = answer.with_untracked(|a| match a {
-                Some(Ok(v)) => v.text.as_ref().map(|t| (t.path.clone(), t.text.clone())),
-                _ => None,
-            });
-            fetch_text(path, carried, text);
-        });
-        let rows = Memo::new(move |_| {
-            answer.with(|a| {
-                let Some(Ok(v)) = a else {
-                    return Vec::new();
-                };
-                let Some(file) = &v.file else {
-                    return Vec::new();
-                };
-                text.with(|t| {
-                    let text = t.text_of(&file.path).map(|t| t.text.as_str());
-                    let lines: Vec<(i64, LineBytes)> =
-                        file.lines.iter().map(|l| (l.line, l.clone())).collect();
-                    let functions: Vec<(String, i64, Tally)> = file
-                        .functions
-                        .iter()
-                        .map(|f| (f.name.clone(), f.first_line, f.through))
-                        .collect();
-                    lay_out(text, &lines, &functions)
-                })
-            })
-        });
-        // A place opened (again, too): its line brought into view once it is listed.
-        let pending_line = RwSignal::new(None::<i64>);
-        Effect::new(move |_| {
-            pending_line.set(categories.source.with(|p| p.as_ref().and_then(|p| p.line)));
-        });
-        scroll_when_listed(pending_line, move || shown.get(), text, rows, scroller);
-        let most_made = Memo::new(move |_| {
-            answer.with(|a| match a {
-                Some(Ok(v)) => v
-                    .file
-                    .as_ref()
-                    .and_then(|f| f.lines.iter().map(|l| l.made.bytes).max())
-                    .unwrap_or(0),
-                _ => 0,
-            })
-        });
-        let attr = move |f: fn(&SourceView) -> String| {
-            move || {
-                answer.with(|a| match a {
-                    Some(Ok(v)) => f(v),
-                    _ => String::new(),
-                })
-            }
+    });
+}
+
+/// Scrolls `scroller` to line `line` once the listing of `path` is final (its text read
+/// or known absent) and holds the line: then, and only then, so a listing laid out again
+/// under the user (the table's scope changed) does not move.
+pub fn scroll_when_listed<M: 'static, F: 'static>(
+    pending: RwSignal<Option<i64>>,
+    path: impl Fn() -> Option<String> + 'static,
+    text: RwSignal<FileText>,
+    rows: Memo<Vec<ListedRow<M, F>>>,
+    scroller: NodeRef<Div>,
+) where
+    ListedRow<M, F>: Send + Sync + PartialEq,
+{
+    Effect::new(move |_| {
+        let Some(line) = pending.get() else {
+            return;
         };
-        let target = move || categories.source.with(|p| p.as_ref().and_then(|p| p.line));
-        view! {
-            <section class="panel source-panel" id="source-view" node_ref=panel
-                data-device=device.to_string()
-                data-ready=move || answer.with(|a| matches!(a, Some(Ok(_)))).to_string()
-                data-answers=move || answers.get().to_string()
-                data-path=move || shown.get().unwrap_or_default()
-                data-state=attr(|v| v.state.map(|s| s.to_string()).unwrap_or_default())
-                data-chosen-bytes=attr(|v| v.chosen.bytes.to_string())
-                data-chosen-count=attr(|v| v.chosen.count.to_string())
-                data-compute-ms=attr(|v| v.compute_ms.to_string())
-                data-text=move || shown.with(|p| p.as_deref().map_or("no", |p| text.with(|t| t.key(p))))
-            >
-                <header class="panel-header">
-                    <h2 class="panel-title">"Source"</h2>
-                    <p class="hint">"Each line of your code with the memory made there (its call site in the table) and passing through it. Click “code” beside a call site, a module or a frame to open its file."</p>
-                </header>
-                <div class="source-toolbar">
-                    <label class="field">
-                        "File "
-                        <select id="source-file" on:change=move |event| {
-                            let path = event_target_value(&event);
-                            categories.source.set(Some(SourcePlace { path, line: None }));
-                        }>
-                            {move || answer.with(|a| match a {
-                                Some(Ok(v)) => v.files.iter().map(|f| {
-                                    let path = f.path.clone();
-                                    let selected = shown.get().as_deref() == Some(f.path.as_str());
-                                    let label = format!("{} · {} made, {} through{}",
-                                        format::shorten_middle(&f.path, 60), format::bytes(f.made.bytes), format::bytes(f.through.bytes),
-                                        if f.user { "" } else { " (library)" });
-                                    view! { <option value=path selected=selected>{label}</option> }
-                                }).collect_view().into_any(),
-                                _ => ().into_any(),
-                            })}
-                        </select>
-                    </label>
-                    <FolderInput id="source-folder-input" />
-                </div>
-                {move || answer.with(|a| match a {
-                    None => view! { <p class="pending" aria-busy="true">"Counting bytes by line…"</p> }.into_any(),
-                    Some(Err(e)) => view! { <p class="view-error" role="alert" id="source-error">{e.clone()}</p> }.into_any(),
-                    Some(Ok(v)) => {
-                        let words = format!("Lines of the {} allocations {} ({}), as the table chooses them{}.",
-                            format::count(u64::from(v.chosen.count)), scope_words(&v.scope), format::bytes(v.chosen.bytes),
-                            if v.problem.is_some() { "; the table's filter is refused" } else { "" });
-                        view! { <p class="hint" id="source-scope">{words}</p> }.into_any()
-                    }
-                })}
-                <MissingText answer=answer />
-                <p class="hint" id="source-text-from">{move || match shown.get() {
-                    None => "No Python code holds memory here.".to_string(),
-                    Some(path) => text.with(|t| t.words(&path)),
-                }}</p>
-                {listing_table("source-listing", &["Made here", "Passing through"], scroller, view! {
-                            {move || {
-                                let most = most_made.get();
-                                let target = target();
-                                rows.get().into_iter().map(|row| match row {
-                                    ListedRow::Function { name, total } => view! {
-                                        <tr class="source-function" data-function=name.clone()
-                                            data-through-bytes=total.bytes.to_string() data-through-count=total.count.to_string()>
-                                            <td colspan="4">{function_total(&name, &total)}</td>
-                                        </tr>
-                                    }.into_any(),
-                                    ListedRow::Code { number, code, margin: m } => {
-                                        let (made, through) = m.as_ref().map_or((Tally::default(), Tally::default()), |l| (l.made, l.through));
-                                        let level = heat(made.bytes, most);
-                                        view! {
-                                            <tr class=format!("source-line heat-{level}") class:passes={through.count > 0 && made.count == 0}
-                                                class:target=target == Some(number)
-                                                data-line=number.to_string()
-                                                data-made-bytes=made.bytes.to_string() data-made-count=made.count.to_string()
-                                                data-through-bytes=through.bytes.to_string() data-through-count=through.count.to_string()>
-                                                <td class="num margin">{margin(&made)}</td>
-                                                <td class="num margin">{margin(&through)}</td>
-                                                <td class="num line-number">{number.to_string()}</td>
-                                                <td class="source-code">{code}</td>
-                                            </tr>
-                                        }.into_any()
-                                    }
-                                }).collect_view()
-                            }}
-                })}
-            </section>
+        let Some(path) = path() else {
+            return;
+        };
+        let settled = text.with(|t| t.settled_for(&path));
+        if settled && rows.with(|r| row_of(r, line).is_some()) {
+            pending.set(None);
+            scroll_to_line(scroller, line);
         }
-    }
+    });
+}
 
-    /// A file's listing in its scroll box: the margins' headings, then the line's number and
-    /// its code; `body` is its rows.
-    pub fn listing_table(
-        id: &'static str,
-        margins: &'static [&'static str],
-        scroller: NodeRef<Div>,
-        body: impl IntoView,
-    ) -> impl IntoView {
-        view! {
-            <div class="source-scroll" node_ref=scroller>
-                <table class="source-listing" id=id>
-                    <thead><tr>
-                        {margins.iter().map(|m| view! { <th scope="col" class="num">{*m}</th> }).collect_view()}
-                        <th scope="col" class="num">"Line"</th>
-                        <th scope="col">"Code"</th>
-                    </tr></thead>
-                    <tbody>{body}</tbody>
-                </table>
-            </div>
+/// Scrolls `scroller` so that the row of line `line` is in its middle, and the view onto
+/// the page.
+pub fn scroll_to_line(scroller: NodeRef<Div>, line: i64) {
+    request_animation_frame(move || {
+        let Some(el) = scroller.get_untracked() else {
+            return;
+        };
+        let selector = format!("tr[data-line=\"{line}\"]");
+        if let Ok(Some(row)) = el.query_selector(&selector) {
+            if let Ok(row) = wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlElement>(row) {
+                let top = row.offset_top() - el.client_height() / 2;
+                el.set_scroll_top(top.max(0));
+                el.scroll_into_view_with_bool(false);
+            }
         }
-    }
+    });
+}
 
-    /// The user's files with memory whose text neither the snapshot nor the folder has.
-    #[component]
-    fn MissingText(answer: RwSignal<Option<Result<SourceView, String>>>) -> impl IntoView {
-        let folder = SourceFolder::in_context();
-        let missing = Memo::new(move |_| {
-            let _ = folder.map(|f| f.opened.get());
-            answer.with(|a| match a {
-                Some(Ok(v)) => v
-                    .files
-                    .iter()
-                    .filter(|f| f.user && !f.carried)
-                    .filter(|f| folder.is_none_or(|folder| folder.find(&f.path).is_none()))
-                    .map(|f| f.path.clone())
-                    .collect::<Vec<_>>(),
-                _ => Vec::new(),
-            })
+/// The source view of one device of a file.
+#[component]
+pub fn SourcePanel(
+    file: FileId,
+    device: u32,
+    actions: Actions,
+    categories: CategoryView,
+) -> impl IntoView {
+    let asker = ViewAsker::new(actions, file);
+    let latest = StoredValue::new(Latest::default());
+    let answer = RwSignal::new(None::<Result<SourceView, String>>);
+    let answers = RwSignal::new(0u32);
+    let text = RwSignal::new(FileText::Unknown);
+    let folder = SourceFolder::in_context();
+    let scroller = NodeRef::<Div>::new();
+    let asked_path = move || {
+        categories
+            .source
+            .with(|p| p.as_ref().map(|p| p.path.clone()))
+    };
+    // Counted once the panel comes near the screen or a place is opened: a user who never
+    // looks costs the worker nothing.
+    let panel = NodeRef::<leptos::html::Section>::new();
+    let near = near_screen(panel);
+    Effect::new(move |_| {
+        if !near.get() && categories.source.with(Option::is_none) {
+            return;
+        }
+        categories.generation.track();
+        let (scope, filter) = categories
+            .table_choice
+            .get()
+            .unwrap_or((Scope::Peak, Filter::default()));
+        let path = asked_path();
+        // The text of the file shown stays; only its margins change with the scope.
+        let text_held = path
+            .as_deref()
+            .is_some_and(|p| text.with_untracked(|t| t.text_of(p).is_some()));
+        let request = SourceRequest {
+            device,
+            scope,
+            filter,
+            path,
+            text_held,
+        };
+        asker.ask_latest(latest, request, move |view| {
+            answer.set(Some(view.map(|v| *v)));
+            answers.update(|n| *n += 1);
         });
+    });
+    // The file shown: the one asked, else the one the worker chose.
+    let shown = Memo::new(move |_| {
+        answer.with(|a| match a {
+            Some(Ok(v)) => v.file.as_ref().map(|f| f.path.clone()).or_else(asked_path),
+            _ => None,
+        })
+    });
+    // Its text, the snapshot's or the folder's (looked for again when a folder is opened).
+    Effect::new(move |_| {
+        let _ = folder.map(|f| f.opened.get());
+        let Some(path) = shown.get() else {
+            return;
+        };
+        if text.with_untracked(|t| t.has_or_reads(&path)) {
+            return;
+        }
+        let carried = answer.with_untracked(|a| match a {
+            Some(Ok(v)) => v.text.as_ref().map(|t| (t.path.clone(), t.text.clone())),
+            _ => None,
+        });
+        fetch_text(path, carried, text);
+    });
+    let rows = Memo::new(move |_| {
+        answer.with(|a| {
+            let Some(Ok(v)) = a else {
+                return Vec::new();
+            };
+            let Some(file) = &v.file else {
+                return Vec::new();
+            };
+            text.with(|t| {
+                let text = t.text_of(&file.path).map(|t| t.text.as_str());
+                let lines: Vec<(i64, LineBytes)> =
+                    file.lines.iter().map(|l| (l.line, l.clone())).collect();
+                let functions: Vec<(String, i64, Tally)> = file
+                    .functions
+                    .iter()
+                    .map(|f| (f.name.clone(), f.first_line, f.through))
+                    .collect();
+                lay_out(text, &lines, &functions)
+            })
+        })
+    });
+    // A place opened (again, too): its line brought into view once it is listed.
+    let pending_line = RwSignal::new(None::<i64>);
+    Effect::new(move |_| {
+        pending_line.set(categories.source.with(|p| p.as_ref().and_then(|p| p.line)));
+    });
+    scroll_when_listed(pending_line, move || shown.get(), text, rows, scroller);
+    let most_made = Memo::new(move |_| {
+        answer.with(|a| match a {
+            Some(Ok(v)) => v
+                .file
+                .as_ref()
+                .and_then(|f| f.lines.iter().map(|l| l.made.bytes).max())
+                .unwrap_or(0),
+            _ => 0,
+        })
+    });
+    let attr = move |f: fn(&SourceView) -> String| {
         move || {
-            let list = missing.get();
-            (!list.is_empty()).then(|| {
-                let shown: Vec<String> = list.iter().take(8).cloned().collect();
-                let more = list.len().saturating_sub(shown.len());
-                let words = format!(
-                    "Not found, neither in the snapshot nor in a folder opened: {}{}.",
-                    shown.join(", "),
-                    if more > 0 { format!(" and {more} more") } else { String::new() }
-                );
-                view! { <p class="hint source-missing" id="source-missing" data-count=list.len().to_string()>{words}</p> }
+            answer.with(|a| match a {
+                Some(Ok(v)) => f(v),
+                _ => String::new(),
             })
         }
+    };
+    let target = move || categories.source.with(|p| p.as_ref().and_then(|p| p.line));
+    view! {
+        <section class="panel source-panel" id="source-view" node_ref=panel
+            data-device=device.to_string()
+            data-ready=move || answer.with(|a| matches!(a, Some(Ok(_)))).to_string()
+            data-answers=move || answers.get().to_string()
+            data-path=move || shown.get().unwrap_or_default()
+            data-state=attr(|v| v.state.map(|s| s.to_string()).unwrap_or_default())
+            data-chosen-bytes=attr(|v| v.chosen.bytes.to_string())
+            data-chosen-count=attr(|v| v.chosen.count.to_string())
+            data-compute-ms=attr(|v| v.compute_ms.to_string())
+            data-text=move || shown.with(|p| p.as_deref().map_or("no", |p| text.with(|t| t.key(p))))
+        >
+            <header class="panel-header">
+                <h2 class="panel-title">"Source"</h2>
+                <p class="hint">"Each line of your code with the memory made there (its call site in the table) and passing through it. Click “code” beside a call site, a module or a frame to open its file."</p>
+            </header>
+            <div class="source-toolbar">
+                <label class="field">
+                    "File "
+                    <select id="source-file" on:change=move |event| {
+                        let path = event_target_value(&event);
+                        categories.source.set(Some(SourcePlace { path, line: None }));
+                    }>
+                        {move || answer.with(|a| match a {
+                            Some(Ok(v)) => v.files.iter().map(|f| {
+                                let path = f.path.clone();
+                                let selected = shown.get().as_deref() == Some(f.path.as_str());
+                                let label = format!("{} · {} made, {} through{}",
+                                    format::shorten_middle(&f.path, 60), format::bytes(f.made.bytes), format::bytes(f.through.bytes),
+                                    if f.user { "" } else { " (library)" });
+                                view! { <option value=path selected=selected>{label}</option> }
+                            }).collect_view().into_any(),
+                            _ => ().into_any(),
+                        })}
+                    </select>
+                </label>
+                <FolderInput id="source-folder-input" />
+            </div>
+            {move || answer.with(|a| match a {
+                None => view! { <p class="pending" aria-busy="true">"Counting bytes by line…"</p> }.into_any(),
+                Some(Err(e)) => view! { <p class="view-error" role="alert" id="source-error">{e.clone()}</p> }.into_any(),
+                Some(Ok(v)) => {
+                    let words = format!("Lines of the {} allocations {} ({}), as the table chooses them{}.",
+                        format::count(u64::from(v.chosen.count)), scope_words(&v.scope), format::bytes(v.chosen.bytes),
+                        if v.problem.is_some() { "; the table's filter is refused" } else { "" });
+                    view! { <p class="hint" id="source-scope">{words}</p> }.into_any()
+                }
+            })}
+            <MissingText answer=answer />
+            <p class="hint" id="source-text-from">{move || match shown.get() {
+                None => "No Python code holds memory here.".to_string(),
+                Some(path) => text.with(|t| t.words(&path)),
+            }}</p>
+            {listing_table("source-listing", &["Made here", "Passing through"], scroller, view! {
+                        {move || {
+                            let most = most_made.get();
+                            let target = target();
+                            rows.get().into_iter().map(|row| match row {
+                                ListedRow::Function { name, total } => view! {
+                                    <tr class="source-function" data-function=name.clone()
+                                        data-through-bytes=total.bytes.to_string() data-through-count=total.count.to_string()>
+                                        <td colspan="4">{function_total(&name, &total)}</td>
+                                    </tr>
+                                }.into_any(),
+                                ListedRow::Code { number, code, margin: m } => {
+                                    let (made, through) = m.as_ref().map_or((Tally::default(), Tally::default()), |l| (l.made, l.through));
+                                    let level = heat(made.bytes, most);
+                                    view! {
+                                        <tr class=format!("source-line heat-{level}") class:passes={through.count > 0 && made.count == 0}
+                                            class:target=target == Some(number)
+                                            data-line=number.to_string()
+                                            data-made-bytes=made.bytes.to_string() data-made-count=made.count.to_string()
+                                            data-through-bytes=through.bytes.to_string() data-through-count=through.count.to_string()>
+                                            <td class="num margin">{margin(&made)}</td>
+                                            <td class="num margin">{margin(&through)}</td>
+                                            <td class="num line-number">{number.to_string()}</td>
+                                            <td class="source-code">{code}</td>
+                                        </tr>
+                                    }.into_any()
+                                }
+                            }).collect_view()
+                        }}
+            })}
+        </section>
+    }
+}
+
+/// A file's listing in its scroll box: the margins' headings, then the line's number and
+/// its code; `body` is its rows.
+pub fn listing_table(
+    id: &'static str,
+    margins: &'static [&'static str],
+    scroller: NodeRef<Div>,
+    body: impl IntoView,
+) -> impl IntoView {
+    view! {
+        <div class="source-scroll" node_ref=scroller>
+            <table class="source-listing" id=id>
+                <thead><tr>
+                    {margins.iter().map(|m| view! { <th scope="col" class="num">{*m}</th> }).collect_view()}
+                    <th scope="col" class="num">"Line"</th>
+                    <th scope="col">"Code"</th>
+                </tr></thead>
+                <tbody>{body}</tbody>
+            </table>
+        </div>
+    }
+}
+
+/// The user's files with memory whose text neither the snapshot nor the folder has.
+#[component]
+fn MissingText(answer: RwSignal<Option<Result<SourceView, String>>>) -> impl IntoView {
+    let folder = SourceFolder::in_context();
+    let missing = Memo::new(move |_| {
+        let _ = folder.map(|f| f.opened.get());
+        answer.with(|a| match a {
+            Some(Ok(v)) => v
+                .files
+                .iter()
+                .filter(|f| f.user && !f.carried)
+                .filter(|f| folder.is_none_or(|folder| folder.find(&f.path).is_none()))
+                .map(|f| f.path.clone())
+                .collect::<Vec<_>>(),
+            _ => Vec::new(),
+        })
+    });
+    move || {
+        let list = missing.get();
+        (!list.is_empty()).then(|| {
+            let shown: Vec<String> = list.iter().take(8).cloned().collect();
+            let more = list.len().saturating_sub(shown.len());
+            let words = format!(
+                "Not found, neither in the snapshot nor in a folder opened: {}{}.",
+                shown.join(", "),
+                if more > 0 { format!(" and {more} more") } else { String::new() }
+            );
+            view! { <p class="hint source-missing" id="source-missing" data-count=list.len().to_string()>{words}</p> }
+        })
     }
 }

@@ -11,6 +11,7 @@ pub mod curve;
 pub mod elements;
 pub mod keywords;
 pub mod lines;
+pub mod listing;
 pub mod live;
 pub mod moment;
 pub mod palette;

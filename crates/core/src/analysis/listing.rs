@@ -1,12 +1,12 @@
-//! A source file as the source view lays it out: each line of its text with its margin (the
+//! A source file as a source view lays it out (the page's and `memsight source`'s): each line of its text with its margin (the
 //! bytes of one run, or of two runs and their change), each function's total on its own row
 //! above its `def`, and the lines holding memory that the text does not reach (a file changed
 //! since the run, or no text at all) after it. Which rows have memory and how much is the
 //! core's (`analysis::lines`); this only interleaves.
 //!
-//! Pure, tested natively. Not the place for words or for asking.
+//! Not the place for words or for choosing the allocations.
 
-use crate::analysis::lines::def_line;
+use super::lines::def_line;
 
 /// One row of a laid-out file.
 #[derive(Clone, Debug, PartialEq)]
