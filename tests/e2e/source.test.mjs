@@ -146,6 +146,8 @@ describe('the source view', () => {
       await openFiles(page, real(FULL_STEP));
       assert.equal(await waitSettled(page), 'ready');
       await groupByCallSite(page);
+      // Far below the screen and asked for nothing, the view has cost the worker nothing.
+      assert.equal(await page.$eval('#source-view', (e) => e.dataset.answers), '0');
       const groups = (await placedGroups(page)).filter((g) => g.path.endsWith('cs336_basics/optimizers.py'));
       assert.ok(groups.length > 0, 'the optimizer holds memory at the peak');
       const group = groups[0];

@@ -295,3 +295,28 @@ fn digests_compare_compiled_and_backward_allocations_by_the_models_code() {
     assert_eq!(kinds.len(), 2);
     assert_eq!(kinds[1].1, "pinned_host");
 }
+
+#[test]
+fn the_reports_largest_allocations_carry_their_tensor_as_the_table_does() {
+    let name = "source_and_shapes.pickle";
+    let report = run(&["report", "--json"], name);
+    let table = run(&["table", "--scope", "peak", "--json"], name);
+    let rows = table["devices"]["0"]["rows"].as_array().unwrap();
+    let largest = report["devices"]["0"]["peak"]["largest"].as_array().unwrap();
+    let mut shaped = 0;
+    for a in largest {
+        let row = rows
+            .iter()
+            .find(|r| r["allocation"] == a["allocation"])
+            .expect("alive at the peak in the table too");
+        assert_eq!(a["shape"], row["shape"], "{a}");
+        assert_eq!(a.get("dtype"), row.get("dtype"), "{a}");
+        shaped += usize::from(!a["shape"].is_null());
+    }
+    assert!(shaped > 0);
+    let markdown = memsight(&["report"], &[edge(name)]);
+    assert_succeeded(&markdown);
+    let text = String::from_utf8_lossy(&markdown.stdout);
+    assert!(text.contains("| Call site | Tensor |"), "{text}");
+    assert!(text.contains("torch.float32 \\[1000, 1000\\]"), "{text}");
+}
