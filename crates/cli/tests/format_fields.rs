@@ -302,7 +302,9 @@ fn the_reports_largest_allocations_carry_their_tensor_as_the_table_does() {
     let report = run(&["report", "--json"], name);
     let table = run(&["table", "--scope", "peak", "--json"], name);
     let rows = table["devices"]["0"]["rows"].as_array().unwrap();
-    let largest = report["devices"]["0"]["peak"]["largest"].as_array().unwrap();
+    let largest = report["devices"]["0"]["peak"]["largest"]
+        .as_array()
+        .unwrap();
     let mut shaped = 0;
     for a in largest {
         let row = rows
