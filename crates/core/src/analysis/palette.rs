@@ -18,7 +18,7 @@ pub struct Style {
     pub palette: Vec<[u8; 4]>,
     /// Colours of the roles and of the components, indexed like `Role::ALL` and
     /// `Component::ALL` (the legends' colours too).
-    pub roles: [[u8; 4]; 11],
+    pub roles: [[u8; 4]; 13],
     pub components: [[u8; 4]; 8],
     /// Thickness of the line, in pixels.
     pub line_width: u32,
@@ -81,7 +81,7 @@ pub fn highlighted(
 /// Roles: what lives long in saturated colours (parameters blue, gradients orange, optimizer
 /// state purple, activations green), each phase's temporaries in a light tint of its phase's
 /// colour, unknown in a warm grey distinct from the small band's.
-const ROLE_COLOURS: [[u8; 4]; 11] = [
+const ROLE_COLOURS: [[u8; 4]; 13] = [
     [0x4e, 0x79, 0xa7, 255],
     [0xf2, 0x8e, 0x2c, 255],
     [0x8e, 0x5e, 0xa2, 255],
@@ -92,6 +92,9 @@ const ROLE_COLOURS: [[u8; 4]; 11] = [
     [0x76, 0xb7, 0xb2, 255],
     [0xe1, 0x57, 0x59, 255],
     [0xb6, 0x99, 0x2d, 255],
+    // KV cache: a deep teal apart from the inputs' light one; CUDA graphs: slate.
+    [0x1b, 0x7f, 0x8c, 255],
+    [0x6b, 0x6e, 0x9e, 255],
     [0xc9, 0xb8, 0xa8, 255],
 ];
 

@@ -29,6 +29,12 @@ fn phase_in_sentence(phase: Phase) -> &'static str {
         Phase::Backward => "the backward",
         Phase::OptimizerStep => "the optimizer step",
         Phase::ZeroGrad => "zero_grad",
+        Phase::LoadWeights => "loading the weights",
+        Phase::ProfileRun => "the profile run",
+        Phase::KvCacheAllocation => "the KV cache's allocation",
+        Phase::GraphCapture => "CUDA graph capture",
+        Phase::Prefill => "a prefill step",
+        Phase::Decode => "a decode step",
     }
 }
 
@@ -60,6 +66,20 @@ pub fn role_reason(reason: &RoleReason) -> String {
             format!("annotated \u{201c}{text}\u{201d} at {}", event(*at))
         }
         Basis::Frame { frame } => format!("its stack runs {frame}"),
+        Basis::Site {
+            frame,
+            framework,
+            why,
+            outlives,
+            ..
+        } => {
+            let life = match outlives {
+                Some(true) => ", kept past the phase it was made in",
+                Some(false) => ", freed within the phase it was made in",
+                None => "",
+            };
+            format!("made under {frame} ({}: {why}){life}", framework.name())
+        }
         Basis::AccumulateGrad {
             event: at,
             outlives,

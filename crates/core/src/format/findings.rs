@@ -268,6 +268,8 @@ fn role_advice(role: Role) -> &'static str {
         Role::Inputs => "Inputs dominate: move smaller batches to the device, and free the previous batch before loading the next.",
         Role::Communication => "Communication buffers dominate: lower the bucket sizes of DDP/FSDP (bucket_cap_mb) or overlap fewer collectives.",
         Role::Workspace => "Library workspaces dominate: limit cuBLAS/cuDNN workspaces (CUBLAS_WORKSPACE_CONFIG, torch.backends.cudnn.benchmark=False).",
+        Role::KvCache => "The KV cache dominates: a serving engine sizes it to fill what is left (vLLM's gpu_memory_utilization, sglang's mem_fraction_static); lower that fraction, max_model_len or max_num_seqs, or quantise the cache (kv_cache_dtype=fp8).",
+        Role::CudaGraph => "CUDA graph pools dominate: capture fewer batch sizes (vLLM's cudagraph_capture_sizes / max_seq_len_to_capture, sglang's cuda_graph_max_bs) or disable graphs (enforce_eager, disable_cuda_graph).",
         Role::Unknown => "Record stacks (torch.cuda.memory._record_memory_history(stacks='all')) from the start of the run to see what holds the memory.",
     }
 }

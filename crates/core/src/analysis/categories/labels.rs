@@ -18,6 +18,8 @@ pub fn role_label(role: Role) -> &'static str {
         Role::Inputs => "Inputs",
         Role::Communication => "Communication",
         Role::Workspace => "Workspace",
+        Role::KvCache => "KV cache",
+        Role::CudaGraph => "CUDA graphs",
         Role::Unknown => "Unknown",
     }
 }
@@ -45,6 +47,12 @@ pub fn phase_label(phase: Phase) -> &'static str {
         Phase::Backward => "Backward",
         Phase::OptimizerStep => "Optimizer step",
         Phase::ZeroGrad => "Zero grad",
+        Phase::LoadWeights => "Load weights",
+        Phase::ProfileRun => "Profile run",
+        Phase::KvCacheAllocation => "KV cache allocation",
+        Phase::GraphCapture => "CUDA graph capture",
+        Phase::Prefill => "Prefill",
+        Phase::Decode => "Decode",
     }
 }
 

@@ -21,6 +21,7 @@
 mod annotations;
 mod before;
 pub mod categorised;
+pub mod frameworks;
 pub mod index;
 pub mod labels;
 pub mod phases;
@@ -40,6 +41,7 @@ pub use annotations::metadata_role;
 pub use before::{
     states_per_parameter, Deduced, FreedHow, OptimizerEvidence, RunEvidence, SizeEvidence,
 };
+use frameworks::Says;
 use phases::{row_phases, RowPhases, RunEnds, StackPhase};
 pub use reason::{Basis, Explainer, RoleReason, Unexplained, Witness};
 use rules::CompiledRules;
@@ -59,11 +61,15 @@ pub enum Role {
     Inputs,
     Communication,
     Workspace,
+    /// Keys and values kept for generation, and their block tables and token maps.
+    KvCache,
+    /// A CUDA graph's private pool: its static buffers and intermediates.
+    CudaGraph,
     Unknown,
 }
 
 impl Role {
-    pub const ALL: [Role; 11] = [
+    pub const ALL: [Role; 13] = [
         Role::Parameters,
         Role::Gradients,
         Role::OptimizerState,
@@ -74,6 +80,8 @@ impl Role {
         Role::Inputs,
         Role::Communication,
         Role::Workspace,
+        Role::KvCache,
+        Role::CudaGraph,
         Role::Unknown,
     ];
 
@@ -90,6 +98,8 @@ impl Role {
             Role::Inputs => "inputs",
             Role::Communication => "communication",
             Role::Workspace => "workspace",
+            Role::KvCache => "kv_cache",
+            Role::CudaGraph => "cuda_graph",
             Role::Unknown => "unknown",
         }
     }
@@ -279,7 +289,14 @@ pub fn categorise(analysed: &Analysed, rules: &CompiledRules) -> Categories {
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct StackSignal {
     pub phase: Option<Phase>,
+    /// The role a frame settles whatever the lifetime: a library's keyword (NCCL, a
+    /// workspace, the data loader) or a framework call site.
     pub role: Option<Role>,
+    /// What a framework call site says by lifetime, `(kept, freed)`, when no frame inside it
+    /// settles the role.
+    pub lifetime: Option<(Role, Role)>,
+    /// The framework call site that decided `role` or `lifetime`.
+    pub site: Option<frameworks::SiteId>,
     pub component: Option<Component>,
     pub accumulates_gradient: bool,
     pub user_code: bool,
@@ -308,7 +325,7 @@ impl FrameSignals {
         *self.frames[frame as usize].get_or_insert_with(|| {
             let f = &snapshot.frames[frame as usize];
             let (file, name) = (snapshot.str(f.filename), snapshot.str(f.name));
-            (frame_signal(file, name), classify(file, name))
+            (frame_signal(file, name, f.line), classify(file, name))
         })
     }
 }
@@ -320,6 +337,11 @@ impl FrameSignals {
 /// and setting up (a `.to()`) inside a phase of training is that phase's.
 fn combine_phases(inner: Phase, outer: Phase) -> Phase {
     match (inner, outer) {
+        // A serving engine's phase is what the model's forwards inside it serve (a profile
+        // run, a graph's capture, a decode step); the innermost serving phase says which.
+        (inner, outer) if outer.is_serving() && !inner.is_serving() => outer,
+        // What a profile run does is measured and thrown away, graphs it captures included.
+        (_, Phase::ProfileRun) => Phase::ProfileRun,
         (Phase::Forward, Phase::Backward) => Phase::Backward,
         (Phase::Setup | Phase::Other, outer) => outer,
         (inner, _) => inner,
@@ -343,8 +365,24 @@ pub(crate) fn stack_signal(
     };
     let mut closure = false;
     let mut stated = false;
+    // An optimizer's frame inside a framework's: the optimizer made it (Adam's state through
+    // DTensor's dispatch under FSDP2), the framework only calls.
+    let mut optimizer_inside = false;
+    let mut settled = false;
     for &id in ids {
         let (signal, class) = frames.get(snapshot, id);
+        if let Some(site) = signal.site {
+            match frameworks::site(site).says {
+                Says::Nothing => continue,
+                Says::Role(role) if !settled && !optimizer_inside => {
+                    (out.role, out.site, settled) = (Some(role), Some(site), true);
+                }
+                Says::Lifetime { kept, freed } if !settled && !optimizer_inside => {
+                    (out.lifetime, out.site, settled) = (Some((kept, freed)), Some(site), true);
+                }
+                Says::Role(_) | Says::Lifetime { .. } | Says::Phase(_) => {}
+            }
+        }
         if let Some(p) = signal.phase {
             if signal.stated {
                 out.phase = Some(p);
@@ -356,7 +394,10 @@ pub(crate) fn stack_signal(
             }
         }
         closure |= signal.closure;
-        out.role = out.role.or(signal.role);
+        optimizer_inside |= signal.phase == Some(Phase::OptimizerStep);
+        if !settled && signal.role.is_some() {
+            (out.role, settled) = (signal.role, true);
+        }
         if class.is_code() {
             out.component = out.component.or(signal.component);
         }
@@ -535,10 +576,16 @@ pub(crate) fn trace_role(
     }
     let at = made.alloc_row as usize;
     let (Some(&phase), Some(run_end)) = (phases.phase.get(at), run_ends.after(at)) else {
-        return (Role::Unknown, Why::Nothing);
+        return match signal.lifetime {
+            Some((kept, _)) => (kept, Why::Frame),
+            None => (Role::Unknown, Why::Nothing),
+        };
     };
     let free_row = made.free_row;
     let mut outlives = free_row == NO_ROW || free_row as usize >= run_end;
+    if let Some((kept, freed)) = signal.lifetime {
+        return (if outlives { kept } else { freed }, Why::Frame);
+    }
     if !outlives && phase == Phase::Forward && signal.phase == Some(Phase::Forward) {
         outlives =
             (made.freed_by)().is_some_and(|f| !f.empty && f.phase.is_none() && !f.releases_saved);
@@ -560,6 +607,7 @@ pub(crate) fn trace_role(
         (Phase::OptimizerStep | Phase::ZeroGrad, false) => Role::OptimizerTemporaries,
         (Phase::ZeroGrad, true) => Role::Gradients,
         (Phase::Setup, true) => Role::Parameters,
+        (phase, outlives) if phase.is_serving() => serving_role(phase, outlives),
         // The training loop's own tensors, made outside any phase of training: its inputs.
         (Phase::Other, _) if signal.user_code => Role::Inputs,
         _ => return (Role::Unknown, Why::Phase { phase, outlives }),
@@ -571,7 +619,7 @@ pub(crate) fn trace_role(
 /// `traced`: the trace makes allocations (the program's own code then runs a training loop or
 /// a script around them, whose tensors are its inputs; without one, nothing says).
 pub(crate) fn kept_role(signal: &StackSignal, traced: bool) -> (Role, Why) {
-    if let Some(role) = signal.role {
+    if let Some(role) = signal.role.or(signal.lifetime.map(|(kept, _)| kept)) {
         return (role, Why::Frame);
     }
     if signal.accumulates_gradient {
@@ -582,6 +630,7 @@ pub(crate) fn kept_role(signal: &StackSignal, traced: bool) -> (Role, Why) {
         Some(Phase::OptimizerStep) => Role::OptimizerState,
         Some(Phase::Backward | Phase::ZeroGrad) => Role::Gradients,
         Some(Phase::Forward) => Role::Activations,
+        Some(phase) if phase.is_serving() => serving_role(phase, true),
         // The training loop's own tensors, kept: its inputs (as in the trace).
         None | Some(Phase::Other) if signal.user_code && traced => Role::Inputs,
         _ => return (Role::Unknown, Why::Nothing),
@@ -594,6 +643,23 @@ pub(crate) fn kept_role(signal: &StackSignal, traced: bool) -> (Role, Why) {
             outlives: true,
         },
     )
+}
+
+/// The role of memory a serving engine made in `phase`, by whether it outlived it: what
+/// loading keeps is the weights, what the KV cache's allocation keeps the cache, what graph
+/// capture keeps the graphs' memory, what a step keeps (its sampled tokens) the next step's
+/// inputs; what a phase frees is its scratch (a step's, its forward temporaries).
+fn serving_role(phase: Phase, outlives: bool) -> Role {
+    match (phase, outlives) {
+        (Phase::LoadWeights, true) => Role::Parameters,
+        (Phase::KvCacheAllocation, true) => Role::KvCache,
+        (Phase::GraphCapture, true) => Role::CudaGraph,
+        (Phase::Prefill | Phase::Decode, true) => Role::Inputs,
+        // A buffer the profile run's forward creates and keeps (compiled code's, a library's).
+        (Phase::ProfileRun, true) => Role::Workspace,
+        (Phase::LoadWeights | Phase::KvCacheAllocation, false) => Role::Workspace,
+        _ => Role::ForwardTemporaries,
+    }
 }
 
 /// Bytes by category of the allocations alive at one state.

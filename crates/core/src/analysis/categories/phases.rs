@@ -158,6 +158,11 @@ pub fn row_phases(
                         current = p;
                         p
                     }
+                    // A serving engine's phases last until another says otherwise.
+                    (Some(p), _) if p.is_serving() => {
+                        current = p;
+                        p
+                    }
                     (Some(Phase::ZeroGrad), _) => {
                         current = Phase::Other;
                         Phase::ZeroGrad

@@ -11,6 +11,7 @@ use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use super::before::{freed_role, Deduced, FreedHow};
+use super::frameworks::{self, Framework, Says};
 use super::rules::Rules;
 use super::signals::{frame_signal, Phase};
 use super::{
@@ -46,6 +47,16 @@ pub enum Basis {
     /// A frame of the stack settles it whatever the phase (communication, a library's
     /// workspace, data loading).
     Frame { frame: String },
+    /// A framework's call site in the stack settles it (`frame`, at the site `why` describes,
+    /// read from `source`); for a site that decides by lifetime, whether the memory outlived
+    /// the phase it was made in.
+    Site {
+        frame: String,
+        framework: Framework,
+        why: String,
+        source: String,
+        outlives: Option<bool>,
+    },
     /// Made by an `AccumulateGrad` step at `event`; whether it outlived its backward.
     AccumulateGrad { event: u32, outlives: bool },
     /// Made at `event` in `phase` (inside the profiler scope `scope`, when one is recorded);
@@ -227,9 +238,30 @@ impl<'a> Explainer<'a> {
         let settling_frame = || {
             snapshot.stack_frames(a.stack).find_map(|f| {
                 let (file, name) = (snapshot.str(f.filename), snapshot.str(f.name));
-                frame_signal(file, name)
+                frame_signal(file, name, f.line)
                     .role
                     .map(|_| stack_frame_name(file, f.line, name))
+            })
+        };
+        // The frame of the framework call site that settled it, and the site.
+        let site_basis = |signal: &StackSignal, outlives: Option<bool>| {
+            let id = signal.site?;
+            let frame = snapshot.stack_frames(a.stack).find_map(|f| {
+                let (file, name) = (snapshot.str(f.filename), snapshot.str(f.name));
+                (frameworks::site_of(file, name, f.line) == Some(id))
+                    .then(|| stack_frame_name(file, f.line, name))
+            })?;
+            let site = frameworks::site(id);
+            let outlives = match site.says {
+                Says::Lifetime { .. } => outlives,
+                _ => None,
+            };
+            Some(Basis::Site {
+                frame,
+                framework: site.framework,
+                why: site.why.to_string(),
+                source: site.source.to_string(),
+                outlives,
             })
         };
         let own_frames = |signal: &super::StackSignal| {
@@ -237,9 +269,9 @@ impl<'a> Explainer<'a> {
             let traced = facts.allocations.first_traced() < facts.allocations.len();
             let (_, why) = kept_role(signal, traced);
             if why == Why::Frame {
-                return Basis::Frame {
+                return site_basis(signal, Some(true)).unwrap_or_else(|| Basis::Frame {
                     frame: settling_frame().unwrap_or_default(),
-                };
+                });
             }
             Basis::OwnFrames {
                 phase: signal.phase,
@@ -278,12 +310,15 @@ impl<'a> Explainer<'a> {
                     free_row: a.free_row,
                     freed_by: &mut || free_stack.map(|s| self.signal(s)),
                 };
-                let (_, why) = trace_role(&signal, &categories.phases, &mut run_ends, made);
+                let (made_role, why) = trace_role(&signal, &categories.phases, &mut run_ends, made);
                 let event = a.alloc_row;
                 match why {
-                    Why::Frame => Basis::Frame {
-                        frame: settling_frame().unwrap_or_default(),
-                    },
+                    Why::Frame => {
+                        let outlives = signal.lifetime.map(|(kept, _)| made_role == kept);
+                        site_basis(&signal, outlives).unwrap_or_else(|| Basis::Frame {
+                            frame: settling_frame().unwrap_or_default(),
+                        })
+                    }
                     Why::AccumulateGrad { outlives } => Basis::AccumulateGrad { event, outlives },
                     Why::Phase { phase, outlives } if role != Role::Unknown => Basis::Phase {
                         event,

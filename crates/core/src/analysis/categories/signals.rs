@@ -7,6 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::frameworks::{self, Says, SiteId};
 use super::{Component, Role};
 use crate::analysis::keywords::{Found, KeywordSets};
 
@@ -22,17 +23,48 @@ pub enum Phase {
     Backward,
     OptimizerStep,
     ZeroGrad,
+    /// Serving: building the model and loading its weights.
+    LoadWeights,
+    /// Serving: a forward on the largest batch, run to measure what is left for the KV cache.
+    ProfileRun,
+    /// Serving: making the KV cache.
+    KvCacheAllocation,
+    /// Serving: capturing CUDA graphs of the model's steps.
+    GraphCapture,
+    /// Serving: a step over prompts (prefill, extend).
+    Prefill,
+    /// Serving: a step generating one token per sequence.
+    Decode,
 }
 
 impl Phase {
-    pub const ALL: [Phase; 6] = [
+    pub const ALL: [Phase; 12] = [
         Phase::Other,
         Phase::Setup,
         Phase::Forward,
         Phase::Backward,
         Phase::OptimizerStep,
         Phase::ZeroGrad,
+        Phase::LoadWeights,
+        Phase::ProfileRun,
+        Phase::KvCacheAllocation,
+        Phase::GraphCapture,
+        Phase::Prefill,
+        Phase::Decode,
     ];
+
+    /// A phase of a serving engine's life rather than of a training step.
+    pub fn is_serving(self) -> bool {
+        matches!(
+            self,
+            Phase::LoadWeights
+                | Phase::ProfileRun
+                | Phase::KvCacheAllocation
+                | Phase::GraphCapture
+                | Phase::Prefill
+                | Phase::Decode
+        )
+    }
 
     /// The phase of key `key` (`optimizer_step`).
     pub fn from_key(key: &str) -> Option<Phase> {
@@ -48,6 +80,12 @@ impl Phase {
             Phase::Backward => "backward",
             Phase::OptimizerStep => "optimizer_step",
             Phase::ZeroGrad => "zero_grad",
+            Phase::LoadWeights => "load_weights",
+            Phase::ProfileRun => "profile_run",
+            Phase::KvCacheAllocation => "kv_cache_allocation",
+            Phase::GraphCapture => "graph_capture",
+            Phase::Prefill => "prefill",
+            Phase::Decode => "decode",
         }
     }
 }
@@ -73,10 +111,13 @@ pub struct FrameSignal {
     /// The phase is a profiler's own statement (a memory profiler's phase), which the frames of
     /// the code around it do not override.
     pub stated: bool,
+    /// The framework call site the frame is at ([`frameworks::site_of`]): what it says
+    /// replaces what keywords would.
+    pub site: Option<SiteId>,
 }
 
-/// Reads one frame (`filename`, function `name`).
-pub fn frame_signal(filename: &str, name: &str) -> FrameSignal {
+/// Reads one frame (`filename`, function `name`, at `line`).
+pub fn frame_signal(filename: &str, name: &str, line: i64) -> FrameSignal {
     if filename == crate::model::PROFILER_CATEGORY_FILE {
         return profiler_category(name);
     }
@@ -85,6 +126,9 @@ pub fn frame_signal(filename: &str, name: &str) -> FrameSignal {
     }
     let file = filename.to_ascii_lowercase().replace('\\', "/");
     let func = name.to_ascii_lowercase();
+    if let Some(id) = frameworks::site_of(filename, name, line) {
+        return site_signal(id, phase_of(&file, &func, name));
+    }
     // Keywords are looked for in the function and the file's own name, never in the folders
     // above it (a project under `/workspace/` is not a cuBLAS workspace).
     let base = file.rsplit('/').next().unwrap_or(&file);
@@ -93,7 +137,7 @@ pub fn frame_signal(filename: &str, name: &str) -> FrameSignal {
     FrameSignal {
         phase: phase_of(&file, &func, name),
         role: role_of(&file, &text, found),
-        component: component_of(&file, &text, found),
+        component: component_of(&text, found),
         accumulates_gradient: func.contains("accumulategrad"),
         closure: file.ends_with(".py")
             && (func == "closure" || func.ends_with("_closure") || func.starts_with("closure_")),
@@ -101,7 +145,26 @@ pub fn frame_signal(filename: &str, name: &str) -> FrameSignal {
         allocator_malloc: name.contains("CachingAllocator")
             && (func.contains("::malloc(") || func.contains("::allocate(")),
         stated: false,
+        site: None,
     }
+}
+
+/// What a framework call site says: the phase it marks (else the phase its names give, an
+/// optimizer's or a `forward`'s), and the role it settles, whose component is communication
+/// for a communication buffer and else left to the frames around it.
+fn site_signal(id: SiteId, named_phase: Option<Phase>) -> FrameSignal {
+    let site = frameworks::site(id);
+    let mut signal = FrameSignal {
+        site: Some(id),
+        phase: named_phase,
+        ..FrameSignal::default()
+    };
+    match site.says {
+        Says::Phase(phase) => signal.phase = Some(phase),
+        Says::Role(Role::Communication) => signal.component = Some(Component::Communication),
+        Says::Role(_) | Says::Lifetime { .. } | Says::Nothing => {}
+    }
+    signal
 }
 
 /// What a profiler's own category (`export_memory_timeline`) says: its role. A temporary
@@ -282,7 +345,10 @@ const WORKSPACE_SET: usize = COMPONENTS.len() + 1;
 
 /// Roles a frame settles by itself, whatever the phase.
 fn role_of(file: &str, text: &str, found: Found) -> Option<Role> {
-    if found.has(COMMUNICATION_SET) || file.contains("torch/distributed/") {
+    // Not every frame under `torch/distributed/` moves data: DTensor dispatches an
+    // optimizer's `zeros_like` there, FSDP shards parameters there. Its call sites say which
+    // ([`frameworks`]); keywords name only the libraries that do.
+    if found.has(COMMUNICATION_SET) {
         return Some(Role::Communication);
     }
     if found.has(WORKSPACE_SET)
@@ -297,10 +363,7 @@ fn role_of(file: &str, text: &str, found: Found) -> Option<Role> {
 }
 
 /// The part of the model a frame names, by keywords ([`COMPONENTS`]).
-fn component_of(file: &str, text: &str, found: Found) -> Option<Component> {
-    if file.contains("torch/distributed/") {
-        return Some(Component::Communication);
-    }
+fn component_of(text: &str, found: Found) -> Option<Component> {
     COMPONENTS
         .iter()
         .enumerate()
@@ -320,7 +383,7 @@ mod tests {
 
     #[test]
     fn phases_come_from_the_frames_torch_runs_them_under() {
-        let p = |file: &str, name: &str| frame_signal(file, name).phase;
+        let p = |file: &str, name: &str| frame_signal(file, name, 0).phase;
         assert_eq!(
             p("/x/site-packages/torch/nn/modules/module.py", "_call_impl"),
             Some(Phase::Forward)
@@ -363,7 +426,7 @@ mod tests {
 
     #[test]
     fn roles_and_components_from_keywords() {
-        let s = |file: &str, name: &str| frame_signal(file, name);
+        let s = |file: &str, name: &str| frame_signal(file, name, 0);
         assert_eq!(
             s("??", "c10d::ProcessGroupNCCL::allreduce(…)").role,
             Some(Role::Communication)
