@@ -1,0 +1,4 @@
+//! Runs of deepspeed.
+
+#[allow(unused_imports)]
+use crate::run::*;

@@ -1,0 +1,4 @@
+//! Runs of hf.
+
+#[allow(unused_imports)]
+use crate::run::*;

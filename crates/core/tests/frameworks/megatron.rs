@@ -1,0 +1,4 @@
+//! Runs of megatron.
+
+#[allow(unused_imports)]
+use crate::run::*;

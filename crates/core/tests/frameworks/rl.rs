@@ -1,0 +1,4 @@
+//! Runs of rl.
+
+#[allow(unused_imports)]
+use crate::run::*;

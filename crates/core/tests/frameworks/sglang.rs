@@ -1,0 +1,4 @@
+//! Runs of sglang.
+
+#[allow(unused_imports)]
+use crate::run::*;

@@ -1,0 +1,4 @@
+//! Runs of torch_amp.
+
+#[allow(unused_imports)]
+use crate::run::*;

@@ -1,0 +1,4 @@
+//! Runs of torch_dist.
+
+#[allow(unused_imports)]
+use crate::run::*;
