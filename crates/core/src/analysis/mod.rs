@@ -15,6 +15,7 @@ pub mod listing;
 pub mod live;
 pub mod moment;
 pub mod palette;
+pub mod pools;
 pub mod query;
 pub mod replay;
 pub mod scopes;
@@ -48,12 +49,24 @@ pub enum DeviceChoice {
 pub struct Analysed {
     pub snapshot: Snapshot,
     pub facts: Vec<DeviceFacts>,
+    /// Each device's private pools and the allocations in them, like `facts`.
+    pub pools: Vec<pools::DevicePools>,
 }
 
 impl Analysed {
     pub fn new(snapshot: Snapshot) -> Self {
-        let facts = snapshot.devices.iter().map(replay::replay).collect();
-        Analysed { snapshot, facts }
+        let facts: Vec<DeviceFacts> = snapshot.devices.iter().map(replay::replay).collect();
+        let pools = snapshot
+            .devices
+            .iter()
+            .zip(&facts)
+            .map(|(device, facts)| pools::locate(&snapshot, device, facts))
+            .collect();
+        Analysed {
+            snapshot,
+            facts,
+            pools,
+        }
     }
 
     /// Where device `id` is in [`Snapshot::devices`] (and in `facts`).

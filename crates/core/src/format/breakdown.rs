@@ -7,6 +7,7 @@
 
 use super::{bytes, count};
 pub use crate::analysis::categories::labels::{component_label, phase_label, role_label};
+use crate::analysis::categories::pooled::{PoolEvidence, PoolKind};
 use crate::analysis::categories::signals::Phase;
 use crate::analysis::categories::{Basis, FreedHow, Role, RoleReason, Unexplained, Witness};
 use crate::breakdown::estimate::PeakSide;
@@ -66,6 +67,24 @@ pub fn role_reason(reason: &RoleReason) -> String {
             format!("annotated \u{201c}{text}\u{201d} at {}", event(*at))
         }
         Basis::Frame { frame } => format!("its stack runs {frame}"),
+        Basis::Pool {
+            pool,
+            kind,
+            evidence,
+        } => {
+            let what = match kind {
+                PoolKind::Graph => "a CUDA graph's private pool: its blocks are the graph's static buffers and intermediates",
+                PoolKind::Memory => "a memory pool whose other blocks' frames say this role",
+                PoolKind::Unknown => "a private pool",
+            };
+            let told = match evidence {
+                PoolEvidence::Frames => "its blocks' frames",
+                PoolEvidence::CaptureId => "its id, which a graph captured without a pool gets",
+                PoolEvidence::Streams => "the streams its blocks were made on",
+                PoolEvidence::Nothing => "nothing",
+            };
+            format!("in pool ({}, {}), {what} (told by {told})", pool.0, pool.1)
+        }
         Basis::Site {
             frame,
             framework,

@@ -25,6 +25,7 @@ pub mod frameworks;
 pub mod index;
 pub mod labels;
 pub mod phases;
+pub mod pooled;
 mod reason;
 pub mod rules;
 pub mod signals;
@@ -33,6 +34,7 @@ use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use super::allocations::{Origin, NO_ROW};
+use super::pools::DevicePools;
 use super::replay::DeviceFacts;
 use super::stacks::{classify, FrameClass};
 use super::Analysed;
@@ -237,6 +239,8 @@ pub struct DeviceCategories {
     pub annotated: Vec<(u32, u32, Role)>,
     /// What the run shows of training, the evidence the deductions weighed.
     pub run: RunEvidence,
+    /// What each private pool is, and the allocations whose role their pool gave.
+    pub pooled: pooled::Pooled,
 }
 
 impl DeviceCategories {
@@ -258,6 +262,7 @@ impl DeviceCategories {
     /// before the trace, and neither its own frames, an annotation nor a rule say what it is.
     pub fn is_inferred(&self, i: usize) -> bool {
         self.before.get(i).is_some_and(|d| d.is_inferred())
+            || (!self.pooled.given.is_empty() && self.pooled.gave(i))
             || (!self.trained.is_empty()
                 && self
                     .trained
@@ -280,7 +285,10 @@ pub fn categorise(analysed: &Analysed, rules: &CompiledRules) -> Categories {
         .devices
         .iter()
         .zip(&analysed.facts)
-        .map(|(device, facts)| categorise_device(snapshot, device, facts, rules, &mut frames))
+        .zip(&analysed.pools)
+        .map(|((device, facts), pools)| {
+            categorise_device(snapshot, device, facts, pools, rules, &mut frames)
+        })
         .collect();
     Categories { devices }
 }
@@ -464,6 +472,7 @@ fn categorise_device(
     snapshot: &Snapshot,
     device: &Device,
     facts: &DeviceFacts,
+    pools: &DevicePools,
     rules: &CompiledRules,
     frames: &mut FrameSignals,
 ) -> DeviceCategories {
@@ -529,6 +538,21 @@ fn categorise_device(
         &mut signals,
         &mut roles,
     );
+    let stated = |i: usize| {
+        annotated
+            .binary_search_by_key(&(i as u32), |&(at, _, _)| at)
+            .is_ok()
+            || signals_ruled(snapshot, facts, rules, i)
+    };
+    let pooled = pooled::roles_from_pools(
+        snapshot,
+        device,
+        facts,
+        pools,
+        &mut signals,
+        &stated,
+        &mut roles,
+    );
     DeviceCategories {
         roles,
         components,
@@ -537,7 +561,24 @@ fn categorise_device(
         trained,
         annotated,
         run,
+        pooled,
     }
+}
+
+/// Whether a rule of the user's sets allocation `i`'s role.
+fn signals_ruled(
+    snapshot: &Snapshot,
+    facts: &DeviceFacts,
+    rules: &CompiledRules,
+    i: usize,
+) -> bool {
+    let stack = facts.allocations.at(i).stack;
+    !rules.is_empty()
+        && stack != NO_STACK
+        && rules
+            .apply_indexed(&stack_texts(snapshot, stack))
+            .role
+            .is_some()
 }
 
 /// What settled the role of an allocation from its own stack, phase and lifetime.

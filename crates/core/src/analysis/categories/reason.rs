@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::before::{freed_role, Deduced, FreedHow};
 use super::frameworks::{self, Framework, Says};
+use super::pooled::{PoolEvidence, PoolKind};
 use super::rules::Rules;
 use super::signals::{frame_signal, Phase};
 use super::{
@@ -59,6 +60,13 @@ pub enum Basis {
     },
     /// Made by an `AccumulateGrad` step at `event`; whether it outlived its backward.
     AccumulateGrad { event: u32, outlives: bool },
+    /// In private pool `pool`, which is `kind` (told by `evidence`): a CUDA graph's pool's
+    /// blocks are the graph's; in a memory pool, the role its other blocks' frames agree on.
+    Pool {
+        pool: (i64, i64),
+        kind: PoolKind,
+        evidence: PoolEvidence,
+    },
     /// Made at `event` in `phase` (inside the profiler scope `scope`, when one is recorded);
     /// whether it outlived that run of the phase (freed at `freed`, if it was).
     Phase {
@@ -288,6 +296,17 @@ impl<'a> Explainer<'a> {
                 made,
             }
         };
+        if categories.pooled.gave(i) {
+            let pools = &analysed.pools[position];
+            if let Some(k) = pools.pool_of(i) {
+                let facts = categories.pooled.pools[k as usize];
+                return reason(Basis::Pool {
+                    pool: pools.pools[k as usize].id,
+                    kind: facts.kind,
+                    evidence: facts.evidence,
+                });
+            }
+        }
         let trained = categories
             .trained
             .binary_search_by_key(&(i as u32), |&(at, _)| at)
