@@ -781,6 +781,7 @@ fn SummaryView(s: DeviceSummary, dark: Signal<bool>, categories: CategoryView) -
             </tr>
         }
     };
+    let serving = e.kind == crate::breakdown::estimate::EstimateKind::Serving;
     let difference = e.difference();
     view! {
         <div class="chart-grid">
@@ -799,22 +800,42 @@ fn SummaryView(s: DeviceSummary, dark: Signal<bool>, categories: CategoryView) -
                 data-estimate=e.estimate.to_string()
                 data-observed=e.observed.to_string()
                 data-side=match e.side { crate::breakdown::estimate::PeakSide::GradientsAndStep => "gradients_and_step", crate::breakdown::estimate::PeakSide::Activations => "activations" }
+                data-kind=if serving { "serving" } else { "training" }
             >
                 <header class="chart-header"><h3>"Peak estimate"</h3></header>
-                <p class="hint">"parameters + optimizer state + max(gradients + optimizer temporaries, activations), each term the most its role held in this run."</p>
+                <p class="hint">{if serving {
+                    "a serving engine's: parameters + KV cache + CUDA graphs + the largest step's temporaries, each term the most its role held in this run."
+                } else if e.weight_copies > 0 {
+                    "parameters + optimizer state + max(gradients + optimizer temporaries, activations + autocast's weight copies), each term the most its role held in this run."
+                } else {
+                    "parameters + optimizer state + max(gradients + optimizer temporaries, activations), each term the most its role held in this run."
+                }}</p>
                 <table class="estimate-table">
                     <tbody>
                         {term("parameters", "Parameters", e.parameters)}
-                        {term("optimizer_state", "Optimizer state", e.optimizer_state)}
-                        {term("gradients", "Gradients", e.gradients)}
-                        {term("optimizer_temporaries", "Optimizer temporaries", e.optimizer_temporaries)}
-                        {term("activations", "Activations", e.activations)}
+                        {serving.then(|| view! {
+                            {term("kv_cache", "KV cache", e.kv_cache)}
+                            {term("cuda_graphs", "CUDA graphs", e.cuda_graphs)}
+                            {term("step_temporaries", "Step temporaries", e.step_temporaries)}
+                        })}
+                        {(!serving).then(|| view! {
+                            {term("optimizer_state", "Optimizer state", e.optimizer_state)}
+                            {term("gradients", "Gradients", e.gradients)}
+                            {term("optimizer_temporaries", "Optimizer temporaries", e.optimizer_temporaries)}
+                            {term("activations", "Activations", e.activations)}
+                        })}
+                        {(!serving && e.weight_copies > 0).then(|| term("weight_copies", "Autocast's weight copies", e.weight_copies))}
                         {term("estimate", "Estimate", e.estimate)}
                         {term("observed", "Observed peak", e.observed)}
                     </tbody>
                 </table>
-                <p>{format!("The max is set by {side}; the estimate is {} ({:+.1}%) from the observed peak.",
-                    format::bytes_delta(difference), e.relative_difference() * 100.0)}</p>
+                <p>{if serving {
+                    format!("The estimate is {} ({:+.1}%) from the observed peak.",
+                        format::bytes_delta(difference), e.relative_difference() * 100.0)
+                } else {
+                    format!("The max is set by {side}; the estimate is {} ({:+.1}%) from the observed peak.",
+                        format::bytes_delta(difference), e.relative_difference() * 100.0)
+                }}</p>
             </section>
         </div>
         <findings::Findings findings=s.findings.clone() allocations=s.finding_allocations.clone() device=s.device categories=categories />

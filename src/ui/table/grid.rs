@@ -18,7 +18,7 @@ use crate::ui::source::SourceButton;
 /// Columns as the header shows them.
 /// Who made an allocation comes right after its size: it is what users look for first, and
 /// it must be on screen at 1440 px; the address and stream come last.
-const COLUMNS: [(Column, &str); 12] = [
+const COLUMNS: [(Column, &str); 13] = [
     (Column::Size, "Size"),
     (Column::Requested, "Requested"),
     (Column::TopFrame, "Made by"),
@@ -32,6 +32,8 @@ const COLUMNS: [(Column, &str); 12] = [
     (Column::Stream, "Stream"),
     // Only for files that record tensors' shapes.
     (Column::Shape, "Shape"),
+    // Only for devices with private pools.
+    (Column::Pool, "Pool"),
 ];
 
 #[component]
@@ -41,10 +43,19 @@ pub fn Grid(table: TableState) -> impl IntoView {
             .view
             .with(|v| matches!(v, Some(Ok(v)) if v.has_shapes))
     });
+    let has_pools = Memo::new(move |_| {
+        table
+            .view
+            .with(|v| matches!(v, Some(Ok(v)) if v.has_pools))
+    });
     let header = move || {
         COLUMNS
         .into_iter()
-        .filter(|&(column, _)| column != Column::Shape || has_shapes.get())
+        .filter(|&(column, _)| match column {
+            Column::Shape => has_shapes.get(),
+            Column::Pool => has_pools.get(),
+            _ => true,
+        })
         .map(|(column, label)| {
             let sorted = move || table.sort.with(|s| (s.column == column).then_some(s.descending));
             view! {
@@ -90,7 +101,7 @@ pub fn Grid(table: TableState) -> impl IntoView {
                     match line {
                         Line::Group(group) => group_line(table, group.clone(), at).into_any(),
                         Line::Row { depth, row } => {
-                            row_line(table, row.clone(), *depth, at, origin, v.has_shapes)
+                            row_line(table, row.clone(), *depth, at, origin, v.has_shapes, v.has_pools)
                                 .into_any()
                         }
                     }
@@ -112,7 +123,7 @@ pub fn Grid(table: TableState) -> impl IntoView {
         table.move_selection(step);
     };
     view! {
-        <div class="table-grid" class:with-shapes=has_shapes role="table" aria-label="Allocations" aria-rowcount=move || line_count().to_string()>
+        <div class="table-grid" class:with-shapes=has_shapes class:with-pools=has_pools role="table" aria-label="Allocations" aria-rowcount=move || line_count().to_string()>
             // Grouped, the groups' lines have their own columns (bytes, share, the group),
             // headed above the allocations' header that the rows of an open group follow.
             {move || table.group_by.get().map(|by| view! {
@@ -195,6 +206,7 @@ fn row_line(
     at: u64,
     origin: Option<f64>,
     shapes: bool,
+    pools: bool,
 ) -> impl IntoView {
     let element = row.index;
     let selected = move || {
@@ -230,6 +242,7 @@ fn row_line(
             data-requested-bytes=row.requested_bytes.to_string()
             data-address=row.address.to_string()
             data-role=row.role.key()
+            data-pool=format!("{},{}", row.pool.0, row.pool.1)
             data-component=row.component.key()
             aria-selected=move || selected().to_string()
             on:click=move |_| table.select(chosen.clone())>
@@ -252,6 +265,10 @@ fn row_line(
                 let shape = row.shape.clone().unwrap_or_default();
                 let title = shape.clone();
                 view! { <div class="td mono shape-cell" role="cell" title=title>{shape}</div> }
+            })}
+            {pools.then(|| {
+                let (owner, id) = row.pool;
+                view! { <div class="td mono pool-cell" role="cell" data-pool=format!("{owner},{id}")>{format!("({owner}, {id})")}</div> }
             })}
         </div>
     }

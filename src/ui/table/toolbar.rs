@@ -24,6 +24,7 @@ pub fn group_label(by: GroupBy) -> &'static str {
         GroupBy::Component => "component",
         GroupBy::Phase => "phase",
         GroupBy::Module => "model module",
+        GroupBy::Pool => "pool",
     }
 }
 

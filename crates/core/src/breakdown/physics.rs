@@ -79,8 +79,9 @@ pub fn physics(index: Lookup<'_>, categories: &DeviceCategories, peak_state: u32
     let optimizer = categories.run.optimizer.clone();
     let steps = optimizer.as_ref().is_some_and(|o| o.steps);
     let states_per_parameter = optimizer.as_ref().and_then(|o| o.states_per_parameter);
+    // The weights, without autocast's copies of them: one gradient per weight, not per copy.
     let (parameters, gradients, optimizer_state) = (
-        term(Role::Parameters),
+        index.weights_peak(),
         term(Role::Gradients),
         term(Role::OptimizerState),
     );

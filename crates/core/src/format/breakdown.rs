@@ -67,6 +67,22 @@ pub fn role_reason(reason: &RoleReason) -> String {
             format!("annotated \u{201c}{text}\u{201d} at {}", event(*at))
         }
         Basis::Frame { frame } => format!("its stack runs {frame}"),
+        Basis::WeightCopy {
+            event: at,
+            parameter_size,
+            freed_at_exit,
+        } => {
+            let freed = if *freed_at_exit {
+                "freed when the autocast region ended"
+            } else {
+                "kept for the backward"
+            };
+            format!(
+                "autocast's cached 16-bit copy of a {} weight, made at {} (half its size; {freed})",
+                bytes(*parameter_size),
+                event(*at)
+            )
+        }
         Basis::Pool {
             pool,
             kind,

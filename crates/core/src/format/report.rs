@@ -24,6 +24,7 @@ use super::{bytes, bytes_delta, count, findings, percent_ppm, timestamp_us};
 use crate::analysis::categories::{Component, Role};
 use crate::analysis::palette::Style;
 use crate::analysis::Analysed;
+use crate::breakdown::estimate::EstimateKind;
 use crate::breakdown::service::{DeviceSummary, MomentBreakdown};
 use crate::compare::digest::{Digest, Keyed};
 use crate::model::BlockState;
@@ -492,17 +493,38 @@ fn total_row(cells: &[Cell]) -> DocRow {
 fn estimate_section(doc: &mut Document, summary: &DeviceSummary) {
     let e = &summary.estimate;
     doc.heading(2, "Peak estimate");
-    doc.paragraph(
+    let serving = e.kind == EstimateKind::Serving;
+    doc.paragraph(if serving {
+        "A serving engine's: parameters + KV cache + CUDA graphs + the largest step's \
+         temporaries, each term the most bytes its role held at any moment of the run."
+    } else if e.weight_copies > 0 {
+        "Parameters + optimizer state + max(gradients + optimizer temporaries, activations \
+         + autocast's weight copies), each term the most bytes its role held at any moment \
+         of the run; the parameters without the copies, which live through the forward only."
+    } else {
         "Parameters + optimizer state + max(gradients + optimizer temporaries, activations), \
-         each term the most bytes its role held at any moment of the run.",
-    );
-    let terms = [
-        ("Parameters", e.parameters),
-        ("Optimizer state", e.optimizer_state),
-        ("Gradients", e.gradients),
-        ("Optimizer temporaries", e.optimizer_temporaries),
-        ("Activations", e.activations),
-    ];
+         each term the most bytes its role held at any moment of the run."
+    });
+    let terms: Vec<(&str, u64)> = if serving {
+        vec![
+            ("Parameters", e.parameters),
+            ("KV cache", e.kv_cache),
+            ("CUDA graphs", e.cuda_graphs),
+            ("Step temporaries", e.step_temporaries),
+        ]
+    } else {
+        let mut terms = vec![
+            ("Parameters", e.parameters),
+            ("Optimizer state", e.optimizer_state),
+            ("Gradients", e.gradients),
+            ("Optimizer temporaries", e.optimizer_temporaries),
+            ("Activations", e.activations),
+        ];
+        if e.weight_copies > 0 {
+            terms.push(("Autocast's weight copies", e.weight_copies));
+        }
+        terms
+    };
     let mut rows: Vec<_> = terms
         .iter()
         .map(|&(label, b)| vec![Cell::text(label), bytes_cell(b), count_cell(b)].into())
@@ -538,26 +560,31 @@ fn estimate_section(doc: &mut Document, summary: &DeviceSummary) {
         ],
         rows,
     }));
-    let step = e.gradients + e.optimizer_temporaries;
-    let mut text = format!(
-        "The max is set by {}: {} against {}.",
-        side_label(e.side),
-        bytes(step.max(e.activations)),
-        bytes(step.min(e.activations))
-    );
+    let mut text = if serving {
+        String::new()
+    } else {
+        let step = e.gradients + e.optimizer_temporaries;
+        let forward = e.activations + e.weight_copies;
+        format!(
+            "The max is set by {}: {} against {}. ",
+            side_label(e.side),
+            bytes(step.max(forward)),
+            bytes(step.min(forward))
+        )
+    };
     let apart = format!(
         "{} ({})",
         bytes(difference.unsigned_abs()),
         share(difference.unsigned_abs(), e.observed)
     );
     text.push_str(&match difference {
-        0 => " The estimate equals the observed peak.".to_string(),
+        0 => "The estimate equals the observed peak.".to_string(),
         d if d > 0 => format!(
-            " The estimate is {apart} above the observed peak: the terms' maxima were not all \
+            "The estimate is {apart} above the observed peak: the terms' maxima were not all \
              reached at the same moment."
         ),
         _ => format!(
-            " The estimate is {apart} below the observed peak: the run peaked higher than its \
+            "The estimate is {apart} below the observed peak: the run peaked higher than its \
              terms explain (temporaries, workspaces or unknown memory on top)."
         ),
     });
@@ -789,6 +816,11 @@ mod tests {
                 gradients: 2 * MIB,
                 optimizer_temporaries: 0,
                 activations: 6 * MIB,
+                weight_copies: 0,
+                kind: Default::default(),
+                kv_cache: 0,
+                cuda_graphs: 0,
+                step_temporaries: 0,
                 estimate: 10 * MIB,
                 side: PeakSide::Activations,
                 observed: 12 * MIB,

@@ -34,6 +34,10 @@ pub struct TableRow {
     pub address: u64,
     /// The raw `cudaStream_t`.
     pub stream: u64,
+    /// The pool its memory is in, `(owner, id)`: `(0, 0)` for the default pool, another for
+    /// a private pool (a CUDA graph's, a `torch.cuda.MemPool`).
+    #[serde(default)]
+    pub pool: (i64, i64),
     pub role: Role,
     /// Whether the role was deduced rather than observed (memory made before the trace).
     #[serde(default)]
@@ -196,6 +200,11 @@ impl<'a> Rows<'a> {
         }
     }
 
+    /// The pool allocation `i` is in (`(0, 0)`: the default pool).
+    pub fn pool(&self, i: u32) -> (i64, i64) {
+        self.categories.pooled.pool_id(i as usize)
+    }
+
     pub fn role(&self, i: u32) -> Role {
         self.categories.roles[i as usize]
     }
@@ -254,6 +263,7 @@ impl<'a> Rows<'a> {
             requested_bytes: a.size,
             address: a.addr,
             stream: self.stream(i),
+            pool: self.pool(i),
             role: self.role(i),
             role_inferred: self.categories.is_inferred(i as usize),
             component: self.component(i),
@@ -313,6 +323,11 @@ impl<'a> Rows<'a> {
                 self.columns.name_rank[self.columns.name[i as usize] as usize] as u64
             }
             Column::Shape => self.shape(i).map_or(0, elements),
+            // The default pool first, then private pools by id.
+            Column::Pool => {
+                let (owner, id) = self.pool(i);
+                ((owner as u64) << 32) ^ (id as u64 & 0xffff_ffff)
+            }
         }
     }
 

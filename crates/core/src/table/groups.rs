@@ -16,7 +16,7 @@ pub const NO_FRAME: &str = "(no frame)";
 use super::columns::{Rows, TableRow};
 use super::modules::{frame_label, occurrences, Chains};
 use super::GroupBy;
-use crate::analysis::categories::labels::{component_label, phase_label, role_label};
+use crate::analysis::categories::labels::{component_label, phase_label, pool_label, role_label};
 use crate::analysis::categories::signals::Phase;
 use crate::analysis::categories::Role;
 use crate::analysis::lines::SourcePlace;
@@ -156,6 +156,12 @@ fn flat(rows: &Rows<'_>, sorted: &[u32], by: GroupBy) -> Vec<Node> {
             GroupBy::Role => rows.role(i) as u64,
             GroupBy::Component => rows.component(i) as u64,
             GroupBy::Phase => rows.phase(i).map_or(0, |p| p as u64 + 1),
+            GroupBy::Pool => rows
+                .categories
+                .pooled
+                .members
+                .binary_search_by_key(&i, |&(a, _)| a)
+                .map_or(0, |k| rows.categories.pooled.members[k].1 as u64 + 1),
             GroupBy::Module => unreachable!("modules nest"),
         }
     };
@@ -193,6 +199,13 @@ fn flat(rows: &Rows<'_>, sorted: &[u32], by: GroupBy) -> Vec<Node> {
                     match key {
                         0 => "Before the trace".to_string(),
                         k => phase_label(Phase::ALL[k as usize - 1]).to_string(),
+                    },
+                    false,
+                ),
+                GroupBy::Pool => (
+                    match key {
+                        0 => "Default pool".to_string(),
+                        k => pool_label(&rows.categories.pooled.pools[k as usize - 1]),
                     },
                     false,
                 ),

@@ -88,10 +88,12 @@ pub enum Column {
     TopFrame,
     /// The tensor's shape, for files that record tensors (sorted by its number of elements).
     Shape,
+    /// The pool its memory is in.
+    Pool,
 }
 
 impl Column {
-    pub const ALL: [Column; 12] = [
+    pub const ALL: [Column; 13] = [
         Column::Size,
         Column::Requested,
         Column::Address,
@@ -104,6 +106,7 @@ impl Column {
         Column::Lifetime,
         Column::TopFrame,
         Column::Shape,
+        Column::Pool,
     ];
 
     /// The key in JSON, `data-column` attributes and on the command line.
@@ -121,6 +124,7 @@ impl Column {
             Column::Lifetime => "lifetime",
             Column::TopFrame => "top_frame",
             Column::Shape => "shape",
+            Column::Pool => "pool",
         }
     }
 }
@@ -158,10 +162,12 @@ pub enum GroupBy {
     /// The chain of `forward` frames of its stack, outermost first, with repeated calls of
     /// one module (a model's layers) folded into one group that opens to each occurrence.
     Module,
+    /// The pool its memory is in (the default pool, a CUDA graph's, a memory pool).
+    Pool,
 }
 
 impl GroupBy {
-    pub const ALL: [GroupBy; 7] = [
+    pub const ALL: [GroupBy; 8] = [
         GroupBy::CallSite,
         GroupBy::Stack,
         GroupBy::File,
@@ -169,6 +175,7 @@ impl GroupBy {
         GroupBy::Component,
         GroupBy::Phase,
         GroupBy::Module,
+        GroupBy::Pool,
     ];
 
     /// The key in JSON and on the command line (`--group-by callsite`).
@@ -181,6 +188,7 @@ impl GroupBy {
             GroupBy::Component => "component",
             GroupBy::Phase => "phase",
             GroupBy::Module => "module",
+            GroupBy::Pool => "pool",
         }
     }
 }

@@ -156,6 +156,9 @@ pub struct TableView {
     /// The file records tensors' shapes (a shape column is worth showing).
     #[serde(default)]
     pub has_shapes: bool,
+    /// The device has private pools (a pool column is worth showing).
+    #[serde(default)]
+    pub has_pools: bool,
     pub compute_ms: f64,
 }
 
@@ -550,6 +553,7 @@ impl TableService {
             state,
             time_origin_us: Axis::known(&rows.device.trace, rows.columns.has_time).time_of_state(0),
             has_shapes: rows.device.trace.has_shapes(),
+            has_pools: !rows.categories.pooled.pools.is_empty(),
             compute_ms: (cx.now)() - start,
         })
     }

@@ -294,6 +294,44 @@ impl Lookup<'_> {
 
     /// The most bytes each role and each component holds at any state (each at its own
     /// state), in one pass over the allocations' starts and ends.
+    /// The most bytes parameters held at once, autocast's cached copies of weights left out:
+    /// the weights training's arithmetic counts gradients and states against.
+    pub fn weights_peak(&self) -> u64 {
+        let cats = self.categories;
+        self.most_held(|i| cats.roles[i] == Role::Parameters && cats.weight_copy(i).is_none())
+    }
+
+    /// The most bytes autocast's cached copies of weights held at once.
+    pub fn weight_copies_peak(&self) -> u64 {
+        if self.categories.weight_copies.is_empty() {
+            return 0;
+        }
+        self.most_held(|i| self.categories.weight_copy(i).is_some())
+    }
+
+    /// The most bytes the allocations `counted` held at once.
+    fn most_held(&self, counted: impl Fn(usize) -> bool) -> u64 {
+        let mut changes: Vec<(u32, i64)> = Vec::new();
+        for (i, a) in self.allocations.iter().enumerate() {
+            if !counted(i) {
+                continue;
+            }
+            let (start, end) = a.alive_states();
+            changes.push((start, a.size as i64));
+            if end != u32::MAX {
+                changes.push((end, -(a.size as i64)));
+            }
+        }
+        // Within a state, ends before starts.
+        changes.sort_unstable_by_key(|&(state, delta)| (state, delta > 0));
+        let (mut held, mut most) = (0i64, 0i64);
+        for (_, delta) in changes {
+            held += delta;
+            most = most.max(held);
+        }
+        most as u64
+    }
+
     pub fn peaks(&self) -> ([u64; ROLES], [u64; COMPONENTS]) {
         let mut at = Checkpoint {
             sums: Sums::default(),

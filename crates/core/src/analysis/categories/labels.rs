@@ -2,6 +2,7 @@
 //! Linear`, `Zero grad`): the categories' names, which the table's groups, the rules and every
 //! view share. Not the place for sentences about them ([`crate::format::breakdown`]).
 
+use super::pooled::{PoolFacts, PoolKind};
 use super::signals::Phase;
 use super::{Component, Role};
 
@@ -35,6 +36,16 @@ pub fn component_label(component: Component) -> &'static str {
         Component::Loss => "Loss / logits",
         Component::Communication => "Communication / FSDP",
         Component::Other => "Other",
+    }
+}
+
+/// What a private pool is called: `Pool (0, 2), CUDA graph`.
+pub fn pool_label(pool: &PoolFacts) -> String {
+    let (owner, id) = pool.id;
+    match pool.kind {
+        PoolKind::Graph => format!("Pool ({owner}, {id}), CUDA graph"),
+        PoolKind::Memory => format!("Pool ({owner}, {id}), memory pool"),
+        PoolKind::Unknown => format!("Pool ({owner}, {id})"),
     }
 }
 

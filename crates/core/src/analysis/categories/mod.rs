@@ -19,6 +19,7 @@
 //! one over the allocations from before the trace. Not the place for colours or words.
 
 mod annotations;
+mod autocast;
 mod before;
 pub mod categorised;
 pub mod frameworks;
@@ -29,6 +30,7 @@ pub mod pooled;
 mod reason;
 pub mod rules;
 pub mod signals;
+pub mod workload;
 
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
@@ -40,10 +42,11 @@ use super::stacks::{classify, FrameClass};
 use super::Analysed;
 use crate::model::{Device, Snapshot, StackId, NO_STACK};
 pub use annotations::metadata_role;
+pub use autocast::WeightCopy;
 pub use before::{
     states_per_parameter, Deduced, FreedHow, OptimizerEvidence, RunEvidence, SizeEvidence,
 };
-use frameworks::Says;
+use frameworks::{Framework, Says};
 use phases::{row_phases, RowPhases, RunEnds, StackPhase};
 pub use reason::{Basis, Explainer, RoleReason, Unexplained, Witness};
 use rules::CompiledRules;
@@ -241,6 +244,10 @@ pub struct DeviceCategories {
     pub run: RunEvidence,
     /// What each private pool is, and the allocations whose role their pool gave.
     pub pooled: pooled::Pooled,
+    /// Autocast's cached copies of weights, made parameters, by allocation.
+    pub weight_copies: Vec<WeightCopy>,
+    /// What the run is: training, serving…, under which frameworks, with the evidence.
+    pub workload: workload::Workload,
 }
 
 impl DeviceCategories {
@@ -258,11 +265,20 @@ impl DeviceCategories {
         self.category(category.dimension, i) == category.index as usize
     }
 
+    /// Allocation `i` as a weight copy autocast cached, if it is one.
+    pub fn weight_copy(&self, i: usize) -> Option<&WeightCopy> {
+        self.weight_copies
+            .binary_search_by_key(&(i as u32), |c| c.allocation)
+            .ok()
+            .map(|k| &self.weight_copies[k])
+    }
+
     /// Whether the role of allocation `i` was deduced rather than observed: it was made
     /// before the trace, and neither its own frames, an annotation nor a rule say what it is.
     pub fn is_inferred(&self, i: usize) -> bool {
         self.before.get(i).is_some_and(|d| d.is_inferred())
             || (!self.pooled.given.is_empty() && self.pooled.gave(i))
+            || self.weight_copy(i).is_some()
             || (!self.trained.is_empty()
                 && self
                     .trained
@@ -305,6 +321,8 @@ pub(crate) struct StackSignal {
     pub lifetime: Option<(Role, Role)>,
     /// The framework call site that decided `role` or `lifetime`.
     pub site: Option<frameworks::SiteId>,
+    /// The frameworks any of its frames is a call site of, as bits of [`Framework`]'s order.
+    pub frameworks: u32,
     pub component: Option<Component>,
     pub accumulates_gradient: bool,
     pub user_code: bool,
@@ -315,6 +333,10 @@ pub(crate) struct StackSignal {
     pub releases_saved: bool,
     /// Recorded in the allocator's `malloc`: where the memory was made.
     pub allocator_malloc: bool,
+    /// Made by autocast casting a tensor for an op (a weight's cached copy, or an input's).
+    pub autocast_cast: bool,
+    /// Runs autocast's region ending (a free there is of a cached weight copy).
+    pub autocast_exit: bool,
     /// What the user's rules say, when they say anything: `(rule, role)`, `(rule, component)`.
     pub ruled: rules::Ruled,
 }
@@ -379,8 +401,12 @@ pub(crate) fn stack_signal(
     let mut settled = false;
     for &id in ids {
         let (signal, class) = frames.get(snapshot, id);
+        out.autocast_cast |= signal.autocast_cast;
+        out.autocast_exit |= signal.autocast_exit;
         if let Some(site) = signal.site {
-            match frameworks::site(site).says {
+            let site_of = frameworks::site(site);
+            out.frameworks |= 1 << site_of.framework as u32;
+            match site_of.says {
                 Says::Nothing => continue,
                 Says::Role(role) if !settled && !optimizer_inside => {
                     (out.role, out.site, settled) = (Some(role), Some(site), true);
@@ -544,6 +570,8 @@ fn categorise_device(
             .is_ok()
             || signals_ruled(snapshot, facts, rules, i)
     };
+    let weight_copies =
+        autocast::weight_copies(device, facts, &phases, &mut signals, &stated, &mut roles);
     let pooled = pooled::roles_from_pools(
         snapshot,
         device,
@@ -552,6 +580,15 @@ fn categorise_device(
         &mut signals,
         &stated,
         &mut roles,
+    );
+    let workload = workload_of(
+        snapshot,
+        facts,
+        &phases,
+        &run,
+        !weight_copies.is_empty(),
+        &mut signals,
+        &roles,
     );
     DeviceCategories {
         roles,
@@ -562,6 +599,73 @@ fn categorise_device(
         annotated,
         run,
         pooled,
+        weight_copies,
+        workload,
+    }
+}
+
+/// What the run is, from the frameworks its stacks pass through, its roles and its phases.
+fn workload_of(
+    snapshot: &Snapshot,
+    facts: &DeviceFacts,
+    phases: &RowPhases,
+    run: &RunEvidence,
+    autocast: bool,
+    signals: &mut DeviceSignals<'_>,
+    roles: &[Role],
+) -> workload::Workload {
+    let mut bytes = [0u64; Framework::ALL.len()];
+    let mut counts = [0u32; Framework::ALL.len()];
+    let mut example = [NO_STACK; Framework::ALL.len()];
+    let mut held = [false; Role::ALL.len()];
+    for (i, a) in facts.allocations.iter().enumerate() {
+        held[roles[i] as usize] = true;
+        let mask = signals.of(a.stack).frameworks;
+        if mask == 0 {
+            continue;
+        }
+        for (k, f) in Framework::ALL.iter().enumerate() {
+            if mask & (1 << *f as u32) != 0 {
+                bytes[k] += a.size;
+                counts[k] += 1;
+                if example[k] == NO_STACK {
+                    example[k] = a.stack;
+                }
+            }
+        }
+    }
+    let mut frameworks: Vec<workload::FrameworkEvidence> = Framework::ALL
+        .iter()
+        .enumerate()
+        .filter(|&(k, _)| counts[k] > 0)
+        .map(|(k, &framework)| workload::FrameworkEvidence {
+            framework,
+            bytes: bytes[k],
+            allocations: counts[k],
+            frame: snapshot
+                .stack_frames(example[k])
+                .find(|f| {
+                    let (file, name) = (snapshot.str(f.filename), snapshot.str(f.name));
+                    frameworks::site_of(file, name, f.line)
+                        .is_some_and(|id| frameworks::site(id).framework == framework)
+                })
+                .map(|f| {
+                    let file = snapshot.str(f.filename);
+                    let base = file.rsplit(['/', '\\']).next().unwrap_or(file);
+                    format!("{base}:{} {}", f.line, snapshot.str(f.name))
+                })
+                .unwrap_or_default(),
+        })
+        .collect();
+    frameworks.sort_by_key(|f| std::cmp::Reverse(f.bytes));
+    let most: Vec<u64> = held.iter().map(|&h| h as u64).collect();
+    let serving_phases = phases.phase.iter().any(|p| p.is_serving());
+    let forwards = phases.phase.contains(&Phase::Forward);
+    workload::Workload {
+        kind: workload::kind_of(&most, serving_phases, run.trains, forwards),
+        frameworks,
+        optimizer: run.optimizer.as_ref().and_then(|o| o.name.clone()),
+        autocast,
     }
 }
 

@@ -45,9 +45,10 @@ pub enum PoolEvidence {
     Nothing,
 }
 
-/// One private pool's kind, and why.
+/// One private pool: its id, its kind and why.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PoolFacts {
+    pub id: (i64, i64),
     pub kind: PoolKind,
     pub evidence: PoolEvidence,
 }
@@ -59,11 +60,28 @@ pub struct Pooled {
     pub pools: Vec<PoolFacts>,
     /// Allocations whose role their pool gave: a graph's, or their pool-mates', by allocation.
     pub given: Vec<u32>,
+    /// `(allocation, position in pools)` of every allocation in a private pool, by allocation
+    /// (as [`DevicePools::members`]).
+    pub members: Vec<(u32, u16)>,
 }
 
 impl Pooled {
     pub fn gave(&self, i: usize) -> bool {
         self.given.binary_search(&(i as u32)).is_ok()
+    }
+
+    /// The private pool allocation `i` is in, if any.
+    pub fn pool_of(&self, i: usize) -> Option<&PoolFacts> {
+        let k = self
+            .members
+            .binary_search_by_key(&(i as u32), |&(a, _)| a)
+            .ok()?;
+        self.pools.get(self.members[k].1 as usize)
+    }
+
+    /// The id of the pool allocation `i` is in: `(0, 0)` for the default pool.
+    pub fn pool_id(&self, i: usize) -> (i64, i64) {
+        self.pool_of(i).map_or((0, 0), |p| p.id)
     }
 }
 
@@ -146,7 +164,7 @@ pub(super) fn roles_from_pools(
         } else {
             (PoolKind::Unknown, PoolEvidence::Nothing)
         };
-        PoolFacts { kind, evidence }
+        PoolFacts { id, kind, evidence }
     };
     let facts_by_pool: Vec<PoolFacts> = (0..n).map(facts_of).collect();
     // The role a memory pool's observed blocks agree on.
@@ -186,5 +204,6 @@ pub(super) fn roles_from_pools(
     Pooled {
         pools: facts_by_pool,
         given,
+        members: pools.members.clone(),
     }
 }

@@ -60,6 +60,14 @@ pub enum Basis {
     },
     /// Made by an `AccumulateGrad` step at `event`; whether it outlived its backward.
     AccumulateGrad { event: u32, outlives: bool },
+    /// Made at `event` by autocast casting a weight of `parameter_size` bytes to 16 bits, and
+    /// cached: a copy of a weight (freed by the autocast region's end, `freed_at_exit`, or by
+    /// the backward that used it).
+    WeightCopy {
+        event: u32,
+        parameter_size: u64,
+        freed_at_exit: bool,
+    },
     /// In private pool `pool`, which is `kind` (told by `evidence`): a CUDA graph's pool's
     /// blocks are the graph's; in a memory pool, the role its other blocks' frames agree on.
     Pool {
@@ -296,14 +304,19 @@ impl<'a> Explainer<'a> {
                 made,
             }
         };
+        if let Some(copy) = categories.weight_copy(i) {
+            return reason(Basis::WeightCopy {
+                event: a.alloc_row,
+                parameter_size: copy.parameter_size,
+                freed_at_exit: copy.freed_at_exit,
+            });
+        }
         if categories.pooled.gave(i) {
-            let pools = &analysed.pools[position];
-            if let Some(k) = pools.pool_of(i) {
-                let facts = categories.pooled.pools[k as usize];
+            if let Some(pool) = categories.pooled.pool_of(i) {
                 return reason(Basis::Pool {
-                    pool: pools.pools[k as usize].id,
-                    kind: facts.kind,
-                    evidence: facts.evidence,
+                    pool: pool.id,
+                    kind: pool.kind,
+                    evidence: pool.evidence,
                 });
             }
         }

@@ -114,6 +114,12 @@ pub struct FrameSignal {
     /// The framework call site the frame is at ([`frameworks::site_of`]): what it says
     /// replaces what keywords would.
     pub site: Option<SiteId>,
+    /// The frame is autocast casting a tensor for an op (`at::autocast::cached_cast`), which
+    /// caches the copy when the tensor is a weight.
+    pub autocast_cast: bool,
+    /// The frame is autocast's region ending (`autocast.__exit__`), which empties the cache of
+    /// weight copies.
+    pub autocast_exit: bool,
 }
 
 /// Reads one frame (`filename`, function `name`, at `line`).
@@ -126,8 +132,14 @@ pub fn frame_signal(filename: &str, name: &str, line: i64) -> FrameSignal {
     }
     let file = filename.to_ascii_lowercase().replace('\\', "/");
     let func = name.to_ascii_lowercase();
+    let autocast_cast = name.contains("at::autocast::cached_cast");
+    let autocast_exit = name == "__exit__" && file.ends_with("/amp/autocast_mode.py");
     if let Some(id) = frameworks::site_of(filename, name, line) {
-        return site_signal(id, phase_of(&file, &func, name));
+        return FrameSignal {
+            autocast_cast,
+            autocast_exit,
+            ..site_signal(id, phase_of(&file, &func, name))
+        };
     }
     // Keywords are looked for in the function and the file's own name, never in the folders
     // above it (a project under `/workspace/` is not a cuBLAS workspace).
@@ -146,6 +158,8 @@ pub fn frame_signal(filename: &str, name: &str, line: i64) -> FrameSignal {
             && (func.contains("::malloc(") || func.contains("::allocate(")),
         stated: false,
         site: None,
+        autocast_cast,
+        autocast_exit,
     }
 }
 

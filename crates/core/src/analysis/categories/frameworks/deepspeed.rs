@@ -213,6 +213,18 @@ pub(super) const SITES: &[Site] = &[
         "deepspeedai/DeepSpeed v0.19.5 fp16/loss_scaler.py:157; v0.14.0:61; v0.9.0:60",
         "v0.9.0–v0.19.5",
     ),
+    Site {
+        lines: &[346, 347, 371, 372, 394, 395, 437, 438, 489, 490],
+        ..site(
+            Framework::DeepSpeed,
+            "deepspeed/runtime/zero/stage_1_and_2.py",
+            "__init__",
+            Says::Role(Role::OptimizerState),
+            "the fp32 master partition of a param group, cloned from the rank's slice of the flat bit16 buffer (a transient bit16 clone, then the fp32 copy the optimizer steps).",
+            "deepspeedai/DeepSpeed stage_1_and_2.py DeepSpeedZeroOptimizer.__init__, the single_partition_of_fp32_groups / weights_partition clone line at each tag read: v0.9.0:346, v0.12.0:371 (.clone().float() on 372), v0.14.0:394, v0.18.0:437, v0.19.5:489",
+            "v0.9.0–v0.19.5 (other tags: other lines)",
+        )
+    },
     site(
         Framework::DeepSpeed,
         "deepspeed/runtime/zero/stage_1_and_2.py",
@@ -258,13 +270,25 @@ pub(super) const SITES: &[Site] = &[
         "deepspeedai/DeepSpeed v0.18.0 stage_1_and_2.py:2199; v0.16.5:2052",
         "v0.16.5–v0.18.2",
     ),
+    Site {
+        lines: &[1890, 1902, 1951, 1953, 2019, 2040, 2051, 2058, 2064, 2067],
+        ..site(
+            Framework::DeepSpeed,
+            "deepspeed/runtime/zero/stage_1_and_2.py",
+            "backward",
+            Says::Phase(Phase::Backward),
+            "loss.float() handed to loss_scaler.backward: a scalar of the backward.",
+            "deepspeedai/DeepSpeed stage_1_and_2.py DeepSpeedZeroOptimizer.backward, the loss_scaler.backward(loss.float()) line: v0.9.0:1890, v0.10.0:1902, v0.11.0:1951, v0.12.0:1953, v0.12.6:2019, v0.13.0:2040, v0.14.0:2051, v0.15.0:2064, v0.16.0:2058, v0.16.4:2067",
+            "v0.9.0–v0.16.4",
+        )
+    },
     site(
         Framework::DeepSpeed,
         "deepspeed/runtime/zero/stage_1_and_2.py",
         "backward",
-        Says::Lifetime { kept: Role::Communication, freed: Role::BackwardTemporaries },
-        "≤v0.16.4 this optimizer-level backward directly allocates the IPG buffers (buf_0/buf_1, kept until the epilogue's _release_ipg_buffers), then calls loss_scaler.backward.",
-        "deepspeedai/DeepSpeed v0.14.0 stage_1_and_2.py:2022 (buf_0 :2034); v0.9.0:1861; v0.18.0:2229 (delegating)",
+        Says::Role(Role::Communication),
+        "≤v0.16.4 this optimizer-level backward directly allocates the IPG buffers (buf_0/buf_1), which live until the epilogue's _release_ipg_buffers at the end of the same backward: communication, not the backward's temporaries.",
+        "deepspeedai/DeepSpeed stage_1_and_2.py DeepSpeedZeroOptimizer.backward buf_0/buf_1: v0.9.0:1873/1880, v0.12.0:1936/1943, v0.14.0:2034/2041, v0.16.4:2050/2057; v0.18.0:2229 (delegating to backward_prologue)",
         "v0.9.0–v0.18.2 (removed in v0.18.3)",
     ),
     site(
@@ -469,9 +493,9 @@ pub(super) const SITES: &[Site] = &[
         Framework::DeepSpeed,
         "deepspeed/runtime/zero/stage_1_and_2.py",
         "step",
-        Says::Lifetime { kept: Role::OptimizerState, freed: Role::Gradients },
-        "for each group: flat_grad_partition = self.flatten(averaged_gradients) (bit16; innermost Python frame is torch/_utils.py), then .to(fp32) → single_partition_of_fp32_groups[i].grad.",
-        "deepspeedai/DeepSpeed v0.19.5 stage_1_and_2.py:2253 (flatten :2334, cast :2335, optimizer :2354); v0.14.0:1811 (:1880); v0.9.0:1636",
+        Says::Role(Role::Gradients),
+        "for each group: flat_grad_partition = self.flatten(averaged_gradients) (bit16; innermost Python frame is torch/_utils.py), then .to(fp32) → single_partition_of_fp32_groups[i].grad. Both are gradients, freed after the group's optimizer step (after torch.optim's own scope has closed); Adam's state is made under the optimizer's frames.",
+        "deepspeedai/DeepSpeed v0.19.5 stage_1_and_2.py:2253 (flatten :2334, cast :2335, optimizer :2354, freed :2336/:2356); v0.14.0:1811 (:1880); v0.12.0:1699 (flatten and cast :1768, freed :1788); v0.9.0:1636",
         "v0.9.0–v0.19.5",
     ),
     site(
@@ -537,6 +561,30 @@ pub(super) const SITES: &[Site] = &[
         "deepspeedai/DeepSpeed v0.19.5 zero/utils.py:207 (:229)",
         "v0.19.0–v0.19.5",
     ),
+    Site {
+        lines: &[370, 464, 490, 529, 565, 702],
+        ..site(
+            Framework::DeepSpeed,
+            "deepspeed/runtime/zero/stage3.py",
+            "_setup_for_real_optimizer",
+            Says::Role(Role::Communication),
+            "the persistent IPG bucket, torch.empty(reduce_bucket_size) in the communication dtype (trap T2).",
+            "deepspeedai/DeepSpeed stage3.py DeepSpeedZeroOptimizer_Stage3._setup_for_real_optimizer, the __ipg_bucket_flat_buffer / bucket.buffer line: v0.9.0:370, v0.12.0:464, v0.14.0:490, v0.16.0:529, v0.18.0:565, v0.19.5:702",
+            "v0.9.0–v0.19.5 (other tags: other lines)",
+        )
+    },
+    Site {
+        lines: &[379, 473, 499, 538, 574, 711],
+        ..site(
+            Framework::DeepSpeed,
+            "deepspeed/runtime/zero/stage3.py",
+            "_setup_for_real_optimizer",
+            Says::Role(Role::Gradients),
+            "grad_partitions_flat_buffer, torch.zeros(Σ partition numel) in the gradient accumulation dtype: every parameter's gradient partition is a view of it (trap T2).",
+            "deepspeedai/DeepSpeed stage3.py DeepSpeedZeroOptimizer_Stage3._setup_for_real_optimizer, the grad_partitions_flat_buffer line: v0.9.0:379, v0.12.0:473, v0.14.0:499, v0.16.0:538, v0.18.0:574, v0.19.5:711",
+            "v0.9.0–v0.19.5 (other tags: other lines)",
+        )
+    },
     site(
         Framework::DeepSpeed,
         "deepspeed/runtime/zero/stage3.py",
@@ -843,6 +891,18 @@ pub(super) const SITES: &[Site] = &[
         "deepspeedai/DeepSpeed v0.19.5 partition_parameters.py:1855 (:1870); v0.12.0:1519",
         "v0.12.0–v0.19.5",
     ),
+    Site {
+        lines: &[889, 1086, 1154],
+        ..site(
+            Framework::DeepSpeed,
+            "deepspeed/runtime/zero/partition_parameters.py",
+            "all_gather_coalesced",
+            Says::Role(Role::Communication),
+            "up to v0.12.2 the coalesced all-gather output flat_tensor = torch.empty(Σ partition × world_size): a staging buffer each parameter is copied out of in AllGatherCoalescedHandle.wait (trap T3).",
+            "deepspeedai/DeepSpeed partition_parameters.py Init.all_gather_coalesced, the flat_tensor line: v0.9.0:889, v0.10.0:1086, v0.10.3–v0.12.2:1154 (from v0.12.3 in _all_gather_dtype)",
+            "v0.9.0–v0.12.2",
+        )
+    },
     site(
         Framework::DeepSpeed,
         "deepspeed/runtime/zero/partition_parameters.py",
@@ -1014,6 +1074,18 @@ pub(super) const SITES: &[Site] = &[
         "deepspeedai/DeepSpeed v0.19.5 zero/linear.py:86; v0.14.0:49; v0.9.0:51",
         "v0.9.0–v0.19.5",
     ),
+    Site {
+        lines: &[90, 93, 97, 98, 100, 103, 105, 106, 107, 109, 110, 114, 116, 129, 132, 134, 137, 139, 141],
+        ..site(
+            Framework::DeepSpeed,
+            "deepspeed/runtime/zero/linear.py",
+            "backward",
+            Says::Role(Role::Gradients),
+            "grad_weight (and grad_bias): the parameter's gradient, which AccumulateGrad takes as param.grad and ZeRO-3's hook then copies into the IPG bucket.",
+            "deepspeedai/DeepSpeed zero/linear.py LinearFunctionForZeroStage3.backward, the grad_weight / grad_bias lines: v0.9.0:103/106/110, v0.12.0 and v0.14.0:90/93/98/100, v0.16.0–v0.18.3:97/100/105/107 (98 the call's second line; v0.9.0's grad_input is at 97 too), v0.19.0:106/109/114/116, v0.19.5:129/132/134/137/139/141 (grad_input: v0.12.0:84, v0.19.5:126)",
+            "v0.9.0–v0.19.5",
+        )
+    },
     site(
         Framework::DeepSpeed,
         "deepspeed/runtime/zero/linear.py",

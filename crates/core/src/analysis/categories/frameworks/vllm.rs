@@ -820,6 +820,15 @@ pub(super) const SITES: &[Site] = &[
     ),
     site(
         Framework::VllmV1,
+        "vllm/v1/worker/gpu/model_runner.py",
+        "prepare_inputs",
+        Says::Role(Role::Inputs),
+        "MRV2's per-step GPU inputs (idx_mapping, cu_num_logits, expanded_local_pos), dropped when the step ends.",
+        "vllm-project/vllm v0.34.0 vllm/v1/worker/gpu/model_runner.py:1458 GPUModelRunner.prepare_inputs (async_tensor_h2d :1476, torch.arange :1489, torch.zeros :1493); v0.12.0 :443 (arange :475); v0.20.0 :697 (async_copy_to_gpu :714)",
+        "0.12.0–0.34.0",
+    ),
+    site(
+        Framework::VllmV1,
         "vllm/v1/worker/gpu/attn_utils.py",
         "_allocate_kv_cache",
         Says::Role(Role::KvCache),
