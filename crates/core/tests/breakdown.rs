@@ -11,6 +11,7 @@ use memsight_core::analysis::categories::rules::{Rule, Rules};
 use memsight_core::analysis::categories::{Category, Component, Dimension, Role};
 use memsight_core::analysis::moment::Moment;
 use memsight_core::analysis::palette::Style;
+use memsight_core::breakdown::estimate::EstimateKind;
 use memsight_core::breakdown::service::{BreakdownAnswer, BreakdownRequest};
 use memsight_core::protocol::{Answer, Request};
 use memsight_core::session::Session;
@@ -153,13 +154,18 @@ fn moments_and_series_add_up_to_the_allocated_curve_on_every_fixture() {
             };
             let e = &summary.estimate;
             assert_eq!(e.observed, facts.peak_allocated.bytes);
-            assert_eq!(
-                e.estimate,
-                e.parameters
-                    + e.optimizer_state
-                    + (e.gradients + e.optimizer_temporaries).max(e.activations),
-                "{name}"
-            );
+            let expected = match e.kind {
+                EstimateKind::Serving => {
+                    e.parameters + e.kv_cache + e.cuda_graphs + e.step_temporaries
+                }
+                EstimateKind::Training => {
+                    e.parameters
+                        + e.optimizer_state
+                        + (e.gradients + e.optimizer_temporaries)
+                            .max(e.activations + e.weight_copies)
+                }
+            };
+            assert_eq!(e.estimate, expected, "{name}");
             assert!(summary.efficiency_at_peak() <= 1.0);
             // Each finding's allocations are listed in its order, each pinnable on the
             // allocations timeline (its element is the allocation).

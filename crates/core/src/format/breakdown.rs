@@ -67,6 +67,19 @@ pub fn role_reason(reason: &RoleReason) -> String {
             format!("annotated \u{201c}{text}\u{201d} at {}", event(*at))
         }
         Basis::Frame { frame } => format!("its stack runs {frame}"),
+        Basis::BucketGradients { buckets } => format!(
+            "one of DDP's {} gradient buckets, which hold the gradients: the run steps its optimizer with no gradients of its own (gradient_as_bucket_view=True makes each .grad a view of a bucket)",
+            count(*buckets as u64)
+        ),
+        Basis::ReducedGradient {
+            event: at,
+            freed,
+            frame,
+        } => format!(
+            "made in the backward at {} and consumed at {} by {frame}, a framework's gradient reduction: a parameter's gradient",
+            event(*at),
+            event(*freed)
+        ),
         Basis::WeightCopy {
             event: at,
             parameter_size,

@@ -290,8 +290,12 @@ impl Run {
         let analysed = Analysed::new(snapshot);
         let categories = categorise(&analysed, &CompiledRules::none());
         // Every allocation's truth, by its address (addresses are never reused here).
-        let by_addr: BTreeMap<u64, usize> =
-            self.made.iter().enumerate().map(|(i, m)| (m.addr, i)).collect();
+        let by_addr: BTreeMap<u64, usize> = self
+            .made
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (m.addr, i))
+            .collect();
         let facts = &analysed.facts[0];
         let truth = facts
             .allocations
@@ -399,9 +403,9 @@ impl Case {
                 continue;
             }
             let got = cats.roles[i];
-            let truth = self.truth[i]
-                .map(|id| self.made[id].0)
-                .unwrap_or_else(|| panic!("{}: allocation at {:#x} is no run's", self.name, a.addr));
+            let truth = self.truth[i].map(|id| self.made[id].0).unwrap_or_else(|| {
+                panic!("{}: allocation at {:#x} is no run's", self.name, a.addr)
+            });
             score.bytes += a.size;
             *score.truth.entry(truth).or_default() += a.size;
             *score.got.entry(got).or_default() += a.size;
@@ -438,10 +442,18 @@ impl Case {
                 continue;
             }
             let reason = explainer.explain(i);
-            assert_eq!(reason.role, cats.roles[i], "{}: reason and role differ", self.name);
+            assert_eq!(
+                reason.role, cats.roles[i],
+                "{}: reason and role differ",
+                self.name
+            );
             match &reason.basis {
                 Basis::Site { frame, why, .. } => {
-                    assert!(!frame.is_empty() && !why.is_empty(), "{}: {reason:?}", self.name)
+                    assert!(
+                        !frame.is_empty() && !why.is_empty(),
+                        "{}: {reason:?}",
+                        self.name
+                    )
                 }
                 Basis::Frame { frame } => assert!(!frame.is_empty(), "{}: {reason:?}", self.name),
                 _ => {}

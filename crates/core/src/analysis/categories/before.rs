@@ -226,7 +226,7 @@ pub(super) fn deduce(
 
     deduce_freed(trace, facts, phases, signals, roles, &mut before);
 
-    let optimizer = optimizer_evidence(snapshot, device, phases, roles);
+    let optimizer = optimizer_evidence(snapshot, device, allocations, phases, roles);
     let steps = optimizer.as_ref().is_some_and(|o| o.steps);
     // Gradients and states are counted only at the sizes of what they may pair with: blocks
     // without frames, and (in a run that steps an optimizer) what the trace made that nothing
@@ -601,6 +601,7 @@ fn most_alive_by_size(
 fn optimizer_evidence(
     snapshot: &Snapshot,
     device: &Device,
+    allocations: &crate::analysis::Allocations,
     phases: &RowPhases,
     roles: &[Role],
 ) -> Option<OptimizerEvidence> {
@@ -614,14 +615,24 @@ fn optimizer_evidence(
         || roles
             .iter()
             .any(|&r| matches!(r, Role::OptimizerState | Role::OptimizerTemporaries));
-    let name = from_scope.or_else(|| {
-        (0..trace.len())
-            .filter(|&r| {
-                trace.action[r] == Action::Alloc && phases.phase[r] == Phase::OptimizerStep
-            })
-            .take(64)
-            .find_map(|r| optimizer_in_stack(snapshot, trace.stack[r]))
-    });
+    let name = from_scope
+        .or_else(|| {
+            (0..trace.len())
+                .filter(|&r| {
+                    trace.action[r] == Action::Alloc && phases.phase[r] == Phase::OptimizerStep
+                })
+                .take(64)
+                .find_map(|r| optimizer_in_stack(snapshot, trace.stack[r]))
+        })
+        .or_else(|| {
+            // A snapshot with no trace: the states' own frames name their optimizer.
+            allocations
+                .iter()
+                .enumerate()
+                .filter(|&(i, a)| roles[i] == Role::OptimizerState && a.stack != NO_STACK)
+                .take(64)
+                .find_map(|(_, a)| optimizer_in_stack(snapshot, a.stack))
+        });
     if name.is_none() && !steps {
         return None;
     }
@@ -698,6 +709,18 @@ fn pair_alive_throughout(
             by_size.entry(a.size).or_default().push(i);
         }
     }
+    // Parameters whose own frames say so, alive at the end, by size: they need no block
+    // without frames to stand for them (a snapshot whose weights were made while recording and
+    // whose gradients, made by autograd's thread, carry no Python frame).
+    let mut known_parameters: FxHashMap<u64, usize> = FxHashMap::default();
+    if !by_size.is_empty() {
+        for (i, a) in allocations.iter().enumerate() {
+            if roles[i] == Role::Parameters && a.is_alive_at_end() && by_size.contains_key(&a.size)
+            {
+                *known_parameters.entry(a.size).or_default() += 1;
+            }
+        }
+    }
     let named = run.optimizer.as_ref().and_then(|o| o.states_per_parameter);
     let per_parameter = run.optimizer.as_ref().map_or(0, |o| {
         o.states_per_parameter.unwrap_or(STATES_ASSUMED) as usize
@@ -725,7 +748,9 @@ fn pair_alive_throughout(
         known.sort_by_key(|&j| (j < first_traced, j));
         let made = known.iter().filter(|&&j| j >= first_traced).count();
         let witnesses = if made > 0 { made } else { known.len() };
-        let paired_parameters = parameters.min(blocks.len());
+        let unseen_parameters =
+            parameters.saturating_sub(known_parameters.get(&size).copied().unwrap_or(0));
+        let paired_parameters = unseen_parameters.min(blocks.len());
         let gradients_before = if steps {
             (parameters - grads.most as usize).min(blocks.len() - paired_parameters)
         } else {

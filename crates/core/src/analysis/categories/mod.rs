@@ -248,6 +248,8 @@ pub struct DeviceCategories {
     pub weight_copies: Vec<WeightCopy>,
     /// What the run is: training, serving…, under which frameworks, with the evidence.
     pub workload: workload::Workload,
+    /// DDP's buckets that hold the gradients (`gradient_as_bucket_view=True`), by allocation.
+    pub bucket_gradients: Vec<u32>,
 }
 
 impl DeviceCategories {
@@ -279,6 +281,7 @@ impl DeviceCategories {
         self.before.get(i).is_some_and(|d| d.is_inferred())
             || (!self.pooled.given.is_empty() && self.pooled.gave(i))
             || self.weight_copy(i).is_some()
+            || self.bucket_gradients.binary_search(&(i as u32)).is_ok()
             || (!self.trained.is_empty()
                 && self
                     .trained
@@ -323,6 +326,9 @@ pub(crate) struct StackSignal {
     pub site: Option<frameworks::SiteId>,
     /// The frameworks any of its frames is a call site of, as bits of [`Framework`]'s order.
     pub frameworks: u32,
+    /// A frame is a framework's gradient reduction (a site whose kept memory is gradients):
+    /// what is freed under it in a backward was a gradient it consumed.
+    pub reduces_gradients: bool,
     pub component: Option<Component>,
     pub accumulates_gradient: bool,
     pub user_code: bool,
@@ -406,6 +412,13 @@ pub(crate) fn stack_signal(
         if let Some(site) = signal.site {
             let site_of = frameworks::site(site);
             out.frameworks |= 1 << site_of.framework as u32;
+            out.reduces_gradients |= matches!(
+                site_of.says,
+                Says::Lifetime {
+                    kept: Role::Gradients,
+                    ..
+                } | Says::Role(Role::Gradients)
+            );
             match site_of.says {
                 Says::Nothing => continue,
                 Says::Role(role) if !settled && !optimizer_inside => {
@@ -509,6 +522,7 @@ fn categorise_device(
             phase: s.phase,
             empty: s.empty,
             in_closure: s.in_closure,
+            framework: s.frameworks != 0,
         }
     });
     let annotated = annotations::annotated_roles(snapshot, device, facts);
@@ -572,6 +586,7 @@ fn categorise_device(
     };
     let weight_copies =
         autocast::weight_copies(device, facts, &phases, &mut signals, &stated, &mut roles);
+    let bucket_gradients = gradients_in_buckets(facts, &run, &mut signals, &stated, &mut roles);
     let pooled = pooled::roles_from_pools(
         snapshot,
         device,
@@ -601,7 +616,69 @@ fn categorise_device(
         pooled,
         weight_copies,
         workload,
+        bucket_gradients,
     }
+}
+
+/// The most of their gradients a run's gradients may hold at once and its DDP buckets still
+/// be the gradients: a run with bucket views makes its gradients only for the reducer to copy
+/// them in and drop them.
+const GRADIENTS_BESIDE_BUCKET_VIEWS: f64 = 0.05;
+
+/// DDP's buckets that are the gradients: with `gradient_as_bucket_view=True` every `.grad` is
+/// a view of a bucket, so a run that steps an optimizer while holding (almost) no gradients of
+/// its own beside its buckets keeps them there. Makes those buckets gradients.
+fn gradients_in_buckets(
+    facts: &DeviceFacts,
+    run: &RunEvidence,
+    signals: &mut DeviceSignals<'_>,
+    stated: &dyn Fn(usize) -> bool,
+    roles: &mut [Role],
+) -> Vec<u32> {
+    // Only a trace shows how many gradients a run holds.
+    let traced = facts.allocations.first_traced() < facts.allocations.len();
+    if !traced || !run.optimizer.as_ref().is_some_and(|o| o.steps) {
+        return Vec::new();
+    }
+    let ddp = 1u32 << Framework::TorchDdp as u32;
+    let mut buckets = Vec::new();
+    let mut bucket_bytes = 0u64;
+    let mut changes: Vec<(u32, i64)> = Vec::new();
+    for (i, a) in facts.allocations.iter().enumerate() {
+        match roles[i] {
+            Role::Communication if a.is_alive_at_end() && !stated(i) => {
+                let signal = signals.of(a.stack);
+                if signal.site.is_some() && signal.frameworks & ddp != 0 {
+                    buckets.push(i as u32);
+                    bucket_bytes += a.size;
+                }
+            }
+            Role::Gradients => {
+                let (start, end) = a.alive_states();
+                changes.push((start, a.size as i64));
+                if end != u32::MAX {
+                    changes.push((end, -(a.size as i64)));
+                }
+            }
+            _ => {}
+        }
+    }
+    if buckets.is_empty() {
+        return Vec::new();
+    }
+    changes.sort_unstable_by_key(|&(state, delta)| (state, delta > 0));
+    let (mut held, mut most) = (0i64, 0i64);
+    for (_, delta) in changes {
+        held += delta;
+        most = most.max(held);
+    }
+    if most as f64 > GRADIENTS_BESIDE_BUCKET_VIEWS * bucket_bytes as f64 {
+        return Vec::new();
+    }
+    for &i in &buckets {
+        roles[i as usize] = Role::Gradients;
+    }
+    buckets
 }
 
 /// What the run is, from the frameworks its stacks pass through, its roles and its phases.
@@ -694,6 +771,9 @@ pub(crate) enum Why {
     AccumulateGrad { outlives: bool },
     /// Made in `phase`; `outlives` the run of that phase it was made in.
     Phase { phase: Phase, outlives: bool },
+    /// Made in the backward and freed within it by a framework's gradient reduction (FSDP's
+    /// post-backward reduce-scatter): a parameter's gradient, consumed.
+    Reduced,
     /// No phase and no frame says anything.
     Nothing,
 }
@@ -734,6 +814,12 @@ pub(crate) fn trace_role(
     if !outlives && phase == Phase::Forward && signal.phase == Some(Phase::Forward) {
         outlives =
             (made.freed_by)().is_some_and(|f| !f.empty && f.phase.is_none() && !f.releases_saved);
+    }
+    if !outlives
+        && phase == Phase::Backward
+        && (made.freed_by)().is_some_and(|f| f.reduces_gradients)
+    {
+        return (Role::Gradients, Why::Reduced);
     }
     if signal.accumulates_gradient {
         let role = if outlives {

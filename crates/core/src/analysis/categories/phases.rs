@@ -96,6 +96,9 @@ pub struct StackPhase {
     pub phase: Option<Phase>,
     pub empty: bool,
     pub in_closure: bool,
+    /// A frame is a framework's call site: its code runs inside the phase around it (a hook
+    /// the backward runs), so without a phase of its own it ends none.
+    pub framework: bool,
 }
 
 /// The phase a scope's name stands for, if any.
@@ -142,14 +145,25 @@ pub fn row_phases(
     let mut phases = Vec::with_capacity(rows);
     // The phase rows without a say of their own continue.
     let mut current = Phase::Other;
-    let mut was_annotated = false;
+    // The scope the previous row was in, and the phase in force when it began.
+    let mut in_scope: Option<Phase> = None;
+    let mut before_scope = Phase::Other;
     for r in 0..rows {
         let scope = annotated.get(r).copied().flatten();
-        if scope.is_none() && was_annotated {
-            // A scope just ended: what follows is not in it.
-            current = Phase::Other;
+        match (in_scope, scope) {
+            (None, Some(_)) => before_scope = current,
+            // A scope just ended: what follows is not in it, unless it was a part of the
+            // phase around it (a framework's backward hook, inside the backward).
+            (Some(ended), None) => {
+                current = if ended == before_scope {
+                    before_scope
+                } else {
+                    Phase::Other
+                }
+            }
+            _ => {}
         }
-        was_annotated = scope.is_some();
+        in_scope = scope;
         let phase = match trace.action[r] {
             Action::Alloc => {
                 let own = stack_phase(trace.stack[r]);
@@ -178,6 +192,8 @@ pub fn row_phases(
                         }
                         current
                     }
+                    // A framework's hook runs inside the phase around it.
+                    (None, None) if own.framework => current,
                     (None, None) => {
                         // Code outside any phase's frames continues a forward (the loss, in
                         // the training script) and ends any other phase.
@@ -186,6 +202,15 @@ pub fn row_phases(
                         }
                         current
                     }
+                }
+            }
+            // A free outside any phase's run takes the phase its own frames name (what an
+            // optimizer's step frees after the profiler's scope of the step has ended).
+            Action::FreeRequested | Action::FreeCompleted if scope.is_none() && current == Phase::Other => {
+                match stack_phase(trace.stack[r]).phase {
+                    Some(p @ (Phase::OptimizerStep | Phase::Backward | Phase::Forward)) => p,
+                    Some(p) if p.is_serving() => p,
+                    _ => current,
                 }
             }
             _ => scope.unwrap_or(current),

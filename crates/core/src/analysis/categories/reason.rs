@@ -75,6 +75,13 @@ pub enum Basis {
         kind: PoolKind,
         evidence: PoolEvidence,
     },
+    /// One of DDP's `buckets` gradient buckets, in a run that steps its optimizer while
+    /// holding no gradients of its own: with `gradient_as_bucket_view=True` each `.grad` is a
+    /// view of a bucket.
+    BucketGradients { buckets: u32 },
+    /// Made at `event` in the backward and freed at `freed` by a framework's gradient
+    /// reduction (`frame`), which consumes gradients: a parameter's gradient.
+    ReducedGradient { event: u32, freed: u32, frame: String },
     /// Made at `event` in `phase` (inside the profiler scope `scope`, when one is recorded);
     /// whether it outlived that run of the phase (freed at `freed`, if it was).
     Phase {
@@ -304,6 +311,11 @@ impl<'a> Explainer<'a> {
                 made,
             }
         };
+        if categories.bucket_gradients.binary_search(&(i as u32)).is_ok() {
+            return reason(Basis::BucketGradients {
+                buckets: categories.bucket_gradients.len() as u32,
+            });
+        }
         if let Some(copy) = categories.weight_copy(i) {
             return reason(Basis::WeightCopy {
                 event: a.alloc_row,
@@ -352,6 +364,13 @@ impl<'a> Explainer<'a> {
                         })
                     }
                     Why::AccumulateGrad { outlives } => Basis::AccumulateGrad { event, outlives },
+                    Why::Reduced => Basis::ReducedGradient {
+                        event,
+                        freed: a.free_row,
+                        frame: free_stack
+                            .and_then(|s| reduction_frame(snapshot, s))
+                            .unwrap_or_default(),
+                    },
                     Why::Phase { phase, outlives } if role != Role::Unknown => Basis::Phase {
                         event,
                         phase,
@@ -439,6 +458,22 @@ impl<'a> Explainer<'a> {
         };
         reason(basis)
     }
+}
+
+/// The frame of stack `stack` that is a framework's gradient reduction.
+fn reduction_frame(snapshot: &crate::model::Snapshot, stack: StackId) -> Option<String> {
+    snapshot.stack_frames(stack).find_map(|f| {
+        let (file, name) = (snapshot.str(f.filename), snapshot.str(f.name));
+        let site = frameworks::site(frameworks::site_of(file, name, f.line)?);
+        matches!(
+            site.says,
+            Says::Lifetime {
+                kept: Role::Gradients,
+                ..
+            } | Says::Role(Role::Gradients)
+        )
+        .then(|| stack_frame_name(file, f.line, name))
+    })
 }
 
 /// `file.py:12 name`, the file without its folders.

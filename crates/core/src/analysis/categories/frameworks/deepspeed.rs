@@ -1122,6 +1122,30 @@ pub(super) const SITES: &[Site] = &[
         "deepspeedai/DeepSpeed v0.19.5 bf16_optimizer.py:39; v0.9.0:32",
         "v0.9.0–v0.19.5",
     ),
+    Site {
+        lines: &[117, 124, 156, 159, 167, 170],
+        ..site(
+            Framework::DeepSpeed,
+            "deepspeed/runtime/bf16_optimizer.py",
+            "_setup_for_real_optimizer",
+            Says::Role(Role::OptimizerState),
+            "the fp32 master partition, bf16_dp_partitions[partition_id].clone().float() (a transient bf16 clone, then the fp32 copy) (trap T1).",
+            "deepspeedai/DeepSpeed bf16_optimizer.py BF16_Optimizer._setup_for_real_optimizer, the fp32_groups_flat_partition line: v0.9.0 and v0.12.0:117, v0.14.0:124, v0.16.0:156, v0.18.0:159, v0.19.0:167, v0.19.5:170",
+            "v0.9.0–v0.19.5 (other tags: other lines)",
+        )
+    },
+    Site {
+        lines: &[123, 130, 131, 162, 165, 173, 176],
+        ..site(
+            Framework::DeepSpeed,
+            "deepspeed/runtime/bf16_optimizer.py",
+            "_setup_for_real_optimizer",
+            Says::Role(Role::Gradients),
+            "the full, unpartitioned fp32 gradient buffer, torch.zeros_like(bf16_groups_flat[i], dtype=grad_acc_dtype) (trap T1).",
+            "deepspeedai/DeepSpeed bf16_optimizer.py BF16_Optimizer._setup_for_real_optimizer, the fp32_groups_gradients_flat zeros_like line: v0.9.0 and v0.12.0:123, v0.14.0:130/131, v0.16.0:162, v0.18.0:165, v0.19.0:173, v0.19.5:176",
+            "v0.9.0–v0.19.5 (other tags: other lines)",
+        )
+    },
     site(
         Framework::DeepSpeed,
         "deepspeed/runtime/bf16_optimizer.py",

@@ -14,7 +14,7 @@ pub(super) const SITES: &[Site] = &[
         "__init__",
         Says::Role(Role::Parameters),
         "_ParamAndGradBuffer.__init__ allocates param_data, the contiguous buffer every param.data is a view of (with the distributed optimizer)",
-        "NVIDIA/Megatron-LM core_v0.6.0 .. core_v0.19.0 and main megatron/core/distributed/param_and_grad_buffer.py (ParamAndGradBuffer / _ParamAndGradBuffer).__init__: the line of self.param_data = torch.zeros( in each tag (337 in v0.6.0, 1177 in v0.19.0)",
+        "NVIDIA/Megatron-LM core_v0.6.0 .. core_v0.19.0 and main megatron/core/distributed/param_and_grad_buffer.py (ParamAndGradBuffer / _ParamAndGradBuffer).__init__: the line of self.param_data = torch.zeros( in each tag, every core_ tag read with git show: 326 v0.7.0.beta, 336 v0.7.0, 337 v0.6.0, 360 v0.8.0, 499 v0.9.0, 581 v0.10.0, 586 v0.11.0, 622 v0.12.x, 659 v0.13.0rc0-2, 664 v0.13.x, 684/700 v0.14.0rc5/rc6, 698/713 v0.15.0rc0-5, 702 v0.14.0, 716 v0.15.x, 797 v0.16.x, 998 v0.17.0, 1053 v0.17.1, 1116 v0.18.x, 1177 v0.19.0, 1184 main d98e8a64. None is a grad_data line of any tag; 699 (v0.14.0rc7) is left out: it is v0.15's MXFP8 shared_buffer, which holds both and stays with the gradients",
         "core_v0.6–core_v0.19",
     )
     },
@@ -279,6 +279,18 @@ pub(super) const SITES: &[Site] = &[
         "NVIDIA/Megatron-LM core_v0.19.0 megatron/core/tensor_parallel/layers.py:583 (sub_grad_input :646, dummy :705/:715, get_tensor :614)",
         "core_v0.4.0–core_v0.19.0",
     ),
+    Site {
+        lines: &[391, 409, 427, 471, 480, 498, 541, 542, 543, 551, 564, 646, 703],
+        ..site(
+            Framework::MegatronCore,
+            "megatron/core/tensor_parallel/layers.py",
+            "backward",
+            Says::Role(Role::Communication),
+            "sub_grad_input = torch.empty(...): the sequence-parallel reduce-scatter's output, this rank's share of the input's gradient",
+            "NVIDIA/Megatron-LM LinearWithGradAccumulationAndAsyncCommunication.backward in megatron/core/tensor_parallel/layers.py, the line of sub_grad_input = torch.empty( in each tag, read with git show: core_v0.4.0 391, v0.5.0 409, v0.6.0 427, v0.8.0 480, v0.9.0 471, v0.10.0-v0.12.3 498, v0.13.x 542, v0.14.0-v0.15.3 543, v0.16.x 551, v0.17.x 541, v0.18.x 564, v0.19.0 646, main d98e8a64 703 (v0.7.0's 450 left out: it is v0.9.0's dgrad matmul). In no release is another of these lines an allocation in backward but v0.18's 551, prepare_input_tensors_for_wgrad_compute (a copy only of a non-contiguous grad_output)",
+            "core_v0.4.0–core_v0.19.0 (and main)",
+        )
+    },
     site(
         Framework::MegatronCore,
         "megatron/core/tensor_parallel/mappings.py",
@@ -823,18 +835,18 @@ pub(super) const SITES: &[Site] = &[
         Framework::TransformerEngine,
         "transformer_engine/pytorch/cpp_extensions/fused_attn.py",
         "fused_attn_fwd",
-        Says::Lifetime { kept: Role::Activations, freed: Role::Workspace },
-        "It calls tex.fused_attn_fwd. The C++ allocates the output O, the softmax stats / aux tensors and rng_state (all kept and saved for backward) and a cuDNN workspace through allocateSpace (freed at …",
-        "NVIDIA/TransformerEngine v2.18 transformer_engine/pytorch/cpp_extensions/fused_attn.py:117; C++ csrc/extensions/attention.cpp:114 (rng_state :235, workspace :259, aux :280/:286); v1.8 :793 (qkvpacked :80, kvpacked :417)",
+        Says::Nothing,
+        "Calls tex.fused_attn_fwd, whose C++ makes the output O, the softmax statistics and RNG state (saved for the backward) and a cuDNN workspace freed at return: the outputs are activations, or the backward's when a recompute re-runs it, so the phase decides.",
+        "NVIDIA/TransformerEngine v2.18 transformer_engine/pytorch/cpp_extensions/fused_attn.py:117 (tex call :307); C++ csrc/extensions/attention.cpp:114 (rng_state :235, workspace :259, aux :280/:286); v1.8 :793 (qkvpacked :80, kvpacked :417). Was Lifetime { kept: activations, freed: workspace }: under Megatron's full recompute (megatron/core/tensor_parallel/random.py:647 CheckpointFunction.backward, core_v0.19.0) O is made and freed inside the backward and was called a workspace",
         "v1.0–v2.18",
     ),
     site(
         Framework::TransformerEngine,
         "transformer_engine/pytorch/cpp_extensions/fused_attn.py",
         "fused_attn_bwd",
-        Says::Lifetime { kept: Role::BackwardTemporaries, freed: Role::Workspace },
-        "The C++ allocates dQ/dK/dV (or packed dQKV) and dBias, which are returned to autograd and freed within the backward, plus a cuDNN workspace that is freed at return.",
-        "NVIDIA/TransformerEngine v2.18 transformer_engine/pytorch/cpp_extensions/fused_attn.py:388; attention.cpp:323 (dQKV :391/:408, dQ/dK/dV :421-:454, workspace :588)",
+        Says::Nothing,
+        "Calls tex.fused_attn_bwd, whose C++ makes dQ/dK/dV (or packed dQKV) and dBias, returned to autograd and freed within the backward (backward temporaries by phase), and a cuDNN workspace freed at return.",
+        "NVIDIA/TransformerEngine v2.18 transformer_engine/pytorch/cpp_extensions/fused_attn.py:388 (tex call :556, called from attention/dot_product_attention/backends.py:1859 FusedAttnFunc.backward); attention.cpp:323 (dQKV :391/:408, dQ/dK/dV :421-:454, workspace :588). Was Lifetime { kept: backward_temporaries, freed: workspace }: dQKV, freed within the backward like the workspace, was called a workspace",
         "v1.0–v2.18",
     ),
     site(

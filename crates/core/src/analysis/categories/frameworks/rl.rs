@@ -186,6 +186,22 @@ pub(super) const SITES: &[Site] = &[
         "volcengine/verl v0.4.1 vllm_rollout_spmd.py:412; v0.5.0 :491",
         "v0.4.0–v0.5.x",
     ),
+    Site {
+        lines: &[
+            307, 309, 310, 313, 314, 315, 325, 328, 337, 338, 339, 340, 341, 345, 347, 348, 350,
+            353, 362, 363, 364, 366, 367, 370, 372, 373, 375, 378, 387, 388, 389, 392, 405, 409,
+            411, 412, 414, 417, 426, 427, 428, 431,
+        ],
+        ..site(
+            Framework::Verl,
+            "verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py",
+            "generate_sequences",
+            Says::Role(Role::Inputs),
+            "After vLLM's generate returns, builds the training batch on the GPU: responses, rollout log-probs, sequences, positions and the attention mask.",
+            "volcengine/verl vllm_rollout_spmd.py vLLMRollout.generate_sequences, the lines after generate (.to(idx.device), torch.cat, torch.arange, get_response_mask): v0.6.1 :405-:431 (generate :383); v0.6.0 :366-:392 (:344); v0.5.0 :341-:367 (:319); v0.4.1 :307-:340 (:285, _repeat_interleave :313-:315)",
+            "v0.4.1–v0.6.1",
+        )
+    },
     site(
         Framework::Verl,
         "verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py",
