@@ -263,6 +263,25 @@ pub fn role_reason(reason: &RoleReason) -> String {
             bytes(*size),
             witnessed(gradient)
         ),
+        Basis::InStateGroup {
+            size,
+            parameter,
+            group,
+            optimizer,
+        } => {
+            let optimizer = optimizer.as_deref().unwrap_or("its optimizer");
+            let what = if *parameter {
+                "the first of each group: a parameter"
+            } else {
+                "one of the states"
+            };
+            format!(
+                "{BEFORE}; the window has no step of {optimizer}, and its blocks of {} come in groups of {} (a parameter and the {} states {optimizer} keeps of it): {what}",
+                bytes(*size),
+                count(*group as u64),
+                count(*group as u64 - 1)
+            )
+        }
         Basis::ModelState => {
             format!("{BEFORE}; no gradients in this run: the model's weights and buffers")
         }
@@ -300,6 +319,11 @@ pub fn role_reason(reason: &RoleReason) -> String {
             role_label(like.role).to_lowercase(),
             bytes(*size),
             witnessed(like)
+        ),
+        Basis::CublasWorkspaceMade { event: at, size } => format!(
+            "made at {} and never freed, one of a few blocks of {}, the size of the workspace cuBLAS makes on a handle's first matmul and keeps",
+            event(*at),
+            bytes(*size)
         ),
         Basis::CublasWorkspace { size } => format!(
             "{BEFORE}; nothing in this run pairs with it, and {} is the size of the workspace cuBLAS keeps per handle and stream",

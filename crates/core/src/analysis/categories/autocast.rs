@@ -108,7 +108,11 @@ pub(super) fn weight_copies(
         let mut candidates: FxHashMap<(usize, u64), Vec<usize>> = FxHashMap::default();
         // Blocks from before the trace whose own frames are autocast's cast (a ring buffer
         // that wrapped keeps them): the first region's.
-        for (i, a) in allocations.iter().enumerate().take(allocations.first_traced()) {
+        for (i, a) in allocations
+            .iter()
+            .enumerate()
+            .take(allocations.first_traced())
+        {
             let half = rounded(a.size);
             if a.origin() == Origin::LiveBlock
                 && !stated(i)
@@ -119,7 +123,11 @@ pub(super) fn weight_copies(
             }
         }
         let mut run_ends = phases.run_ends();
-        for (i, a) in allocations.iter().enumerate().skip(allocations.first_traced()) {
+        for (i, a) in allocations
+            .iter()
+            .enumerate()
+            .skip(allocations.first_traced())
+        {
             let half = rounded(a.size);
             if is_copy[i] || stated(i) || !halves.contains_key(&half) {
                 continue;

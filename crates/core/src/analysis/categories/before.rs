@@ -71,6 +71,10 @@ pub enum Deduced {
     /// Alive throughout; beyond the parameters of its size (allocation `evidence` is one of
     /// their gradients or states): one of the optimizer's states.
     OptimizerState { evidence: u32 },
+    /// Alive throughout a window with no optimizer step, in which the blocks of its size
+    /// come in groups of `group`, a parameter and the states the run's optimizer keeps of it:
+    /// the group's `parameter`, or one of its states.
+    InStateGroup { parameter: bool, group: u32 },
     /// Alive throughout a run that makes no gradient: the model's weights and buffers.
     ModelState,
     /// Alive throughout a run of training (it makes gradients or steps an optimizer) in
@@ -176,6 +180,10 @@ pub fn states_per_parameter(name: &str) -> Option<u32> {
         None
     }
 }
+
+/// The share of the bytes from before a window without an optimizer step that must come in
+/// groups of a parameter and its states for the groups to be read as such.
+const STATE_GROUPS_COVER: f64 = 0.9;
 
 /// The most states per parameter assumed of an optimizer whose name does not say.
 const STATES_ASSUMED: u32 = 2;
@@ -391,6 +399,57 @@ fn cublas_workspaces(facts: &DeviceFacts, roles: &mut [Role], before: &mut [Dedu
             }
         }
     }
+}
+
+/// cuBLAS's workspaces the trace made: one or two blocks of one of its workspace sizes, made
+/// in the first forward (or backward) of the trace by its first matmul and never freed, which
+/// Python frames alone read as an activation kept. Makes them workspaces; returns them, by
+/// allocation.
+pub(super) fn cublas_workspaces_made(
+    facts: &DeviceFacts,
+    phases: &RowPhases,
+    stated: &dyn Fn(usize) -> bool,
+    roles: &mut [Role],
+) -> Vec<u32> {
+    let allocations = &facts.allocations;
+    // The end of each phase's first run: a handle's first matmul is in it.
+    let mut first_run_end = [None::<usize>; Phase::ALL.len()];
+    let mut run_ends = phases.run_ends();
+    for (row, &phase) in phases.phase.iter().enumerate() {
+        if first_run_end[phase as usize].is_none() {
+            first_run_end[phase as usize] = run_ends.after(row);
+        }
+    }
+    let mut made = Vec::new();
+    for size in CUBLAS_WORKSPACE_SIZES {
+        let found: Vec<u32> = (allocations.first_traced()..allocations.len())
+            .filter(|&i| {
+                let a = allocations.at(i);
+                let row = a.alloc_row as usize;
+                let phase = phases.phase.get(row).copied();
+                let in_first_run = phase.is_some_and(|p| {
+                    matches!(p, Phase::Forward | Phase::Backward)
+                        && first_run_end[p as usize].is_some_and(|end| row < end)
+                });
+                a.size == size
+                    && a.origin() == Origin::Trace
+                    && a.is_alive_at_end()
+                    && matches!(roles[i], Role::Activations | Role::Unknown)
+                    && in_first_run
+                    && !stated(i)
+            })
+            .map(|i| i as u32)
+            .collect();
+        // A forward's handle and a backward's.
+        if !found.is_empty() && found.len() <= 2 {
+            for &i in &found {
+                roles[i as usize] = Role::Workspace;
+            }
+            made.extend(found);
+        }
+    }
+    made.sort_unstable();
+    made
 }
 
 /// Roles a tensor kept to the end has whatever the phase: a library's workspace (cuBLAS keeps
@@ -726,6 +785,25 @@ fn pair_alive_throughout(
         o.states_per_parameter.unwrap_or(STATES_ASSUMED) as usize
     });
     let steps = run.optimizer.as_ref().is_some_and(|o| o.steps);
+    // A window with no step of an optimizer the run names (its zero_grad's scope, say): its
+    // states from before are alive throughout beside their parameters, one block of each
+    // state per parameter at the parameter's size. Where the blocks of nearly every size come
+    // in such groups, each size's first are its parameters and the rest their states.
+    let grouped_by_states = match named {
+        Some(k) if k > 0 && !steps && gradients.is_empty() && states.is_empty() => {
+            let group = 1 + k as usize;
+            let (mut grouped, mut all) = (0u64, 0u64);
+            for (&size, blocks) in &by_size {
+                let bytes = size * blocks.len() as u64;
+                all += bytes;
+                if blocks.len() % group == 0 {
+                    grouped += bytes;
+                }
+            }
+            (all > 0 && grouped as f64 >= STATE_GROUPS_COVER * all as f64).then_some(group)
+        }
+        _ => None,
+    };
     let none = BySize::default();
     let mut evidence = Vec::with_capacity(by_size.len());
     for (size, blocks) in by_size {
@@ -735,7 +813,11 @@ fn pair_alive_throughout(
             Some(k) if k > 0 => kept.most.div_ceil(k),
             _ => 0,
         };
-        let parameters = grads.most.max(from_states) as usize;
+        let from_groups = match grouped_by_states {
+            Some(group) if blocks.len() % group == 0 => blocks.len() / group,
+            _ => 0,
+        };
+        let parameters = (grads.most.max(from_states) as usize).max(from_groups);
         // What one of them is known by: a gradient, else a state, of this size.
         // Those made in the trace first: their making is what a reason can point at.
         let first_traced = allocations.first_traced() as u32;
@@ -756,7 +838,11 @@ fn pair_alive_throughout(
         } else {
             0
         };
-        let states_room = (per_parameter * parameters).saturating_sub(kept.most as usize);
+        let states_room = if from_groups > 0 {
+            blocks.len() - from_groups
+        } else {
+            (per_parameter * parameters).saturating_sub(kept.most as usize)
+        };
         let paired_states = states_room.min(blocks.len() - paired_parameters - gradients_before);
         evidence.push(SizeEvidence {
             size,
@@ -768,6 +854,20 @@ fn pair_alive_throughout(
             paired_states: paired_states as u32,
         });
         for (n, &i) in blocks.iter().enumerate() {
+            if known.is_empty() && from_groups > 0 {
+                // Nothing of this size in the window: the groups alone say.
+                let (role, parameter) = if n < paired_parameters {
+                    (Role::Parameters, true)
+                } else {
+                    (Role::OptimizerState, false)
+                };
+                roles[i] = role;
+                before[i] = Deduced::InStateGroup {
+                    parameter,
+                    group: (blocks.len() / from_groups) as u32,
+                };
+                continue;
+            }
             let evidence = || known[n % witnesses];
             let (role, deduced) = if n < paired_parameters {
                 (

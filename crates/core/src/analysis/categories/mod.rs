@@ -250,6 +250,9 @@ pub struct DeviceCategories {
     pub workload: workload::Workload,
     /// DDP's buckets that hold the gradients (`gradient_as_bucket_view=True`), by allocation.
     pub bucket_gradients: Vec<u32>,
+    /// cuBLAS's workspaces the trace made (the first matmul on a handle and stream makes one
+    /// and keeps it), by allocation.
+    pub cublas_made: Vec<u32>,
 }
 
 impl DeviceCategories {
@@ -282,6 +285,7 @@ impl DeviceCategories {
             || (!self.pooled.given.is_empty() && self.pooled.gave(i))
             || self.weight_copy(i).is_some()
             || self.bucket_gradients.binary_search(&(i as u32)).is_ok()
+            || self.cublas_made.binary_search(&(i as u32)).is_ok()
             || (!self.trained.is_empty()
                 && self
                     .trained
@@ -326,6 +330,12 @@ pub(crate) struct StackSignal {
     pub site: Option<frameworks::SiteId>,
     /// The frameworks any of its frames is a call site of, as bits of [`Framework`]'s order.
     pub frameworks: u32,
+    /// The families of the frameworks any of its frames is a call site of
+    /// ([`Framework::family`]), as bits of [`Framework`]'s order.
+    pub families: u32,
+    /// The first call sites deciding by lifetime on the stack, innermost first: a free under
+    /// one is within that function's call.
+    pub lifetime_sites: [Option<frameworks::SiteId>; 4],
     /// A frame is a framework's gradient reduction (a site whose kept memory is gradients):
     /// what is freed under it in a backward was a gradient it consumed.
     pub reduces_gradients: bool,
@@ -412,6 +422,12 @@ pub(crate) fn stack_signal(
         if let Some(site) = signal.site {
             let site_of = frameworks::site(site);
             out.frameworks |= 1 << site_of.framework as u32;
+            out.families |= 1 << site_of.framework.family() as u32;
+            if matches!(site_of.says, Says::Lifetime { .. }) {
+                if let Some(slot) = out.lifetime_sites.iter_mut().find(|s| s.is_none()) {
+                    *slot = Some(site);
+                }
+            }
             out.reduces_gradients |= matches!(
                 site_of.says,
                 Says::Lifetime {
@@ -587,6 +603,7 @@ fn categorise_device(
     let weight_copies =
         autocast::weight_copies(device, facts, &phases, &mut signals, &stated, &mut roles);
     let bucket_gradients = gradients_in_buckets(facts, &run, &mut signals, &stated, &mut roles);
+    let cublas_made = before::cublas_workspaces_made(facts, &phases, &stated, &mut roles);
     let pooled = pooled::roles_from_pools(
         snapshot,
         device,
@@ -617,6 +634,7 @@ fn categorise_device(
         weight_copies,
         workload,
         bucket_gradients,
+        cublas_made,
     }
 }
 
@@ -809,6 +827,22 @@ pub(crate) fn trace_role(
     let free_row = made.free_row;
     let mut outlives = free_row == NO_ROW || free_row as usize >= run_end;
     if let Some((kept, freed)) = signal.lifetime {
+        // A site that decides by lifetime means its own call: freed while the function is
+        // still running (its frame is on the free's stack), else kept past it. A free with no
+        // frame at all is read against the phase.
+        if free_row != NO_ROW {
+            if let (Some(site), Some(free)) = (signal.site, (made.freed_by)()) {
+                if !free.empty {
+                    // Freed inside the function's own call, or by the framework's own code in
+                    // the same run of the phase (what one of its calls holds until the next,
+                    // as FSDP's reduce-scatter input): within. By other code, or later: kept.
+                    let family = frameworks::site(site).framework.family();
+                    let within = free.lifetime_sites.contains(&Some(site))
+                        || (!outlives && free.families & (1 << family as u32) != 0);
+                    return (if within { freed } else { kept }, Why::Frame);
+                }
+            }
+        }
         return (if outlives { kept } else { freed }, Why::Frame);
     }
     if !outlives && phase == Phase::Forward && signal.phase == Some(Phase::Forward) {

@@ -182,6 +182,12 @@ pub fn row_phases(
                         Phase::ZeroGrad
                     }
                     (_, Some(p)) => p,
+                    // Building the model lasts until other code runs: what it frees and what
+                    // its frameless rows make are its own.
+                    (Some(Phase::Setup), None) => {
+                        current = Phase::Setup;
+                        Phase::Setup
+                    }
                     (Some(p), None) => {
                         current = Phase::Other;
                         p
@@ -206,7 +212,9 @@ pub fn row_phases(
             }
             // A free outside any phase's run takes the phase its own frames name (what an
             // optimizer's step frees after the profiler's scope of the step has ended).
-            Action::FreeRequested | Action::FreeCompleted if scope.is_none() && current == Phase::Other => {
+            Action::FreeRequested | Action::FreeCompleted
+                if scope.is_none() && current == Phase::Other =>
+            {
                 match stack_phase(trace.stack[r]).phase {
                     Some(p @ (Phase::OptimizerStep | Phase::Backward | Phase::Forward)) => p,
                     Some(p) if p.is_serving() => p,

@@ -81,7 +81,11 @@ pub enum Basis {
     BucketGradients { buckets: u32 },
     /// Made at `event` in the backward and freed at `freed` by a framework's gradient
     /// reduction (`frame`), which consumes gradients: a parameter's gradient.
-    ReducedGradient { event: u32, freed: u32, frame: String },
+    ReducedGradient {
+        event: u32,
+        freed: u32,
+        frame: String,
+    },
     /// Made at `event` in `phase` (inside the profiler scope `scope`, when one is recorded);
     /// whether it outlived that run of the phase (freed at `freed`, if it was).
     Phase {
@@ -135,6 +139,15 @@ pub enum Basis {
     },
     /// Alive throughout a run that makes no gradient.
     ModelState,
+    /// Alive throughout a window with no step of the run's `optimizer`, whose blocks of this
+    /// `size` come in groups of `group` (a parameter and its states): the group's parameter,
+    /// or one of its states.
+    InStateGroup {
+        size: u64,
+        parameter: bool,
+        group: u32,
+        optimizer: Option<String>,
+    },
     /// Alive throughout a run of training in which nothing of its `size` pairs with it.
     Unpaired { size: u64 },
     /// Freed at `event` where the trace frees its own allocation `like`.
@@ -146,6 +159,9 @@ pub enum Basis {
     KeptLike { size: u64, like: Witness },
     /// Alive throughout, nothing paired with it, of the `size` of cuBLAS's default workspace.
     CublasWorkspace { size: u64 },
+    /// Made at `event`, never freed, of the `size` of cuBLAS's default workspace, one of a
+    /// few: the workspace a handle's first matmul makes and keeps.
+    CublasWorkspaceMade { event: u32, size: u64 },
     /// Freed at `event`; the trace's allocation `like`, of its size and alive at the end, is
     /// its successor.
     SucceededBy { event: u32, like: Witness },
@@ -311,7 +327,17 @@ impl<'a> Explainer<'a> {
                 made,
             }
         };
-        if categories.bucket_gradients.binary_search(&(i as u32)).is_ok() {
+        if categories.cublas_made.binary_search(&(i as u32)).is_ok() {
+            return reason(Basis::CublasWorkspaceMade {
+                event: a.alloc_row,
+                size: a.size,
+            });
+        }
+        if categories
+            .bucket_gradients
+            .binary_search(&(i as u32))
+            .is_ok()
+        {
             return reason(Basis::BucketGradients {
                 buckets: categories.bucket_gradients.len() as u32,
             });
@@ -417,6 +443,12 @@ impl<'a> Explainer<'a> {
                         }
                     }
                     Deduced::ModelState => Basis::ModelState,
+                    Deduced::InStateGroup { parameter, group } => Basis::InStateGroup {
+                        size: a.size,
+                        parameter,
+                        group,
+                        optimizer: categories.run.optimizer.clone().and_then(|o| o.name),
+                    },
                     Deduced::Unpaired => Basis::Unpaired { size: a.size },
                     Deduced::FreedLike { like } => Basis::FreedLike {
                         event,

@@ -252,13 +252,15 @@ fn phase_of(file: &str, func: &str, name: &str) -> Option<Phase> {
     {
         return Some(Phase::Forward);
     }
+    // A Python constructor builds an object: a module's weights and buffers, mostly (one
+    // built inside a forward is that forward's, as the frames around it say).
     let setup = (module_py
         && matches!(
             func,
             "_apply" | "to" | "cuda" | "load_state_dict" | "_load_from_state_dict"
         ))
         || file.ends_with("torch/nn/init.py")
-        || (file.contains("torch/nn/") && func == "__init__")
+        || (python && func == "__init__")
         || func == "reset_parameters"
         || func.contains("from_pretrained");
     setup.then_some(Phase::Setup)

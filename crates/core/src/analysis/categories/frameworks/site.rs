@@ -65,6 +65,16 @@ impl Framework {
         Framework::OpenRlhf,
     ];
 
+    /// The family it belongs to, as one of [`Framework::ALL`]: vLLM's engines and their
+    /// shared code are one, Megatron with Transformer Engine another; the rest are their own.
+    pub fn family(self) -> Framework {
+        match self {
+            Framework::VllmV0 | Framework::VllmV1 => Framework::Vllm,
+            Framework::TransformerEngine => Framework::MegatronCore,
+            f => f,
+        }
+    }
+
     /// What it is called.
     pub fn name(self) -> &'static str {
         match self {
