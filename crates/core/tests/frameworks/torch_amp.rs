@@ -1807,7 +1807,6 @@ fn a_bf16_evaluation_reads_its_first_region_weight_copies_as_parameters() {
 }
 
 #[test]
-#[ignore = "memsight counts autocast copies per run of the forward phase, and a forward-only loop is one run: only the first autocast region's copies are parameters, later regions' copies (freed by __exit__) are read as activations"]
 fn a_bf16_evaluation_at_growing_lengths_grows_activations_and_keeps_weight_copies_as_parameters() {
     let lengths = [256, 512, 1024, 2048];
     for cpp in [false, true] {
@@ -1824,10 +1823,11 @@ fn a_bf16_evaluation_at_growing_lengths_grows_activations_and_keeps_weight_copie
                 "{}",
                 score.explain()
             );
-            // ... and the activations (the logits) grow with it.
-            assert_eq!(
-                score.got(Role::Activations),
-                4 * t * 32768 * 2,
+            // ... and the activations (the logits, and the next batch, which memsight reads
+            // as the forward's: `the_batches_of_a_forward_only_loop_are_inputs`) grow with it.
+            let logits = 4 * t * 32768 * 2;
+            assert!(
+                (logits..logits + 4 * t * 8 * 2).contains(&score.got(Role::Activations)),
                 "{}",
                 score.explain()
             );
