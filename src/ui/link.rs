@@ -275,8 +275,10 @@ impl ViewLink {
             put("view", view.key().into());
         }
         let t = &self.timeline;
-        if t.kind == TimelineKind::Segments {
-            put("tab", "segments".into());
+        match t.kind {
+            TimelineKind::Segments => put("tab", "segments".into()),
+            TimelineKind::Pool(k) => put("tab", format!("pool-{k}")),
+            TimelineKind::Allocations => {}
         }
         if t.axis == AxisMode::Time {
             put("axis", "time".into());
@@ -387,6 +389,11 @@ impl ViewLink {
                 "device" => link.device = value.parse().ok(),
                 "view" => link.view = Section::parse(value),
                 "tab" if value == "segments" => link.timeline.kind = TimelineKind::Segments,
+                "tab" if value.starts_with("pool-") => {
+                    if let Ok(k) = value["pool-".len()..].parse() {
+                        link.timeline.kind = TimelineKind::Pool(k);
+                    }
+                }
                 "axis" if value == "time" => link.timeline.axis = AxisMode::Time,
                 "x" => link.timeline.x = parse_range(value),
                 "y" => link.timeline.y = parse_range(value).filter(|&(a, _)| a >= 0.0),

@@ -430,6 +430,163 @@ def _pool():
     return dump(snap)
 
 
+@fixture("vllm_sleep_mode.pickle", "ok",
+         "A vLLM v1 worker (0.11.0, the classic model runner) serving with sleep mode on: its step buffers "
+         "and block table made first, the weights in the cuMem memory pool (0, 1) tagged \"weights\", a profile "
+         "run's forward freed, the KV cache (two layers) in the \"kv_cache\" pool (0, 2), CUDA graphs captured "
+         "on a side stream into the global graph pool (0, 3) (warm-ups in the default pool), then two decode "
+         "steps. Stacks from vLLM 0.11.0's released sources.")
+def _vllm_sleep():
+    fr = Frames()
+    site = "/usr/local/lib/python3.12/site-packages/"
+
+    def py(path, line, name):
+        return fr.f(site + path, line, name)
+
+    cpp = [
+        fr.f("??", 0, "torch::unwind::unwind()"),
+        fr.f("??", 0, "torch::CapturedTraceback::gather(bool, bool, bool)"),
+        fr.f("CUDACachingAllocator.cpp", 0, "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(signed char, unsigned long, CUstream_st*)"),
+    ]
+    worker = [py("vllm/v1/executor/multiproc_executor.py", 571, "worker_main"),
+              py("multiprocessing/process.py", 108, "run"),
+              py("multiprocessing/process.py", 314, "_bootstrap")]
+    busy = [py("vllm/v1/executor/multiproc_executor.py", 666, "worker_busy_loop"),
+            py("vllm/v1/executor/multiproc_executor.py", 588, "worker_main"),
+            py("multiprocessing/process.py", 108, "run")]
+
+    def stack(*frames):
+        return cpp + list(frames)
+
+    init_device = [py("vllm/v1/worker/gpu_worker.py", 201, "init_device"),
+                   py("vllm/worker/worker_base.py", 259, "init_device"),
+                   py("vllm/v1/executor/multiproc_executor.py", 430, "__init__")] + worker
+    step_buffer = stack(py("vllm/v1/utils.py", 120, "__init__"),
+                        py("vllm/v1/worker/gpu_model_runner.py", 448, "_make_buffer"),
+                        py("vllm/v1/worker/gpu_model_runner.py", 345, "__init__"), *init_device)
+    block_table = stack(py("vllm/v1/utils.py", 120, "__init__"),
+                        py("vllm/v1/worker/block_table.py", 139, "_make_buffer"),
+                        py("vllm/v1/worker/block_table.py", 34, "__init__"),
+                        py("vllm/v1/worker/block_table.py", 166, "__init__"),
+                        py("vllm/v1/worker/gpu_input_batch.py", 139, "__init__"),
+                        py("vllm/v1/worker/gpu_model_runner.py", 310, "__init__"), *init_device)
+    load = [py("vllm/model_executor/models/llama.py", 583, "_init_model"),
+            py("vllm/model_executor/models/llama.py", 537, "__init__"),
+            py("vllm/model_executor/model_loader/utils.py", 63, "initialize_model"),
+            py("vllm/model_executor/model_loader/base_loader.py", 45, "load_model"),
+            py("vllm/v1/worker/gpu_model_runner.py", 2635, "load_model"),
+            py("vllm/v1/worker/gpu_worker.py", 213, "load_model"),
+            py("vllm/v1/executor/multiproc_executor.py", 437, "__init__")] + worker
+
+    def weight(module_line, layer_line):
+        return stack(py("torch/utils/_device.py", 104, "__torch_function__"),
+                     py("vllm/model_executor/layers/linear.py", 202, "create_weights"),
+                     py("vllm/model_executor/layers/linear.py", 476, "__init__"),
+                     py("vllm/model_executor/layers/linear.py", module_line, "__init__"),
+                     py("vllm/model_executor/models/llama.py", layer_line, "__init__"),
+                     py("vllm/model_executor/models/llama.py", 280, "__init__"),
+                     py("vllm/model_executor/models/llama.py", 364, "<lambda>"),
+                     py("vllm/model_executor/models/utils.py", 630, "make_layers"),
+                     py("vllm/model_executor/models/llama.py", 362, "__init__"),
+                     py("vllm/compilation/decorators.py", 201, "__init__"), *load)
+    embedding = stack(py("torch/utils/_device.py", 104, "__torch_function__"),
+                      py("vllm/model_executor/layers/vocab_parallel_embedding.py", 46, "create_weights"),
+                      py("vllm/model_executor/layers/vocab_parallel_embedding.py", 266, "__init__"),
+                      py("vllm/model_executor/models/llama.py", 350, "__init__"),
+                      py("vllm/compilation/decorators.py", 201, "__init__"), *load)
+    model = [py("vllm/model_executor/layers/linear.py", 233, "apply"),
+             py("vllm/model_executor/layers/linear.py", 565, "forward"),
+             py("torch/nn/modules/module.py", 1784, "_call_impl"),
+             py("torch/nn/modules/module.py", 1773, "_wrapped_call_impl"),
+             py("vllm/model_executor/models/llama.py", 597, "forward"),
+             py("torch/nn/modules/module.py", 1784, "_call_impl"),
+             py("torch/nn/modules/module.py", 1773, "_wrapped_call_impl")]
+    profile = stack(*model, py("vllm/v1/worker/gpu_model_runner.py", 3152, "_dummy_run"),
+                    py("vllm/v1/worker/gpu_model_runner.py", 3392, "profile_run"),
+                    py("vllm/v1/worker/gpu_worker.py", 263, "determine_available_memory"), *busy)
+    kv = stack(py("vllm/v1/worker/gpu_model_runner.py", 3772, "_allocate_kv_cache_tensors"),
+               py("vllm/v1/worker/gpu_model_runner.py", 3926, "initialize_kv_cache_tensors"),
+               py("vllm/v1/worker/gpu_model_runner.py", 3987, "initialize_kv_cache"),
+               py("vllm/v1/worker/gpu_worker.py", 318, "initialize_from_config"),
+               py("vllm/worker/worker_base.py", 254, "initialize_from_config"), *busy)
+
+    def capture(line):
+        return stack(*model, py("vllm/v1/worker/gpu_model_runner.py", 3152, "_dummy_run"),
+                     py("vllm/v1/worker/gpu_model_runner.py", line, "_capture_cudagraphs"),
+                     py("vllm/v1/worker/gpu_model_runner.py", 3446, "capture_model"),
+                     py("vllm/v1/worker/gpu_worker.py", 344, "compile_or_warm_up_model"), *busy)
+    step = stack(*model, py("vllm/v1/worker/gpu_model_runner.py", 2370, "execute_model"),
+                 py("vllm/v1/worker/gpu_worker.py", 447, "execute_model"), *busy)
+
+    t = T0
+    trace, segs = [], []
+    addr = [0x7F0000000000]
+
+    def new_addr(size):
+        a = addr[0]
+        addr[0] += (size + 2 * MIB - 1) // (2 * MIB) * (2 * MIB)
+        return a
+
+    kept = []  # (addr, size, frames, pool, stream)
+
+    def alloc(size, frames, pool=(0, 0), stream=0, keep=True):
+        nonlocal t
+        a = new_addr(size)
+        t += 10
+        trace.append(entry("segment_alloc", a, (size + 2 * MIB - 1) // (2 * MIB) * (2 * MIB), t, frames, stream=stream))
+        trace.append(entry("alloc", a, size, t, frames, stream=stream))
+        if keep:
+            kept.append((a, size, frames, pool, stream))
+        return a
+
+    def free(a, size, frames, stream=0):
+        nonlocal t
+        t += 10
+        trace.append(entry("free_requested", a, size, t, frames, stream=stream))
+        trace.append(entry("free_completed", a, size, t, frames, stream=stream))
+
+    # init_device: persistent step buffers and the block table.
+    alloc(8192 * 4, step_buffer)
+    alloc(8192 * 8, step_buffer)
+    alloc(256 * 2048 * 4, block_table)
+    # load_weights: the embedding and two layers, in the "weights" pool.
+    W = (0, 1)
+    alloc(128256 * 4096 * 2, embedding, W)
+    for _ in range(2):
+        alloc(6144 * 4096 * 2, weight(918, 152), W)
+        alloc(4096 * 4096 * 2, weight(1348, 162), W)
+        alloc(2 * 14336 * 4096 * 2, weight(640, 84), W)
+        alloc(14336 * 4096 * 2, weight(1348, 94), W)
+    # profile_run: a forward of max_num_batched_tokens, freed.
+    for _ in range(2):
+        a = alloc(8192 * 14336 * 2, profile, keep=False)
+        free(a, 8192 * 14336 * 2, profile)
+    # kv_cache_allocation: one tensor per layer, in the "kv_cache" pool.
+    K = (0, 2)
+    for _ in range(2):
+        alloc(2 * 3000 * 16 * 8 * 128 * 2, kv, K)
+    # graph_capture: a warm-up in the default pool on the capture's stream, then the
+    # captured run into the global graph pool (0, 3) on torch's capture stream.
+    G = (0, 3)
+    for _ in range(2):
+        a = alloc(64 * 14336 * 2, capture(3523), stream=SIDE, keep=False)
+        free(a, 64 * 14336 * 2, capture(3523), stream=SIDE)
+        alloc(64 * 14336 * 2, capture(3530), G, stream=SIDE + 16)
+    # Two decode steps.
+    for _ in range(2):
+        a = alloc(32 * 14336 * 2, step, keep=False)
+        free(a, 32 * 14336 * 2, step)
+    for a, size, frames, pool, stream in kept:
+        seg = (size + 2 * MIB - 1) // (2 * MIB) * (2 * MIB)
+        blocks = [block(a, size, size, "active_allocated", frames)]
+        if seg > size:
+            blocks.append(block(a + size, seg - size, 0, "inactive"))
+        segs.append(segment(0, a, blocks, stream=stream, pool=pool, frames=frames))
+    return dump({"segments": segs, "device_traces": [trace], "allocator_settings": allocator_settings(),
+                 "external_annotations": []})
+
+
+
 @fixture("pending_free.pickle", "ok",
          "A stream-ordered free still waiting: a side-stream (stream 94283713496448) block whose "
          "`free_requested` is in the trace but not its `free_completed`; its state is `active_pending_free` "

@@ -63,6 +63,8 @@ pub enum ViewError {
     NotLoaded,
     /// The snapshot has no device with this index.
     NoSuchDevice { device: u32 },
+    /// The device has no private pool at this position.
+    NoSuchPool { device: u32, pool: u16 },
     /// The request needs another one answered first (a timeline laid out before its frames).
     NotPrepared { needs: Prerequisite },
     /// The request could not be read, or was answered with another feature's answer.

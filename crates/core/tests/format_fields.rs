@@ -345,7 +345,7 @@ fn an_allocations_detail_says_what_its_table_row_says() {
                     &a.snapshot,
                     device,
                     facts,
-                    None,
+                    Default::default(),
                     TimelineKind::Allocations,
                     index,
                     true,

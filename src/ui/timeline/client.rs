@@ -916,6 +916,7 @@ mod tests {
             peak_time_us: None,
             scopes: vec![],
             ooms: vec![],
+            pools: vec![],
             layout_ms: 0.0,
         }
     }

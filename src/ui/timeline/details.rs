@@ -34,6 +34,7 @@ pub fn PinnedDetails(tl: Timeline) -> impl IntoView {
             let noun = match tl.kind.get() {
                 crate::timeline::TimelineKind::Allocations => "an allocation",
                 crate::timeline::TimelineKind::Segments => "a segment",
+                crate::timeline::TimelineKind::Pool(_) => "a block of the pool",
             };
             return view! {
                 <p class="pinned-hint hint" id="pinned-hint">

@@ -18,7 +18,7 @@ use crate::ui::requests::Latest;
 #[component]
 pub fn Legend(tl: Timeline) -> impl IntoView {
     let dimension = move || {
-        (tl.kind.get() == TimelineKind::Allocations)
+        (tl.kind.get() != TimelineKind::Segments)
             .then(|| tl.colour_by.get().dimension())
             .flatten()
     };

@@ -180,7 +180,16 @@ pub fn TimelinePanel(
             class="panel timeline"
             id="timeline"
             data-device=device.to_string()
-            data-kind=move || match tl.kind.get() { TimelineKind::Allocations => "allocations", TimelineKind::Segments => "segments" }
+            data-kind=move || match tl.kind.get() { TimelineKind::Allocations => "allocations", TimelineKind::Segments => "segments", TimelineKind::Pool(_) => "pool" }
+            data-pool=move || match tl.kind.get() {
+                TimelineKind::Pool(k) => info.with(|i| {
+                    i.as_ref()
+                        .and_then(|i| i.pools.iter().find(|p| p.pool == k))
+                        .map(|p| format!("{},{}", p.id.0, p.id.1))
+                        .unwrap_or_default()
+                }),
+                _ => String::new(),
+            }
             data-mode=move || match tl.mode.get() { AxisMode::Events => "events", AxisMode::Time => "time" }
             data-ready=move || info.with(|i| i.is_some()).to_string()
             data-view-start=move || range.get().x0.to_string()

@@ -11,6 +11,8 @@ use web_sys::{HtmlInputElement, KeyboardEvent};
 use super::detail::{detail_at, position_of, STEPS, STOPS};
 use super::Timeline;
 use crate::analysis::axis::AxisMode;
+use crate::analysis::categories::labels::role_label;
+use crate::analysis::categories::pooled::PoolKind;
 use crate::format;
 use crate::timeline::colouring::ColourBy;
 use crate::timeline::TimelineKind;
@@ -34,6 +36,42 @@ pub fn TimelineToolbar(tl: Timeline) -> impl IntoView {
     let noun = move || match tl.kind.get() {
         TimelineKind::Allocations => "allocations",
         TimelineKind::Segments => "segments",
+        TimelineKind::Pool(_) => "blocks",
+    };
+    // A tab per private pool: its blocks inside its reserved envelope.
+    let pools = move || {
+        tl.info
+            .with(|i| i.as_ref().map(|i| i.pools.clone()).unwrap_or_default())
+    };
+    let pool_tabs = move || {
+        pools()
+            .into_iter()
+            .map(|mark| {
+                let kind = TimelineKind::Pool(mark.pool);
+                let (owner, id) = mark.id;
+                let what = match mark.kind {
+                    PoolKind::Graph => "CUDA graph".to_string(),
+                    _ => mark.top_role.map_or("pool".to_string(), |r| role_label(r).to_string()),
+                };
+                view! {
+                    <button
+                        type="button"
+                        class="segmented"
+                        id=format!("timeline-tab-pool-{}", mark.pool)
+                        data-pool=format!("{owner},{id}")
+                        title=format!("Private pool ({owner}, {id}): {} reserved at the end", format::bytes(mark.reserved_at_end))
+                        aria-pressed=move || (tl.kind.get() == kind).to_string()
+                        on:click=move |_| {
+                            if tl.kind.get_untracked() != kind {
+                                tl.kind.set(kind);
+                            }
+                        }
+                    >
+                        {format!("Pool ({owner}, {id}) · {what}")}
+                    </button>
+                }
+            })
+            .collect_view()
     };
     // The detail the slider points at while it is dragged.
     let preview = RwSignal::new(None::<u32>);
@@ -101,6 +139,7 @@ pub fn TimelineToolbar(tl: Timeline) -> impl IntoView {
             <div class="segmented-group" role="group" aria-label="Timeline">
                 {segmented_button(tl.kind, TimelineKind::Allocations, "Allocations", "timeline-tab-allocations", enabled)}
                 {segmented_button(tl.kind, TimelineKind::Segments, "Segments", "timeline-tab-segments", enabled)}
+                {pool_tabs}
             </div>
             <div class="segmented-group" role="group" aria-label="X axis">
                 {segmented_button(tl.mode, AxisMode::Events, "Events", "timeline-axis-events", enabled)}
@@ -110,13 +149,13 @@ pub fn TimelineToolbar(tl: Timeline) -> impl IntoView {
                 class="segmented-group"
                 role="group"
                 aria-label="Colour by"
-                class:hidden=move || tl.kind.get() != TimelineKind::Allocations
+                class:hidden=move || tl.kind.get() == TimelineKind::Segments
             >
                 {segmented_button(tl.colour_by, ColourBy::Role, "Role", "timeline-colour-role", enabled)}
                 {segmented_button(tl.colour_by, ColourBy::Component, "Component", "timeline-colour-component", enabled)}
                 {segmented_button(tl.colour_by, ColourBy::Allocation, "Allocation", "timeline-colour-allocation", enabled)}
             </div>
-            <label class="check" class:hidden=move || tl.kind.get() != TimelineKind::Allocations>
+            <label class="check" class:hidden=move || tl.kind.get() == TimelineKind::Segments>
                 <input
                     type="checkbox"
                     id="timeline-reserved-line"

@@ -59,6 +59,7 @@ pub fn title(detail: &ElementDetail) -> String {
     let noun = match detail.kind {
         TimelineKind::Allocations => "Allocation",
         TimelineKind::Segments => "Segment",
+        TimelineKind::Pool(_) => "Block",
     };
     format!("{noun} {:#x}", detail.addr)
 }
@@ -154,6 +155,8 @@ pub fn Tooltip(tl: Timeline) -> impl IntoView {
                         data-index=e.index.to_string()
                         data-size=size.to_string()
                         data-addr=e.addr.to_string()
+                        data-total=hit.total.to_string()
+                        data-line=hit.line.map(|l| l.to_string()).unwrap_or_default()
                         data-hit-ms=hit.hit_ms.to_string()
                     >
                         <p class="tooltip-title">{title(&e)} " · " <strong>{format::bytes(size)}</strong></p>

@@ -560,7 +560,7 @@ impl Timeline {
             show_matches: self
                 .search
                 .with_untracked(|s| s.as_ref().is_some_and(|s| s.count > 0)),
-            show_line: self.show_line.get_untracked() && kind == TimelineKind::Allocations,
+            show_line: self.show_line.get_untracked() && kind != TimelineKind::Segments,
             colour_by: self.colour_by.get_untracked(),
             highlight: self
                 .categories

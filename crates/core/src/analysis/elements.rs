@@ -5,11 +5,13 @@
 //! those alive at the end at the very bottom, then those freed during the trace with the
 //! earliest free on top, so that freeing them slides nothing (as memory_viz orders them).
 //! Allocations are not copied: [`AllocationElements`] maps stack positions onto the replay's
-//! [`Allocation`] records. Segments are few, so [`SegmentElements`] owns its records.
+//! [`Allocation`] records. Segments are few, so [`SegmentElements`] owns its records; so does
+//! [`PoolElements`], a private pool's allocations with the pool's curves.
 
 use super::moment::state_after;
 use rustc_hash::FxHashMap;
 
+use super::pools::DevicePools;
 use crate::analysis::{Allocation, Allocations, DeviceFacts, Origin, NO_ROW};
 use crate::model::{Action, Device, StackId, NO_STACK};
 
@@ -81,6 +83,114 @@ impl Elements for AllocationElements<'_> {
     }
     fn end(&self, i: u32) -> u32 {
         state_after(self.allocation(i).free_row)
+    }
+}
+
+/// The allocations of one private pool in stack order, with the pool's allocated and
+/// reserved bytes over the trace as step curves (`(row, bytes after it)`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PoolElements {
+    /// Index into `DeviceFacts::allocations` of each element.
+    pub members: Vec<u32>,
+    sizes: Vec<u64>,
+    starts: Vec<u32>,
+    ends: Vec<u32>,
+    /// Allocated bytes of the pool before the first row, and at each change.
+    pub allocated_baseline: u64,
+    pub allocated: Vec<(u32, u64)>,
+    /// Its reserved bytes (its segments), likewise.
+    pub reserved_baseline: u64,
+    pub reserved: Vec<(u32, u64)>,
+}
+
+impl PoolElements {
+    /// Pool `pool` of `pools`, whose allocations are `facts`'s.
+    pub fn build(facts: &DeviceFacts, pools: &DevicePools, pool: u16) -> Option<Self> {
+        let private = pools.pools.get(pool as usize)?;
+        let stack = AllocationElements::new(facts);
+        let mut members: Vec<u32> = pools
+            .members
+            .iter()
+            .filter(|&&(_, p)| p == pool)
+            .map(|&(i, _)| i)
+            .collect();
+        members.sort_by_key(|&i| stack.position(i as usize));
+        let (mut sizes, mut starts, mut ends) = (Vec::new(), Vec::new(), Vec::new());
+        let mut changes: Vec<(u32, i64)> = Vec::new();
+        for &i in &members {
+            let a = facts.allocations.at(i as usize);
+            let (start, end) = a.alive_states();
+            sizes.push(a.size);
+            starts.push(start);
+            ends.push(end);
+            changes.push((start, a.size as i64));
+            if end != ALIVE {
+                changes.push((end, -(a.size as i64)));
+            }
+        }
+        changes.sort_unstable_by_key(|&(state, delta)| (state, delta > 0));
+        let (allocated_baseline, allocated) = steps(changes.into_iter());
+        let (reserved_baseline, reserved) = steps(
+            private
+                .reserved
+                .windows(2)
+                .map(|w| (w[1].0, w[1].1 as i64 - w[0].1 as i64))
+                .chain(private.reserved.first().map(|&(s, b)| (s, b as i64))),
+        );
+        Some(PoolElements {
+            members,
+            sizes,
+            starts,
+            ends,
+            allocated_baseline,
+            allocated,
+            reserved_baseline,
+            reserved,
+        })
+    }
+
+    /// The element of allocation `index`, if it is in the pool.
+    pub fn element_of(&self, index: usize) -> Option<u32> {
+        self.members
+            .iter()
+            .position(|&m| m as usize == index)
+            .map(|k| k as u32)
+    }
+}
+
+/// State changes `(state, delta)` as a step curve: the value at state 0 and `(row, value
+/// after it)` at each later state (state `s` is after row `s - 1`).
+fn steps(changes: impl Iterator<Item = (u32, i64)>) -> (u64, Vec<(u32, u64)>) {
+    let mut changes: Vec<(u32, i64)> = changes.collect();
+    changes.sort_by_key(|&(state, delta)| (state, delta > 0));
+    let (mut value, mut baseline) = (0i64, 0u64);
+    let mut out: Vec<(u32, u64)> = Vec::new();
+    for (state, delta) in changes {
+        value += delta;
+        let v = value.max(0) as u64;
+        match state.checked_sub(1) {
+            None => baseline = v,
+            Some(row) => match out.last_mut() {
+                Some(last) if last.0 == row => last.1 = v,
+                _ => out.push((row, v)),
+            },
+        }
+    }
+    (baseline, out)
+}
+
+impl Elements for PoolElements {
+    fn count(&self) -> u32 {
+        self.members.len() as u32
+    }
+    fn size(&self, i: u32) -> u64 {
+        self.sizes[i as usize]
+    }
+    fn start(&self, i: u32) -> u32 {
+        self.starts[i as usize]
+    }
+    fn end(&self, i: u32) -> u32 {
+        self.ends[i as usize]
     }
 }
 
@@ -250,6 +360,7 @@ impl Elements for SegmentElements {
 pub enum AnyElements<'a> {
     Allocations(AllocationElements<'a>),
     Segments(&'a SegmentElements),
+    Pool(&'a PoolElements),
 }
 
 impl Elements for AnyElements<'_> {
@@ -257,24 +368,28 @@ impl Elements for AnyElements<'_> {
         match self {
             AnyElements::Allocations(e) => e.count(),
             AnyElements::Segments(e) => e.count(),
+            AnyElements::Pool(e) => e.count(),
         }
     }
     fn size(&self, i: u32) -> u64 {
         match self {
             AnyElements::Allocations(e) => e.size(i),
             AnyElements::Segments(e) => e.size(i),
+            AnyElements::Pool(e) => e.size(i),
         }
     }
     fn start(&self, i: u32) -> u32 {
         match self {
             AnyElements::Allocations(e) => e.start(i),
             AnyElements::Segments(e) => e.start(i),
+            AnyElements::Pool(e) => e.start(i),
         }
     }
     fn end(&self, i: u32) -> u32 {
         match self {
             AnyElements::Allocations(e) => e.end(i),
             AnyElements::Segments(e) => e.end(i),
+            AnyElements::Pool(e) => e.end(i),
         }
     }
 }

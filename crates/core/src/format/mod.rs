@@ -21,6 +21,7 @@ pub mod problems;
 pub mod report;
 pub mod source;
 pub mod table;
+pub mod workload;
 
 const BYTE_UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
 

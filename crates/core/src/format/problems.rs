@@ -14,6 +14,9 @@ pub fn view_error(error: &ViewError) -> String {
         ViewError::NoSuchDevice { device } => {
             format!("This snapshot has no device {device}.")
         }
+        ViewError::NoSuchPool { device, pool } => {
+            format!("Device {device} has no private pool number {pool}.")
+        }
         ViewError::NotPrepared {
             needs: Prerequisite::TimelineLayout,
         } => "The timeline was not laid out before this view of it was asked for.".into(),

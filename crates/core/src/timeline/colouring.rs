@@ -72,3 +72,24 @@ impl Colouring for ByCategory<'_> {
         false
     }
 }
+
+/// A private pool's allocations in their category's colour (a pool's timeline draws every
+/// one of its few blocks, so there is no band to split).
+pub struct PoolByCategory<'a> {
+    /// The allocation of each element.
+    pub members: &'a [u32],
+    pub categories: &'a DeviceCategories,
+    pub dimension: Dimension,
+    pub colours: &'a [[u8; 4]],
+}
+
+impl Colouring for PoolByCategory<'_> {
+    fn colour(&self, element: u32) -> [u8; 4] {
+        let allocation = self.members[element as usize] as usize;
+        self.colours[self.categories.category(self.dimension, allocation)]
+    }
+
+    fn blends(&self) -> bool {
+        false
+    }
+}

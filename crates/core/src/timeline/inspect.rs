@@ -11,7 +11,7 @@ use super::TimelineKind;
 use crate::analysis::allocator::block_size;
 use crate::analysis::categories::RoleReason;
 use crate::analysis::elements::ALIVE;
-use crate::analysis::elements::{AllocationElements, Elements, SegmentElements};
+use crate::analysis::elements::{AllocationElements, Elements, PoolElements, SegmentElements};
 use crate::analysis::live::{live_at, LiveSet};
 use crate::analysis::query::Query;
 use crate::analysis::stacks::{
@@ -19,6 +19,14 @@ use crate::analysis::stacks::{
 };
 use crate::analysis::{DeviceFacts, Origin, NO_ROW};
 use crate::model::{Action, Device, Snapshot, StackId};
+
+/// The elements of a timeline that owns them (segments, a pool's allocations), for the
+/// kinds that need them.
+#[derive(Clone, Copy, Default)]
+pub struct KindElements<'a> {
+    pub segments: Option<&'a SegmentElements>,
+    pub pool: Option<&'a PoolElements>,
+}
 
 /// Everything known about one element.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -94,11 +102,12 @@ pub fn detail(
     snapshot: &Snapshot,
     device: &Device,
     facts: &DeviceFacts,
-    segments: Option<&SegmentElements>,
+    of_kind: KindElements<'_>,
     kind: TimelineKind,
     index: u32,
     with_frames: bool,
 ) -> Option<ElementDetail> {
+    let segments = of_kind.segments;
     let trace = &device.trace;
     let time = |row: u32| {
         (row != NO_ROW && snapshot.features.time_us)
@@ -183,6 +192,24 @@ pub fn detail(
                 forward_top_frame: forward.as_ref().and_then(|f| f.top_frame.clone()),
                 forward_frames: forward.map(|f| f.frames).unwrap_or_default(),
             })
+        }
+        TimelineKind::Pool(_) => {
+            // A pool's element is an allocation: described as the allocations timeline does,
+            // under the pool's own index.
+            let allocation = *of_kind.pool?.members.get(index as usize)?;
+            let position = AllocationElements::new(facts).position(allocation as usize);
+            let mut d = detail(
+                snapshot,
+                device,
+                facts,
+                KindElements::default(),
+                TimelineKind::Allocations,
+                position,
+                with_frames,
+            )?;
+            d.kind = kind;
+            d.index = index;
+            Some(d)
         }
         TimelineKind::Segments => {
             let segments = segments?;
@@ -309,10 +336,11 @@ pub fn oom_detail(
 pub fn search(
     snapshot: &Snapshot,
     facts: &DeviceFacts,
-    segments: Option<&SegmentElements>,
+    of_kind: KindElements<'_>,
     kind: TimelineKind,
     query: &Query,
 ) -> Vec<u32> {
+    let segments = of_kind.segments;
     let mut frames = match query {
         Query::Text(needle) => Some(FrameSearch::new(snapshot, needle)),
         Query::Address(_) => None,
@@ -332,6 +360,14 @@ pub fn search(
                 })
                 .collect()
         }
+        TimelineKind::Pool(_) => of_kind.pool.map_or_else(Vec::new, |p| {
+            (0..p.count())
+                .filter(|&i| {
+                    let a = facts.allocations.at(p.members[i as usize] as usize);
+                    test(a.addr, a.size, a.stack)
+                })
+                .collect()
+        }),
         TimelineKind::Segments => segments.map_or_else(Vec::new, |s| {
             (0..s.count())
                 .filter(|&i| {

@@ -46,6 +46,9 @@ pub enum TimelineKind {
     Allocations,
     /// Cached segments (cudaMalloc'd or mapped memory).
     Segments,
+    /// The allocations of one private pool (its position among the device's pools), with the
+    /// pool's reserved bytes as a line: its envelope, its blocks inside.
+    Pool(u16),
 }
 
 /// What a canvas shows of a timeline: `[x0, x1)` in `mode` units over `width × height` device

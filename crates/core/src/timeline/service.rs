@@ -9,17 +9,21 @@ use crate::analysis::moment::state_after;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
-use super::colouring::{ByCategory, ColourBy};
-use super::inspect::{self, ElementDetail, OomDetail};
+use super::colouring::{ByCategory, ColourBy, PoolByCategory};
+use super::inspect::{self, ElementDetail, KindElements, OomDetail};
 use super::layout::{Cursor, TimelineLayout};
 use super::raster::{self, ByElement, Hit, Marks, Track, YScale};
 use super::{TimelineKind, Viewport};
 use crate::analysis::axis::Axis;
 use crate::analysis::axis::AxisMode;
 use crate::analysis::categories::index::CategoryIndex;
+use crate::analysis::categories::pooled::PoolKind;
 use crate::analysis::categories::Explainer;
+use crate::analysis::categories::Role;
 use crate::analysis::curve::{Curve, Envelope};
-use crate::analysis::elements::{AllocationElements, AnyElements, Elements, SegmentElements};
+use crate::analysis::elements::{
+    AllocationElements, AnyElements, Elements, PoolElements, SegmentElements,
+};
 use crate::analysis::palette::{category_colours, highlighted, Style};
 use crate::analysis::query::Query;
 use crate::analysis::scopes::scope_ranges;
@@ -236,6 +240,9 @@ pub struct TimelineInfo {
     pub scopes: Vec<ScopeMark>,
     /// Out-of-memory events.
     pub ooms: Vec<OomMark>,
+    /// The device's private pools, each with a timeline of its own.
+    #[serde(default)]
+    pub pools: Vec<PoolMark>,
     /// Milliseconds the worker spent laying the timeline out.
     pub layout_ms: f64,
 }
@@ -248,6 +255,20 @@ pub struct ScopeMark {
     pub end_state: Option<u32>,
     pub start_time_us: i64,
     pub end_time_us: Option<i64>,
+}
+
+/// A private pool of the device.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PoolMark {
+    /// Its position among the device's pools: its timeline is `TimelineKind::Pool(pool)`.
+    pub pool: u16,
+    /// `(owner, id)`.
+    pub id: (i64, i64),
+    pub kind: PoolKind,
+    /// Bytes of its segments at the end.
+    pub reserved_at_end: u64,
+    /// The role holding most of its blocks' bytes.
+    pub top_role: Option<Role>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -340,6 +361,8 @@ struct Entry {
     /// Kept between hit tests: a hover moves little, so its seeks are short.
     hover: std::cell::RefCell<Cursor>,
     segments: Option<SegmentElements>,
+    /// A private pool's allocations and curves, for its timeline.
+    pool: Option<PoolElements>,
     info: TimelineInfo,
     found: Option<Found>,
     /// The allocations not drawn one by one, by category, for the categories' generation it
@@ -376,7 +399,7 @@ impl Service for TimelineService {
                 device,
                 kind,
                 detail,
-            } => self.layout(analysed, device, kind, detail, now),
+            } => self.layout(cx, device, kind, detail),
             TimelineRequest::Frame(frame) => self.frame(cx, &frame),
             TimelineRequest::Hit(hit) => self.hit(analysed, &hit, now),
             TimelineRequest::Element {
@@ -423,10 +446,7 @@ impl TimelineService {
     /// that cannot be laid out is left for the request that will say why.
     pub fn prepare(&mut self, cx: &Context<'_>, device: u32) {
         let kind = TimelineKind::Allocations;
-        if self
-            .layout(cx.analysed, device, kind, None, cx.now)
-            .is_err()
-        {
+        if self.layout(cx, device, kind, None).is_err() {
             return;
         }
         let Ok((entry, _, facts)) = self.lookup(cx.analysed, device, kind) else {
@@ -447,12 +467,12 @@ impl TimelineService {
     #[inline(never)]
     fn layout(
         &mut self,
-        analysed: &Analysed,
+        cx: &Context<'_>,
         device: u32,
         kind: TimelineKind,
         detail: Option<u32>,
-        now: &dyn Fn() -> f64,
     ) -> Answered {
+        let (analysed, now) = (cx.analysed, cx.now);
         let start = now();
         let (dev, facts) = analysed
             .device_facts(device)
@@ -469,7 +489,7 @@ impl TimelineService {
             .find(|e| e.device == device && e.kind == kind)
         {
             // Laid out before: only a new detail changes anything.
-            let elements = any_elements(facts, entry.segments.as_ref());
+            let elements = any_elements(facts, entry.segments.as_ref(), entry.pool.as_ref());
             let detail = detail.unwrap_or(entry.info.detail).min(elements.count());
             if detail != entry.info.detail {
                 entry.layout = TimelineLayout::build(&elements, detail);
@@ -482,10 +502,21 @@ impl TimelineService {
             return Ok(TimelineAnswer::Layout(entry.info.clone()).into());
         }
         let segments = (kind == TimelineKind::Segments).then(|| SegmentElements::build(dev, facts));
-        let elements = any_elements(facts, segments.as_ref());
-        let peak = match kind {
-            TimelineKind::Allocations => facts.peak_allocated,
-            TimelineKind::Segments => facts.peak_reserved,
+        let position = analysed
+            .device_position(device)
+            .ok_or(ViewError::NoSuchDevice { device })?;
+        let pool = match kind {
+            TimelineKind::Pool(pool) => Some(
+                PoolElements::build(facts, &analysed.pools[position], pool)
+                    .ok_or(ViewError::NoSuchPool { device, pool })?,
+            ),
+            _ => None,
+        };
+        let elements = any_elements(facts, segments.as_ref(), pool.as_ref());
+        let peak = match (kind, &pool) {
+            (TimelineKind::Pool(_), Some(pool)) => pool_peak(pool),
+            (TimelineKind::Segments, _) => facts.peak_reserved,
+            _ => facts.peak_allocated,
         };
         let default_detail = default_detail(&elements, peak.bytes);
         let layout = TimelineLayout::build(
@@ -509,6 +540,7 @@ impl TimelineService {
             peak_time_us: axis.time_of_state(peak_state).filter(|_| axis.has_time()),
             scopes: scopes(analysed, dev, &axis),
             ooms: ooms(dev, &axis),
+            pools: pool_marks(cx, position),
             layout_ms: now() - start,
         };
         self.entries.push(Entry {
@@ -517,6 +549,7 @@ impl TimelineService {
             layout,
             hover: Default::default(),
             segments,
+            pool,
             info: info.clone(),
             found: None,
             band: Default::default(),
@@ -533,7 +566,7 @@ impl TimelineService {
             request.view.width.clamp(1, MAX_SIDE),
             request.view.height.clamp(1, MAX_SIDE),
         );
-        let elements = any_elements(facts, entry.segments.as_ref());
+        let elements = any_elements(facts, entry.segments.as_ref(), entry.pool.as_ref());
         let track = self.track(entry, dev, facts, &elements);
         let mode = track.axis.mode(request.view.mode);
         // A range that is empty, reversed or NaN shows the whole trace.
@@ -572,6 +605,29 @@ impl TimelineService {
             Some((min, max)) if min < max => YScale::Bytes { min, max },
             _ => YScale::Fit,
         };
+        if let (Some(dimension), Some(pool)) = (request.colour_by.dimension(), &entry.pool) {
+            // A pool's blocks are few and all drawn: each in its category's colour.
+            let position = cx
+                .analysed
+                .device_position(request.device)
+                .unwrap_or_default();
+            let colours = highlighted(
+                category_colours(&style, dimension),
+                request.highlight,
+                style.background,
+            );
+            let colouring = PoolByCategory {
+                members: &pool.members,
+                categories: cx.categorised.device(position),
+                dimension,
+                colours: &colours,
+            };
+            let frame = raster::paint(&track, &view, y, &style, &colouring, marks);
+            return Ok(Reply::with_attachment(
+                TimelineAnswer::Frame(frame_info(view, &frame, now() - start)),
+                frame.pixels,
+            ));
+        }
         let by_category = match (request.colour_by.dimension(), &entry.segments) {
             (Some(dimension), None) => Some((dimension, self.band(cx, entry, facts)?)),
             _ => None,
@@ -596,19 +652,8 @@ impl TimelineService {
             }
             None => raster::paint(&track, &view, y, &style, &ByElement(&style), marks),
         };
-        let info = FrameInfo {
-            view,
-            y_min: frame.y_min,
-            y_max: frame.y_max,
-            drawn_individually: frame.drawn_individually,
-            peak_state: frame.peak.map(|p| p.0),
-            peak_bytes: frame.peak.map_or(0, |p| p.1),
-            first_state: frame.states.map(|s| s.0),
-            last_state: frame.states.map(|s| s.1),
-            paint_ms: now() - start,
-        };
         Ok(Reply::with_attachment(
-            TimelineAnswer::Frame(info),
+            TimelineAnswer::Frame(frame_info(view, &frame, now() - start)),
             frame.pixels,
         ))
     }
@@ -617,7 +662,7 @@ impl TimelineService {
     fn hit(&self, analysed: &Analysed, request: &HitRequest, now: &dyn Fn() -> f64) -> Answered {
         let start = now();
         let (entry, dev, facts) = self.lookup(analysed, request.device, request.kind)?;
-        let elements = any_elements(facts, entry.segments.as_ref());
+        let elements = any_elements(facts, entry.segments.as_ref(), entry.pool.as_ref());
         let track = self.track(entry, dev, facts, &elements);
         let view = Viewport {
             width: request.view.width.clamp(1, MAX_SIDE),
@@ -649,7 +694,7 @@ impl TimelineService {
                 &analysed.snapshot,
                 dev,
                 facts,
-                entry.segments.as_ref(),
+                kind_elements(entry),
                 request.kind,
                 index,
                 false,
@@ -679,12 +724,22 @@ impl TimelineService {
         let (dev, facts) = analysed
             .device_facts(device)
             .ok_or(ViewError::NoSuchDevice { device })?;
-        let segments = self.entry(device, kind).and_then(|e| e.segments.as_ref());
+        let entry = self.entry(device, kind);
+        let of_kind = entry.map(kind_elements).unwrap_or_default();
         let mut detail =
-            inspect::detail(&analysed.snapshot, dev, facts, segments, kind, index, true);
-        if let (Some(detail), TimelineKind::Allocations) = (detail.as_mut(), kind) {
+            inspect::detail(&analysed.snapshot, dev, facts, of_kind, kind, index, true);
+        let allocation = match kind {
+            TimelineKind::Allocations => {
+                Some(AllocationElements::new(facts).allocation_index(index))
+            }
+            TimelineKind::Pool(_) => of_kind
+                .pool
+                .and_then(|p| p.members.get(index as usize))
+                .map(|&i| i as usize),
+            TimelineKind::Segments => None,
+        };
+        if let (Some(detail), Some(allocation)) = (detail.as_mut(), allocation) {
             let position = analysed.device_position(device).unwrap_or_default();
-            let allocation = AllocationElements::new(facts).allocation_index(index);
             let categorised = cx.categorised;
             let mut explainer = Explainer::new(
                 analysed,
@@ -730,11 +785,11 @@ impl TimelineService {
         let mut ids = inspect::search(
             &analysed.snapshot,
             facts,
-            entry.segments.as_ref(),
+            kind_elements(entry),
             kind,
             &parsed,
         );
-        let elements = any_elements(facts, entry.segments.as_ref());
+        let elements = any_elements(facts, entry.segments.as_ref(), entry.pool.as_ref());
         // Walked largest first: what holds the memory comes first (equal sizes in stack order).
         ids.sort_by_key(|&id| (std::cmp::Reverse(elements.size(id)), id));
         let peak = facts.peak_allocated.state();
@@ -774,7 +829,7 @@ impl TimelineService {
         width: u32,
     ) -> Answered {
         let (entry, dev, facts) = self.lookup(analysed, device, kind)?;
-        let elements = any_elements(facts, entry.segments.as_ref());
+        let elements = any_elements(facts, entry.segments.as_ref(), entry.pool.as_ref());
         let track = self.track(entry, dev, facts, &elements);
         let mode = track.axis.mode(mode);
         let (x0, x1) = track.axis.full_range(mode);
@@ -851,6 +906,19 @@ impl TimelineService {
             changes: &facts.reserved_changes,
         };
         let (total, line) = match (entry.kind, self.envelopes.get(&entry.device)) {
+            (TimelineKind::Pool(_), _) => {
+                let pool = entry.pool.as_ref().expect("a pool's timeline has its pool");
+                (
+                    Curve::Steps {
+                        baseline: pool.allocated_baseline,
+                        changes: &pool.allocated,
+                    },
+                    Some(Curve::Steps {
+                        baseline: pool.reserved_baseline,
+                        changes: &pool.reserved,
+                    }),
+                )
+            }
             (TimelineKind::Allocations, Some(envelope)) => (
                 Curve::Dense {
                     baseline: facts.baseline_allocated,
@@ -874,10 +942,85 @@ impl TimelineService {
 fn any_elements<'a>(
     facts: &'a DeviceFacts,
     segments: Option<&'a SegmentElements>,
+    pool: Option<&'a PoolElements>,
 ) -> AnyElements<'a> {
-    match segments {
-        Some(s) => AnyElements::Segments(s),
-        None => AnyElements::Allocations(AllocationElements::new(facts)),
+    match (segments, pool) {
+        (Some(s), _) => AnyElements::Segments(s),
+        (None, Some(p)) => AnyElements::Pool(p),
+        (None, None) => AnyElements::Allocations(AllocationElements::new(facts)),
+    }
+}
+
+/// The elements an entry owns, for inspecting them.
+fn kind_elements(entry: &Entry) -> KindElements<'_> {
+    KindElements {
+        segments: entry.segments.as_ref(),
+        pool: entry.pool.as_ref(),
+    }
+}
+
+/// Where a pool's allocated bytes first peak.
+fn pool_peak(pool: &PoolElements) -> crate::analysis::Peak {
+    let mut peak = crate::analysis::Peak {
+        bytes: pool.allocated_baseline,
+        row: None,
+    };
+    for &(row, bytes) in &pool.allocated {
+        if bytes > peak.bytes {
+            peak = crate::analysis::Peak {
+                bytes,
+                row: Some(row),
+            };
+        }
+    }
+    peak
+}
+
+/// The device's private pools, for the views that offer their timelines.
+fn pool_marks(cx: &Context<'_>, position: usize) -> Vec<PoolMark> {
+    let pools = &cx.analysed.pools[position];
+    let pooled = &cx.categorised.device(position).pooled;
+    let roles = &cx.categorised.device(position).roles;
+    pools
+        .pools
+        .iter()
+        .enumerate()
+        .map(|(k, p)| {
+            // The role holding most of its blocks' bytes.
+            let mut by_role = [0u64; Role::ALL.len()];
+            for &(i, pool) in &pools.members {
+                if pool as usize == k {
+                    by_role[roles[i as usize] as usize] +=
+                        cx.analysed.facts[position].allocations.size(i as usize);
+                }
+            }
+            let top = (0..by_role.len())
+                .max_by_key(|&r| by_role[r])
+                .filter(|&r| by_role[r] > 0)
+                .map(|r| Role::ALL[r]);
+            PoolMark {
+                pool: k as u16,
+                id: p.id,
+                kind: pooled.pools.get(k).map_or(PoolKind::Unknown, |f| f.kind),
+                reserved_at_end: p.reserved_at_end,
+                top_role: top,
+            }
+        })
+        .collect()
+}
+
+/// What a frame painted.
+fn frame_info(view: Viewport, frame: &raster::PaintedFrame, paint_ms: f64) -> FrameInfo {
+    FrameInfo {
+        view,
+        y_min: frame.y_min,
+        y_max: frame.y_max,
+        drawn_individually: frame.drawn_individually,
+        peak_state: frame.peak.map(|p| p.0),
+        peak_bytes: frame.peak.map_or(0, |p| p.1),
+        first_state: frame.states.map(|s| s.0),
+        last_state: frame.states.map(|s| s.1),
+        paint_ms,
     }
 }
 
@@ -1173,6 +1316,7 @@ mod tests {
             peak_time_us: None,
             scopes: vec![],
             ooms: vec![],
+            pools: vec![],
             layout_ms: 0.0,
         };
         let refused = ask(

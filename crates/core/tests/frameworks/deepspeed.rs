@@ -1701,7 +1701,7 @@ impl Job {
             V::Old => (114, 1229, 1160, 1162),
         };
         let pending = std::mem::take(&mut self.z3_pending);
-        let single = params.len() == 1 && all[params[0]].numel() % DP == 0;
+        let single = params.len() == 1 && all[params[0]].numel().is_multiple_of(DP);
         if single {
             // reduce_scatter_coalesced works in the gradient itself; partition_grads frees it.
             let frames = stack(&[

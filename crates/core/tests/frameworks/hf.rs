@@ -15,6 +15,9 @@
 //! 32 heads, 8 KV heads of 128, MLP 14336, vocabulary 128256, untied embeddings.
 
 use crate::run::*;
+
+/// Stacks built once per (step, part, line).
+type Memo<K> = std::cell::RefCell<std::collections::HashMap<(K, &'static str, i64), Vec<Frame>>>;
 use memsight_core::analysis::categories::Role;
 use memsight_core::model::cut::Cut;
 
@@ -303,7 +306,7 @@ struct Gen {
     compiled: bool,
     compiled_steps: usize,
     /// Stacks already built, by (forward, function, line).
-    memo: std::cell::RefCell<std::collections::HashMap<(Step, &'static str, i64), Vec<Frame>>>,
+    memo: Memo<Step>,
     /// Trace rows: the first of generate, the one after the first prefill's forward, and
     /// the one after the first call.
     generate_row: usize,
@@ -1420,7 +1423,7 @@ struct Train {
     grad_norm: Option<Id>,
     batch: Vec<Id>,
     /// Stacks already built, by (pass, function, line).
-    memo: std::cell::RefCell<std::collections::HashMap<(Pass, &'static str, i64), Vec<Frame>>>,
+    memo: Memo<Pass>,
 }
 
 fn trainer(line: i64, name: &str) -> Frame {
@@ -2494,7 +2497,7 @@ impl Train {
         gone.extend([down.out, h1]);
         let _ = h;
         if pass == Pass::Forward {
-            gone.extend(saved.drain(..));
+            gone.append(&mut saved);
             self.drop(&gone);
         } else {
             self.release(&gone);
@@ -3250,7 +3253,7 @@ impl Gen {
             ] {
                 intermediates.push(self.run.alloc_in(TREE_POOL, size, &kernel, Role::CudaGraph));
             }
-            let done: Vec<Id> = intermediates.drain(..).collect();
+            let done: Vec<Id> = std::mem::take(&mut intermediates);
             self.run.free_all(&done, &kernel);
         }
         self.run

@@ -2730,7 +2730,7 @@ fn recording_started_after_setup_keeps_what_the_steps_make_right() {
         assert_eq!(score.unknown, 0, "{}", score.explain());
         assert_eq!(score.got(Role::Activations), score.truth(Role::Activations));
         assert!(score.truth(Role::Activations) > 0);
-        for (&(truth, got), _) in &score.wrong {
+        for &(truth, got) in score.wrong.keys() {
             assert_eq!(got, Role::Parameters, "{truth:?}: {}", score.explain());
         }
         assert_eq!(score.truth(Role::Parameters), 2 * numel);

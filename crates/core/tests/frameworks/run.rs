@@ -262,6 +262,11 @@ impl Run {
         top
     }
 
+    /// The run recorded from its start, as the file a user would open (the JSON form).
+    pub fn bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(&self.snapshot_json(true)).unwrap()
+    }
+
     /// The run recorded from its start.
     pub fn whole(&self) -> Case {
         let bytes = serde_json::to_vec(&self.snapshot_json(true)).unwrap();

@@ -2027,3 +2027,90 @@ fn a_v0_engine_recorded_late_tells_its_graph_pool_by_its_id() {
         score.explain()
     );
 }
+
+/// A private pool's timeline: its blocks, its reserved bytes as the line over them (its
+/// envelope), and each block's role and reason, as the page asks for them.
+#[test]
+fn a_v0_engines_graph_pool_has_a_timeline_of_its_own() {
+    use memsight_core::protocol::{Answer, Request};
+    use memsight_core::session::Session;
+    use memsight_core::timeline::service::{FrameRequest, TimelineAnswer, TimelineRequest};
+    use memsight_core::timeline::TimelineKind;
+
+    let bytes = v0_run(4, 1 << 30, 3, 4).bytes();
+    let mut session = Session::new();
+    session
+        .load(&bytes[..], bytes.len() as u64, &|| 0.0, &mut |_| {})
+        .expect("the run loads");
+    let mut ask = |request: TimelineRequest| match session
+        .answer(Request::Timeline(request), &|| 0.0)
+        .expect("answered")
+        .answer
+    {
+        Answer::Timeline(answer) => answer,
+        other => panic!("{other:?}"),
+    };
+    let TimelineAnswer::Layout(main) = ask(TimelineRequest::Layout {
+        device: 0,
+        kind: TimelineKind::Allocations,
+        detail: None,
+    }) else {
+        panic!()
+    };
+    // One private pool: the graphs', told by its id (a graph captured without a pool).
+    assert_eq!(main.pools.len(), 1, "{:?}", main.pools);
+    let mark = &main.pools[0];
+    assert_eq!(mark.id, (1, 0));
+    assert_eq!(
+        mark.kind,
+        memsight_core::analysis::categories::pooled::PoolKind::Graph
+    );
+    assert_eq!(mark.top_role, Some(Role::CudaGraph));
+    let kind = TimelineKind::Pool(mark.pool);
+    let TimelineAnswer::Layout(pool) = ask(TimelineRequest::Layout {
+        device: 0,
+        kind,
+        detail: None,
+    }) else {
+        panic!()
+    };
+    // Its three captured blocks, 6 MiB each, all drawn; its envelope is their segments.
+    assert_eq!(pool.elements, 3);
+    assert_eq!(pool.peak_bytes, 3 * (6 << 20));
+    let frame = FrameRequest {
+        kind,
+        ..FrameRequest::first(0, 400, 200)
+    };
+    let TimelineAnswer::Frame(painted) = ask(TimelineRequest::Frame(frame)) else {
+        panic!()
+    };
+    assert_eq!(painted.peak_bytes, 3 * (6 << 20));
+    let TimelineAnswer::Element(Some(block)) = ask(TimelineRequest::Element {
+        device: 0,
+        kind,
+        index: 0,
+    }) else {
+        panic!()
+    };
+    assert_eq!(block.kind, kind);
+    let reason = block.role.expect("a block's role");
+    assert_eq!(reason.role, Role::CudaGraph);
+    assert!(matches!(
+        reason.basis,
+        memsight_core::analysis::categories::Basis::Pool { pool: (1, 0), .. }
+            | memsight_core::analysis::categories::Basis::Site { .. }
+    ));
+    // Past the last pool, a clear refusal.
+    let refused = session.answer(
+        Request::Timeline(TimelineRequest::Layout {
+            device: 0,
+            kind: TimelineKind::Pool(7),
+            detail: None,
+        }),
+        &|| 0.0,
+    );
+    assert!(matches!(
+        refused,
+        Err(memsight_core::service::ViewError::NoSuchPool { device: 0, pool: 7 })
+    ));
+}

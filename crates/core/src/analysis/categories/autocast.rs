@@ -16,6 +16,7 @@
 //! - with Python frames only, in a run that shows autocast (a copy freed by an exit, or a cast's
 //!   frame): made in a forward, kept past it for the backward, half a parameter's size, within
 //!   the same count.
+//!
 //! Regions end where an exit frees copies. Not the place for what autocast computes
 //! (activations, temporaries: the phases say).
 

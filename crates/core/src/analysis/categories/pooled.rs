@@ -186,7 +186,8 @@ pub(super) fn roles_from_pools(
             continue;
         }
         match facts_by_pool[pool].kind {
-            PoolKind::Graph => {
+            // A block its own frames already call the graph's keeps their reason.
+            PoolKind::Graph if roles[i] != Role::CudaGraph => {
                 roles[i] = Role::CudaGraph;
                 given.push(i as u32);
             }
