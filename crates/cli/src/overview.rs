@@ -7,7 +7,11 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use memsight_core::analysis::categories::categorise;
+use memsight_core::analysis::categories::rules::CompiledRules;
+use memsight_core::analysis::categories::workload::Workload;
 use memsight_core::analysis::Warning;
+use memsight_core::format::workload::{workload_evidence, workload_title};
 use memsight_core::format::{self, overview as words};
 use memsight_core::overview::{self, Group, Overview};
 use serde_json::{json, Map, Value};
@@ -19,12 +23,28 @@ use crate::open::{for_each_file, shown, Opened};
 pub fn run(files: &[impl AsRef<Path>], as_json: bool) -> ExitCode {
     for_each_file(files, as_json, |path, opened| {
         let overviews = overviews(opened);
+        let workloads = workloads(opened, &overviews);
         if as_json {
-            to_json(path, opened, &overviews).to_string()
+            to_json(path, opened, &overviews, &workloads).to_string()
         } else {
-            to_text(path, opened, &overviews)
+            to_text(path, opened, &overviews, &workloads)
         }
     })
+}
+
+/// What each device's run is, as the page's summary says (categories without rules).
+fn workloads(opened: &Opened, overviews: &[Overview]) -> Vec<Workload> {
+    let analysed = &opened.analysed;
+    let categories = categorise(analysed, &CompiledRules::none());
+    overviews
+        .iter()
+        .map(|o| {
+            analysed
+                .device_position(o.device)
+                .map(|p| categories.devices[p].workload.clone())
+                .unwrap_or_default()
+        })
+        .collect()
 }
 
 /// The overview of every device, ascending.
@@ -41,8 +61,9 @@ fn overviews(opened: &Opened) -> Vec<Overview> {
 /// One line of JSON: `{"file", "devices": {"<device>": {"<metric key>": value}},
 /// "device_names": {"<device>": "cuda:0"}, "unknown_actions": {"<device>": {"<action>": rows}},
 /// …}`; a device's key is its index, `host` for pinned host memory.
-fn to_json(path: &Path, opened: &Opened, overviews: &[Overview]) -> Value {
+fn to_json(path: &Path, opened: &Opened, overviews: &[Overview], workloads: &[Workload]) -> Value {
     let mut devices = Map::new();
+    let mut runs = Map::new();
     let mut names = Map::new();
     let mut unknown_actions = Map::new();
     let mut warnings = Map::new();
@@ -56,6 +77,21 @@ fn to_json(path: &Path, opened: &Opened, overviews: &[Overview]) -> Value {
             .collect();
         let key = format::device_key(o.device);
         devices.insert(key.clone(), Value::Object(metrics));
+        let workload = &workloads[overviews
+            .iter()
+            .position(|x| x.device == o.device)
+            .unwrap_or(0)];
+        runs.insert(
+            key.clone(),
+            json!({
+                "title": workload_title(workload),
+                "kind": workload.kind,
+                "frameworks": workload.frameworks,
+                "optimizer": workload.optimizer,
+                "autocast": workload.autocast,
+                "evidence": workload_evidence(workload),
+            }),
+        );
         names.insert(key.clone(), json!(format::device(o.device_kind, o.device)));
         if !o.unknown_actions.is_empty() {
             let counts: Map<String, Value> = o
@@ -82,6 +118,7 @@ fn to_json(path: &Path, opened: &Opened, overviews: &[Overview]) -> Value {
         "device_names": names,
         "unknown_actions": unknown_actions,
         "warnings": warnings,
+        "workload": runs,
         "era": era,
         "source": opened.analysed.snapshot.source,
         "allocator_settings": settings,
@@ -120,7 +157,7 @@ fn warning_json(warning: &Warning) -> Value {
 
 /// The overview as the page lays it out: per device, its groups of metrics, then the
 /// warnings, the era and the allocator settings.
-fn to_text(path: &Path, opened: &Opened, overviews: &[Overview]) -> String {
+fn to_text(path: &Path, opened: &Opened, overviews: &[Overview], workloads: &[Workload]) -> String {
     let mut out = format!(
         "{} · {} · decoded in {}\n",
         shown(path),
@@ -139,8 +176,14 @@ fn to_text(path: &Path, opened: &Opened, overviews: &[Overview]) -> String {
         .map(|m| words::metric_label(m.key).chars().count())
         .max()
         .unwrap_or(0);
-    for o in overviews {
+    for (o, workload) in overviews.iter().zip(workloads) {
         out.push_str(&format!("\n{}\n", format::device(o.device_kind, o.device)));
+        if let Some(title) = workload_title(workload) {
+            out.push_str(&format!("  The run: {title}\n"));
+            for line in workload_evidence(workload) {
+                out.push_str(&format!("    {line}\n"));
+            }
+        }
         for group in Group::ALL {
             let metrics: Vec<_> = o
                 .metrics

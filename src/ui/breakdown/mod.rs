@@ -783,7 +783,28 @@ fn SummaryView(s: DeviceSummary, dark: Signal<bool>, categories: CategoryView) -
     };
     let serving = e.kind == crate::breakdown::estimate::EstimateKind::Serving;
     let difference = e.difference();
+    let workload = crate::format::workload::workload_title(&s.workload).map(|title| {
+        let evidence = crate::format::workload::workload_evidence(&s.workload);
+        let kind = serde_json::to_value(s.workload.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        view! {
+            <p class="workload" id="workload" data-kind=kind
+                data-frameworks=s.workload.named().iter().map(|f| f.name()).collect::<Vec<_>>().join(",")>
+                <strong>"The run: "</strong>{title}
+                {(!evidence.is_empty()).then(|| view! {
+                    <span class="hint">{format!(" — {}", evidence.join("; "))}</span>
+                })}
+            </p>
+        }
+    });
+    let state_only = s.state_only.then(|| view! {
+        <p class="note" id="state-only">{crate::format::report::STATE_ONLY.replace('`', "")}</p>
+    });
     view! {
+        {workload}
+        {state_only}
         <div class="chart-grid">
             <ChartCard id="chart-efficiency" title="Efficiency at the peak" dark=dark draw=draw_gauge>
                 <p class="hint" id="efficiency" data-value=efficiency.to_string()

@@ -15,6 +15,7 @@ use super::findings::{findings, Finding};
 use super::sizes::{cached_free_sizes, histogram, SizeBin};
 use crate::analysis::axis::Axis;
 use crate::analysis::axis::AxisMode;
+use crate::analysis::categories::workload::Workload;
 use crate::analysis::categories::{Category, Component, DeviceCategories, Dimension, Role};
 use crate::analysis::curve::{Curve, Envelope};
 use crate::analysis::elements::AllocationElements;
@@ -112,6 +113,13 @@ pub struct DeviceSummary {
     /// Allocated bytes where reserved memory peaks (first reached).
     pub allocated_at_reserved_peak: u64,
     pub reserved_peak_state: u32,
+    /// What the run is (training, serving…), under which frameworks, with the evidence.
+    #[serde(default)]
+    pub workload: Workload,
+    /// The trace records no event: what is shown is the snapshot's moment, read from its
+    /// blocks.
+    #[serde(default)]
+    pub state_only: bool,
     pub estimate: Estimate,
     /// The final segments' cached free blocks by size (log2 bins).
     pub cached_free: Vec<SizeBin>,
@@ -374,6 +382,8 @@ fn summary(cx: &Context<'_>, device: u32) -> Result<DeviceSummary, ViewError> {
         peak_reserved: facts.peak_reserved.bytes,
         allocated_at_reserved_peak: facts.allocated_at(reserved_peak_state),
         reserved_peak_state,
+        workload: categories.workload.clone(),
+        state_only: dev.trace.is_empty() && !dev.segments.is_empty(),
         estimate: estimate(index, facts.peak_allocated.bytes),
         cached_free: cached_free_sizes(dev),
         findings,

@@ -20,6 +20,7 @@ use super::document::{
 use super::document::{DocRow, DocTable, Inline};
 use super::overview::{era, group_title, metric_exact, metric_label, metric_value};
 use super::overview::{no_allocator_settings, warning};
+use super::workload::{workload_evidence, workload_title};
 use super::{bytes, bytes_delta, count, findings, percent_ppm, timestamp_us};
 use crate::analysis::categories::{Component, Role};
 use crate::analysis::palette::Style;
@@ -289,8 +290,27 @@ fn when(state: u32) -> String {
     }
 }
 
+/// What a snapshot with no trace shows, and how to record one.
+pub const STATE_ONLY: &str =
+    "This snapshot holds no trace (taken with `torch.cuda.memory._snapshot()` \
+     while recording was off, or after its history was cleared): what it shows is the memory at \
+     the moment it was taken, each block's role read from the frames it was made with. For a \
+     timeline, call `torch.cuda.memory._record_memory_history(max_entries=100000)` before the \
+     work and `torch.cuda.memory._dump_snapshot(\"snapshot.pickle\")` after it.";
+
 fn summary_section(doc: &mut Document, summary: &DeviceSummary, peak: &MomentBreakdown) {
     doc.heading(2, "Summary");
+    if let Some(title) = workload_title(&summary.workload) {
+        let evidence = workload_evidence(&summary.workload);
+        let mut text = format!("The run: {title}.");
+        if !evidence.is_empty() {
+            text.push_str(&format!(" Evidence: {}.", evidence.join("; ")));
+        }
+        doc.paragraph(text);
+    }
+    if summary.state_only {
+        doc.paragraph(STATE_ONLY);
+    }
     let mut at = when(summary.peak_state);
     if let Some(us) = peak.time_us.filter(|&us| us > 0) {
         at.push_str(&format!(", at {}", timestamp_us(us as u64)));
@@ -810,6 +830,8 @@ mod tests {
             allocated_at_reserved_peak: 15 * MIB,
             finding_allocations: vec![],
             reserved_peak_state: 8,
+            workload: Default::default(),
+            state_only: false,
             estimate: Estimate {
                 parameters: 4 * MIB,
                 optimizer_state: 0,

@@ -711,20 +711,25 @@ fn workload_of(
 ) -> workload::Workload {
     let mut bytes = [0u64; Framework::ALL.len()];
     let mut counts = [0u32; Framework::ALL.len()];
-    let mut example = [NO_STACK; Framework::ALL.len()];
+    // Each framework's example: the largest allocation one of its sites decided, else the
+    // largest its frames pass through; `(decided, size, stack)`.
+    let mut example = [(false, 0u64, NO_STACK); Framework::ALL.len()];
     let mut held = [false; Role::ALL.len()];
     for (i, a) in facts.allocations.iter().enumerate() {
         held[roles[i] as usize] = true;
-        let mask = signals.of(a.stack).frameworks;
+        let signal = signals.of(a.stack);
+        let mask = signal.frameworks;
         if mask == 0 {
             continue;
         }
+        let decider = signal.site.map(|s| frameworks::site(s).framework);
         for (k, f) in Framework::ALL.iter().enumerate() {
             if mask & (1 << *f as u32) != 0 {
                 bytes[k] += a.size;
                 counts[k] += 1;
-                if example[k] == NO_STACK {
-                    example[k] = a.stack;
+                let candidate = (decider == Some(*f), a.size, a.stack);
+                if (candidate.0, candidate.1) > (example[k].0, example[k].1) {
+                    example[k] = candidate;
                 }
             }
         }
@@ -738,7 +743,7 @@ fn workload_of(
             bytes: bytes[k],
             allocations: counts[k],
             frame: snapshot
-                .stack_frames(example[k])
+                .stack_frames(example[k].2)
                 .find(|f| {
                     let (file, name) = (snapshot.str(f.filename), snapshot.str(f.name));
                     frameworks::site_of(file, name, f.line)
