@@ -789,9 +789,10 @@ fn SummaryView(s: DeviceSummary, dark: Signal<bool>, categories: CategoryView) -
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_default();
+        let frameworks: Vec<&str> = s.workload.named().iter().map(|f| f.name()).collect();
+        let frameworks = frameworks.join(",");
         view! {
-            <p class="workload" id="workload" data-kind=kind
-                data-frameworks=s.workload.named().iter().map(|f| f.name()).collect::<Vec<_>>().join(",")>
+            <p class="workload" id="workload" data-kind=kind data-frameworks=frameworks>
                 <strong>"The run: "</strong>{title}
                 {(!evidence.is_empty()).then(|| view! {
                     <span class="hint">{format!(" — {}", evidence.join("; "))}</span>

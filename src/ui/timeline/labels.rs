@@ -495,6 +495,7 @@ mod tests {
         info.peak_bytes = 54 << 30;
         info.scopes = (0..40)
             .map(|i| ScopeMark {
+                phase: None,
                 name: format!("Optimizer.step#AdamW.step {i}"),
                 start_state: i * 25,
                 end_state: Some(i * 25 + 20),
@@ -522,6 +523,7 @@ mod tests {
     fn tick_labels_stay_whole_below_the_scopes() {
         let mut info = info();
         info.scopes = vec![ScopeMark {
+            phase: None,
             name: "forward".into(),
             start_state: 0,
             end_state: Some(1001),
@@ -563,6 +565,7 @@ mod tests {
     fn long_scope_names_end_with_an_ellipsis_and_show_whole_on_hover() {
         let mut info = info();
         info.scopes = vec![ScopeMark {
+            phase: None,
             name: "Optimizer.step#AdamW.step".into(),
             start_state: 100,
             end_state: Some(200),

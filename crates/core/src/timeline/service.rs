@@ -17,7 +17,9 @@ use super::{TimelineKind, Viewport};
 use crate::analysis::axis::Axis;
 use crate::analysis::axis::AxisMode;
 use crate::analysis::categories::index::CategoryIndex;
+use crate::analysis::categories::labels::phase_label;
 use crate::analysis::categories::pooled::PoolKind;
+use crate::analysis::categories::signals::Phase;
 use crate::analysis::categories::Explainer;
 use crate::analysis::categories::Role;
 use crate::analysis::curve::{Curve, Envelope};
@@ -249,7 +251,12 @@ pub struct TimelineInfo {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ScopeMark {
+    /// The scope's name, or the phase's words for a band of a serving engine's phase.
     pub name: String,
+    /// For a band of a serving engine's phase (from its frames, not a profiler's scope): the
+    /// phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
     pub start_state: u32,
     /// `None` when the scope never ended within the trace.
     pub end_state: Option<u32>,
@@ -538,7 +545,10 @@ impl TimelineService {
             peak_state,
             peak_bytes: peak.bytes,
             peak_time_us: axis.time_of_state(peak_state).filter(|_| axis.has_time()),
-            scopes: scopes(analysed, dev, &axis),
+            scopes: scopes(analysed, dev, &axis)
+                .into_iter()
+                .chain(serving_bands(cx, position, &axis))
+                .collect(),
             ooms: ooms(dev, &axis),
             pools: pool_marks(cx, position),
             layout_ms: now() - start,
@@ -1052,12 +1062,47 @@ fn scopes(analysed: &Analysed, dev: &Device, axis: &Axis<'_>) -> Vec<ScopeMark> 
         .into_iter()
         .map(|s| ScopeMark {
             name: snapshot.str(s.name).to_string(),
+            phase: None,
             start_state: state_at(s.start_us),
             end_state: s.end_us.map(state_at),
             start_time_us: s.start_us,
             end_time_us: s.end_us,
         })
         .collect()
+}
+
+/// A serving engine's phases as bands (loading the weights, the profile run, the KV cache's
+/// allocation, graph capture, prefill and decode steps): each run of rows in one, with the
+/// steps between them in the band of the phase they continue.
+fn serving_bands(cx: &Context<'_>, position: usize, axis: &Axis<'_>) -> Vec<ScopeMark> {
+    let phases = &cx.categorised.device(position).phases.phase;
+    let mut bands: Vec<ScopeMark> = Vec::new();
+    let mut row = 0;
+    while row < phases.len() {
+        let phase = phases[row];
+        let end = row + phases[row..].iter().take_while(|&&p| p == phase).count();
+        if phase.is_serving() {
+            let (start_state, end_state) = (row as u32, end as u32);
+            let time = |state: u32| axis.time_of_state(state).filter(|_| axis.has_time());
+            match bands.last_mut() {
+                // A phase that goes on after other rows (a decode step, then the next).
+                Some(last) if last.phase == Some(phase) => {
+                    last.end_state = Some(end_state);
+                    last.end_time_us = time(end_state);
+                }
+                _ => bands.push(ScopeMark {
+                    name: phase_label(phase).to_string(),
+                    phase: Some(phase),
+                    start_state,
+                    end_state: Some(end_state),
+                    start_time_us: time(start_state).unwrap_or(0),
+                    end_time_us: time(end_state),
+                }),
+            }
+        }
+        row = end;
+    }
+    bands
 }
 
 fn ooms(dev: &Device, axis: &Axis<'_>) -> Vec<OomMark> {
