@@ -6,7 +6,8 @@
 //! Data, one file per family; this module finds the site a frame names, once per distinct
 //! frame. Weighing a site against the rest of a stack (the optimizer's frames, the user's
 //! rules) is the categories' business ([`super`]); the words are `format`'s. The table is
-//! docs/roles.md's too: a test keeps the two alike.
+//! docs/roles.md's too: a test keeps the two alike. Why data, and how a site is weighed:
+//! `docs/decisions/0030-framework-call-sites-are-data-read-from-the-frameworks-releases.md`.
 
 mod deepspeed;
 mod hf;
