@@ -103,3 +103,94 @@ fn the_hand_made_oom_fixture_explains_itself() {
     let analysed = Analysed::new(decode_file(&edge("oom.pickle")).unwrap());
     check_ooms("oom.pickle", &analysed, &expectations["oom.pickle"]);
 }
+
+/// After an out-of-memory error the exception unwinds and frees what the stack held. Those
+/// frees are not the phase the error broke ending: on the four-GPU run, cuda:1 (whose forward
+/// hit the OOM at event 421, the unwinding freeing at events 422–595) must give a call site's
+/// tensors the role cuda:2 (the same code, no OOM) gives them, and say the unwinding freed them.
+#[test]
+fn the_unwinding_after_an_oom_decides_no_role() {
+    use memsight_core::analysis::categories::categorise;
+    use memsight_core::analysis::categories::rules::{CompiledRules, Rules};
+    use memsight_core::analysis::categories::signals::Phase;
+    use memsight_core::analysis::categories::{Explainer, Role};
+    use memsight_core::analysis::stacks::stack_text;
+    use std::collections::HashMap;
+
+    let Some(dir) = real_fixtures_dir() else {
+        return;
+    };
+    let path = dir.join(MULTI_DEVICE_OOM);
+    if !path.exists() {
+        eprintln!("skipping: {MULTI_DEVICE_OOM} not found");
+        return;
+    }
+    let analysed = Analysed::new(decode_file(&path).unwrap());
+    let categories = categorise(&analysed, &CompiledRules::none());
+    let rules = Rules::default();
+    let (one, two) = (
+        analysed.device_position(1).unwrap(),
+        analysed.device_position(2).unwrap(),
+    );
+    let oom = 421;
+    let phases = &categories.devices[one].phases.phase;
+    assert_eq!(phases[oom], Phase::Forward, "the OOM is in the forward");
+    assert!(
+        phases[oom + 1..].iter().all(|&p| p == Phase::Unwinding),
+        "everything after the OOM is its unwinding"
+    );
+    // The role each call site's allocations get on a device, by count.
+    let roles_by_site = |position: usize| {
+        let facts = &analysed.facts[position];
+        let mut by_site: HashMap<String, HashMap<Role, u32>> = HashMap::new();
+        for (i, a) in facts.allocations.iter().enumerate() {
+            let site = stack_text(&analysed.snapshot, a.stack, false)
+                .top_frame
+                .unwrap_or_default();
+            *by_site
+                .entry(site)
+                .or_default()
+                .entry(categories.devices[position].roles[i])
+                .or_default() += 1;
+        }
+        by_site
+    };
+    let (on_one, on_two) = (roles_by_site(one), roles_by_site(two));
+    let most = |roles: &HashMap<Role, u32>| roles.iter().max_by_key(|(_, &n)| n).map(|(&r, _)| r);
+    let mut compared = 0;
+    for (site, roles) in &on_one {
+        let Some(other) = on_two.get(site) else {
+            continue;
+        };
+        // A site whose allocations all got one role on the device that never ran out of
+        // memory gets it on the one that did.
+        if other.len() == 1 && roles.len() == 1 {
+            assert_eq!(most(roles), most(other), "{site}");
+            compared += 1;
+        }
+    }
+    assert!(compared >= 10, "{compared} call sites compared");
+    // What the unwinding freed was alive at the error, and its reason says so.
+    let facts = &analysed.facts[one];
+    let mut explainer = Explainer::new(&analysed, one, &categories.devices[one], &rules);
+    let unwound: Vec<usize> = (0..facts.allocations.len())
+        .filter(|&i| {
+            let free = facts.allocations.at(i).free_row;
+            free != u32::MAX && free as usize > oom
+        })
+        .collect();
+    assert!(unwound.len() > 50);
+    for &i in &unwound {
+        assert_ne!(
+            categories.devices[one].roles[i],
+            Role::ForwardTemporaries,
+            "allocation {i} was alive at the OOM"
+        );
+        let reason = memsight_core::format::breakdown::role_reason(&explainer.explain(i));
+        assert!(
+            reason.contains("alive at the out-of-memory at event 421")
+                && reason.contains("the error's unwinding freed it"),
+            "{reason}"
+        );
+    }
+}

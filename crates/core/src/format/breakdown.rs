@@ -36,6 +36,7 @@ fn phase_in_sentence(phase: Phase) -> &'static str {
         Phase::GraphCapture => "CUDA graph capture",
         Phase::Prefill => "a prefill step",
         Phase::Decode => "a decode step",
+        Phase::Unwinding => "the unwinding after an out-of-memory",
     }
 }
 
@@ -160,16 +161,24 @@ pub fn role_reason(reason: &RoleReason) -> String {
             scope,
             outlives,
             freed,
+            unwound_after,
         } => {
             let scope = scope
                 .as_ref()
                 .map(|s| format!(" ({s})"))
                 .unwrap_or_default();
-            let life = match (outlives, freed) {
+            let life = match (unwound_after, freed) {
+                (Some(oom), Some(f)) => format!(
+                    ", alive at the out-of-memory at {} (the error's unwinding freed it at {})",
+                    event(*oom),
+                    event(*f)
+                ),
+                _ => match (outlives, freed) {
                 (true, Some(f)) => format!(", kept past it until {}", event(*f)),
                 (true, None) => ", kept past it to the end".to_string(),
-                (false, Some(f)) => format!(", freed within it at {}", event(*f)),
-                (false, None) => String::new(),
+                    (false, Some(f)) => format!(", freed within it at {}", event(*f)),
+                    (false, None) => String::new(),
+                },
             };
             format!(
                 "made in {}{scope} at {}{life}",

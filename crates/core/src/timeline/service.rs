@@ -547,7 +547,7 @@ impl TimelineService {
             peak_time_us: axis.time_of_state(peak_state).filter(|_| axis.has_time()),
             scopes: scopes(analysed, dev, &axis)
                 .into_iter()
-                .chain(serving_bands(cx, position, &axis))
+                .chain(phase_bands(cx, position, &axis))
                 .collect(),
             ooms: ooms(dev, &axis),
             pools: pool_marks(cx, position),
@@ -1073,15 +1073,16 @@ fn scopes(analysed: &Analysed, dev: &Device, axis: &Axis<'_>) -> Vec<ScopeMark> 
 
 /// A serving engine's phases as bands (loading the weights, the profile run, the KV cache's
 /// allocation, graph capture, prefill and decode steps): each run of rows in one, with the
-/// steps between them in the band of the phase they continue.
-fn serving_bands(cx: &Context<'_>, position: usize, axis: &Axis<'_>) -> Vec<ScopeMark> {
+/// steps between them in the band of the phase they continue; and the unwinding after an
+/// out-of-memory error, whose frees are the exception's, not the program's.
+fn phase_bands(cx: &Context<'_>, position: usize, axis: &Axis<'_>) -> Vec<ScopeMark> {
     let phases = &cx.categorised.device(position).phases.phase;
     let mut bands: Vec<ScopeMark> = Vec::new();
     let mut row = 0;
     while row < phases.len() {
         let phase = phases[row];
         let end = row + phases[row..].iter().take_while(|&&p| p == phase).count();
-        if phase.is_serving() {
+        if phase.is_serving() || phase == Phase::Unwinding {
             let (start_state, end_state) = (row as u32, end as u32);
             let time = |state: u32| axis.time_of_state(state).filter(|_| axis.has_time());
             match bands.last_mut() {

@@ -64,6 +64,7 @@ pub fn phase_label(phase: Phase) -> &'static str {
         Phase::GraphCapture => "CUDA graph capture",
         Phase::Prefill => "Prefill",
         Phase::Decode => "Decode",
+        Phase::Unwinding => "Unwinding after the out-of-memory",
     }
 }
 

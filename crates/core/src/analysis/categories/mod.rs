@@ -829,7 +829,12 @@ pub(crate) fn trace_role(
             None => (Role::Unknown, Why::Nothing),
         };
     };
-    let free_row = made.free_row;
+    // What the unwinding after an out-of-memory frees was alive when the error struck: its
+    // role is what the run made of it up to then.
+    let free_row = match phases.phase.get(made.free_row as usize) {
+        Some(Phase::Unwinding) => NO_ROW,
+        _ => made.free_row,
+    };
     let mut outlives = free_row == NO_ROW || free_row as usize >= run_end;
     if let Some((kept, freed)) = signal.lifetime {
         // A site that decides by lifetime means its own call: freed while the function is

@@ -3,6 +3,10 @@
 //! them: made in a forward and freed in a later phase is an activation, made and freed in
 //! one run of a phase is that phase's temporary.
 //!
+//! What follows an out-of-memory error until the program allocates again is the error's
+//! unwinding ([`Phase::Unwinding`]), whatever scope or frames it has: its frees are the
+//! exception releasing what the stack held, not the phase the error broke ending.
+//!
 //! Sources, strongest first: `external_annotations` scopes (`Optimizer.step#AdamW.step`,
 //! `Optimizer.zero_grad#…`, user scopes named after a phase) when the trace has times; the
 //! frames of each allocation's stack; and, for allocations with no frame at all on a trace
@@ -148,7 +152,22 @@ pub fn row_phases(
     // The scope the previous row was in, and the phase in force when it began.
     let mut in_scope: Option<Phase> = None;
     let mut before_scope = Phase::Other;
+    // After an out-of-memory error, until the program allocates again.
+    let mut unwinding = false;
     for r in 0..rows {
+        match trace.action[r] {
+            Action::Oom => unwinding = true,
+            // The program goes on (it caught the error): the phase the error broke is over.
+            Action::Alloc if unwinding => {
+                unwinding = false;
+                current = Phase::Other;
+            }
+            _ if unwinding => {
+                phases.push(Phase::Unwinding);
+                continue;
+            }
+            _ => {}
+        }
         let scope = annotated.get(r).copied().flatten();
         match (in_scope, scope) {
             (None, Some(_)) => before_scope = current,

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::before::{freed_role, Deduced, FreedHow};
 use super::frameworks::{self, Framework, Says};
+use super::phases::RowPhases;
 use super::pooled::{PoolEvidence, PoolKind};
 use super::rules::Rules;
 use super::signals::{frame_signal, Phase};
@@ -94,6 +95,11 @@ pub enum Basis {
         scope: Option<String>,
         outlives: bool,
         freed: Option<u32>,
+        /// The out-of-memory error at this event struck while it was alive, and the
+        /// unwinding after it freed it (at `freed`): its role is what the run made of it
+        /// up to the error.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        unwound_after: Option<u32>,
     },
     /// Made before the trace; its block's own frames (or those its free carries, recorded
     /// where it was made) name `phase` at `frame`.
@@ -403,6 +409,7 @@ impl<'a> Explainer<'a> {
                         scope: scope_at(analysed, position, event as usize),
                         outlives,
                         freed: (a.free_row != NO_ROW).then_some(a.free_row),
+                        unwound_after: unwound_after(&device.trace, &categories.phases, a.free_row),
                     },
                     _ => Basis::Unknown {
                         why: Unexplained::NoPhase { event },
@@ -533,4 +540,16 @@ fn scope_at(analysed: &Analysed, position: usize, row: usize) -> Option<String> 
         .filter(|s| s.end_us.is_some() && s.holds(time))
         .max_by_key(|s| s.depth)
         .map(|s| snapshot.str(s.name).to_string())
+}
+
+/// The out-of-memory error whose unwinding freed an allocation at `free_row`, if it did.
+fn unwound_after(trace: &crate::model::Trace, phases: &RowPhases, free_row: u32) -> Option<u32> {
+    if phases.phase.get(free_row as usize) != Some(&Phase::Unwinding) {
+        return None;
+    }
+    // An unwinding holds frees only, from the error on: its start is a short walk back.
+    trace.action[..free_row as usize]
+        .iter()
+        .rposition(|&action| action == crate::model::Action::Oom)
+        .map(|row| row as u32)
 }

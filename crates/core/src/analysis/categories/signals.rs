@@ -35,10 +35,14 @@ pub enum Phase {
     Prefill,
     /// Serving: a step generating one token per sequence.
     Decode,
+    /// What follows an out-of-memory error until the program allocates again: the exception
+    /// unwinding the stack and freeing what its frames held. Only frees happen in it, and they
+    /// say nothing of what the memory was for.
+    Unwinding,
 }
 
 impl Phase {
-    pub const ALL: [Phase; 12] = [
+    pub const ALL: [Phase; 13] = [
         Phase::Other,
         Phase::Setup,
         Phase::Forward,
@@ -51,6 +55,7 @@ impl Phase {
         Phase::GraphCapture,
         Phase::Prefill,
         Phase::Decode,
+        Phase::Unwinding,
     ];
 
     /// A phase of a serving engine's life rather than of a training step.
@@ -86,6 +91,7 @@ impl Phase {
             Phase::GraphCapture => "graph_capture",
             Phase::Prefill => "prefill",
             Phase::Decode => "decode",
+            Phase::Unwinding => "unwinding",
         }
     }
 }
