@@ -89,8 +89,9 @@ pub fn progress() -> Progress {
 }
 
 /// What the file's error says to do about it.
-pub const HINT: &str = "The command line has no such limit and prints the same numbers: \
-     memsight overview FILE --json (./x cli installs it; see the README).";
+pub const HINT: &str = "The command line is not held to the browser's limit (only to the \
+     machine's memory) and prints the same numbers: memsight overview FILE --json (./x cli \
+     installs it; see the README).";
 
 /// The file's error when memory ran short, in words (a panic's report builds it with this).
 pub fn write_message(out: &mut impl Write, shortage: Shortage, at: &Progress) -> std::fmt::Result {

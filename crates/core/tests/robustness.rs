@@ -170,3 +170,189 @@ fn absurd_lengths_allocate_nothing_up_front() {
         .message
         .contains("memo index"));
 }
+
+/// A pickle written opcode by opcode (protocol 2), for the hostile shapes Python's pickler
+/// writes too when asked to.
+#[derive(Default)]
+struct Pickle(Vec<u8>);
+
+impl Pickle {
+    fn new() -> Self {
+        Pickle(vec![0x80, 2])
+    }
+    fn op(&mut self, op: u8) -> &mut Self {
+        self.0.push(op);
+        self
+    }
+    fn text(&mut self, s: &str) -> &mut Self {
+        self.0.push(b'X');
+        self.0.extend_from_slice(&(s.len() as u32).to_le_bytes());
+        self.0.extend_from_slice(s.as_bytes());
+        self
+    }
+    fn put(&mut self, i: u32) -> &mut Self {
+        match u8::try_from(i) {
+            Ok(short) => self.0.extend([b'q', short]),
+            Err(_) => {
+                self.0.push(b'r');
+                self.0.extend_from_slice(&i.to_le_bytes());
+            }
+        }
+        self
+    }
+    fn get(&mut self, i: u32) -> &mut Self {
+        match u8::try_from(i) {
+            Ok(short) => self.0.extend([b'h', short]),
+            Err(_) => {
+                self.0.push(b'j');
+                self.0.extend_from_slice(&i.to_le_bytes());
+            }
+        }
+        self
+    }
+    fn int(&mut self, i: u32) -> &mut Self {
+        self.0.push(b'J');
+        self.0.extend_from_slice(&i.to_le_bytes());
+        self
+    }
+    /// A chain of `levels` lists, each holding two memo references to the one before: two
+    /// to the power `levels` empty lists once expanded; the last is memo slot `first + levels`.
+    fn bomb(&mut self, first: u32, levels: u32) -> &mut Self {
+        self.op(b']').put(first);
+        for k in first..first + levels {
+            // POP the list before: the memo keeps it.
+            self.op(b'0')
+                .op(b']')
+                .op(b'(')
+                .get(k)
+                .get(k)
+                .op(b'e')
+                .put(k + 1);
+        }
+        self
+    }
+    /// `{segments: [], device_traces: [[]], <key>: <value written by f>}`.
+    fn snapshot_with(key: &str, f: impl FnOnce(&mut Pickle)) -> Vec<u8> {
+        let mut p = Pickle::new();
+        p.op(b'}').op(b'(');
+        p.text("segments").op(b']');
+        p.text("device_traces").op(b']').op(b']').op(b'a');
+        p.text(key);
+        f(&mut p);
+        p.op(b'u').op(b'.');
+        p.0
+    }
+}
+
+/// Memo references that expand exponentially are refused where the budget runs out, with
+/// its offset, wherever the value would be kept (a key memsight does not know, the allocator's
+/// settings, annotations), in bytes and as a stream: a 30-level chain is 2^30 values from
+/// under 500 bytes.
+#[test]
+fn memo_bombs_are_refused_with_their_offset() {
+    let bombs = [
+        Pickle::snapshot_with("extra_key", |p| {
+            p.bomb(0, 30);
+        }),
+        Pickle::snapshot_with("allocator_settings", |p| {
+            p.op(b'}').text("a");
+            p.bomb(0, 30);
+            p.op(b's');
+        }),
+        Pickle::snapshot_with("external_annotations", |p| {
+            p.bomb(0, 30);
+        }),
+    ];
+    for bytes in bombs {
+        assert!(bytes.len() < 500, "{} bytes", bytes.len());
+        let Err(err) = decode_bytes(&bytes) else {
+            panic!("a bomb was read");
+        };
+        assert!(
+            err.message.contains("memo references expand to more than"),
+            "{err}"
+        );
+        let at = err.offset.expect("an offset");
+        assert!(at <= bytes.len() as u64, "{at}");
+        let Err(streamed) = decode_reader(&bytes[..], &mut |_| {}) else {
+            panic!("a bomb was read as a stream");
+        };
+        assert_eq!(streamed.message, err.message);
+    }
+    // A short chain is a value like any other.
+    let small = Pickle::snapshot_with("extra_key", |p| {
+        p.bomb(0, 4);
+    });
+    decode_bytes(&small).unwrap();
+}
+
+/// The benign form of the same thing, as Python's pickler writes `device_traces=[T] * n` of
+/// one memoized trace: each device would copy its rows, so they count against the budget.
+#[test]
+fn one_trace_named_for_many_devices_is_refused() {
+    let mut p = Pickle::new();
+    p.op(b'}').op(b'(');
+    p.text("segments").op(b']');
+    p.text("device_traces").op(b']').op(b'(');
+    // T: a list of 1,000 trace entries, memo slot 0.
+    p.op(b']').put(0).op(b'(');
+    for i in 0..1000 {
+        p.op(b'}').op(b'(');
+        p.text("action").text("alloc");
+        p.text("addr").int(4096 * (i + 1));
+        p.text("size").int(512);
+        p.text("stream").int(0);
+        p.op(b'u');
+    }
+    p.op(b'e');
+    for _ in 1..1000 {
+        p.get(0);
+    }
+    p.op(b'e');
+    p.op(b'u').op(b'.');
+    let Err(err) = decode_bytes(&p.0) else {
+        panic!("a million trace rows from {} bytes were read", p.0.len());
+    };
+    assert!(
+        err.message.contains("memo references expand to more than"),
+        "{err}"
+    );
+}
+
+/// An integer wider than any snapshot value is refused at its byte, before its decimal text
+/// (whose cost grows with the square of its width) is made.
+#[test]
+fn wide_integers_are_refused_at_their_byte() {
+    let bytes = Pickle::snapshot_with("extra", |p| {
+        p.op(0x8b).0.extend_from_slice(&200_000u32.to_le_bytes());
+        p.0.extend(std::iter::repeat_n(0x55, 200_000));
+    });
+    let Err(err) = decode_bytes(&bytes) else {
+        panic!("a 200,000-byte integer was read");
+    };
+    assert!(err.message.contains("200000 bytes wide"), "{err}");
+    let at = err.offset.unwrap() as usize;
+    assert_eq!(bytes[at], 0x8b);
+    // 2**200, as the big_ints fixture has it, is read.
+    let ok = Pickle::snapshot_with("extra", |p| {
+        p.op(0x8a).op(26).0.extend([0; 25].iter().chain(&[1]));
+    });
+    decode_bytes(&ok).unwrap();
+}
+
+/// A file naming more devices than any process sees is refused rather than given a view of
+/// each: a hundred thousand empty trace lists are 200 KB.
+#[test]
+fn a_hundred_thousand_devices_are_refused() {
+    let bytes = Pickle::snapshot_with("device_traces", |p| {
+        p.op(b']').op(b'(');
+        for _ in 0..100_000 {
+            p.op(b']');
+        }
+        p.op(b'e');
+    });
+    let Err(err) = decode_bytes(&bytes) else {
+        panic!("a hundred thousand devices were read");
+    };
+    assert!(err.message.contains("00 devices"), "{err}");
+}

@@ -188,6 +188,36 @@ keys! {
 }
 
 /// Each device's trace rows, as `(start, len)` ranges of the staged rows, by device index.
+/// Values a decoder may make from a file, beyond [`VALUES_PER_BYTE`] for each byte read.
+/// A pickle's memo reference is a few bytes that name a whole container, so a chain of containers each
+/// holding two references to the one before expands to 2^30 values in 500 bytes: every value
+/// made from the file (each container's items converted, each copy of a memoized value) counts
+/// against this budget, which keeps cost linear in the file's size. A real snapshot makes about
+/// one value per byte or fewer.
+pub const EXPANSION_BASE: u64 = 1 << 16;
+/// See [`EXPANSION_BASE`].
+pub const VALUES_PER_BYTE: u64 = 8;
+
+/// The most values a file may expand to once `bytes` of it are read.
+pub fn expansion_limit(bytes: u64) -> u64 {
+    EXPANSION_BASE.saturating_add(VALUES_PER_BYTE.saturating_mul(bytes))
+}
+
+/// The refusal of a file whose values expand past [`expansion_limit`], at byte `at`.
+pub fn expansion_error(at: u64, limit: u64) -> DecodeError {
+    DecodeError::at(
+        at,
+        format!(
+            "memo references expand to more than {limit} values by byte {at} (a file may make {EXPANSION_BASE} values and {VALUES_PER_BYTE} more for each byte): values shared this often are a decompression bomb, not a snapshot"
+        ),
+    )
+    .with_hint("the file is corrupt or made to exhaust memory")
+}
+
+/// The most devices a snapshot may name (a trace list or a segment each): a process sees
+/// at most a few dozen, and each device costs its views' memory however empty it is.
+pub const MAX_DEVICES: usize = 1024;
+
 type DeviceRows = Vec<(u32, Vec<(u32, u32)>)>;
 
 /// Builds a [`Snapshot`] from nodes; owns the interning tables while decoding.
@@ -764,9 +794,39 @@ impl Builder {
             }
             other => return Err(not_a_snapshot(&self, &other, at_end)),
         }
+        // Trace entries listed more than once (a list of them memoized and named for device
+        // after device) would be copied each time: they count against the file's budget.
+        let listed: u64 = device_rows
+            .iter()
+            .flat_map(|(_, ranges)| ranges)
+            .map(|&(_, len)| len as u64)
+            .sum();
+        let read = at_end.0.unwrap_or(0);
+        let limit = expansion_limit(read);
+        if listed > self.staging.len() as u64 + limit {
+            return Err(expansion_error(read, limit));
+        }
+        let mut ids: Vec<u32> = device_rows
+            .iter()
+            .map(|&(id, _)| id)
+            .chain(segments.iter().map(|&(id, _, _)| id))
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        if ids.len() > MAX_DEVICES {
+            return Err(err(
+                at_end,
+                format!(
+                    "the file names {} devices: no process sees more than {MAX_DEVICES}",
+                    ids.len()
+                ),
+            )
+            .with_hint("the file is corrupt or made to exhaust memory"));
+        }
         snapshot.devices = self.devices(device_rows, segments);
         for (id, tensors) in shapes {
-            if let Some(device) = snapshot.devices.iter_mut().find(|d| d.id == id) {
+            let at = snapshot.devices.binary_search_by_key(&id, |d| d.id);
+            if let Some(device) = at.ok().map(|i| &mut snapshot.devices[i]) {
                 set_tensors(device, &tensors);
             }
         }
@@ -787,19 +847,18 @@ impl Builder {
         segments: Vec<(u32, Segment, Vec<Block>)>,
     ) -> Vec<Device> {
         let mut devices: Vec<Device> = Vec::new();
-        fn device_mut(devices: &mut Vec<Device>, id: u32) -> &mut Device {
-            let i = match devices.iter().position(|d| d.id == id) {
-                Some(i) => i,
-                None => {
-                    devices.push(Device {
-                        id,
-                        ..Device::default()
-                    });
-                    devices.len() - 1
-                }
-            };
-            &mut devices[i]
-        }
+        // Where each device is in `devices`: a file may name a hundred thousand of them, and
+        // a search of the list for each would take time quadratic in their number.
+        let mut positions: FxHashMap<u32, usize> = FxHashMap::default();
+        let mut device_mut = |devices: &mut Vec<Device>, id: u32| -> usize {
+            *positions.entry(id).or_insert_with(|| {
+                devices.push(Device {
+                    id,
+                    ..Device::default()
+                });
+                devices.len() - 1
+            })
+        };
         // Each device's trace takes its rows from the staged ones, a column at a time (one
         // device owning every row in order takes them as they are).
         let owners: Vec<&(u32, Vec<(u32, u32)>)> =
@@ -807,13 +866,16 @@ impl Builder {
         let runs: Vec<&[(u32, u32)]> = owners.iter().map(|(_, r)| &r[..]).collect();
         let traces = std::mem::take(&mut self.staging).into_trace().split(&runs);
         for ((id, _), trace) in owners.iter().zip(traces) {
-            device_mut(&mut devices, *id).trace = trace;
+            let at = device_mut(&mut devices, *id);
+            devices[at].trace = trace;
         }
         for (id, _) in &device_rows {
-            device_mut(&mut devices, *id).has_trace_list = true;
+            let at = device_mut(&mut devices, *id);
+            devices[at].has_trace_list = true;
         }
         for (id, mut segment, blocks) in segments {
-            let device = device_mut(&mut devices, id);
+            let at = device_mut(&mut devices, id);
+            let device = &mut devices[at];
             let start = device.blocks.len() as u32;
             device.blocks.extend(blocks);
             segment.blocks = start..device.blocks.len() as u32;

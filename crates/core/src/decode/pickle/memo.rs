@@ -81,7 +81,7 @@ impl<R: Read> Parser<R> {
             Slot::T_FRAME => self.stack.push(Val::Frame(payload)),
             Slot::T_STACK => self.stack.push(Val::Stack(payload)),
             _ => {
-                let v = self.memo_value(slot);
+                let v = self.memo_value(slot)?;
                 self.stack.push(v);
             }
         }
@@ -90,6 +90,9 @@ impl<R: Read> Parser<R> {
 
     #[cold]
     pub(super) fn memo_miss(&self, idx: usize, at: u64) -> DecodeError {
+        if let Some(why) = &self.expansion_failed {
+            return why.clone();
+        }
         DecodeError::at(
             at,
             format!(
@@ -101,9 +104,9 @@ impl<R: Read> Parser<R> {
     }
 
     /// The value of a memo slot that is not a string, frame or stack.
-    pub(super) fn memo_value(&mut self, slot: Slot) -> Val {
+    pub(super) fn memo_value(&mut self, slot: Slot) -> Result<Val, DecodeError> {
         let payload = slot.0 & Slot::PAYLOAD;
-        match slot.0 >> 29 {
+        Ok(match slot.0 >> 29 {
             Slot::T_STR => Val::Str(payload),
             Slot::T_OBJ => {
                 let obj = &mut self.objs[payload as usize];
@@ -118,11 +121,13 @@ impl<R: Read> Parser<R> {
             Slot::T_FRAME => Val::Frame(payload),
             Slot::T_STACK => Val::Stack(payload),
             Slot::T_ROW => Val::Rows(payload, 1),
+            // Each reference makes a copy: it counts against the file's budget.
             Slot::T_NODE => {
+                self.charge(self.memo_node_values[payload as usize])?;
                 let node = self.memo_nodes[payload as usize].clone();
                 self.materialize(&node)
             }
             _ => self.memo_boxed[payload as usize],
-        }
+        })
     }
 }

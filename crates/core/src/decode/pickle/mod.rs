@@ -20,7 +20,7 @@ mod objects;
 
 use std::io::Read;
 
-use super::build::{At, Builder, Decoded, ScalarRow, MAX_DEPTH};
+use super::build::{expansion_error, expansion_limit, At, Builder, Decoded, ScalarRow, MAX_DEPTH};
 use super::input::{truncated, Input, Part, Queue};
 use super::opcodes::*;
 use super::DecodeError;
@@ -32,6 +32,9 @@ const MAX_STACK: usize = 1 << 22;
 const MAX_MARKS: usize = 4096;
 /// How far past the current end a `BINPUT` index may jump.
 const MAX_MEMO_GAP: usize = 1 << 16;
+/// The widest integer read, in bytes (512 bits): sizes, addresses and times take 8; a wider
+/// one is written out in decimal, at a cost growing with the square of its width.
+const MAX_INT_BYTES: usize = 64;
 
 /// A value on the pickle stack. Containers live in the parser's arena and are named by index.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -165,6 +168,13 @@ struct Parser<R> {
     memo: Vec<Slot>,
     memo_boxed: Vec<Val>,
     memo_nodes: Vec<Decoded>,
+    /// How many values each of `memo_nodes` holds: what a copy of it costs.
+    memo_node_values: Vec<u64>,
+    /// Values made from the file so far, against [`expansion_limit`].
+    expanded: std::cell::Cell<u64>,
+    /// Why a memoized value could not be kept (the file expanded past its budget): a later
+    /// reference to it fails with this.
+    expansion_failed: Option<DecodeError>,
     release_stack: Vec<(u32, bool)>,
     objs: Vec<Obj>,
     free_objs: Vec<u32>,
@@ -231,6 +241,19 @@ impl<R: Read> Parser<R> {
         self.builder
     }
 
+    /// Counts `values` made from the file against its budget ([`expansion_limit`]).
+    #[inline]
+    fn charge(&self, values: u64) -> Result<(), DecodeError> {
+        let made = self.expanded.get().saturating_add(values);
+        self.expanded.set(made);
+        let at = self.input.offset();
+        let limit = expansion_limit(at);
+        if made > limit {
+            return Err(expansion_error(at, limit));
+        }
+        Ok(())
+    }
+
     fn new(input: Input<R>) -> Self {
         Parser {
             input,
@@ -240,6 +263,9 @@ impl<R: Read> Parser<R> {
             memo: Vec::new(),
             memo_boxed: Vec::new(),
             memo_nodes: Vec::new(),
+            memo_node_values: Vec::new(),
+            expanded: std::cell::Cell::new(0),
+            expansion_failed: None,
             release_stack: Vec::new(),
             objs: Vec::new(),
             free_objs: Vec::new(),
@@ -598,6 +624,15 @@ impl<R: Read> Parser<R> {
     }
 
     fn long(&mut self, n: usize, at: u64) -> Result<(), DecodeError> {
+        if n > MAX_INT_BYTES {
+            return Err(DecodeError::at(
+                at,
+                format!(
+                    "an integer {n} bytes wide, past the limit of {MAX_INT_BYTES}: no value of a snapshot is that wide (its decimal text would cost time growing with the square of its width)"
+                ),
+            )
+            .with_hint("the file is corrupt or made to exhaust the reader"));
+        }
         let bytes = self.input.take(n, "a LONG integer")?;
         let v = if n == 0 {
             Val::Int(0)

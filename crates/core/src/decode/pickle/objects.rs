@@ -330,11 +330,22 @@ impl<R: Read> Parser<R> {
         while let Some((o, is_root)) = pending.pop() {
             let memo = self.objs[o as usize].memo;
             if !is_root && memo != NO_MEMO {
-                if let Ok(node) = self.to_node(Val::Obj(o), 0) {
-                    self.memo_nodes.push(node);
-                    let index = (self.memo_nodes.len() - 1) as u32;
-                    self.memo[memo as usize] =
-                        Slot::tagged(Slot::T_NODE, index).unwrap_or(Slot::HOLE);
+                let before = self.expanded.get();
+                match self.to_node(Val::Obj(o), 0) {
+                    Ok(node) => {
+                        self.memo_nodes.push(node);
+                        self.memo_node_values
+                            .push(self.expanded.get().saturating_sub(before));
+                        let index = (self.memo_nodes.len() - 1) as u32;
+                        self.memo[memo as usize] =
+                            Slot::tagged(Slot::T_NODE, index).unwrap_or(Slot::HOLE);
+                    }
+                    // The slot's container is recycled: a later reference to it fails with
+                    // why it could not be kept.
+                    Err(e) => {
+                        self.memo[memo as usize] = Slot::HOLE;
+                        self.expansion_failed.get_or_insert(e);
+                    }
                 }
             }
             for i in 0..self.objs[o as usize].items.len() {
@@ -443,6 +454,7 @@ impl<R: Read> Parser<R> {
                 if let Some(c) = obj.converted {
                     return self.to_node(c, depth);
                 }
+                self.charge(obj.items.len() as u64 + 1)?;
                 // Collected into vectors made their final size at once: collecting `Result`s
                 // cannot know the length and grows them by doubling.
                 let items = || -> Result<Vec<Decoded>, DecodeError> {
