@@ -381,3 +381,22 @@ fn only_narrows_the_peak_lists_to_one_category() {
     let alone = memsight(&["report", "--only", "role:activations"], &[file]);
     assert_eq!(alone.status.code(), Some(2));
 }
+
+/// A run with no role the estimate counts has no estimate, not one of 0 B "−100%" from its
+/// peak.
+#[test]
+fn a_run_with_no_terms_says_it_has_no_estimate() {
+    let legacy = repo().join("tests/fixtures/legacy_2_0.pickle");
+    let output = memsight(&["report"], &[legacy]);
+    let report = &reports(&output)[0];
+    let section = report
+        .split("## Peak estimate")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("an estimate section");
+    assert!(section.contains("No estimate:"), "{section}");
+    assert!(
+        !section.contains("100.0%") && !section.contains("| Estimate |"),
+        "{section}"
+    );
+}

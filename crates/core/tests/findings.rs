@@ -286,8 +286,15 @@ fn a_new_segment_for_a_request_the_cache_held_the_bytes_for_is_fragmentation() {
                 cached_free: 256 * MIB,
                 segment: 200 * MIB,
                 segment_row: rows - 2,
+                // The holes are 64 MiB each: none holds the request.
+                largest_free_block: Some(64 * MIB),
             },
             peak_reserved: GIB + 200 * MIB,
+            peak_state: rows,
+            // At the peak the four holes are still cached: the new segment's 200 MiB is all
+            // the pieces cost (had the holes been one block, it would not have been reserved).
+            cached_free_at_peak: 256 * MIB,
+            wasted: 200 * MIB,
         }
     );
     // The allocation the segment was reserved for.
@@ -677,6 +684,7 @@ fn findings_on_real_fixtures_stay_in_range() {
                 );
                 assert!(!format::findings::why(f).is_empty());
                 assert!(!format::findings::what_to_try(f).is_empty());
+                obeys_physics(f, facts, &format!("{name} cuda:{id}"));
                 eprintln!(
                     "{name} cuda:{id}: {} ({} allocations)",
                     format::findings::title(f),
@@ -687,6 +695,70 @@ fn findings_on_real_fixtures_stay_in_range() {
                 eprintln!("{name} cuda:{id}: no findings");
             }
         }
+    }
+}
+
+/// A finding checked by its own numbers: waste from pieces never above what was cached and
+/// free at the moment it names, no advice for a setting the file already has, and an
+/// out-of-memory's advice about the largest role it quotes.
+fn obeys_physics(f: &Finding, facts: &memsight_core::analysis::DeviceFacts, at: &str) {
+    let advice = format::findings::what_to_try(f);
+    if f.settings.expandable_segments {
+        assert!(
+            !advice.contains("expandable_segments:True"),
+            "{at}: {advice}"
+        );
+    }
+    if f.settings.max_split_size.is_some() {
+        assert!(!advice.contains("max_split_size_mb:"), "{at}: {advice}");
+    }
+    match &f.kind {
+        FindingKind::Fragmentation {
+            worst,
+            peak_reserved,
+            peak_state,
+            cached_free_at_peak,
+            wasted,
+            reserved_for_them,
+            ..
+        } => {
+            let cached_free = peak_reserved.saturating_sub(facts.allocated_at(*peak_state));
+            assert!(
+                wasted <= cached_free_at_peak,
+                "{at}: {wasted} > {cached_free_at_peak}"
+            );
+            assert!(wasted <= reserved_for_them, "{at}");
+            assert!(
+                *cached_free_at_peak <= cached_free,
+                "{at}: {cached_free_at_peak} cached free in the pools, {cached_free} on the device"
+            );
+            if let Some(block) = worst.largest_free_block {
+                assert!(
+                    block < worst.requested,
+                    "{at}: a {block} B block was free for {worst:?}"
+                );
+            }
+        }
+        FindingKind::OutOfMemory { roles, .. } => {
+            let largest = Role::ALL
+                .iter()
+                .zip(roles)
+                .filter(|(_, &b)| b > 0)
+                .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+                .map(|(&r, _)| r);
+            if let Some(role) = largest.filter(|&r| r != Role::Unknown) {
+                let label = role.key().replace('_', " ");
+                let first = advice.split(':').next().unwrap_or("").to_lowercase();
+                assert!(
+                    first.contains(&label),
+                    "{at}: largest {label}, advice {advice}"
+                );
+            }
+        }
+        FindingKind::CachedMemory {
+            reason: CacheReason::AtOutOfMemory { at: o, .. },
+        } => assert!(o.overhead <= o.reserved, "{at}"),
+        _ => {}
     }
 }
 

@@ -851,7 +851,9 @@ fn SummaryView(s: DeviceSummary, dark: Signal<bool>, categories: CategoryView) -
                         {term("observed", "Observed peak", e.observed)}
                     </tbody>
                 </table>
-                <p>{if serving {
+                <p id="estimate-sentence">{if e.estimate == 0 {
+                    crate::format::report::NO_ESTIMATE.to_string()
+                } else if serving {
                     format!("The estimate is {} ({:+.1}%) from the observed peak.",
                         format::bytes_delta(difference), e.relative_difference() * 100.0)
                 } else {

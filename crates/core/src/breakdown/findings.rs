@@ -13,6 +13,8 @@
 //! trace, no segments, no stacks, no times, no phases) gives fewer findings, never a panic.
 //! Not the place for ranking findings across devices or for drawing them.
 
+use crate::analysis::allocator::rules::SizeRules;
+use crate::analysis::allocator::{AllocatorHistory, SegmentPool};
 use crate::analysis::moment::{row_before, state_after};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
@@ -86,9 +88,42 @@ pub struct Finding {
     /// Indices into [`DeviceFacts::allocations`] of the allocations behind it, the largest
     /// (or, for rounding waste, the most wasteful) first, at most [`MAX_ALLOCATIONS`].
     pub allocations: Vec<u32>,
+    /// What the file's allocator settings already turn on: advice never recommends them again.
+    #[serde(default)]
+    pub settings: SettingsOn,
+}
+
+/// The allocator settings a file says were on (its `allocator_settings`, or for older files
+/// its expandable segments).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SettingsOn {
+    pub expandable_segments: bool,
+    /// `max_split_size_mb`, in bytes, when set.
+    pub max_split_size: Option<u64>,
+}
+
+impl SettingsOn {
+    /// The settings of `device` of `snapshot`.
+    pub fn of(snapshot: &Snapshot, device: &Device) -> SettingsOn {
+        let expandable = device.segments.iter().any(|s| s.is_expandable);
+        let rules = SizeRules::from_settings(snapshot.allocator_settings.as_ref(), expandable);
+        SettingsOn {
+            expandable_segments: rules.expandable_segments,
+            max_split_size: (rules.max_split_size != u64::MAX).then_some(rules.max_split_size),
+        }
+    }
 }
 
 impl Finding {
+    /// A finding with the allocations behind it; [`findings`] sets its settings.
+    pub fn new(kind: FindingKind, allocations: Vec<u32>) -> Finding {
+        Finding {
+            kind,
+            allocations,
+            settings: SettingsOn::default(),
+        }
+    }
+
     /// The stable kind, as in `data-finding` attributes.
     pub fn key(&self) -> &'static str {
         self.kind.key()
@@ -133,15 +168,25 @@ pub enum FindingKind {
         count: u32,
     },
     /// `requests` requests made the allocator reserve a new segment (`reserved_for_them`
-    /// bytes in all, each still reserved when reserved memory peaks at `peak_reserved`)
-    /// although the memory it had cached in their pool on their stream would have held them:
-    /// no free block was large enough. `worst` is the one with the most cached memory it could
-    /// not use.
+    /// bytes in all, each still reserved when reserved memory peaks at `peak_reserved`, state
+    /// `peak_state`, the state of that peak with the most allocated) although the memory it had
+    /// cached in their pool on their stream would have held them: no free block was large
+    /// enough. `worst` is the one with the most cached memory it could not use.
+    ///
+    /// What the pieces cost at the peak, `wasted`, is at most what sat cached and free there in
+    /// those pools (`cached_free_at_peak`): had the pieces been one block, the peak reserve could
+    /// have been that much lower, and no more.
     Fragmentation {
         requests: u32,
         reserved_for_them: u64,
         worst: FragmentedRequest,
         peak_reserved: u64,
+        #[serde(default)]
+        peak_state: u32,
+        #[serde(default)]
+        cached_free_at_peak: u64,
+        #[serde(default)]
+        wasted: u64,
     },
     /// Cached memory that mattered: see [`CacheReason`].
     CachedMemory { reason: CacheReason },
@@ -259,6 +304,11 @@ pub struct FragmentedRequest {
     /// The segment reserved for it, and the row that reserved it.
     pub segment: u64,
     pub segment_row: u32,
+    /// The largest cached free block in its pool on its stream just before, as the
+    /// allocator's history rebuilds it (`None` where it could not be rebuilt): smaller than
+    /// the request, or the cache would have served it.
+    #[serde(default)]
+    pub largest_free_block: Option<u64>,
 }
 
 /// One allocation's wait between `free_requested` and `free_completed`.
@@ -302,6 +352,10 @@ pub fn findings(analysed: &Analysed, device: usize, categories: &DeviceCategorie
     out.extend(rounding_waste(dev, facts));
     out.extend(long_free_waits(dev, facts));
     out.extend(wrapped_trace(facts));
+    let settings = SettingsOn::of(&analysed.snapshot, dev);
+    for finding in &mut out {
+        finding.settings = settings;
+    }
     out
 }
 
@@ -374,8 +428,8 @@ fn out_of_memory(
                     live.push((a.size, i as u32));
                 }
             }
-            Finding {
-                kind: FindingKind::OutOfMemory {
+            Finding::new(
+                FindingKind::OutOfMemory {
                     row,
                     requested: trace.size[r],
                     device_free: trace.addr[r],
@@ -385,8 +439,8 @@ fn out_of_memory(
                     roles,
                     stacks: top_stacks(stacks, OOM_TOP_STACKS),
                 },
-                allocations: heaviest_first(live),
-            }
+                heaviest_first(live),
+            )
         })
         .collect()
 }
@@ -460,15 +514,15 @@ fn leak_suspect(facts: &DeviceFacts, phases: &RowPhases) -> Option<Finding> {
         })
         .map(|(i, a)| (a.size, i as u32))
         .collect();
-    Some(Finding {
-        kind: FindingKind::LeakSuspect {
+    Some(Finding::new(
+        FindingKind::LeakSuspect {
             iterations,
             growth,
             peak_allocated: peak,
             stacks,
         },
-        allocations: heaviest_first(kept),
-    })
+        heaviest_first(kept),
+    ))
 }
 
 fn sudden_spike(facts: &DeviceFacts, categories: &DeviceCategories) -> Option<Finding> {
@@ -488,8 +542,8 @@ fn sudden_spike(facts: &DeviceFacts, categories: &DeviceCategories) -> Option<Fi
     let allocations = heaviest_first(spikes);
     let &largest = allocations.first()?;
     let a = facts.allocations.at(largest as usize);
-    Some(Finding {
-        kind: FindingKind::SuddenSpike {
+    Some(Finding::new(
+        FindingKind::SuddenSpike {
             size: a.size,
             row: a.alloc_row,
             stack: a.stack,
@@ -498,7 +552,7 @@ fn sudden_spike(facts: &DeviceFacts, categories: &DeviceCategories) -> Option<Fi
             count,
         },
         allocations,
-    })
+    ))
 }
 
 /// The caching allocator's pools: requests of at most 1 MiB are served from 2 MiB segments
@@ -581,10 +635,16 @@ impl PoolFree {
 /// (`docs/decisions/0002-cached-memory-findings-only-where-they-hurt.md`).
 fn fragmentation(snapshot: &Snapshot, device: &Device, facts: &DeviceFacts) -> Option<Finding> {
     let trace = &device.trace;
+    let peak_row = facts.peak_reserved.row?;
     let mut pools = PoolFree::new(snapshot, device);
-    // Requests the cache held the bytes for, with the address of the segment each got.
-    let mut candidates: Vec<(FragmentedRequest, u64)> = Vec::new();
-    let mut pending: Option<(usize, u64, i128)> = None;
+    // Requests the cache held the bytes for, with their pool and the address of the segment
+    // each got.
+    let mut candidates: Vec<(FragmentedRequest, (u64, bool), u64)> = Vec::new();
+    let mut pending: Option<(usize, u64, (u64, bool), i128)> = None;
+    // Each pool's cached free bytes at the peak's state.
+    let mut free_at_peak: FxHashMap<(u64, bool), i128> = FxHashMap::default();
+    let mut peak_state: Option<(u32, u64)> = None;
+    let mut plateau = true;
     for r in 0..trace.len() {
         let action = trace.action[r];
         if matches!(action, Action::SegmentAlloc | Action::SegmentMap) {
@@ -595,10 +655,10 @@ fn fragmentation(snapshot: &Snapshot, device: &Device, facts: &DeviceFacts) -> O
                 .copied()
                 .unwrap_or(0);
             let free = pools.free.get(&(stream, large)).copied().unwrap_or(0);
-            pending = Some((r, trace.size[r], free));
+            pending = Some((r, trace.size[r], (stream, large), free));
         } else if action == Action::Alloc {
             // The request a new segment was reserved for comes right after it.
-            if let Some((segment_row, segment, free)) = pending.take() {
+            if let Some((segment_row, segment, pool, free)) = pending.take() {
                 let requested = trace.size[r];
                 if free >= requested as i128 && free > 0 {
                     let request = FragmentedRequest {
@@ -607,50 +667,81 @@ fn fragmentation(snapshot: &Snapshot, device: &Device, facts: &DeviceFacts) -> O
                         cached_free: free as u64,
                         segment,
                         segment_row: segment_row as u32,
+                        largest_free_block: None,
                     };
-                    candidates.push((request, trace.addr[segment_row]));
+                    candidates.push((request, pool, trace.addr[segment_row]));
                 }
             }
         }
         if let Some((key, delta)) = PoolFree::change(snapshot, trace, r) {
             *pools.free.entry(key).or_default() += delta;
         }
+        // The moment the pieces are weighed: while reserved memory first stays at its peak,
+        // the state with the most allocated (a new segment is reserved a row before its
+        // request takes it, and is not cached memory the pieces cost).
+        if plateau && r >= peak_row as usize {
+            if facts.reserved_after(Some(r as u32)) < facts.peak_reserved.bytes {
+                plateau = false;
+            } else {
+                let allocated = facts.allocated_at(state_after(r as u32));
+                if peak_state.is_none_or(|(_, most)| allocated > most) {
+                    peak_state = Some((state_after(r as u32), allocated));
+                    free_at_peak = pools.free.clone();
+                }
+            }
+        }
     }
     // Where it hurts: segments still reserved when reserved memory peaks, which they raised.
     // One reserved and released in between cost nothing at the peak.
-    let peak_row = facts.peak_reserved.row?;
     let mut released: FxHashMap<u64, u32> = FxHashMap::default();
     for r in 0..=(peak_row as usize).min(trace.len().saturating_sub(1)) {
         if matches!(trace.action[r], Action::SegmentFree | Action::SegmentUnmap) {
             released.insert(trace.addr[r], r as u32);
         }
     }
-    let at_peak: Vec<FragmentedRequest> = candidates
+    let at_peak: Vec<(FragmentedRequest, (u64, bool))> = candidates
         .into_iter()
-        .filter(|(request, address)| {
+        .filter(|(request, _, address)| {
             request.segment_row <= peak_row
                 && released
                     .get(address)
                     .is_none_or(|&f| f < request.segment_row)
         })
-        .map(|(request, _)| request)
+        .map(|(request, pool, _)| (request, pool))
         .collect();
-    let worst = *at_peak
+    // Physics: in each pool, the pieces cost the peak at most what sat cached and free there.
+    let mut reserved_by_pool: FxHashMap<(u64, bool), u64> = FxHashMap::default();
+    for (request, pool) in &at_peak {
+        *reserved_by_pool.entry(*pool).or_default() += request.segment;
+    }
+    let free_there =
+        |pool: &(u64, bool)| free_at_peak.get(pool).copied().unwrap_or(0).max(0) as u64;
+    let cached_free_at_peak: u64 = reserved_by_pool.keys().map(free_there).sum();
+    let wasted: u64 = reserved_by_pool
         .iter()
-        .max_by(|a, b| a.cached_free.cmp(&b.cached_free).then(b.row.cmp(&a.row)))?;
+        .map(|(pool, &reserved)| reserved.min(free_there(pool)))
+        .sum();
+    let (mut worst, worst_pool) = at_peak
+        .iter()
+        .max_by(|a, b| {
+            a.0.cached_free
+                .cmp(&b.0.cached_free)
+                .then(b.0.row.cmp(&a.0.row))
+        })
+        .copied()?;
     let peak_reserved = facts.peak_reserved.bytes;
-    // What hurts is how much sat cached, unusable, while more was reserved: at most that
-    // much of the peak reserve is held twice over. Many small holes beside the parameters
-    // of a large model (a few MiB among tens of GiB) are not worth a setting.
-    let unusable = worst.cached_free;
-    let significant = unusable >= FRAGMENTATION_FLOOR_BYTES
-        && (unusable >= FRAGMENTATION_MIN_BYTES
-            || at_least_percent(unusable, peak_reserved, FRAGMENTATION_MIN_PERCENT));
+    // What hurts is how much of the peak reserve the pieces held twice over. Many small holes
+    // beside the parameters of a large model (a few MiB among tens of GiB) are not worth a
+    // setting.
+    let significant = wasted >= FRAGMENTATION_FLOOR_BYTES
+        && (wasted >= FRAGMENTATION_MIN_BYTES
+            || at_least_percent(wasted, peak_reserved, FRAGMENTATION_MIN_PERCENT));
     if !significant {
         return None;
     }
+    worst.largest_free_block = largest_free_block(snapshot, device, facts, &worst, worst_pool);
     // The allocations those segments were reserved for.
-    let mut rows: Vec<u32> = at_peak.iter().map(|r| r.row).collect();
+    let mut rows: Vec<u32> = at_peak.iter().map(|(r, _)| r.row).collect();
     rows.sort_unstable();
     let behind = facts
         .allocations
@@ -659,15 +750,51 @@ fn fragmentation(snapshot: &Snapshot, device: &Device, facts: &DeviceFacts) -> O
         .filter(|(_, a)| a.origin() == Origin::Trace && rows.binary_search(&a.alloc_row).is_ok())
         .map(|(i, a)| (a.size, i as u32))
         .collect();
-    Some(Finding {
-        kind: FindingKind::Fragmentation {
+    Some(Finding::new(
+        FindingKind::Fragmentation {
             requests: at_peak.len() as u32,
-            reserved_for_them: at_peak.iter().map(|r| r.segment).sum(),
+            reserved_for_them: at_peak.iter().map(|(r, _)| r.segment).sum(),
             worst,
             peak_reserved,
+            peak_state: peak_state.map_or(facts.peak_reserved.state(), |(state, _)| state),
+            cached_free_at_peak,
+            wasted,
         },
-        allocations: heaviest_first(behind),
-    })
+        heaviest_first(behind),
+    ))
+}
+
+/// The largest cached free block in `pool` (raw stream, large pool) just before `request`'s
+/// segment was reserved, from the allocator's history; `None` when the history cannot be
+/// reconciled with the trace there. Built only for a finding already worth showing: the
+/// history costs a walk of the trace.
+fn largest_free_block(
+    snapshot: &Snapshot,
+    device: &Device,
+    facts: &DeviceFacts,
+    request: &FragmentedRequest,
+    (stream, large): (u64, bool),
+) -> Option<u64> {
+    let history = AllocatorHistory::new(snapshot, device, facts);
+    if history.unreconciled().total() > 0 {
+        return None;
+    }
+    let state = history.summary_at(facts, request.segment_row);
+    state
+        .segments
+        .iter()
+        .filter(|s| s.stream == stream && pool_of_segment(s.size, pool_type(s.pool)) == large)
+        .map(|s| s.totals.largest_free_block)
+        .max()
+        .or(Some(0))
+}
+
+fn pool_type(pool: Option<SegmentPool>) -> SegmentType {
+    match pool {
+        Some(SegmentPool::Large) => SegmentType::Large,
+        Some(SegmentPool::Small) => SegmentType::Small,
+        None => SegmentType::Unknown,
+    }
 }
 
 /// Memory the allocator keeps cached is reused by the next iteration and costs nothing, unless
@@ -731,12 +858,12 @@ fn cached_memory(
             growth,
         }
     };
-    Some(Finding {
-        kind: FindingKind::CachedMemory { reason },
+    Some(Finding::new(
+        FindingKind::CachedMemory { reason },
         // Cached memory belongs to no allocation: what was freed last into the blocks cached
         // at the end is what the cache holds the room of.
-        allocations: last_freed_into_cache(device, facts),
-    })
+        last_freed_into_cache(device, facts),
+    ))
 }
 
 fn last_freed_into_cache(device: &Device, facts: &DeviceFacts) -> Vec<u32> {
@@ -797,15 +924,15 @@ fn rounding_waste(device: &Device, facts: &DeviceFacts) -> Option<Finding> {
         .into_iter()
         .filter_map(|(padding, addr)| by_address.get(&addr).map(|&i| (padding, i)))
         .collect();
-    Some(Finding {
-        kind: FindingKind::RoundingWaste {
+    Some(Finding::new(
+        FindingKind::RoundingWaste {
             waste,
             allocated,
             requested,
             blocks,
         },
-        allocations: heaviest_first(behind),
-    })
+        heaviest_first(behind),
+    ))
 }
 
 fn long_free_waits(device: &Device, facts: &DeviceFacts) -> Option<Finding> {
@@ -868,8 +995,8 @@ fn long_free_waits(device: &Device, facts: &DeviceFacts) -> Option<Finding> {
     if !(long || pending_at_peak >= PENDING_FREE_MIN_BYTES) {
         return None;
     }
-    Some(Finding {
-        kind: FindingKind::LongFreeWaits {
+    Some(Finding::new(
+        FindingKind::LongFreeWaits {
             waits,
             waited_bytes,
             longest_in_rows,
@@ -877,8 +1004,8 @@ fn long_free_waits(device: &Device, facts: &DeviceFacts) -> Option<Finding> {
             pending_at_peak,
             peak_state,
         },
-        allocations: heaviest_first(waited),
-    })
+        heaviest_first(waited),
+    ))
 }
 
 fn wrapped_trace(facts: &DeviceFacts) -> Option<Finding> {
@@ -901,16 +1028,16 @@ fn wrapped_trace(facts: &DeviceFacts) -> Option<Finding> {
         }
         earlier.push((a.size, i as u32));
     }
-    Some(Finding {
-        kind: FindingKind::WrappedTrace {
+    Some(Finding::new(
+        FindingKind::WrappedTrace {
             before,
             freed_during_trace,
             still_alive,
             freed_bytes,
             alive_bytes,
         },
-        allocations: heaviest_first(earlier),
-    })
+        heaviest_first(earlier),
+    ))
 }
 
 #[cfg(test)]
@@ -1030,8 +1157,12 @@ mod tests {
                     cached_free: 2,
                     segment: 2,
                     segment_row: 0,
+                    largest_free_block: None,
                 },
                 peak_reserved: 3,
+                peak_state: 1,
+                cached_free_at_peak: 1,
+                wasted: 1,
             },
             FindingKind::CachedMemory {
                 reason: CacheReason::AtOutOfMemory {

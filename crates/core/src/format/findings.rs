@@ -7,7 +7,7 @@
 
 use super::{bytes, count, duration_us, percent_ppm};
 use crate::analysis::categories::Role;
-use crate::breakdown::findings::{CacheReason, Finding, FindingKind, Wait};
+use crate::breakdown::findings::{CacheReason, Finding, FindingKind, SettingsOn, Wait};
 
 /// `part` of `whole` as a percentage: `37.5%`.
 fn percent(part: u64, whole: u64) -> String {
@@ -58,11 +58,9 @@ pub fn title(f: &Finding) -> String {
         FindingKind::SuddenSpike { size, .. } => {
             format!("A single allocation of {}", bytes(*size))
         }
-        FindingKind::Fragmentation {
-            reserved_for_them, ..
-        } => format!(
-            "{} reserved because cached memory was in pieces",
-            bytes(*reserved_for_them)
+        FindingKind::Fragmentation { wasted, .. } => format!(
+            "{} of the peak reserve lost to cached memory in pieces",
+            bytes(*wasted)
         ),
         FindingKind::CachedMemory { reason } => match reason {
             CacheReason::AtOutOfMemory { at, .. } => format!(
@@ -163,17 +161,35 @@ pub fn why(f: &Finding) -> String {
             reserved_for_them,
             worst,
             peak_reserved,
-        } => format!(
-            "{} requests made the allocator reserve a new segment ({} in all, {} of the peak reserved {}) while the memory it had cached for their size on their stream would have held them: no cached free block was large enough. The worst, a request of {} at event {}, found {} cached and got a new segment of {}. Memory in pieces between live tensors cannot be released either, so it is reserved twice over.",
-            count(*requests as u64),
-            bytes(*reserved_for_them),
-            percent(*reserved_for_them, *peak_reserved),
-            bytes(*peak_reserved),
-            bytes(worst.requested),
-            count(worst.row as u64),
-            bytes(worst.cached_free),
-            bytes(worst.segment),
-        ),
+            peak_state,
+            cached_free_at_peak,
+            wasted,
+        } => {
+            let grew = if f.settings.expandable_segments {
+                "map more memory into its expandable segments"
+            } else {
+                "reserve a new segment"
+            };
+            let largest = match worst.largest_free_block {
+                Some(block) => format!(", the largest free block {},", bytes(block)),
+                None => String::new(),
+            };
+            format!(
+                "{} requests made the allocator {grew} ({} in all) while the memory it had cached for their size on their stream would have held them: no cached free block was large enough. When reserved memory peaked at {} (state {}), {} sat cached and free in those pools: had it been in one piece, the peak reserve could have been {} ({}) lower, and no more. The worst, a request of {} at event {}, found {} cached{largest} and {} {}.",
+                count(*requests as u64),
+                bytes(*reserved_for_them),
+                bytes(*peak_reserved),
+                count(*peak_state as u64),
+                bytes(*cached_free_at_peak),
+                bytes(*wasted),
+                percent(*wasted, *peak_reserved),
+                bytes(worst.requested),
+                count(worst.row as u64),
+                bytes(worst.cached_free),
+                if f.settings.expandable_segments { "the segment grew by" } else { "got a new segment of" },
+                bytes(worst.segment),
+            )
+        }
         FindingKind::CachedMemory { reason } => match reason {
             CacheReason::AtOutOfMemory { row, requested, at } => format!(
                 "When the request of {} at event {} failed, the allocator held {} reserved and {} allocated: {} ({}) sat cached in free blocks it could neither give to the request (none was large enough, or they were on another stream) nor release (their segments held live tensors).",
@@ -261,9 +277,12 @@ pub fn why(f: &Finding) -> String {
 /// Advice for the largest role alive at an out-of-memory.
 fn role_advice(role: Role) -> &'static str {
     match role {
-        Role::Activations | Role::ForwardTemporaries => "Activations dominate: use activation checkpointing (torch.utils.checkpoint) so they are recomputed in the backward, a smaller batch or sequence length (with gradient accumulation to keep the effective batch), or mixed precision (torch.autocast).",
-        Role::BackwardTemporaries | Role::Gradients => "Gradients and backward temporaries dominate: call optimizer.zero_grad(set_to_none=True) so gradients are freed between steps, use mixed precision, or shard gradients across devices (FSDP, ZeRO).",
-        Role::OptimizerState | Role::OptimizerTemporaries => "Optimizer state dominates: AdamW keeps two fp32 tensors per parameter; try a lighter optimizer (SGD, Adafactor, 8-bit Adam), foreach=False to avoid the multi-tensor temporaries, or shard the state (FSDP, ZeRO).",
+        Role::Activations => "Activations dominate: use activation checkpointing (torch.utils.checkpoint) so they are recomputed in the backward, a smaller batch or sequence length (with gradient accumulation to keep the effective batch), or mixed precision (torch.autocast).",
+        Role::ForwardTemporaries => "Forward temporaries dominate: tensors the forward makes and frees within itself (attention scores, logits, upcasts, concatenations), so checkpointing does not remove them; use fused or memory-efficient kernels (torch.nn.functional.scaled_dot_product_attention), compute the loss over the vocabulary in chunks, keep intermediates in bf16, or lower the batch or sequence length.",
+        Role::Gradients => "Gradients dominate: call optimizer.zero_grad(set_to_none=True) so gradients are freed between steps, accumulate in bf16, or shard gradients across devices (FSDP, ZeRO-2).",
+        Role::BackwardTemporaries => "Backward temporaries dominate: tensors the backward makes and frees within itself (the gradients of large activations, recomputed checkpoints); lower the batch or sequence length, use fused kernels whose backward needs less scratch, or checkpoint fewer, smaller segments.",
+        Role::OptimizerState => "Optimizer state dominates: AdamW keeps two fp32 tensors per parameter; try a lighter optimizer (SGD, Adafactor, 8-bit Adam) or shard the state (FSDP, ZeRO).",
+        Role::OptimizerTemporaries => "Optimizer temporaries dominate: the multi-tensor (foreach) step copies whole groups of parameters at once; pass foreach=False, or fused=True where the optimizer has it, to step a tensor at a time.",
         Role::Parameters => "Parameters dominate: load the model in bf16/fp16, quantise it, or shard it across devices (FSDP, tensor parallelism); check that no second copy of the weights stays on the device.",
         Role::Inputs => "Inputs dominate: move smaller batches to the device, and free the previous batch before loading the next.",
         Role::Communication => "Communication buffers dominate: lower the bucket sizes of DDP/FSDP (bucket_cap_mb) or overlap fewer collectives.",
@@ -272,6 +291,23 @@ fn role_advice(role: Role) -> &'static str {
         Role::CudaGraph => "CUDA graph pools dominate: capture fewer batch sizes (vLLM's cudagraph_capture_sizes / max_seq_len_to_capture, sglang's cuda_graph_max_bs) or disable graphs (enforce_eager, disable_cuda_graph).",
         Role::Unknown => "Record stacks (torch.cuda.memory._record_memory_history(stacks='all')) from the start of the run to see what holds the memory.",
     }
+}
+
+/// What to do about cached memory in pieces, given the settings the file already has: a
+/// setting already on is never recommended again.
+fn pieces_advice(settings: SettingsOn) -> String {
+    if settings.expandable_segments {
+        // With expandable segments every block splits, so max_split_size_mb changes nothing.
+        return "Expandable segments are already on in this file's allocator settings, so no setting joins the pieces: they are free ranges between live tensors, each too small for the request. Free or reuse large temporaries sooner, and keep request sizes the same from step to step, so freed ranges are reused whole.".into();
+    }
+    let split = match settings.max_split_size {
+        Some(limit) => format!(
+            "; max_split_size_mb is already {} here, and lowering it keeps more large free blocks whole",
+            bytes(limit)
+        ),
+        None => "; otherwise max_split_size_mb (e.g. max_split_size_mb:512) stops large free blocks from being split for small requests".into(),
+    };
+    format!("Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (PyTorch 2.1 or later) so segments grow in place instead of leaving scattered free blocks{split}.")
 }
 
 /// What to try, concretely.
@@ -291,18 +327,23 @@ pub fn what_to_try(f: &Finding) -> String {
                 .unwrap_or_else(|| role_advice(Role::Unknown).to_string());
             let cached = reserved.saturating_sub(*allocated);
             if cached >= *requested || cached.saturating_add(*device_free) >= *requested {
-                text.push_str(&format!(
-                    " {} was cached but unused: set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (or max_split_size_mb) so fragmented free memory can serve the request.",
-                    bytes(cached)
-                ));
+                text.push_str(&format!(" {} was cached but unused: ", bytes(cached)));
+                text.push_str(&pieces_advice(f.settings));
             }
             text
         }
         FindingKind::LeakSuspect { .. } => "Look at the call sites that grew: something keeps tensors from one iteration to the next. Common causes: appending the loss or outputs to a list without .item() or .detach() (which also keeps the autograd graph alive), tensors kept in lists or dicts across iterations for logging or caches, hooks that store activations, and a growing KV cache. Log with loss.item(), .detach().cpu() what you keep, and clear caches between iterations.".into(),
         FindingKind::SuddenSpike { .. } => "Large single tensors are often logits over a big vocabulary (batch × sequence × vocabulary, in fp32), full attention score matrices, or copies made by torch.cat, .contiguous() or .float(). Compute the loss in chunks, use torch.nn.functional.scaled_dot_product_attention (memory-efficient kernels), keep logits in bf16, lower the batch or sequence length, or use activation checkpointing so the big intermediate is not kept.".into(),
-        FindingKind::Fragmentation { .. } => "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (PyTorch 2.1 or later) so segments grow in place instead of leaving scattered free blocks; otherwise max_split_size_mb (e.g. max_split_size_mb:512) stops large free blocks from being split for small requests. Allocating long-lived tensors (parameters, optimizer state, buffers) before temporaries, and keeping tensor shapes constant from step to step, also helps. torch.cuda.empty_cache() only releases whole free segments.".into(),
-        FindingKind::CachedMemory { reason: CacheReason::AtOutOfMemory { .. } } => "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True so segments grow in place and cached memory can serve a large request; otherwise max_split_size_mb stops large free blocks from being split for small ones. Calling torch.cuda.empty_cache() does not help here: the allocator already released every wholly free segment before it gave up.".into(),
-        FindingKind::CachedMemory { reason: CacheReason::Growing { .. } } => "If tensor sizes change from step to step (variable sequence lengths, dynamic batches), pad or bucket them so cached blocks get reused; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets segments grow in place. torch.cuda.empty_cache() returns whole free segments to the driver, but the next allocations pay for cudaMalloc again: call it between phases, not every step.".into(),
+        FindingKind::Fragmentation { .. } => format!("{} Allocating long-lived tensors (parameters, optimizer state, buffers) before temporaries, and keeping tensor shapes constant from step to step, also helps. torch.cuda.empty_cache() only releases whole free segments.", pieces_advice(f.settings)),
+        FindingKind::CachedMemory { reason: CacheReason::AtOutOfMemory { .. } } => format!("{} Calling torch.cuda.empty_cache() does not help here: the allocator already released every wholly free segment before it gave up.", pieces_advice(f.settings)),
+        FindingKind::CachedMemory { reason: CacheReason::Growing { .. } } => {
+            let grow = if f.settings.expandable_segments {
+                ""
+            } else {
+                " PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets segments grow in place."
+            };
+            format!("If tensor sizes change from step to step (variable sequence lengths, dynamic batches), pad or bucket them so cached blocks get reused.{grow} torch.cuda.empty_cache() returns whole free segments to the driver, but the next allocations pay for cudaMalloc again: call it between phases, not every step.")
+        }
         FindingKind::RoundingWaste { .. } => "If allocator_settings sets roundup_power2_divisions, lower or remove it: it rounds requests up to power-of-two fractions. If max_split_size_mb is set, blocks above it are not split, so a smaller request can take a whole large block. Odd tensor sizes also round up: pad shapes to multiples of 8 or 64 (faster on tensor cores too) or batch many small tensors into one.".into(),
         FindingKind::LongFreeWaits { .. } => "These are tensors used on more than one CUDA stream (tensor.record_stream(), communication overlapped with compute, copies on a side stream): the allocator cannot reuse them until the other stream's work completes. Free them earlier, have the stream that uses a tensor allocate it instead of calling record_stream, or synchronise (stream.wait_stream, torch.cuda.Event) sooner; with NCCL, TORCH_NCCL_AVOID_RECORD_STREAMS=1 avoids record_stream for collectives.".into(),
         FindingKind::WrappedTrace { .. } => "Call torch.cuda.memory._record_memory_history() before building the model and optimizer, and with a larger max_entries (it keeps every event by default) so the trace covers a whole iteration and its setup.".into(),
@@ -318,10 +359,7 @@ mod tests {
     const GIB: u64 = 1 << 30;
 
     fn finding(kind: FindingKind) -> Finding {
-        Finding {
-            kind,
-            allocations: vec![],
-        }
+        Finding::new(kind, vec![])
     }
 
     fn wait(rows: u32, us: Option<u64>) -> Wait {
@@ -401,7 +439,7 @@ mod tests {
 
     #[test]
     fn memory_layout_findings_say_their_numbers() {
-        let f = finding(FindingKind::Fragmentation {
+        let mut f = finding(FindingKind::Fragmentation {
             requests: 3,
             reserved_for_them: 384 * MIB,
             worst: FragmentedRequest {
@@ -410,23 +448,59 @@ mod tests {
                 cached_free: 300 * MIB,
                 segment: 128 * MIB,
                 segment_row: 1199,
+                largest_free_block: Some(60 * MIB),
             },
             peak_reserved: 4 * GIB,
+            peak_state: 1500,
+            cached_free_at_peak: 200 * MIB,
+            wasted: 200 * MIB,
         });
         assert_eq!(
             title(&f),
-            "384 MiB reserved because cached memory was in pieces"
+            "200 MiB of the peak reserve lost to cached memory in pieces"
         );
         let because = why(&f);
         assert!(
-            because.contains("3 requests made the allocator reserve a new segment (384 MiB in all, 9.4% of the peak reserved 4.00 GiB)"),
+            because
+                .contains("3 requests made the allocator reserve a new segment (384 MiB in all)"),
             "{because}"
         );
         assert!(
-            because.contains("a request of 100 MiB at event 1,200, found 300 MiB cached and got a new segment of 128 MiB"),
+            because.contains("When reserved memory peaked at 4.00 GiB (state 1,500), 200 MiB sat cached and free in those pools: had it been in one piece, the peak reserve could have been 200 MiB (4.9%) lower, and no more."),
             "{because}"
         );
-        assert!(what_to_try(&f).contains("max_split_size_mb"));
+        assert!(
+            because.contains("a request of 100 MiB at event 1,200, found 300 MiB cached, the largest free block 60.0 MiB, and got a new segment of 128 MiB"),
+            "{because}"
+        );
+        let advice = what_to_try(&f);
+        assert!(
+            advice.contains("expandable_segments:True") && advice.contains("max_split_size_mb:512"),
+            "{advice}"
+        );
+        // Settings the file already has are never recommended again.
+        f.settings = SettingsOn {
+            expandable_segments: false,
+            max_split_size: Some(512 * MIB),
+        };
+        let advice = what_to_try(&f);
+        assert!(
+            advice.contains("max_split_size_mb is already 512 MiB here"),
+            "{advice}"
+        );
+        assert!(!advice.contains("max_split_size_mb:512"), "{advice}");
+        f.settings.expandable_segments = true;
+        let advice = what_to_try(&f);
+        assert!(
+            !advice.contains("expandable_segments:True") && !advice.contains("max_split_size_mb"),
+            "{advice}"
+        );
+        assert!(
+            advice.contains("Expandable segments are already on"),
+            "{advice}"
+        );
+        assert!(why(&f).contains("map more memory into its expandable segments"));
+        assert!(why(&f).contains("the segment grew by 128 MiB"));
 
         let at = Overhead {
             state: 41,

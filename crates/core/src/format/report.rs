@@ -290,6 +290,12 @@ fn when(state: u32) -> String {
     }
 }
 
+/// Why a run whose roles give the estimate no term has no estimate (rather than one of
+/// 0 B, 100% below the peak).
+pub const NO_ESTIMATE: &str = "No estimate: no memory of this run was identified as \
+     parameters, optimizer state, gradients, activations or a KV cache, the terms a peak is \
+     estimated from. The roles at the peak say what held it.";
+
 /// What a snapshot with no trace shows, and how to record one.
 pub const STATE_ONLY: &str =
     "This snapshot holds no trace (taken with `torch.cuda.memory._snapshot()` \
@@ -513,6 +519,10 @@ fn total_row(cells: &[Cell]) -> DocRow {
 fn estimate_section(doc: &mut Document, summary: &DeviceSummary) {
     let e = &summary.estimate;
     doc.heading(2, "Peak estimate");
+    if e.estimate == 0 {
+        doc.paragraph(NO_ESTIMATE);
+        return;
+    }
     let serving = e.kind == EstimateKind::Serving;
     doc.paragraph(if serving {
         "A serving engine's: parameters + KV cache + CUDA graphs + the largest step's \
@@ -848,8 +858,8 @@ mod tests {
                 observed: 12 * MIB,
             },
             cached_free: vec![],
-            findings: vec![Finding {
-                kind: FindingKind::CachedMemory {
+            findings: vec![Finding::new(
+                FindingKind::CachedMemory {
                     reason: CacheReason::AtOutOfMemory {
                         row: 9,
                         requested: 300 * MIB,
@@ -861,8 +871,8 @@ mod tests {
                         },
                     },
                 },
-                allocations: vec![],
-            }],
+                vec![],
+            )],
             compute_ms: 0.0,
         }
     }
