@@ -46,6 +46,7 @@ pub fn App() -> impl IntoView {
     if query.embed {
         return view! { <EmbedApp state=state actions=actions link=link query=query /> }.into_any();
     }
+    let storage_refused = super::kept::refused();
     super::redact_paths::RedactPaths::provide();
     super::source::folder::SourceFolder::provide();
     let has_files = Memo::new(move |_| state.with(|s| !s.files().is_empty()));
@@ -66,6 +67,11 @@ pub fn App() -> impl IntoView {
                     <p class="privacy-note">
                         "Files are read on this device only: nothing is uploaded."
                     </p>
+                    {storage_refused.then(|| view! {
+                        <p class="privacy-note" id="storage-note">
+                            "This browser keeps no settings for this page: rules and choices last until it is closed."
+                        </p>
+                    })}
                 </aside>
                 <main class="main" id="main">
                     <FileView state=state actions=actions link=link />

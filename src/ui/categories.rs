@@ -5,14 +5,13 @@
 //! view asks the timeline to show, what the timeline shows (the table's window scope) and
 //! searches for, which allocations the table shows and which code the source view shows, and
 //! the user's rules —
-//! kept in `localStorage` (gloo's storage) for every file, sent to each file's worker —, and
+//! kept in the browser (`kept`) for every file, sent to each file's worker —, and
 //! the file's part of the page's address ([`DeepLink`]): a link restores the highlighted
 //! category, the picked moment and the rules it carries (used for this file, not stored).
 //!
 //! Names and colours of categories come from the core (`format::breakdown`, the painter's
 //! `Style`), so the legend, the charts and the timeline agree. Not the place for drawing.
 
-use gloo_storage::Storage;
 use leptos::prelude::*;
 
 use super::actions::Actions;
@@ -194,12 +193,12 @@ impl CategoryView {
 
 /// The user's rules, or none when nothing (or nothing readable) is stored.
 pub fn stored_rules() -> Rules {
-    gloo_storage::LocalStorage::get::<Rules>(RULES_KEY).unwrap_or_default()
+    super::kept::get::<Rules>(RULES_KEY).unwrap_or_default()
 }
 
 fn store_rules(rules: &Rules) {
-    // Private browsing may refuse: the rules then last as long as the page.
-    let _ = gloo_storage::LocalStorage::set(RULES_KEY, rules);
+    // A browser that refuses storage keeps the rules as long as the page.
+    crate::ui::kept::set(RULES_KEY, rules);
 }
 
 /// The categories of `dimension`: key, label and colour (as RGB) in the page's theme.

@@ -30,6 +30,8 @@
 //!   drawn then);
 //! - `theme`: the system's light or dark theme, followed live, for the canvases;
 //! - `redact_paths`: whether downloads redact the snapshot's paths (remembered, in context);
+//! - `kept`: the settings remembered across visits, in memory when the browser refuses
+//!   storage;
 //! - `rehearsal`: a first load rehearsed off screen once the page starts, so a user's first
 //!   file does not pay for compiling the views;
 //! - `panic_banner`: shows a Rust panic instead of a dead page.
@@ -77,6 +79,7 @@ browser_modules!(
     error_report,
     file_list,
     file_view,
+    kept,
     files,
     load_progress,
     moment_notice,

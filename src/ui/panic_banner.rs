@@ -13,6 +13,8 @@ pub fn install_hook() {
         show(&format!(
             "memsight crashed: {info}. Reload the page to continue; your files were not sent anywhere."
         ));
+        // An embedding page waits for an answer about the file it handed over.
+        crate::ui::embed::tell_crashed();
     }));
 }
 

@@ -1,12 +1,11 @@
 //! "Redact paths": whether the page's downloads (a device's report, the table's CSV) rewrite
 //! the snapshot's paths as `memsight --redact` does, so a report can be posted without the
-//! user's home, name or environment. One setting for the page, remembered in `localStorage`
+//! user's home, name or environment. One setting for the page, remembered (`kept`)
 //! and handed to the views through context.
 //!
 //! Only the setting and its toggle: the rewrite is the core's (`model::redact`), done by the
 //! worker that holds the file.
 
-use gloo_storage::Storage;
 use leptos::prelude::*;
 
 /// Where the setting is remembered.
@@ -19,7 +18,7 @@ pub struct RedactPaths(RwSignal<bool>);
 impl RedactPaths {
     /// The remembered setting (off when never set), provided to every view.
     pub fn provide() -> Self {
-        let on = gloo_storage::LocalStorage::get::<bool>(KEY).unwrap_or(false);
+        let on = super::kept::get::<bool>(KEY).unwrap_or(false);
         let setting = RedactPaths(RwSignal::new(on));
         provide_context(setting);
         setting
@@ -38,7 +37,7 @@ impl RedactPaths {
 
     fn set(self, on: bool) {
         self.0.set(on);
-        let _ = gloo_storage::LocalStorage::set(KEY, on);
+        super::kept::set(KEY, &on);
     }
 }
 

@@ -537,4 +537,79 @@ describe('the embedded viewer', () => {
       fs.rmSync(hostDir, { recursive: true, force: true });
     }
   });
+  it('a host on another site, whose browser refuses the frame storage, opens, switches and reopens files', async () => {
+    // Another site, not only another origin: localhost against 127.0.0.1.
+    const hostDir = fs.mkdtempSync(path.join(os.tmpdir(), 'memsight-site-'));
+    const hostServer = await serveStatic(hostDir, '/');
+    const hostOrigin = hostServer.origin.replace('127.0.0.1', 'localhost');
+    fs.copyFileSync(EXAMPLE, path.join(hostDir, 'example.pickle'));
+    fs.writeFileSync(path.join(hostDir, 'docs.html'), `<!DOCTYPE html><meta charset="utf-8">
+      <iframe id="viewer" width="1000" height="700" src="${server.url}index.html?embed=1&host=${encodeURIComponent(hostOrigin)}"></iframe>
+      <script>
+        window.__events = [];
+        const frame = document.getElementById('viewer');
+        const viewer = new URL(frame.src).origin;
+        addEventListener('message', (e) => {
+          if (e.source !== frame.contentWindow || e.origin !== viewer) return;
+          window.__events.push(e.data.reason ? e.data.type + ':' + e.data.reason : e.data.type);
+        });
+        window.send = async (name) => {
+          const bytes = await (await fetch('example.pickle')).arrayBuffer();
+          frame.contentWindow.postMessage({ type: 'memsight:open', name, bytes }, viewer, [bytes]);
+        };
+        window.view = (view) => frame.contentWindow.postMessage({ type: 'memsight:view', view }, viewer);
+      </script>`);
+    const browser = await launchBrowser();
+    const context = await browser.newContext();
+    // A browser blocking third-party storage (Safari, Firefox's strict mode, Chrome without
+    // third-party cookies) throws on the frame's first touch of localStorage.
+    await context.addInitScript(() => {
+      let crossSite;
+      try { crossSite = window.top.location.hostname !== location.hostname; } catch { crossSite = true; }
+      if (!crossSite) return;
+      const refuse = () => { throw new DOMException('The operation is insecure.', 'SecurityError'); };
+      Object.defineProperty(window, 'localStorage', { get: refuse, configurable: true });
+      Object.defineProperty(window, 'sessionStorage', { get: refuse, configurable: true });
+    });
+    const page = await context.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    try {
+      await page.goto(`${hostOrigin}/docs.html`);
+      const frame = page.frameLocator('#viewer');
+      await page.waitForFunction(() => window.__events.includes('memsight:ready'), null, { timeout: WAIT });
+      const storageRefused = await page.frames().find((f) => f !== page.mainFrame()).evaluate(() => {
+        try { return !window.localStorage; } catch { return true; }
+      });
+      assert.ok(storageRefused, 'the frame has no storage');
+
+      await page.evaluate(() => window.send('first.pickle'));
+      await page.waitForFunction(() => window.__events.includes('memsight:loaded'), null, { timeout: WAIT });
+      await frame.locator('#timeline[data-ready="true"]').waitFor({ timeout: WAIT });
+      assert.equal(await frame.locator('.file-title').first().textContent(), 'first.pickle');
+
+      // Switched to another view and back, as a docs page's buttons would.
+      await page.evaluate(() => window.view('view=table'));
+      await frame.locator('#allocations-table').waitFor({ timeout: WAIT });
+      await page.evaluate(() => window.view('view=timeline'));
+      await frame.locator('#timeline[data-ready="true"]').waitFor({ timeout: WAIT });
+
+      // Reopened with another file: loaded again, and the frame still answers.
+      await page.evaluate(() => window.send('second.pickle'));
+      await page.waitForFunction(() => window.__events.filter((t) => t === 'memsight:loaded').length >= 2, null, { timeout: WAIT });
+      await frame.locator('#timeline[data-ready="true"]').waitFor({ timeout: WAIT });
+      assert.equal(await frame.locator('.file-title').first().textContent(), 'second.pickle');
+
+      const events = await page.evaluate(() => window.__events);
+      assert.ok(!events.some((t) => t.startsWith('memsight:error') || t === 'memsight:failed'), events.join(', '));
+      assert.equal(await frame.locator('#panic-banner:not([hidden])').count(), 0, 'no crash');
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+      await browser.close();
+      await hostServer.close();
+      fs.rmSync(hostDir, { recursive: true, force: true });
+    }
+  });
 });
+

@@ -283,6 +283,12 @@ describe('opening files', () => {
       const shown = await page.textContent('[data-metric="reserved-end-bytes"] dd');
       assert.match(shown, /^\d+(\.\d+)? (B|KiB|MiB|GiB|TiB)$/);
 
+      // The answer first: the overview sits under the file's name, above the timeline.
+      await page.waitForSelector('#timeline[data-ready="true"]');
+      const top = async (selector) => (await page.locator(selector).first().boundingBox()).y;
+      const [title, overview, timeline] = [await top('.file-title'), await top('#overview'), await top('#timeline')];
+      assert.ok(title < overview && overview < timeline, `title ${title}, overview ${overview}, timeline ${timeline}`);
+
       await page.waitForFunction(() => performance.getEntriesByName('memsight:first-paint').length > 0);
       const [start] = await marks(page, 'memsight:file-start');
       const [decoded] = await marks(page, 'memsight:decoded');

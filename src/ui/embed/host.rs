@@ -7,8 +7,9 @@
 //! - the viewer says it is ready (`memsight:ready`), that a file loaded (`memsight:loaded`,
 //!   with its devices and the shown device's overview numbers) or failed (`memsight:failed`,
 //!   with the page's message), which allocation is selected (`memsight:selection`) and what
-//!   the view is (`memsight:view`, a link fragment the host can keep and hand back), and why a
-//!   message was refused (`memsight:error`).
+//!   the view is (`memsight:view`, a link fragment the host can keep and hand back), why a
+//!   message was refused (`memsight:error`), and that it crashed (`memsight:error` with
+//!   `reason: "crashed"`).
 //!
 //! Origins are checked both ways: a message is taken only from the parent window and from
 //! the viewer's own origin or an origin the embedding named (`?host=`) — a parent of another
@@ -35,6 +36,32 @@ use super::EmbedShown;
 
 /// The version of the messages' shapes, told in `memsight:ready`.
 const PROTOCOL_VERSION: u32 = 1;
+
+thread_local! {
+    /// The origins a crash is told to (the viewer's own and those the embedding named): the
+    /// panic hook has no [`Host`] to ask.
+    static CRASH_ORIGINS: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Tells the host the viewer crashed (`memsight:error`, `reason: "crashed"`), so it does not
+/// wait on a frame that will say nothing more. No file data: only that it crashed.
+pub fn tell_crashed() {
+    let origins = CRASH_ORIGINS.with(|o| o.try_borrow().map(|o| o.clone()).unwrap_or_default());
+    let Some(parent) = web_sys::window().and_then(|w| w.parent().ok().flatten()) else {
+        return;
+    };
+    let message = object(&[
+        ("type", "memsight:error".into()),
+        ("reason", "crashed".into()),
+        (
+            "message",
+            "memsight crashed: reload the frame to continue".into(),
+        ),
+    ]);
+    for origin in origins {
+        let _ = parent.post_message(&message, &origin);
+    }
+}
 
 /// What the host was last told about a file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,6 +117,11 @@ impl Host {
             }
         });
         listener.forget();
+        CRASH_ORIGINS.with(|o| {
+            if let Ok(mut o) = o.try_borrow_mut() {
+                *o = std::iter::once(own_origin.clone()).chain(hosts.clone()).collect();
+            }
+        });
         host.follow_files();
         host.follow_view();
         let ready = object(&[

@@ -8,6 +8,8 @@
 
 mod host;
 
+pub use host::tell_crashed;
+
 use leptos::html::Input;
 use leptos::prelude::*;
 

@@ -10,15 +10,12 @@ const PLOT_SHARE_KEY: &str = "memsight:plot-share";
 
 /// The plot share the user chose last time, if any.
 pub fn stored_plot_share() -> f64 {
-    use gloo_storage::Storage;
-    gloo_storage::LocalStorage::get::<f64>(PLOT_SHARE_KEY)
-        .ok()
+    crate::ui::kept::get::<f64>(PLOT_SHARE_KEY)
         .filter(|s| (0.1..=0.95).contains(s))
         .unwrap_or(DEFAULT_PLOT_SHARE)
 }
 
 /// Remembers the plot share the user chose.
 pub fn store_plot_share(share: f64) {
-    use gloo_storage::Storage;
-    let _ = gloo_storage::LocalStorage::set(PLOT_SHARE_KEY, share);
+    crate::ui::kept::set(PLOT_SHARE_KEY, &share);
 }
