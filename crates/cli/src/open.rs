@@ -46,6 +46,49 @@ pub fn shown(path: &Path) -> String {
     }
 }
 
+/// `Err` with why, when what `metadata` describes is not a regular file: reading a named pipe,
+/// a socket or a device may block forever or never end, and a folder is no file.
+pub fn regular_file(metadata: &std::fs::Metadata) -> Result<(), String> {
+    let kind = metadata.file_type();
+    if kind.is_file() {
+        return Ok(());
+    }
+    let what = if kind.is_dir() {
+        "a folder"
+    } else {
+        special_kind(&kind)
+    };
+    Err(format!("it is {what}, not a regular file"))
+}
+
+#[cfg(unix)]
+fn special_kind(kind: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_fifo() {
+        "a named pipe (FIFO)"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_block_device() || kind.is_char_device() {
+        "a device"
+    } else {
+        "a special file"
+    }
+}
+
+#[cfg(not(unix))]
+fn special_kind(_: &std::fs::FileType) -> &'static str {
+    "a special file"
+}
+
+/// Opens `path` for reading when it is a regular file (links followed), checked before it is
+/// opened, so a named pipe is never opened, and again once open.
+pub fn open_regular(path: &Path) -> Result<File, String> {
+    regular_file(&std::fs::metadata(path).map_err(|e| e.to_string())?)?;
+    let file = File::open(path).map_err(|e| e.to_string())?;
+    regular_file(&file.metadata().map_err(|e| e.to_string())?)?;
+    Ok(file)
+}
+
 /// A decoded and analysed snapshot, with how long that took.
 pub struct Opened {
     pub analysed: Analysed,
@@ -56,7 +99,7 @@ pub struct Opened {
 
 /// Why a command that reads the trace cannot read a digest: the decoder's words, as a
 /// sentence (a digest is known by its start, so no offset is worth showing).
-fn not_a_snapshot() -> ErrorReport {
+pub fn not_a_snapshot() -> ErrorReport {
     let report = digest_is_not_a_snapshot().into_report();
     ErrorReport {
         message: format::problems::as_sentence(&report.message),
