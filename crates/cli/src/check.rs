@@ -188,12 +188,14 @@ fn read_baseline(path: &Path, rules: &Rules) -> Result<Vec<DigestFile>, String> 
 /// at its peak, which is what growth is checked on. `None` for any other file.
 fn report_as_baseline(path: &Path) -> Option<DigestFile> {
     let mut head = [0u8; 1];
-    let mut file = std::fs::File::open(path).ok()?;
+    let mut file = crate::open::open_regular(path).ok()?;
     // A report is JSON: a pickle (the usual baseline snapshot) is not read twice.
     if std::io::Read::read(&mut file, &mut head).ok()? != 1 || head[0] != b'{' {
         return None;
     }
-    let value: serde_json::Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+    let mut bytes = head.to_vec();
+    std::io::Read::read_to_end(&mut file, &mut bytes).ok()?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
     let name = value.get("file")?.as_str()?;
     let mut devices = Vec::new();
     for (device, numbers) in value.get("devices")?.as_object()? {

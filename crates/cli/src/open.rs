@@ -81,7 +81,8 @@ fn special_kind(_: &std::fs::FileType) -> &'static str {
 }
 
 /// Opens `path` for reading when it is a regular file (links followed), checked before it is
-/// opened, so a named pipe is never opened, and again once open.
+/// opened, so a named pipe is never opened, and again once open. Every file a command reads
+/// is opened here (standard input is `-`).
 pub fn open_regular(path: &Path) -> Result<File, String> {
     regular_file(&std::fs::metadata(path).map_err(|e| e.to_string())?)?;
     let file = File::open(path).map_err(|e| e.to_string())?;
@@ -124,7 +125,7 @@ pub fn open_input(path: &Path, progress: bool) -> Result<SnapshotOrDigests, Erro
     let (source, size): (Box<dyn Read>, u64) = if path.as_os_str() == "-" {
         (Box::new(std::io::stdin().lock()), 0)
     } else {
-        let file = File::open(path).map_err(|error| {
+        let file = open_regular(path).map_err(|error| {
             ErrorReport::message(format!("The file cannot be opened: {error}."))
         })?;
         let size = file.metadata().map(|m| m.len()).unwrap_or(0);
@@ -251,7 +252,7 @@ pub fn digests_in(path: &Path) -> Option<Vec<DigestFile>> {
         return None;
     }
     let mut head = [0u8; 4096];
-    let n = File::open(path).ok()?.read(&mut head).ok()?;
+    let n = open_regular(path).ok()?.read(&mut head).ok()?;
     if !is_digest(&head[..n]) {
         return None;
     }
@@ -338,7 +339,9 @@ impl<'a> Progress<'a> {
 /// Reads a rules file as the page exports it (`{"rules": [{"pattern", "regex", "role",
 /// "component"}]}`) and checks that every rule compiles.
 pub fn read_rules(path: &Path) -> Result<Rules, String> {
-    let text = std::fs::read_to_string(path)
+    let mut text = String::new();
+    open_regular(path)
+        .and_then(|mut file| file.read_to_string(&mut text).map_err(|e| e.to_string()))
         .map_err(|e| format!("{}: cannot be read: {e}", path.display()))?;
     let rules: Rules = serde_json::from_str(&text)
         .map_err(|e| format!("{}: not a rules file: {e}", path.display()))?;
