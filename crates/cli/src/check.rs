@@ -21,6 +21,7 @@ use memsight_core::overview::{Metric, MetricKey};
 use memsight_core::table::groups::NO_FRAME;
 
 use crate::digest::read_as_digests;
+use crate::escape::{escape_control, escape_json};
 use crate::open::describe_error;
 use crate::parallel::parallel_map;
 use crate::table::{parse_role, parse_size};
@@ -73,7 +74,7 @@ pub fn run(
     jobs: usize,
 ) -> ExitCode {
     if !budgets.any() && write_baseline.is_none() {
-        eprintln!(
+        say!(
             "memsight check: no budget given: say --max-peak, --max-reserved, --min-efficiency, \
              --max-unknown, --max ROLE=SIZE or --baseline with --max-growth (or \
              --write-baseline to only write one)"
@@ -90,31 +91,31 @@ pub fn run(
             Ok(read) => digests.extend(read),
             Err(report) => {
                 unreadable = true;
-                eprintln!("{}", describe_error(path, &report));
+                say!("{}", describe_error(path, &report));
             }
         }
     }
     if unreadable {
-        eprintln!("memsight check: not every file could be read, so there is no verdict");
+        say!("memsight check: not every file could be read, so there is no verdict");
         return ExitCode::from(CANNOT_CHECK);
     }
     let baseline = match baseline.map(|path| read_baseline(path, rules)).transpose() {
         Ok(baseline) => baseline.unwrap_or_default(),
         Err(why) => {
-            eprintln!("{why}");
+            say!("{why}");
             return ExitCode::from(CANNOT_CHECK);
         }
     };
     if let Some(path) = write_baseline {
         let text: String = digests.iter().map(DigestFile::to_json).collect();
-        if let Err(e) = std::fs::write(path, text) {
-            eprintln!(
+        if let Err(e) = std::fs::write(path, escape_json(&text).as_bytes()) {
+            say!(
                 "memsight: {}: the baseline cannot be written: {e}",
                 path.display()
             );
             return ExitCode::from(CANNOT_CHECK);
         }
-        eprintln!(
+        say!(
             "Wrote the baseline of {} {} to {}",
             digests.len(),
             if digests.len() == 1 { "file" } else { "files" },
@@ -125,17 +126,17 @@ pub fn run(
     match output {
         CheckOutput::Json => println!(
             "{}",
-            serde_json::to_string(&verdict).expect("a verdict serializes")
+            escape_json(&serde_json::to_string(&verdict).expect("a verdict serializes"))
         ),
-        CheckOutput::Markdown => print!("{}", words::markdown(&verdict)),
+        CheckOutput::Markdown => print!("{}", escape_control(&words::markdown(&verdict))),
         CheckOutput::Text => {
             for line in words::breach_lines(&verdict)
                 .into_iter()
                 .chain(words::unmatched_lines(&verdict))
             {
-                println!("{line}");
+                println!("{}", escape_control(&line));
             }
-            println!("{}", words::verdict_line(&verdict));
+            println!("{}", escape_control(&words::verdict_line(&verdict)));
         }
     }
     if verdict.pass {

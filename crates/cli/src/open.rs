@@ -22,6 +22,8 @@ use memsight_core::format;
 use memsight_core::model::redact::{redact_snapshot, Redaction};
 use memsight_core::service::Context;
 
+use crate::escape::{escape_control, escape_json, escape_output};
+
 /// Whether paths are redacted in everything printed and written (`--redact`), set once by
 /// `main` before any file is opened.
 static REDACT: AtomicBool = AtomicBool::new(false);
@@ -211,6 +213,7 @@ pub fn for_each_input_into<P: AsRef<Path>>(
         let shown_or_error = open_input(path, true).and_then(|input| show(path, &input));
         let printed = match shown_or_error {
             Ok(shown) => {
+                let shown = escape_output(&shown, as_json);
                 if as_json {
                     writeln!(out, "{shown}")
                 } else {
@@ -220,13 +223,13 @@ pub fn for_each_input_into<P: AsRef<Path>>(
             }
             Err(report) => {
                 failed = true;
-                eprintln!("{}", describe_error(path, &report));
+                say!("{}", describe_error(path, &report));
                 if as_json {
                     let error = serde_json::json!({
                         "file": shown(path),
                         "error": report,
                     });
-                    writeln!(out, "{error}")
+                    writeln!(out, "{}", escape_json(&error.to_string()))
                 } else {
                     Ok(())
                 }
@@ -277,7 +280,7 @@ impl<R: Read> Read for Counted<R> {
 }
 
 /// A file that cannot be read, as the page shows it: the message, where in the file, and the
-/// hint.
+/// hint, every control character in them escaped.
 pub fn describe_error(path: &Path, report: &ErrorReport) -> String {
     let mut text = format!("memsight: {}: {}", path.display(), report.message);
     if let Some(offset) = report.offset {
@@ -286,7 +289,7 @@ pub fn describe_error(path: &Path, report: &ErrorReport) -> String {
     if let Some(hint) = &report.hint {
         text.push_str(&format!("\n  {hint}"));
     }
-    text
+    escape_control(&text).into_owned()
 }
 
 /// Bytes read so far, on standard error when it is a terminal, for files large enough to

@@ -331,29 +331,30 @@ fn annotated(
     } else {
         let _ = writeln!(out, "== {heading}");
     }
+    let mut head = String::new();
     match text {
         Some(SourceText { from, text: Ok(_) }) => {
-            let _ = writeln!(out, "Source: {from}");
+            let _ = writeln!(head, "Source: {from}");
         }
         Some(SourceText {
             from,
             text: Err(why),
         }) => {
             let _ = writeln!(
-                out,
+                head,
                 "Source: {from} not read: {why}; only its lines with memory are listed."
             );
         }
         None => {
             let _ = writeln!(
-                out,
+                head,
                 "Source not found (--root DIR reads a checkout): only its lines with memory are listed."
             );
         }
     }
     for g in &f.functions {
         let _ = writeln!(
-            out,
+            head,
             "  {} (from line {}): {}",
             g.name,
             g.first_line,
@@ -361,10 +362,16 @@ fn annotated(
         );
     }
     if markdown {
-        out.push_str("\n```text\n");
+        // Outside the code block, the file's names and paths are text, never Markdown or HTML.
+        for line in head.lines() {
+            let _ = writeln!(out, "{}", format::document::escape(line));
+        }
+    } else {
+        out.push_str(&head);
     }
+    let mut body = String::new();
     let _ = writeln!(
-        out,
+        body,
         "{:>20} {:>20} {:>6}  code",
         "made here", "through", "line"
     );
@@ -381,7 +388,7 @@ fn annotated(
         match row {
             ListedRow::Function { name, total } => {
                 let _ = writeln!(
-                    out,
+                    body,
                     "{:>49}  ── {}",
                     "",
                     format::source::function_total(&name, &total)
@@ -398,12 +405,26 @@ fn annotated(
                         format::source::margin(&l.through),
                     )
                 });
-                let _ = writeln!(out, "{made:>20} {through:>20} {number:>6}  {code}");
+                let _ = writeln!(body, "{made:>20} {through:>20} {number:>6}  {code}");
             }
         }
     }
     if markdown {
-        out.push_str("```\n");
+        // A fence longer than any run of backticks in the code, so none of it closes the block.
+        let fence = "`".repeat(longest_backtick_run(&body).max(2) + 1);
+        let _ = write!(out, "\n{fence}text\n{body}{fence}\n");
+    } else {
+        out.push_str(&body);
     }
     out.push('\n');
+}
+
+/// The length of the longest run of backticks in `text`.
+fn longest_backtick_run(text: &str) -> usize {
+    let (mut longest, mut run) = (0, 0);
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    longest
 }
