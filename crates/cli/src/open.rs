@@ -325,7 +325,7 @@ impl<'a> Progress<'a> {
             let _ = write!(
                 err,
                 "\rreading {}: {percent}% of {}",
-                self.path.display(),
+                escape_control(&self.path.display().to_string()),
                 format::bytes(self.total)
             );
             let _ = err.flush();
@@ -342,6 +342,11 @@ impl<'a> Progress<'a> {
 /// Reads a rules file as the page exports it (`{"rules": [{"pattern", "regex", "role",
 /// "component"}]}`) and checks that every rule compiles.
 pub fn read_rules(path: &Path) -> Result<Rules, String> {
+    // The message may quote the file's patterns: never raw.
+    rules_in(path).map_err(|why| escape_control(&why).into_owned())
+}
+
+fn rules_in(path: &Path) -> Result<Rules, String> {
     let mut text = String::new();
     open_regular(path)
         .and_then(|mut file| file.read_to_string(&mut text).map_err(|e| e.to_string()))

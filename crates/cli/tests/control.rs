@@ -176,3 +176,22 @@ fn code_holding_backticks_does_not_close_the_markdown_code_block() {
         .count();
     assert_eq!(opened, 1, "{markdown}");
 }
+
+#[test]
+fn a_rules_file_quoted_in_an_error_is_escaped() {
+    let dir = tempdir("control-rules");
+    let rules = dir.join("rules.json");
+    let rule = serde_json::json!({"rules": [{
+        "pattern": "forward", "regex": false, "role": "\x1b]0;pwned\x07"
+    }]});
+    std::fs::write(&rules, rule.to_string()).unwrap();
+    let output = memsight(
+        &["categories", "--rules", rules.to_str().unwrap()],
+        &[repo().join("tests/fixtures/small.json")],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let error = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{error}");
+    assert!(error.contains("pwned"), "{error}");
+    assert!(raw_controls(&output.stderr).is_empty(), "{error:?}");
+}
