@@ -70,17 +70,16 @@ impl SourceRoot {
     /// Every `.py` file under `root` a source view looks for
     /// (`analysis::lines::is_checkout_source`), skipped folders not walked.
     pub fn read(root: &Path) -> Result<SourceRoot, String> {
-        let base = std::fs::canonicalize(root)
-            .map_err(|e| format!("{} cannot be read: {e}", root.display()))?;
+        let unreadable = |e: std::io::Error| format!("{} cannot be read: {e}", root.display());
+        let base = std::fs::canonicalize(root).map_err(unreadable)?;
+        let top = std::fs::metadata(&base).map_err(unreadable)?;
         let mut found: Vec<(String, PathBuf, Option<String>)> = Vec::new();
-        let mut visited = HashSet::from([base.clone()]);
+        let mut visited = HashSet::from([folder_identity(&base, &top)]);
         let mut folders = vec![(base.clone(), String::new())];
         while let Some((folder, prefix)) = folders.pop() {
             let entries = match std::fs::read_dir(&folder) {
                 Ok(entries) => entries,
-                Err(e) if folder == base => {
-                    return Err(format!("{} cannot be read: {e}", root.display()))
-                }
+                Err(e) if folder == base => return Err(unreadable(e)),
                 Err(_) => continue,
             };
             for entry in entries.flatten() {
@@ -93,7 +92,9 @@ impl SourceRoot {
                     continue;
                 };
                 if metadata.is_dir() {
-                    if !is_skipped_folder(&name) && visited.insert(path.clone()) {
+                    if !is_skipped_folder(&name)
+                        && visited.insert(folder_identity(&path, &metadata))
+                    {
                         folders.push((path, relative));
                     }
                 } else if is_checkout_source(&relative) {
@@ -142,6 +143,19 @@ fn inside(base: &Path, entry: &std::fs::DirEntry) -> Option<(PathBuf, std::fs::M
     }
     let metadata = std::fs::metadata(&resolved).ok()?;
     Some((resolved, metadata))
+}
+
+/// What tells a folder apart from every other: its device and inode where there are such (a
+/// bind mount shows one folder at two paths), else its path with links resolved.
+#[cfg(unix)]
+fn folder_identity(_: &Path, metadata: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (metadata.dev(), metadata.ino())
+}
+
+#[cfg(not(unix))]
+fn folder_identity(path: &Path, _: &std::fs::Metadata) -> PathBuf {
+    path.to_path_buf()
 }
 
 /// `Err` with why a file of `size` bytes is not read.
