@@ -21,6 +21,7 @@ use memsight_core::overview::{Metric, MetricKey};
 use memsight_core::table::groups::NO_FRAME;
 
 use crate::digest::read_as_digests;
+use crate::escape::{escape_control, escape_json};
 use crate::open::describe_error;
 use crate::parallel::parallel_map;
 use crate::table::{parse_role, parse_size};
@@ -73,7 +74,7 @@ pub fn run(
     jobs: usize,
 ) -> ExitCode {
     if !budgets.any() && write_baseline.is_none() {
-        eprintln!(
+        say!(
             "memsight check: no budget given: say --max-peak, --max-reserved, --min-efficiency, \
              --max-unknown, --max ROLE=SIZE or --baseline with --max-growth (or \
              --write-baseline to only write one)"
@@ -90,31 +91,31 @@ pub fn run(
             Ok(read) => digests.extend(read),
             Err(report) => {
                 unreadable = true;
-                eprintln!("{}", describe_error(path, &report));
+                say!("{}", describe_error(path, &report));
             }
         }
     }
     if unreadable {
-        eprintln!("memsight check: not every file could be read, so there is no verdict");
+        say!("memsight check: not every file could be read, so there is no verdict");
         return ExitCode::from(CANNOT_CHECK);
     }
     let baseline = match baseline.map(|path| read_baseline(path, rules)).transpose() {
         Ok(baseline) => baseline.unwrap_or_default(),
         Err(why) => {
-            eprintln!("{why}");
+            say!("{why}");
             return ExitCode::from(CANNOT_CHECK);
         }
     };
     if let Some(path) = write_baseline {
         let text: String = digests.iter().map(DigestFile::to_json).collect();
-        if let Err(e) = std::fs::write(path, text) {
-            eprintln!(
+        if let Err(e) = std::fs::write(path, escape_json(&text).as_bytes()) {
+            say!(
                 "memsight: {}: the baseline cannot be written: {e}",
                 path.display()
             );
             return ExitCode::from(CANNOT_CHECK);
         }
-        eprintln!(
+        say!(
             "Wrote the baseline of {} {} to {}",
             digests.len(),
             if digests.len() == 1 { "file" } else { "files" },
@@ -125,17 +126,17 @@ pub fn run(
     match output {
         CheckOutput::Json => println!(
             "{}",
-            serde_json::to_string(&verdict).expect("a verdict serializes")
+            escape_json(&serde_json::to_string(&verdict).expect("a verdict serializes"))
         ),
-        CheckOutput::Markdown => print!("{}", words::markdown(&verdict)),
+        CheckOutput::Markdown => print!("{}", escape_control(&words::markdown(&verdict))),
         CheckOutput::Text => {
             for line in words::breach_lines(&verdict)
                 .into_iter()
                 .chain(words::unmatched_lines(&verdict))
             {
-                println!("{line}");
+                println!("{}", escape_control(&line));
             }
-            println!("{}", words::verdict_line(&verdict));
+            println!("{}", escape_control(&words::verdict_line(&verdict)));
         }
     }
     if verdict.pass {
@@ -188,12 +189,14 @@ fn read_baseline(path: &Path, rules: &Rules) -> Result<Vec<DigestFile>, String> 
 /// at its peak, which is what growth is checked on. `None` for any other file.
 fn report_as_baseline(path: &Path) -> Option<DigestFile> {
     let mut head = [0u8; 1];
-    let mut file = std::fs::File::open(path).ok()?;
+    let mut file = crate::open::open_regular(path).ok()?;
     // A report is JSON: a pickle (the usual baseline snapshot) is not read twice.
     if std::io::Read::read(&mut file, &mut head).ok()? != 1 || head[0] != b'{' {
         return None;
     }
-    let value: serde_json::Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+    let mut bytes = head.to_vec();
+    std::io::Read::read_to_end(&mut file, &mut bytes).ok()?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
     let name = value.get("file")?.as_str()?;
     let mut devices = Vec::new();
     for (device, numbers) in value.get("devices")?.as_object()? {

@@ -17,6 +17,7 @@ use memsight_core::session::digested::NO_PHASES_IN_DIGESTS;
 use serde_json::json;
 
 use crate::digest::say_rules_do_not_apply;
+use crate::escape::{escape_control, escape_json};
 use crate::open::{describe_error, open_input, shown, with_context, SnapshotOrDigests};
 
 /// Lines of call sites and modules printed as text.
@@ -46,9 +47,9 @@ pub fn run(
             "moments_differ": words::moments_differ(&da, &db),
             "comparison": comparison,
         });
-        println!("{out}");
+        println!("{}", escape_json(&out.to_string()));
     } else {
-        print!("{}", text(a, &da, b, &db, &comparison));
+        print!("{}", escape_control(&text(a, &da, b, &db, &comparison)));
     }
     ExitCode::SUCCESS
 }
@@ -75,7 +76,7 @@ fn side(
     rules: &Rules,
 ) -> Option<Digest> {
     let fail = |why: String| {
-        eprintln!("memsight: {}: {why}", path.display());
+        say!("memsight: {}: {why}", path.display());
         None
     };
     let opened = match open_input(path, true) {
@@ -100,7 +101,7 @@ fn side(
             };
         }
         Err(report) => {
-            eprintln!("{}", describe_error(path, &report));
+            say!("{}", describe_error(path, &report));
             return None;
         }
     };

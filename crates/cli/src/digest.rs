@@ -13,6 +13,7 @@ use memsight_core::compare::digest_file::DigestFile;
 use memsight_core::decode::ErrorReport;
 use memsight_core::format;
 
+use crate::escape::escape_json;
 use crate::open::{
     describe_error, open_input, redacting, shown, with_context, Opened, SnapshotOrDigests,
 };
@@ -61,7 +62,7 @@ pub fn read_as_digests(
 /// Says (on standard error) that `rules` leave the digest at `path` as it was written.
 pub fn say_rules_do_not_apply(path: &Path, rules: &Rules) {
     if !rules.rules.is_empty() {
-        eprintln!(
+        say!(
             "memsight: {}: a digest keeps the roles it was written with; --rules applies to \
              snapshots only",
             path.display()
@@ -102,7 +103,7 @@ impl DigestDestination {
 pub fn run(files: &[PathBuf], rules: &Rules, output: DigestDestination, jobs: usize) -> ExitCode {
     if let DigestDestination::File(path) = &output {
         if files.len() > 1 {
-            eprintln!(
+            say!(
                 "memsight: {}: {} digests go to a folder, not one file (name a folder without \
                  .json)",
                 path.display(),
@@ -113,7 +114,7 @@ pub fn run(files: &[PathBuf], rules: &Rules, output: DigestDestination, jobs: us
     }
     if let DigestDestination::Folder(folder) = &output {
         if let Err(e) = std::fs::create_dir_all(folder) {
-            eprintln!(
+            say!(
                 "memsight: {}: the digest folder cannot be made: {e}",
                 folder.display()
             );
@@ -132,20 +133,20 @@ pub fn run(files: &[PathBuf], rules: &Rules, output: DigestDestination, jobs: us
             Ok(files) => files.iter().map(DigestFile::to_json).collect(),
             Err(report) => {
                 failed = true;
-                eprintln!("{}", describe_error(path, &report));
+                say!("{}", describe_error(path, &report));
                 continue;
             }
         };
         let target = match &output {
             DigestDestination::Print => {
-                print!("{json}");
+                print!("{}", escape_json(&json));
                 continue;
             }
             DigestDestination::File(target) => target.clone(),
             DigestDestination::Folder(folder) => folder.join(format!("{}.digest.json", named.file)),
         };
-        if let Err(e) = std::fs::write(&target, &json) {
-            eprintln!("memsight: {}: cannot be written: {e}", target.display());
+        if let Err(e) = std::fs::write(&target, escape_json(&json).as_bytes()) {
+            say!("memsight: {}: cannot be written: {e}", target.display());
             return ExitCode::from(2);
         }
         written += 1;
@@ -155,7 +156,7 @@ pub fn run(files: &[PathBuf], rules: &Rules, output: DigestDestination, jobs: us
             1 => "1 digest".to_string(),
             n => format!("{} digests", format::count(n as u64)),
         };
-        eprintln!("Wrote {digests} to {}", folder.display());
+        say!("Wrote {digests} to {}", folder.display());
     }
     if failed {
         ExitCode::FAILURE

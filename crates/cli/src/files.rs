@@ -24,6 +24,7 @@ use memsight_core::format::compare as words;
 use serde_json::{json, Value};
 
 use crate::digest::read_as_digests;
+use crate::escape::{escape_control, escape_output};
 use crate::open::describe_error;
 
 /// How the table is printed.
@@ -102,7 +103,7 @@ pub fn run(
             }
             Err(report) => {
                 failed = true;
-                eprintln!("{}", describe_error(path, &report));
+                say!("{}", describe_error(path, &report));
             }
         }
     }
@@ -116,7 +117,7 @@ pub fn run(
                 runs = in_order(runs, &order);
             }
             Err(why) => {
-                eprintln!("memsight: --sort: {why}");
+                say!("memsight: --sort: {why}");
                 return ExitCode::from(2);
             }
         }
@@ -135,14 +136,17 @@ pub fn run(
             out
         }
     };
-    print!("{printed}");
+    print!(
+        "{}",
+        escape_output(&printed, matches!(output, FilesOutput::Json { .. }))
+    );
     if output == FilesOutput::Markdown {
         let summaries = iteration_summaries(&rows);
         if !summaries.is_empty() {
             println!();
         }
         for summary in &summaries {
-            println!("{}", words::iteration_sentence(summary));
+            println!("{}", escape_control(&words::iteration_sentence(summary)));
         }
         if rows.iter().any(|r| r.outlier) {
             println!("\n{}", words::OUTLIER_MEANING);

@@ -6,6 +6,8 @@
 //! file that cannot be read exactly as the page does. Not the place for any computation: every
 //! number comes from `memsight-core`.
 
+#[macro_use]
+mod escape;
 mod categories;
 mod check;
 mod compare;
@@ -457,7 +459,7 @@ fn main() -> ExitCode {
             let root = match root.as_deref().map(source::SourceRoot::read).transpose() {
                 Ok(root) => root,
                 Err(e) => {
-                    eprintln!("memsight: {e}");
+                    say!("memsight: {e}");
                     return ExitCode::from(2);
                 }
             };

@@ -22,6 +22,8 @@ use memsight_core::format;
 use memsight_core::model::redact::{redact_snapshot, Redaction};
 use memsight_core::service::Context;
 
+use crate::escape::{escape_control, escape_json, escape_output};
+
 /// Whether paths are redacted in everything printed and written (`--redact`), set once by
 /// `main` before any file is opened.
 static REDACT: AtomicBool = AtomicBool::new(false);
@@ -46,6 +48,50 @@ pub fn shown(path: &Path) -> String {
     }
 }
 
+/// `Err` with why, when what `metadata` describes is not a regular file: reading a named pipe,
+/// a socket or a device may block forever or never end, and a folder is no file.
+pub fn regular_file(metadata: &std::fs::Metadata) -> Result<(), String> {
+    let kind = metadata.file_type();
+    if kind.is_file() {
+        return Ok(());
+    }
+    let what = if kind.is_dir() {
+        "a folder"
+    } else {
+        special_kind(&kind)
+    };
+    Err(format!("it is {what}, not a regular file"))
+}
+
+#[cfg(unix)]
+fn special_kind(kind: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_fifo() {
+        "a named pipe (FIFO)"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_block_device() || kind.is_char_device() {
+        "a device"
+    } else {
+        "a special file"
+    }
+}
+
+#[cfg(not(unix))]
+fn special_kind(_: &std::fs::FileType) -> &'static str {
+    "a special file"
+}
+
+/// Opens `path` for reading when it is a regular file (links followed), checked before it is
+/// opened, so a named pipe is never opened, and again once open. Every file a command reads
+/// is opened here (standard input is `-`).
+pub fn open_regular(path: &Path) -> Result<File, String> {
+    regular_file(&std::fs::metadata(path).map_err(|e| e.to_string())?)?;
+    let file = File::open(path).map_err(|e| e.to_string())?;
+    regular_file(&file.metadata().map_err(|e| e.to_string())?)?;
+    Ok(file)
+}
+
 /// A decoded and analysed snapshot, with how long that took.
 pub struct Opened {
     pub analysed: Analysed,
@@ -56,7 +102,7 @@ pub struct Opened {
 
 /// Why a command that reads the trace cannot read a digest: the decoder's words, as a
 /// sentence (a digest is known by its start, so no offset is worth showing).
-fn not_a_snapshot() -> ErrorReport {
+pub fn not_a_snapshot() -> ErrorReport {
     let report = digest_is_not_a_snapshot().into_report();
     ErrorReport {
         message: format::problems::as_sentence(&report.message),
@@ -81,7 +127,7 @@ pub fn open_input(path: &Path, progress: bool) -> Result<SnapshotOrDigests, Erro
     let (source, size): (Box<dyn Read>, u64) = if path.as_os_str() == "-" {
         (Box::new(std::io::stdin().lock()), 0)
     } else {
-        let file = File::open(path).map_err(|error| {
+        let file = open_regular(path).map_err(|error| {
             ErrorReport::message(format!("The file cannot be opened: {error}."))
         })?;
         let size = file.metadata().map(|m| m.len()).unwrap_or(0);
@@ -167,6 +213,7 @@ pub fn for_each_input_into<P: AsRef<Path>>(
         let shown_or_error = open_input(path, true).and_then(|input| show(path, &input));
         let printed = match shown_or_error {
             Ok(shown) => {
+                let shown = escape_output(&shown, as_json);
                 if as_json {
                     writeln!(out, "{shown}")
                 } else {
@@ -176,13 +223,13 @@ pub fn for_each_input_into<P: AsRef<Path>>(
             }
             Err(report) => {
                 failed = true;
-                eprintln!("{}", describe_error(path, &report));
+                say!("{}", describe_error(path, &report));
                 if as_json {
                     let error = serde_json::json!({
                         "file": shown(path),
                         "error": report,
                     });
-                    writeln!(out, "{error}")
+                    writeln!(out, "{}", escape_json(&error.to_string()))
                 } else {
                     Ok(())
                 }
@@ -208,7 +255,7 @@ pub fn digests_in(path: &Path) -> Option<Vec<DigestFile>> {
         return None;
     }
     let mut head = [0u8; 4096];
-    let n = File::open(path).ok()?.read(&mut head).ok()?;
+    let n = open_regular(path).ok()?.read(&mut head).ok()?;
     if !is_digest(&head[..n]) {
         return None;
     }
@@ -233,7 +280,7 @@ impl<R: Read> Read for Counted<R> {
 }
 
 /// A file that cannot be read, as the page shows it: the message, where in the file, and the
-/// hint.
+/// hint, every control character in them escaped.
 pub fn describe_error(path: &Path, report: &ErrorReport) -> String {
     let mut text = format!("memsight: {}: {}", path.display(), report.message);
     if let Some(offset) = report.offset {
@@ -242,7 +289,7 @@ pub fn describe_error(path: &Path, report: &ErrorReport) -> String {
     if let Some(hint) = &report.hint {
         text.push_str(&format!("\n  {hint}"));
     }
-    text
+    escape_control(&text).into_owned()
 }
 
 /// Bytes read so far, on standard error when it is a terminal, for files large enough to
@@ -278,7 +325,7 @@ impl<'a> Progress<'a> {
             let _ = write!(
                 err,
                 "\rreading {}: {percent}% of {}",
-                self.path.display(),
+                escape_control(&self.path.display().to_string()),
                 format::bytes(self.total)
             );
             let _ = err.flush();
@@ -295,7 +342,14 @@ impl<'a> Progress<'a> {
 /// Reads a rules file as the page exports it (`{"rules": [{"pattern", "regex", "role",
 /// "component"}]}`) and checks that every rule compiles.
 pub fn read_rules(path: &Path) -> Result<Rules, String> {
-    let text = std::fs::read_to_string(path)
+    // The message may quote the file's patterns: never raw.
+    rules_in(path).map_err(|why| escape_control(&why).into_owned())
+}
+
+fn rules_in(path: &Path) -> Result<Rules, String> {
+    let mut text = String::new();
+    open_regular(path)
+        .and_then(|mut file| file.read_to_string(&mut text).map_err(|e| e.to_string()))
         .map_err(|e| format!("{}: cannot be read: {e}", path.display()))?;
     let rules: Rules = serde_json::from_str(&text)
         .map_err(|e| format!("{}: not a rules file: {e}", path.display()))?;

@@ -33,7 +33,7 @@ pub fn run(
                     Ok(reply) => reply.answer,
                     Err(e) => {
                         failed = true;
-                        eprintln!(
+                        say!(
                             "memsight: {}: {}",
                             path.display(),
                             format::problems::view_error(&e)

@@ -39,7 +39,7 @@ pub fn run(
             for d in devices {
                 let Some((_, facts)) = cx.analysed.device_facts(d) else {
                     failed = true;
-                    eprintln!(
+                    say!(
                         "memsight: {}: {}",
                         path.display(),
                         format::problems::view_error(&ViewError::NoSuchDevice { device: d })
@@ -50,7 +50,7 @@ pub fn run(
                     Ok(state) => state,
                     Err(why) => {
                         failed = true;
-                        eprintln!(
+                        say!(
                             "memsight: {}: {}: {why}",
                             path.display(),
                             cx.analysed.snapshot.device_name(d)
@@ -72,7 +72,7 @@ pub fn run(
                     let answer = service.answer(cx, request).map(|r| Answer::Table(r.answer));
                     let Ok(Answer::Table(TableAnswer::Allocator(page))) = answer else {
                         failed = true;
-                        eprintln!(
+                        say!(
                             "memsight: {}: {}: no allocator state",
                             path.display(),
                             cx.analysed.snapshot.device_name(d)

@@ -9,7 +9,9 @@
 //! The numbers are the core's (`analysis::lines`). Not the place for choosing allocations
 //! (the table's scopes).
 
+use std::collections::HashSet;
 use std::fmt::Write as _;
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -26,7 +28,12 @@ use memsight_core::table::columns::{DeviceColumns, Rows};
 use memsight_core::table::filter::select;
 use memsight_core::table::{Filter, Scope};
 
-use crate::open::{for_each_file, with_context, Opened};
+use memsight_core::decode::ErrorReport;
+
+use crate::open::{
+    for_each_input_into, not_a_snapshot, open_regular, regular_file, with_context, Opened,
+    SnapshotOrDigests,
+};
 
 /// How the annotated files are printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,49 +43,144 @@ pub enum SourceOutput {
     Json,
 }
 
+/// The largest file read from a checkout: a source file is far smaller; a larger one is
+/// skipped with a note (a sparse file can claim any size).
+pub const MAX_SOURCE_BYTES: u64 = 16 << 20;
+
 /// Where the text of source files comes from besides the snapshot: the files under a folder.
+/// The folder is data too: links are followed only to folders and files inside it (each
+/// folder walked once, so links back into it end), and only regular files no larger than
+/// [`MAX_SOURCE_BYTES`] are read.
 pub struct SourceRoot {
     root: PathBuf,
-    /// Relative paths of the `.py` files under it, `/`-separated.
+    /// Relative paths of the `.py` files under it, `/`-separated, in order.
     files: Vec<String>,
+    /// Each file's path with its links resolved, and why it is not read when it is not.
+    found: Vec<(PathBuf, Option<String>)>,
+}
+
+/// The text of a source file, or why it was not read.
+pub struct SourceText {
+    /// Where it comes from: the snapshot, or a file under `--root`.
+    pub from: String,
+    pub text: Result<String, String>,
 }
 
 impl SourceRoot {
     /// Every `.py` file under `root` a source view looks for
     /// (`analysis::lines::is_checkout_source`), skipped folders not walked.
     pub fn read(root: &Path) -> Result<SourceRoot, String> {
-        let mut files = Vec::new();
-        let mut folders = vec![root.to_path_buf()];
-        while let Some(folder) = folders.pop() {
-            let entries = std::fs::read_dir(&folder)
-                .map_err(|e| format!("{} cannot be read: {e}", folder.display()))?;
+        let unreadable = |e: std::io::Error| format!("{} cannot be read: {e}", root.display());
+        let base = std::fs::canonicalize(root).map_err(unreadable)?;
+        let top = std::fs::metadata(&base).map_err(unreadable)?;
+        let mut found: Vec<(String, PathBuf, Option<String>)> = Vec::new();
+        let mut visited = HashSet::from([folder_identity(&base, &top)]);
+        let mut folders = vec![(base.clone(), String::new())];
+        while let Some((folder, prefix)) = folders.pop() {
+            let entries = match std::fs::read_dir(&folder) {
+                Ok(entries) => entries,
+                Err(e) if folder == base => return Err(unreadable(e)),
+                Err(_) => continue,
+            };
             for entry in entries.flatten() {
-                let path = entry.path();
                 let name = entry.file_name().to_string_lossy().to_string();
-                if path.is_dir() {
-                    if !is_skipped_folder(&name) {
-                        folders.push(path);
+                let relative = match prefix.as_str() {
+                    "" => name.clone(),
+                    prefix => format!("{prefix}/{name}"),
+                };
+                let Some((path, metadata)) = inside(&base, &entry) else {
+                    continue;
+                };
+                if metadata.is_dir() {
+                    if !is_skipped_folder(&name)
+                        && visited.insert(folder_identity(&path, &metadata))
+                    {
+                        folders.push((path, relative));
                     }
-                } else if let Ok(relative) = path.strip_prefix(root) {
-                    let relative = relative.to_string_lossy().replace('\\', "/");
-                    if is_checkout_source(&relative) {
-                        files.push(relative);
-                    }
+                } else if is_checkout_source(&relative) {
+                    let why_not = regular_file(&metadata)
+                        .and_then(|()| within_limit(metadata.len()))
+                        .err();
+                    found.push((relative, path, why_not));
                 }
             }
         }
-        files.sort();
+        found.sort();
+        let (files, found) = found
+            .into_iter()
+            .map(|(relative, path, why_not)| (relative, (path, why_not)))
+            .unzip();
         Ok(SourceRoot {
             root: root.to_path_buf(),
             files,
+            found,
         })
     }
 
-    fn text_of(&self, path: &str) -> Option<(String, String)> {
-        let found = &self.files[match_by_suffix(path, &self.files)?];
-        let text = std::fs::read_to_string(self.root.join(found)).ok()?;
-        Some((format!("{}/{found}", self.root.display()), text))
+    fn text_of(&self, path: &str) -> Option<SourceText> {
+        let i = match_by_suffix(path, &self.files)?;
+        let (resolved, why_not) = &self.found[i];
+        let text = match why_not {
+            Some(why) => Err(why.clone()),
+            None => read_source(resolved),
+        };
+        Some(SourceText {
+            from: format!("{}/{}", self.root.display(), self.files[i]),
+            text,
+        })
     }
+}
+
+/// The entry's path with its links resolved and what it is, when that is inside `base` (a
+/// canonical folder); `None` for a link out of it, or one that leads nowhere.
+fn inside(base: &Path, entry: &std::fs::DirEntry) -> Option<(PathBuf, std::fs::Metadata)> {
+    if !entry.file_type().ok()?.is_symlink() {
+        return Some((entry.path(), entry.metadata().ok()?));
+    }
+    let resolved = std::fs::canonicalize(entry.path()).ok()?;
+    if !resolved.starts_with(base) {
+        return None;
+    }
+    let metadata = std::fs::metadata(&resolved).ok()?;
+    Some((resolved, metadata))
+}
+
+/// What tells a folder apart from every other: its device and inode where there are such (a
+/// bind mount shows one folder at two paths), else its path with links resolved.
+#[cfg(unix)]
+fn folder_identity(_: &Path, metadata: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (metadata.dev(), metadata.ino())
+}
+
+#[cfg(not(unix))]
+fn folder_identity(path: &Path, _: &std::fs::Metadata) -> PathBuf {
+    path.to_path_buf()
+}
+
+/// `Err` with why a file of `size` bytes is not read.
+fn within_limit(size: u64) -> Result<(), String> {
+    if size > MAX_SOURCE_BYTES {
+        return Err(format!(
+            "it is {}, more than the {} read from a checkout",
+            format::bytes(size),
+            format::bytes(MAX_SOURCE_BYTES)
+        ));
+    }
+    Ok(())
+}
+
+/// The text of the regular file at `path`, read up to [`MAX_SOURCE_BYTES`] (bytes that are
+/// not UTF-8 replaced), or why not.
+fn read_source(path: &Path) -> Result<String, String> {
+    let file = open_regular(path)?;
+    within_limit(file.metadata().map_err(|e| e.to_string())?.len())?;
+    let mut bytes = Vec::new();
+    file.take(MAX_SOURCE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    within_limit(bytes.len() as u64)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// What to annotate and how to print it.
@@ -92,12 +194,25 @@ pub struct SourceQuery<'a> {
 }
 
 pub fn run(files: &[PathBuf], rules: &Rules, query: &SourceQuery<'_>) -> ExitCode {
-    for_each_file(files, query.output == SourceOutput::Json, |path, opened| {
-        sources_of(path, opened, rules, query)
-    })
+    let as_json = query.output == SourceOutput::Json;
+    for_each_input_into(
+        &mut std::io::stdout(),
+        files,
+        as_json,
+        |path, input| match input {
+            SnapshotOrDigests::Snapshot(opened) => sources_of(path, opened, rules, query),
+            SnapshotOrDigests::Digests(_) => Err(not_a_snapshot()),
+        },
+    )
 }
 
-fn sources_of(path: &Path, opened: &Opened, rules: &Rules, query: &SourceQuery<'_>) -> String {
+/// The annotated files of the snapshot at `path`; an error when `--file` matches none.
+fn sources_of(
+    path: &Path,
+    opened: &Opened,
+    rules: &Rules,
+    query: &SourceQuery<'_>,
+) -> Result<String, ErrorReport> {
     let SourceQuery {
         device,
         scope,
@@ -110,6 +225,7 @@ fn sources_of(path: &Path, opened: &Opened, rules: &Rules, query: &SourceQuery<'
         let snapshot = &analysed.snapshot;
         let mut out = String::new();
         let mut by_device = serde_json::Map::new();
+        let mut matched = false;
         for d in devices {
             let Some(position) = analysed.device_position(d) else {
                 let _ = writeln!(out, "{}: no device {d}", path.display());
@@ -132,7 +248,8 @@ fn sources_of(path: &Path, opened: &Opened, rules: &Rules, query: &SourceQuery<'
                 .into_iter()
                 .filter(|f| only.is_none_or(|o| f.path.contains(o)))
                 .collect();
-            let texts: Vec<Option<(String, String)>> = files
+            matched |= !files.is_empty();
+            let texts: Vec<Option<SourceText>> = files
                 .iter()
                 .map(|f| text_of(snapshot, root, &f.path))
                 .collect();
@@ -156,10 +273,16 @@ fn sources_of(path: &Path, opened: &Opened, rules: &Rules, query: &SourceQuery<'
                 }
             }
         }
-        if output == SourceOutput::Json {
-            return json!({ "file": crate::open::shown(path), "devices": by_device }).to_string();
+        if let Some(only) = only.filter(|_| !matched) {
+            return Err(ErrorReport::message(format!(
+                "No file of the code holding memory has a path containing `{only}`."
+            )));
         }
-        out
+        if output == SourceOutput::Json {
+            let shown = crate::open::shown(path);
+            return Ok(json!({ "file": shown, "devices": by_device }).to_string());
+        }
+        Ok(out)
     })
 }
 
@@ -169,10 +292,13 @@ fn text_of(
     snapshot: &memsight_core::model::Snapshot,
     root: Option<&SourceRoot>,
     path: &str,
-) -> Option<(String, String)> {
+) -> Option<SourceText> {
     if let Some(i) = carried_text(snapshot, path) {
         let (from, text) = &snapshot.source_code[i];
-        return Some((format!("{from} (in the snapshot)"), text.clone()));
+        return Some(SourceText {
+            from: format!("{from} (in the snapshot)"),
+            text: Ok(text.clone()),
+        });
     }
     root?.text_of(path)
 }
@@ -181,10 +307,12 @@ fn tally(t: &Tally) -> Value {
     json!({ "count": t.count, "bytes": t.bytes })
 }
 
-fn file_json(f: &FileBytes, text: Option<&(String, String)>) -> Value {
+fn file_json(f: &FileBytes, text: Option<&SourceText>) -> Value {
+    let read = |t: &&SourceText| t.text.is_ok();
     json!({
         "path": f.path,
-        "source": text.map(|(from, _)| from.clone()),
+        "source": text.filter(read).map(|t| t.from.clone()),
+        "not_read": text.and_then(|t| t.text.as_ref().err().map(|why| format!("{}: {why}", t.from))),
         "user": f.user,
         "made": tally(&f.made),
         "through": tally(&f.through),
@@ -201,7 +329,7 @@ fn file_json(f: &FileBytes, text: Option<&(String, String)>) -> Value {
 fn annotated(
     out: &mut String,
     f: &FileBytes,
-    text: Option<&(String, String)>,
+    text: Option<&SourceText>,
     device: &str,
     output: SourceOutput,
 ) {
@@ -217,20 +345,30 @@ fn annotated(
     } else {
         let _ = writeln!(out, "== {heading}");
     }
+    let mut head = String::new();
     match text {
-        Some((from, _)) => {
-            let _ = writeln!(out, "Source: {from}");
+        Some(SourceText { from, text: Ok(_) }) => {
+            let _ = writeln!(head, "Source: {from}");
+        }
+        Some(SourceText {
+            from,
+            text: Err(why),
+        }) => {
+            let _ = writeln!(
+                head,
+                "Source: {from} not read: {why}; only its lines with memory are listed."
+            );
         }
         None => {
             let _ = writeln!(
-                out,
+                head,
                 "Source not found (--root DIR reads a checkout): only its lines with memory are listed."
             );
         }
     }
     for g in &f.functions {
         let _ = writeln!(
-            out,
+            head,
             "  {} (from line {}): {}",
             g.name,
             g.first_line,
@@ -238,10 +376,16 @@ fn annotated(
         );
     }
     if markdown {
-        out.push_str("\n```text\n");
+        // Outside the code block, the file's names and paths are text, never Markdown or HTML.
+        for line in head.lines() {
+            let _ = writeln!(out, "{}", format::document::escape(line));
+        }
+    } else {
+        out.push_str(&head);
     }
+    let mut body = String::new();
     let _ = writeln!(
-        out,
+        body,
         "{:>20} {:>20} {:>6}  code",
         "made here", "through", "line"
     );
@@ -253,12 +397,12 @@ fn annotated(
         .iter()
         .map(|g| (g.name.clone(), g.first_line, g.through))
         .collect();
-    let code = text.map(|(_, text)| text.as_str());
+    let code = text.and_then(|t| t.text.as_deref().ok());
     for row in lay_out(code, &lines, &functions) {
         match row {
             ListedRow::Function { name, total } => {
                 let _ = writeln!(
-                    out,
+                    body,
                     "{:>49}  ── {}",
                     "",
                     format::source::function_total(&name, &total)
@@ -275,12 +419,26 @@ fn annotated(
                         format::source::margin(&l.through),
                     )
                 });
-                let _ = writeln!(out, "{made:>20} {through:>20} {number:>6}  {code}");
+                let _ = writeln!(body, "{made:>20} {through:>20} {number:>6}  {code}");
             }
         }
     }
     if markdown {
-        out.push_str("```\n");
+        // A fence longer than any run of backticks in the code, so none of it closes the block.
+        let fence = "`".repeat(longest_backtick_run(&body).max(2) + 1);
+        let _ = write!(out, "\n{fence}text\n{body}{fence}\n");
+    } else {
+        out.push_str(&body);
     }
     out.push('\n');
+}
+
+/// The length of the longest run of backticks in `text`.
+fn longest_backtick_run(text: &str) -> usize {
+    let (mut longest, mut run) = (0, 0);
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    longest
 }

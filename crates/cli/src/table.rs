@@ -159,7 +159,7 @@ fn tables_of(
 }
 
 fn say(path: &Path, problem: &str) {
-    eprintln!("memsight: {}: {problem}", path.display());
+    say!("memsight: {}: {problem}", path.display());
 }
 
 fn csv(table: &Table<'_>) -> String {

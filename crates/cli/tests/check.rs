@@ -380,3 +380,25 @@ fn no_budget_an_unreadable_file_or_baseline_is_exit_code_2() {
     assert_eq!(code(&output), 2);
     assert!(String::from_utf8_lossy(&output.stderr).contains("(the baseline)"));
 }
+
+#[test]
+fn a_budget_of_2_to_the_64_bytes_or_more_is_refused() {
+    let small = common::repo().join("tests/fixtures/small.json");
+    for size in [
+        "99999999999999999999TiB",
+        "16777216TiB",
+        "18446744073709551616",
+    ] {
+        let output = check(&["--max-peak", size], &small);
+        assert_eq!(code(&output), 2, "{size}");
+        let error = String::from_utf8_lossy(&output.stderr);
+        assert!(error.contains("2^64 bytes or more"), "{size}: {error}");
+    }
+    let output = check(&["--max-peak", "16777215TiB"], &small);
+    assert_eq!(
+        code(&output),
+        0,
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

@@ -9,8 +9,8 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use command::{assert_succeeded, json_lines, memsight};
-use common::{decode_file, real_fixture_files};
+use command::{assert_succeeded, json_lines, memsight, tempdir};
+use common::{decode_file, real_fixture_files, repo};
 use memsight_core::model::redact::Redaction;
 use serde_json::Value;
 
@@ -215,4 +215,42 @@ fn grouping_and_comparisons_give_the_same_numbers_redacted_and_not() {
             pair[1].display()
         );
     }
+}
+
+#[test]
+fn home_folders_written_with_doubled_separators_or_backslashes_are_redacted() {
+    let text = std::fs::read_to_string(repo().join("tests/fixtures/small.json")).unwrap();
+    let dir = tempdir("redact-separators");
+    let written = [
+        ("slashes.json", "//home//jdoe//proj//"),
+        ("backslashes.json", r"\\home\\jdoe\\proj\\"),
+        ("windows.json", r"C:\Users\jdoe\proj\"),
+    ];
+    for (name, folder) in written {
+        let quoted = |path: &str| serde_json::to_string(path).unwrap();
+        let renamed = text
+            .replace(
+                r#""/home/user/proj/model.py""#,
+                &quoted(&format!("{folder}model.py")),
+            )
+            .replace(
+                r#""/home/user/proj/train.py""#,
+                &quoted(&format!("{folder}train.py")),
+            );
+        assert_ne!(renamed, text);
+        let file = dir.join(name);
+        std::fs::write(&file, renamed).unwrap();
+        for args in [
+            &["table", "--group-by", "file", "--redact"][..],
+            &["report", "--redact"],
+            &["source", "--redact"],
+        ] {
+            let output = memsight(args, std::slice::from_ref(&file));
+            assert_succeeded(&output);
+            let printed = String::from_utf8_lossy(&output.stdout);
+            assert!(!printed.contains("jdoe"), "{name} {args:?}: {printed}");
+            assert!(printed.contains("<home>"), "{name} {args:?}: {printed}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -7,9 +7,10 @@ mod command;
 #[path = "../../core/tests/common/mod.rs"]
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::Output;
 
-use command::{assert_succeeded, json_lines, memsight, tempdir};
+use command::{assert_succeeded, json_lines, memsight, memsight_within, tempdir};
 use common::{decode_file, real_fixtures_dir, repo};
 use serde_json::Value;
 
@@ -187,4 +188,106 @@ fn as_text_each_functions_total_sits_above_its_def() {
             lines[k + 1]
         );
     }
+}
+
+/// `tests/fixtures/small.json` (frames in `/home/user/proj/model.py` and `train.py`, no text
+/// carried) annotated from the checkout at `root`, which must take a few seconds at most.
+fn source_with_root(root: &Path) -> Output {
+    let output = memsight_within(
+        10,
+        &["source", "--at", "all", "--root", root.to_str().unwrap()],
+        &[repo().join("tests/fixtures/small.json")],
+    );
+    assert_succeeded(&output);
+    output
+}
+
+/// The line saying why `file` under `root` was not read, the checkout removed after.
+fn note_on_unread(root: &Path, file: &str) -> String {
+    let output = source_with_root(root);
+    let _ = std::fs::remove_dir_all(root);
+    let printed = String::from_utf8_lossy(&output.stdout);
+    let note = printed
+        .lines()
+        .find(|l| l.contains(&format!("{file} not read")));
+    note.unwrap_or_else(|| panic!("{printed}")).to_string()
+}
+
+#[cfg(unix)]
+#[test]
+fn links_back_into_the_checkout_are_walked_once() {
+    use std::os::unix::fs::symlink;
+    let root = tempdir("source-loops");
+    std::fs::create_dir_all(root.join("proj")).unwrap();
+    std::fs::write(root.join("proj/model.py"), "model line\n".repeat(40)).unwrap();
+    symlink(".", root.join("x")).unwrap();
+    symlink(".", root.join("y")).unwrap();
+    symlink("..", root.join("proj/up")).unwrap();
+    let output = source_with_root(&root);
+    let printed = String::from_utf8_lossy(&output.stdout);
+    let _ = std::fs::remove_dir_all(&root);
+    assert!(printed.contains("/proj/model.py\n"), "{printed}");
+    assert!(printed.contains("  model line\n"), "{printed}");
+}
+
+#[cfg(unix)]
+#[test]
+fn links_out_of_the_checkout_are_not_followed() {
+    use std::os::unix::fs::symlink;
+    let dir = tempdir("source-outside");
+    let (root, outside) = (dir.join("checkout"), dir.join("outside"));
+    std::fs::create_dir_all(outside.join("proj")).unwrap();
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(outside.join("proj/model.py"), "SECRET = 1\n".repeat(40)).unwrap();
+    symlink(&outside, root.join("elsewhere")).unwrap();
+    symlink(outside.join("proj/model.py"), root.join("model.py")).unwrap();
+    symlink("/etc", root.join("etc")).unwrap();
+    let output = source_with_root(&root);
+    let printed = String::from_utf8_lossy(&output.stdout);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(!printed.contains("SECRET"), "{printed}");
+    assert!(printed.contains("Source not found"), "{printed}");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_named_pipe_in_the_checkout_is_not_opened() {
+    let root = tempdir("source-fifo");
+    std::fs::create_dir_all(root.join("proj")).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(root.join("proj/model.py"))
+        .status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: mkfifo cannot make a named pipe here");
+        return;
+    }
+    let note = note_on_unread(&root, "proj/model.py");
+    assert!(note.contains("named pipe"), "{note}");
+}
+
+#[test]
+fn a_file_larger_than_any_source_is_skipped_with_a_note() {
+    let root = tempdir("source-sparse");
+    std::fs::create_dir_all(root.join("proj")).unwrap();
+    // Sparse: two gibibytes long, none of them on disk.
+    std::fs::File::create(root.join("proj/train.py"))
+        .unwrap()
+        .set_len(2 << 30)
+        .unwrap();
+    let note = note_on_unread(&root, "proj/train.py");
+    assert!(
+        note.contains("2.00 GiB") && note.contains("16.0 MiB"),
+        "{note}"
+    );
+}
+
+#[test]
+fn a_file_filter_matching_nothing_is_an_error() {
+    let output = memsight(
+        &["source", "--file", "nothere"],
+        &[repo().join("tests/fixtures/small.json")],
+    );
+    assert!(!output.status.success());
+    let error = String::from_utf8_lossy(&output.stderr);
+    assert!(error.contains("nothere"), "{error}");
 }

@@ -35,6 +35,7 @@ use memsight_core::service::{Service, ViewError};
 
 use super::charts::chart_markup;
 use super::{digest_devices, display_name, malformed};
+use crate::escape::escape_control;
 use crate::open::{
     describe_error, digests_in, open_input, shown, with_context, Opened, SnapshotOrDigests,
 };
@@ -75,7 +76,7 @@ pub fn run(
     jobs: usize,
 ) -> ExitCode {
     if let Err(e) = std::fs::create_dir_all(folder) {
-        eprintln!(
+        say!(
             "memsight: {}: the report folder cannot be made: {e} (to write Markdown to one \
              file, name it *.md)",
             folder.display()
@@ -130,13 +131,13 @@ pub fn run(
     for (input, outcome) in inputs.iter().zip(&outcomes) {
         if let Outcome::Failed(report) = outcome {
             failed += 1;
-            eprintln!("{}", describe_error(&input.path, report));
+            say!("{}", describe_error(&input.path, report));
         }
     }
     let written = inputs.len() - failed;
     if several {
         if let Err(e) = write_summary(folder, &inputs, &outcomes) {
-            eprintln!("memsight: {}: {e}", folder.display());
+            say!("memsight: {}: {e}", folder.display());
             return ExitCode::FAILURE;
         }
     }
@@ -145,18 +146,20 @@ pub fn run(
         1 => "1 report".to_string(),
         n => format!("{} reports", format::count(n as u64)),
     };
-    println!("Wrote {reports} (HTML and Markdown) to {folder_shown}");
+    let mut said = format!("Wrote {reports} (HTML and Markdown) to {folder_shown}\n");
     if several {
-        println!(
-            "Summary of {} files: {}, {}",
+        said.push_str(&format!(
+            "Summary of {} files: {}, {}\n",
             format::count(inputs.len() as u64),
             folder.join("index.html").display(),
             folder.join("summary.md").display()
-        );
+        ));
     } else if written == 1 {
         let name = &inputs[0].name;
-        println!("{}", folder.join(format!("{name}.html")).display());
+        let page = folder.join(format!("{name}.html"));
+        said.push_str(&format!("{}\n", page.display()));
     }
+    print!("{}", escape_control(&said));
     if failed > 0 {
         ExitCode::FAILURE
     } else {
@@ -203,7 +206,7 @@ fn write_report(input: &Input, folder: &Path, document: &Document, rows: Summary
         std::fs::write(folder.join(format!("{}.html", input.name)), html).and_then(|()| {
             std::fs::write(
                 folder.join(format!("{}.md", input.name)),
-                document.markdown(),
+                escape_control(&document.markdown()).as_bytes(),
             )
         });
     match written {
@@ -427,7 +430,7 @@ fn write_summary(folder: &Path, inputs: &[Input], outcomes: &[Outcome]) -> Resul
             .map_err(|e| format!("{name} cannot be written: {e}"))
     };
     write("index.html", html)?;
-    write("summary.md", doc.markdown())
+    write("summary.md", escape_control(&doc.markdown()).into_owned())
 }
 
 impl Input {

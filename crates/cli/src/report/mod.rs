@@ -88,7 +88,7 @@ pub fn run(
             let mut text: Vec<u8> = Vec::new();
             let code = for_each_input_into(&mut text, files, as_json, show);
             if let Err(e) = std::fs::write(output, text) {
-                eprintln!("memsight: {}: cannot be written: {e}", output.display());
+                say!("memsight: {}: cannot be written: {e}", output.display());
                 return ExitCode::FAILURE;
             }
             code
@@ -181,7 +181,7 @@ fn each_device(
         for d in devices {
             if let Err(error) = answer(&mut service, cx, d) {
                 ok = false;
-                eprintln!(
+                say!(
                     "memsight: {}: {}",
                     path.display(),
                     format::problems::view_error(&error)

@@ -2,8 +2,10 @@
 //! succeeded, reading its JSON lines, and the real fixtures an expectations file names.
 #![allow(dead_code)]
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -14,6 +16,45 @@ pub fn memsight(args: &[&str], files: &[PathBuf]) -> Output {
         .args(files)
         .output()
         .expect("memsight runs")
+}
+
+/// Runs the built `memsight` with `args`, then `files`, and fails if it has not finished
+/// within `seconds` (it is killed then): for inputs that once made it hang.
+pub fn memsight_within(seconds: u64, args: &[&str], files: &[PathBuf]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_memsight"))
+        .args(args)
+        .args(files)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("memsight runs");
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("memsight is waited for") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("memsight {args:?} {files:?} took more than {seconds} s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    }
 }
 
 /// Fails with the run's standard error unless it succeeded.

@@ -3,8 +3,8 @@
 //! or one line per group of a grouped table, parents before their children.
 //!
 //! Text cells are quoted as RFC 4180 says, and a cell that a spreadsheet would run as a
-//! formula (starting with `=`, `+`, `-` or `@`) is prefixed with `'`, since frame names come
-//! from the file. Not the place for choosing rows.
+//! formula (starting with `=`, `+`, `-`, `@`, a tab or a carriage return) is prefixed with
+//! `'`, since frame names come from the file. Not the place for choosing rows.
 
 use std::fmt::Write;
 
@@ -42,7 +42,9 @@ pub const GROUPS_HEADER: &str =
 
 /// A text cell, quoted when needed and kept from running as a formula.
 pub fn cell(text: &str) -> String {
-    let text = if text.starts_with(['=', '+', '-', '@']) {
+    // A spreadsheet reads a cell starting with one of these as a formula (a tab or carriage
+    // return before one is skipped by some).
+    let text = if text.starts_with(['=', '+', '-', '@', '\t', '\r']) {
         format!("'{text}")
     } else {
         text.to_string()
@@ -162,5 +164,7 @@ mod tests {
         assert_eq!(cell("say \"hi\""), "\"say \"\"hi\"\"\"");
         assert_eq!(cell("=HYPERLINK(1)"), "'=HYPERLINK(1)");
         assert_eq!(cell("-x,y"), "\"'-x,y\"");
+        assert_eq!(cell("\t=1+1"), "'\t=1+1");
+        assert_eq!(cell("\r=1+1"), "\"'\r=1+1\"");
     }
 }

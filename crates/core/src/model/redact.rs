@@ -68,15 +68,23 @@ struct Split<'a> {
     user: Option<&'a str>,
 }
 
-/// The parts of `path` with the byte offset just past each part's separator.
+/// The parts of `path` that are not empty, each with the byte offset just past the separators
+/// after it: `//home//jdoe//` and `\\home\\jdoe\\` divide as `/home/jdoe/` does.
 fn parts(path: &str) -> Vec<(&str, usize)> {
-    let mut out = Vec::new();
+    let is_separator = |c: char| c == '/' || c == '\\';
+    let mut out: Vec<(&str, usize)> = Vec::new();
     let mut start = 0;
     for (i, c) in path.char_indices() {
-        if c == '/' || c == '\\' {
-            out.push((&path[start..i], i + 1));
-            start = i + 1;
+        if !is_separator(c) {
+            continue;
         }
+        if i > start {
+            out.push((&path[start..i], i + 1));
+        } else if let Some(last) = out.last_mut() {
+            // Another separator after the same part.
+            last.1 = i + 1;
+        }
+        start = i + 1;
     }
     out.push((&path[start..], path.len()));
     out
@@ -84,8 +92,7 @@ fn parts(path: &str) -> Vec<(&str, usize)> {
 
 fn is_absolute(path: &str) -> bool {
     let bytes = path.as_bytes();
-    path.starts_with('/')
-        || path.starts_with("\\\\")
+    path.starts_with(['/', '\\'])
         || (bytes.len() > 2
             && bytes[0].is_ascii_alphabetic()
             && bytes[1] == b':'
@@ -118,6 +125,8 @@ fn split(path: &str) -> Option<Split<'_>> {
         });
     }
     let windows = path.as_bytes().get(1) == Some(&b':');
+    // The first folder of the root: after the drive (`C:`) on Windows.
+    let top = usize::from(windows);
     for (i, &(part, end)) in folders.iter().enumerate() {
         // `lib/python3.11`, `lib/python3`, `lib/python` (not `lib/python_utils`).
         let version = part
@@ -130,9 +139,8 @@ fn split(path: &str) -> Option<Split<'_>> {
             return Some(plain(end, Kind::Python, None));
         }
     }
-    // Part 0 is the drive (`C:`) or, on Unix, the empty text before the first `/`.
-    let first = folders.get(1).map(|&(p, _)| p);
-    match (first, folders.get(2)) {
+    let first = folders.get(top).map(|&(p, _)| p);
+    match (first, folders.get(top + 1)) {
         (Some("tmp"), Some(&(dir, end))) if !windows => {
             let user = dir.strip_prefix("torchinductor_").filter(|u| !u.is_empty());
             return Some(plain(end, Kind::Tmp, user));
@@ -141,13 +149,13 @@ fn split(path: &str) -> Option<Split<'_>> {
             return Some(plain(end, Kind::Home, Some(user)));
         }
         (Some("root"), _) if !windows => {
-            let end = folders[1].1;
+            let end = folders[top].1;
             return Some(plain(end, Kind::Home, None));
         }
         _ => {}
     }
     // Keep the last two parts: the folder and the file.
-    if parts.len() < 4 {
+    if parts.len() < top + 3 {
         return None;
     }
     Some(plain(parts[parts.len() - 3].1, Kind::Root, None))
@@ -512,6 +520,30 @@ mod tests {
             plan.apply_in_text("nothing here"),
             Cow::Borrowed(_)
         ));
+    }
+
+    #[test]
+    fn repeated_separators_and_backslashes_divide_as_one_slash() {
+        let paths = [
+            "//home//jdoe//proj//model.py",
+            r"\\home\\kwang\\proj\\model.py",
+            r"\Users\lmiller\proj\train.py",
+            r"C:\\Users\\nsmith\\proj\\data.py",
+            "///mnt///data3///team///src///x.py",
+        ];
+        let plan = Redaction::plan(paths);
+        assert_eq!(plan.users(), ["jdoe", "kwang", "lmiller", "nsmith"]);
+        let out: Vec<String> = paths.iter().map(|p| plan.apply(p).into_owned()).collect();
+        assert_eq!(
+            out,
+            [
+                "<home>/proj//model.py",
+                r"<home>\proj\\model.py",
+                r"<home>\proj\train.py",
+                r"<home>\proj\\data.py",
+                "<root>/src///x.py",
+            ]
+        );
     }
 
     #[test]

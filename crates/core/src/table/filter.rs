@@ -189,9 +189,8 @@ pub fn parse_bytes(text: &str) -> Result<Option<u64>, String> {
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
-    let number: f64 = number
-        .parse()
-        .map_err(|_| format!("'{text}' is not a size: say 1048576, 512 KiB or 1.5 MiB"))?;
+    let not_a_size = || format!("'{text}' is not a size: say 1048576, 512 KiB or 1.5 MiB");
+    let too_large = || format!("'{text}' is 2^64 bytes or more: no device holds that much");
     let scale = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1u64,
         "k" | "kib" | "kb" => 1 << 10,
@@ -204,7 +203,23 @@ pub fn parse_bytes(text: &str) -> Result<Option<u64>, String> {
             ))
         }
     };
-    Ok(Some((number * scale as f64).round() as u64))
+    if !number.contains('.') {
+        // Whole bytes are read exactly, up to 2^64 − 1.
+        let whole: u64 = number
+            .parse()
+            .map_err(|e: std::num::ParseIntError| match e.kind() {
+                std::num::IntErrorKind::PosOverflow => too_large(),
+                _ => not_a_size(),
+            })?;
+        return whole.checked_mul(scale).map(Some).ok_or_else(too_large);
+    }
+    let number: f64 = number.parse().map_err(|_| not_a_size())?;
+    let bytes = (number * scale as f64).round();
+    // 2^64 as a float: a budget beyond it would saturate to 2^64 − 1.
+    if bytes >= 18_446_744_073_709_551_616.0 {
+        return Err(too_large());
+    }
+    Ok(Some(bytes as u64))
 }
 
 /// Reads a stream: `0x7f…` or a decimal number; empty is none.
@@ -235,6 +250,13 @@ mod tests {
         assert_eq!(parse_bytes("2G"), Ok(Some(2 << 30)));
         assert!(parse_bytes("lots").is_err());
         assert!(parse_bytes("3 parsecs").is_err());
+        assert_eq!(parse_bytes("18446744073709551615"), Ok(Some(u64::MAX)));
+        assert!(parse_bytes("18446744073709551616").is_err());
+        assert!(parse_bytes("99999999999999999999TiB").is_err());
+        assert!(parse_bytes("16777216TiB").is_err());
+        assert_eq!(parse_bytes("16777215TiB"), Ok(Some(16_777_215 << 40)));
+        assert!(parse_bytes("16777216.0 TiB").is_err());
+        assert!(parse_bytes(".").is_err());
         assert_eq!(parse_stream("0x1f"), Ok(Some(31)));
         assert_eq!(parse_stream(""), Ok(None));
     }
