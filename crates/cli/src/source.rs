@@ -59,8 +59,8 @@ pub struct SourceRoot {
     found: Vec<(PathBuf, Option<String>)>,
 }
 
-/// The text of a source file, or why it was not read.
-pub struct SourceText {
+/// The text of a source file (from the snapshot or under `--root`), or why it was not read.
+pub struct RootText {
     /// Where it comes from: the snapshot, or a file under `--root`.
     pub from: String,
     pub text: Result<String, String>,
@@ -117,14 +117,14 @@ impl SourceRoot {
         })
     }
 
-    fn text_of(&self, path: &str) -> Option<SourceText> {
+    fn text_of(&self, path: &str) -> Option<RootText> {
         let i = match_by_suffix(path, &self.files)?;
         let (resolved, why_not) = &self.found[i];
         let text = match why_not {
             Some(why) => Err(why.clone()),
             None => read_source(resolved),
         };
-        Some(SourceText {
+        Some(RootText {
             from: format!("{}/{}", self.root.display(), self.files[i]),
             text,
         })
@@ -249,7 +249,7 @@ fn sources_of(
                 .filter(|f| only.is_none_or(|o| f.path.contains(o)))
                 .collect();
             matched |= !files.is_empty();
-            let texts: Vec<Option<SourceText>> = files
+            let texts: Vec<Option<RootText>> = files
                 .iter()
                 .map(|f| text_of(snapshot, root, &f.path))
                 .collect();
@@ -292,10 +292,10 @@ fn text_of(
     snapshot: &memsight_core::model::Snapshot,
     root: Option<&SourceRoot>,
     path: &str,
-) -> Option<SourceText> {
+) -> Option<RootText> {
     if let Some(i) = carried_text(snapshot, path) {
         let (from, text) = &snapshot.source_code[i];
-        return Some(SourceText {
+        return Some(RootText {
             from: format!("{from} (in the snapshot)"),
             text: Ok(text.clone()),
         });
@@ -307,8 +307,8 @@ fn tally(t: &Tally) -> Value {
     json!({ "count": t.count, "bytes": t.bytes })
 }
 
-fn file_json(f: &FileBytes, text: Option<&SourceText>) -> Value {
-    let read = |t: &&SourceText| t.text.is_ok();
+fn file_json(f: &FileBytes, text: Option<&RootText>) -> Value {
+    let read = |t: &&RootText| t.text.is_ok();
     json!({
         "path": f.path,
         "source": text.filter(read).map(|t| t.from.clone()),
@@ -329,7 +329,7 @@ fn file_json(f: &FileBytes, text: Option<&SourceText>) -> Value {
 fn annotated(
     out: &mut String,
     f: &FileBytes,
-    text: Option<&SourceText>,
+    text: Option<&RootText>,
     device: &str,
     output: SourceOutput,
 ) {
@@ -347,10 +347,10 @@ fn annotated(
     }
     let mut head = String::new();
     match text {
-        Some(SourceText { from, text: Ok(_) }) => {
+        Some(RootText { from, text: Ok(_) }) => {
             let _ = writeln!(head, "Source: {from}");
         }
-        Some(SourceText {
+        Some(RootText {
             from,
             text: Err(why),
         }) => {

@@ -356,3 +356,42 @@ fn a_hundred_thousand_devices_are_refused() {
     };
     assert!(err.message.contains("00 devices"), "{err}");
 }
+
+/// Sizes no device could hold are refused, not summed into a saturated peak; a failed request
+/// may ask for anything.
+#[test]
+fn sizes_beyond_any_device_are_refused() {
+    let snapshot = |size: &str, action: &str| {
+        format!(
+            r#"{{"segments": [], "device_traces": [[{{"action": "{action}", "addr": 4096, "size": {size}, "stream": 0, "frames": []}}]]}}"#
+        )
+    };
+    for size in ["18446744073709551615", "1125899906842625"] {
+        let err = decode_bytes(snapshot(size, "alloc").as_bytes()).unwrap_err();
+        let message = err.to_string();
+        assert!(
+            message.contains(&format!("device 0's trace entry 0 (alloc) is {size} bytes"))
+                && message.contains("no device holds more than"),
+            "{message}"
+        );
+    }
+    decode_bytes(snapshot("1125899906842624", "alloc").as_bytes()).unwrap();
+    decode_bytes(snapshot("18446744073709551615", "oom").as_bytes()).unwrap();
+    let segment = r#"{"segments": [{"device": 0, "address": 4096, "total_size": 18446744073709551615, "stream": 0, "segment_type": "large", "blocks": []}], "device_traces": [[]]}"#;
+    let message = decode_bytes(segment.as_bytes()).unwrap_err().to_string();
+    assert!(
+        message.contains("device 0's segment at 0x1000 is 18446744073709551615 bytes"),
+        "{message}"
+    );
+}
+
+/// A trace entry without its `action` is named as such, with the keys it has.
+#[test]
+fn an_entry_without_an_action_says_so() {
+    let file = r#"{"segments": [], "device_traces": [[{"addr": 4096, "size": 512, "stream": 0}]]}"#;
+    let message = decode_bytes(file.as_bytes()).unwrap_err().to_string();
+    assert!(
+        message.contains("device_traces[0][0] has no 'action', so it is not a trace entry (its keys: 'addr', 'size', 'stream')"),
+        "{message}"
+    );
+}

@@ -218,6 +218,55 @@ pub fn expansion_error(at: u64, limit: u64) -> DecodeError {
 /// at most a few dozen, and each device costs its views' memory however empty it is.
 pub const MAX_DEVICES: usize = 1024;
 
+/// The most bytes an allocation, block or segment may hold: 1 PiB, far beyond any device
+/// (the largest hold a few hundred GiB). A larger size is a corrupt or made-up file; shown,
+/// it would saturate the sums into a peak of 16 EiB at 100% efficiency. A failed request
+/// (`oom`) may ask for anything: a wrong shape asks for petabytes, and that is worth showing.
+pub const MAX_DEVICE_BYTES: u64 = 1 << 50;
+
+/// Refuses a snapshot whose sizes no device could hold ([`MAX_DEVICE_BYTES`]).
+fn check_sizes(devices: &[Device], at: At) -> Result<(), DecodeError> {
+    let refuse = |what: String, size: u64| {
+        err(
+            at,
+            format!("{what} is {size} bytes: no device holds more than {MAX_DEVICE_BYTES} (1 PiB)"),
+        )
+        .with_hint("the file is corrupt or made up")
+    };
+    for device in devices {
+        let trace = &device.trace;
+        let too_large = trace
+            .size
+            .iter()
+            .zip(&trace.action)
+            .position(|(&size, &action)| size > MAX_DEVICE_BYTES && action != Action::Oom);
+        if let Some(row) = too_large {
+            let what = format!(
+                "device {}'s trace entry {row} ({})",
+                device.id,
+                trace.action[row].name()
+            );
+            return Err(refuse(what, trace.size[row]));
+        }
+        if let Some(s) = device
+            .segments
+            .iter()
+            .find(|s| s.total_size > MAX_DEVICE_BYTES)
+        {
+            let what = format!("device {}'s segment at {:#x}", device.id, s.address);
+            return Err(refuse(what, s.total_size));
+        }
+        let block = device.blocks.iter().find(|b| {
+            b.size > MAX_DEVICE_BYTES || b.requested_size.is_some_and(|r| r > MAX_DEVICE_BYTES)
+        });
+        if let Some(b) = block {
+            let what = format!("device {}'s block at {:#x}", device.id, b.address);
+            return Err(refuse(what, b.size.max(b.requested_size.unwrap_or(0))));
+        }
+    }
+    Ok(())
+}
+
 type DeviceRows = Vec<(u32, Vec<(u32, u32)>)>;
 
 /// Builds a [`Snapshot`] from nodes; owns the interning tables while decoding.
@@ -292,6 +341,32 @@ impl Builder {
 
     fn text(&self, id: StrId) -> &str {
         self.strings.get(id)
+    }
+
+    /// Why `item`, at `place`, is not a trace entry: a dict without an `action` says which
+    /// keys it has instead.
+    fn not_a_trace_entry(&self, place: String, item: &Decoded) -> String {
+        match item {
+            Decoded::Dict(pairs) => {
+                let mut keys: Vec<String> = pairs
+                    .iter()
+                    .take(6)
+                    .map(|(k, _)| self.key_name(k))
+                    .collect();
+                if pairs.len() > 6 {
+                    keys.push("…".into());
+                }
+                format!(
+                    "{place} has no 'action', so it is not a trace entry (its keys: {})",
+                    if keys.is_empty() {
+                        "none".to_string()
+                    } else {
+                        keys.join(", ")
+                    }
+                )
+            }
+            other => format!("{place} is {}, not a trace entry", other.kind()),
+        }
     }
 
     fn key_name(&self, key: &Decoded) -> String {
@@ -824,6 +899,7 @@ impl Builder {
             .with_hint("the file is corrupt or made to exhaust memory"));
         }
         snapshot.devices = self.devices(device_rows, segments);
+        check_sizes(&snapshot.devices, at_end)?;
         for (id, tensors) in shapes {
             let at = snapshot.devices.binary_search_by_key(&id, |d| d.id);
             if let Some(device) = at.ok().map(|i| &mut snapshot.devices[i]) {
@@ -915,7 +991,7 @@ impl Builder {
                 other => {
                     return Err(err(
                         at,
-                        format!("{what}[{i}] is {}, not a trace entry", other.kind()),
+                        self.not_a_trace_entry(format!("{what}[{i}]"), &other),
                     ))
                 }
             }
@@ -1051,9 +1127,9 @@ impl Builder {
                             other => {
                                 return Err(err(
                                     at,
-                                    format!(
-                                        "device_traces[{device}][{i}] is {}, not a trace entry",
-                                        other.kind()
+                                    self.not_a_trace_entry(
+                                        format!("device_traces[{device}][{i}]"),
+                                        &other,
                                     ),
                                 ))
                             }
