@@ -131,7 +131,9 @@ pub fn run(
         CheckOutput::Text => {
             for line in words::breach_lines(&verdict)
                 .into_iter()
+                .chain(words::oom_lines(&verdict))
                 .chain(words::unmatched_lines(&verdict))
+                .chain(words::headroom_lines(&verdict))
             {
                 println!("{line}");
             }
@@ -261,6 +263,7 @@ fn digest_of_report(device: u32, summary: &DeviceSummary, peak: &MomentBreakdown
         call_sites,
         modules: Vec::new(),
         curve: NormalisedCurve::default(),
+        oom: None,
     }
 }
 

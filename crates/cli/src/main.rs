@@ -284,8 +284,10 @@ enum Command {
         json: bool,
     },
     /// Memory budgets for CI: every device of every file (snapshots or digests) against the
-    /// limits given; exit code 0 when all are within them, 1 when any is not (one line per
-    /// breach), 2 when a file or the baseline cannot be read. Sizes in binary units (`40GiB`;
+    /// limits given, and against running out of memory: exit code 0 when all are within them,
+    /// 1 when any is not or any trace recorded an out-of-memory error (one line per breach,
+    /// failing devices first, then each limit with its headroom), 2 when a file or the
+    /// baseline cannot be read. Sizes in binary units (`40GiB`;
     /// `GB` is read as GiB).
     Check {
         /// Snapshot or digest files (`-` for standard input).
@@ -316,6 +318,11 @@ enum Command {
         /// peak allocated.
         #[arg(long, value_name = "PCT", value_parser = check::parse_percent, requires = "baseline")]
         max_growth: Option<u64>,
+        /// Pass a device whose trace recorded an out-of-memory error if it is within the
+        /// limits (by default any out-of-memory fails the check, naming the request that
+        /// failed).
+        #[arg(long)]
+        allow_oom: bool,
         /// Also write the files' digests, one per line, as a baseline for a later check.
         #[arg(long, value_name = "FILE")]
         write_baseline: Option<PathBuf>,
@@ -563,6 +570,7 @@ fn main() -> ExitCode {
             max_role,
             baseline,
             max_growth,
+            allow_oom,
             write_baseline,
             rules,
             markdown,
@@ -577,6 +585,7 @@ fn main() -> ExitCode {
                 max_unknown_ppm: max_unknown,
                 max_role_bytes: max_role,
                 max_growth_ppm: max_growth,
+                allow_oom,
             };
             let output = match (markdown, json) {
                 (true, _) => check::CheckOutput::Markdown,

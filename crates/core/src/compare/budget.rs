@@ -15,7 +15,7 @@ use super::files::shown_devices;
 use super::ranks::job_position;
 use crate::analysis::categories::Role;
 use crate::model::DeviceKind;
-use crate::overview::MetricKey;
+use crate::overview::{MetricKey, OomRecord};
 
 /// Parts per million in a percent.
 pub const PPM_PER_PERCENT: u64 = 10_000;
@@ -39,6 +39,10 @@ pub struct Budgets {
     /// million of the baseline's peak allocated bytes (so a role that was small may double
     /// without failing, but not take a real share of the device).
     pub max_growth_ppm: Option<u64>,
+    /// An out-of-memory error recorded in a trace does not fail the check (by default it
+    /// does, whatever the limits).
+    #[serde(default)]
+    pub allow_oom: bool,
 }
 
 impl Budgets {
@@ -75,6 +79,8 @@ pub enum Checked {
     ReservedGrowth,
     /// Growth against the baseline of one role's bytes at the peak.
     RoleGrowth(Role),
+    /// The trace recorded an out-of-memory error (the value is how many; the limit 0).
+    OutOfMemory,
 }
 
 /// One limit a device went past.
@@ -134,6 +140,8 @@ pub struct DeviceCheck {
     pub growth: Option<Growth>,
     /// With `max_growth`, a baseline was given but none of its devices matched this one.
     pub no_baseline: bool,
+    /// What the trace says about running out of memory.
+    pub oom: OomRecord,
     pub breaches: Vec<Breach>,
 }
 
@@ -143,7 +151,25 @@ pub struct Verdict {
     /// No device went past any limit.
     pub pass: bool,
     pub budgets: Budgets,
+    /// The devices that went past a limit first, then the others (each in the order given).
     pub devices: Vec<DeviceCheck>,
+    /// Each limit on a device's own figures, with the device closest to it (or furthest
+    /// past it).
+    pub headroom: Vec<Headroom>,
+}
+
+/// How close the devices came to one limit: the device nearest it (or furthest past it),
+/// its figure and the room left.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Headroom {
+    pub checked: Checked,
+    /// Bytes, or parts per million for efficiency and the unknown share.
+    pub limit: u64,
+    pub value: u64,
+    /// `limit − value` (for efficiency, `value − limit`): below 0 past the limit.
+    pub headroom: i64,
+    /// The device's place in [`Verdict::devices`].
+    pub device: usize,
 }
 
 impl Verdict {
@@ -171,10 +197,77 @@ pub fn check(files: &[DigestFile], baseline: &[DigestFile], budgets: &Budgets) -
             ));
         }
     }
+    // Failing devices first; each group keeps the order given.
+    devices.sort_by_key(|d| d.breaches.is_empty());
     Verdict {
         pass: devices.iter().all(|d| d.breaches.is_empty()),
         budgets: budgets.clone(),
+        headroom: headroom(&devices, budgets),
         devices,
+    }
+}
+
+/// Each limit on the devices' own figures, at the device nearest it.
+fn headroom(devices: &[DeviceCheck], budgets: &Budgets) -> Vec<Headroom> {
+    let mut limits: Vec<(Checked, u64)> = [
+        (Checked::PeakAllocated, budgets.max_peak_bytes),
+        (Checked::PeakReserved, budgets.max_reserved_bytes),
+        (Checked::EfficiencyAtPeak, budgets.min_efficiency_ppm),
+        (Checked::UnknownShare, budgets.max_unknown_ppm),
+    ]
+    .into_iter()
+    .filter_map(|(checked, limit)| Some((checked, limit?)))
+    .collect();
+    limits.extend(
+        budgets
+            .max_role_bytes
+            .iter()
+            .map(|r| (Checked::Role(r.role), r.bytes)),
+    );
+    limits
+        .into_iter()
+        .filter_map(|(checked, limit)| {
+            // Efficiency is a floor: its lowest figure is nearest; the others are ceilings.
+            let floor = checked == Checked::EfficiencyAtPeak;
+            let figures = devices
+                .iter()
+                .enumerate()
+                .filter_map(|(i, d)| figure(d, checked).map(|v| (i, v)));
+            let (device, value) = if floor {
+                figures.min_by_key(|&(_, v)| v)
+            } else {
+                figures.max_by_key(|&(i, v)| (v, std::cmp::Reverse(i)))
+            }?;
+            let room = if floor {
+                value as i64 - limit as i64
+            } else {
+                limit as i64 - value as i64
+            };
+            Some(Headroom {
+                checked,
+                limit,
+                value,
+                headroom: room,
+                device,
+            })
+        })
+        .collect()
+}
+
+/// A device's figure that `checked` limits (`None` for growth, and for efficiency
+/// without one).
+fn figure(d: &DeviceCheck, checked: Checked) -> Option<u64> {
+    match checked {
+        Checked::PeakAllocated => Some(d.peak_allocated_bytes),
+        Checked::PeakReserved => Some(d.peak_reserved_bytes),
+        Checked::EfficiencyAtPeak => d.efficiency_at_peak_ppm,
+        Checked::UnknownShare => Some(d.unknown_share_ppm),
+        Checked::Role(role) => d
+            .roles_at_peak
+            .iter()
+            .find(|r| r.role == role)
+            .map(|r| r.bytes),
+        _ => None,
     }
 }
 
@@ -250,6 +343,19 @@ fn check_device(
         let value = digest.role(role);
         over(Checked::Role(role), value, limit, value > limit);
     }
+    let oom = digest.oom();
+    if !budgets.allow_oom && oom.count() > 0 {
+        breaches.insert(
+            0,
+            Breach {
+                checked: Checked::OutOfMemory,
+                value: oom.count(),
+                limit: 0,
+                before_bytes: None,
+                after_bytes: None,
+            },
+        );
+    }
     let growth = baseline.map(|(base_file, base)| {
         let comparison = compare(base, digest);
         if let Some(limit) = budgets.max_growth_ppm {
@@ -277,6 +383,7 @@ fn check_device(
             })
             .collect(),
         no_baseline: baseline_given && baseline.is_none(),
+        oom,
         growth,
         breaches,
     }
