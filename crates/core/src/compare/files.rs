@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::digest::Digest;
 use super::ranks::{job_position, outliers, settings_of, shared_settings, JobPosition};
 use crate::analysis::categories::Role;
-use crate::overview::MetricKey;
+use crate::overview::{MetricKey, OomRecord};
 
 /// One file's device in the files table.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,6 +46,8 @@ pub struct FileRow {
     pub inferred_at_peak_bytes: u64,
     /// Its peak is far from the other ranks' of its iteration (see [`super::ranks`]).
     pub outlier: bool,
+    /// The out-of-memory errors its trace recorded, or that it could not have recorded one.
+    pub oom: OomRecord,
 }
 
 impl FileRow {
@@ -74,6 +76,15 @@ impl FileRow {
             roles_at_peak: Role::ALL.iter().map(|&r| digest.role(r)).collect(),
             inferred_at_peak_bytes: digest.inferred_roles.iter().sum(),
             outlier: false,
+            oom: digest.oom(),
+        }
+    }
+
+    /// The out-of-memory errors its trace recorded; `None` when it could not record one.
+    pub fn oom_count(&self) -> Option<u64> {
+        match self.oom {
+            OomRecord::CannotRecord { .. } => None,
+            ref recorded => Some(recorded.count()),
         }
     }
 
@@ -225,6 +236,8 @@ pub enum FilesColumn {
     EfficiencyAtPeak,
     TraceEntries,
     TimeSpan,
+    /// Out-of-memory errors its trace recorded (none when it could not record one).
+    Oom,
     Role(Role),
     /// Of the bytes at the peak, those whose role was deduced rather than observed.
     Inferred,
@@ -234,7 +247,7 @@ pub enum FilesColumn {
 
 impl FilesColumn {
     /// The columns before the roles, in the table's order.
-    pub const FIXED: [FilesColumn; 12] = [
+    pub const FIXED: [FilesColumn; 13] = [
         FilesColumn::Label,
         FilesColumn::Device,
         FilesColumn::Rank,
@@ -247,6 +260,7 @@ impl FilesColumn {
         FilesColumn::EfficiencyAtPeak,
         FilesColumn::TraceEntries,
         FilesColumn::TimeSpan,
+        FilesColumn::Oom,
     ];
 
     /// Every column: the fixed ones, one per role, and the bytes of roles deduced.
@@ -272,6 +286,7 @@ impl FilesColumn {
             FilesColumn::EfficiencyAtPeak => "efficiency_at_peak_ppm".into(),
             FilesColumn::TraceEntries => "trace_entries".into(),
             FilesColumn::TimeSpan => "time_span_us".into(),
+            FilesColumn::Oom => "oom_count".into(),
             FilesColumn::Role(role) => format!("{}_at_peak_bytes", role.key()),
             FilesColumn::Inferred => "inferred_at_peak_bytes".into(),
             FilesColumn::Setting(n) => format!("setting_{n}"),
@@ -329,6 +344,7 @@ impl FilesColumn {
             FilesColumn::EfficiencyAtPeak => row.efficiency_at_peak_ppm,
             FilesColumn::TraceEntries => Some(row.trace_entries),
             FilesColumn::TimeSpan => row.time_span_us,
+            FilesColumn::Oom => row.oom_count(),
             FilesColumn::Role(role) => Some(row.role(role)),
             FilesColumn::Inferred => Some(row.inferred_at_peak_bytes),
             FilesColumn::Setting(n) => row.settings.get(n as usize).and_then(|&(_, v)| v),
@@ -391,6 +407,7 @@ mod tests {
             roles_at_peak: vec![0; Role::ALL.len()],
             inferred_at_peak_bytes: 0,
             outlier: false,
+            oom: OomRecord::NoneRecorded,
         }
     }
 

@@ -41,6 +41,7 @@ pub fn column_title(column: FilesColumn) -> String {
         FilesColumn::EfficiencyAtPeak => "Efficiency at the peak".into(),
         FilesColumn::TraceEntries => "Trace entries".into(),
         FilesColumn::TimeSpan => "Time span".into(),
+        FilesColumn::Oom => "Out of memory".into(),
         FilesColumn::Role(role) => format!("{} at the peak", role_label(role)),
         FilesColumn::Inferred => "Inferred at the peak".into(),
         FilesColumn::Setting(n) => format!("Setting {}", n as usize + 1),
@@ -71,6 +72,7 @@ pub fn cell_text(row: &FileRow, column: FilesColumn) -> String {
         FilesColumn::EfficiencyAtPeak => row.efficiency_at_peak_ppm.map_or_else(dash, percent_ppm),
         FilesColumn::TraceEntries => count(row.trace_entries),
         FilesColumn::TimeSpan => row.time_span_us.map_or_else(dash, duration_us),
+        FilesColumn::Oom => super::check::oom_cell(&row.oom),
         FilesColumn::Role(role) => bytes(row.role(role)),
         FilesColumn::Inferred => bytes(row.inferred_at_peak_bytes),
         FilesColumn::Setting(n) => row
@@ -98,6 +100,7 @@ pub fn cell_exact(row: &FileRow, column: FilesColumn) -> String {
         FilesColumn::EfficiencyAtPeak => opt(row.efficiency_at_peak_ppm),
         FilesColumn::TraceEntries => row.trace_entries.to_string(),
         FilesColumn::TimeSpan => opt(row.time_span_us),
+        FilesColumn::Oom => opt(row.oom_count()),
         FilesColumn::Role(role) => row.role(role).to_string(),
         FilesColumn::Inferred => row.inferred_at_peak_bytes.to_string(),
         FilesColumn::Setting(n) => opt(row.settings.get(n as usize).and_then(|&(_, v)| v)),
@@ -536,6 +539,7 @@ mod tests {
             roles_at_peak: roles,
             inferred_at_peak_bytes: 0,
             outlier: true,
+            oom: crate::overview::OomRecord::NoneRecorded,
         }
     }
 
