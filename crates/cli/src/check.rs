@@ -17,6 +17,7 @@ use memsight_core::compare::digest::portable;
 use memsight_core::compare::digest_file::DigestFile;
 use memsight_core::compare::{Digest, Keyed, NormalisedCurve};
 use memsight_core::format::check as words;
+use memsight_core::model::text::natural_cmp;
 use memsight_core::overview::{Metric, MetricKey};
 use memsight_core::table::groups::NO_FRAME;
 
@@ -147,7 +148,8 @@ pub fn run(
     }
 }
 
-/// The baseline's digests: a file of digests, a folder of them (`*.json`, in name order), a
+/// The baseline's digests: a file of digests, a folder of them (`*.json`, in natural name
+/// order), a
 /// snapshot, or a report's numbers (`memsight report --json`).
 fn read_baseline(path: &Path, rules: &Rules) -> Result<Vec<DigestFile>, String> {
     let paths = if path.is_dir() {
@@ -161,7 +163,7 @@ fn read_baseline(path: &Path, rules: &Rules) -> Result<Vec<DigestFile>, String> 
             .filter_map(|entry| entry.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|e| e == "json"))
             .collect();
-        paths.sort();
+        paths.sort_by(|a, b| natural_cmp(&a.to_string_lossy(), &b.to_string_lossy()));
         if paths.is_empty() {
             return Err(format!(
                 "memsight: {}: the baseline folder holds no digest (*.json)",

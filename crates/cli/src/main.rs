@@ -237,7 +237,8 @@ enum Command {
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
         /// Sort by a column (`peak_allocated_bytes`, `rank`, `file`, `activations_at_peak_bytes`,
-        /// a setting such as `ctx`…), descending unless `:asc`; default: the order given.
+        /// a setting such as `ctx`…), descending unless `:asc`; default: by file name as people
+        /// read them (`rank2` before `rank10`).
         #[arg(long, value_name = "COLUMN[:asc|desc]", value_parser = files::parse_sort)]
         sort: Option<files::FilesSort>,
         #[command(flatten)]

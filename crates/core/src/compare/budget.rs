@@ -14,6 +14,7 @@ use super::digest_file::DigestFile;
 use super::files::shown_devices;
 use super::ranks::job_position;
 use crate::analysis::categories::Role;
+use crate::model::text::natural_cmp;
 use crate::model::DeviceKind;
 use crate::overview::{MetricKey, OomRecord};
 
@@ -151,7 +152,8 @@ pub struct Verdict {
     /// No device went past any limit.
     pub pass: bool,
     pub budgets: Budgets,
-    /// The devices that went past a limit first, then the others (each in the order given).
+    /// The devices that went past a limit first, then the others, each by file name in
+    /// natural order (`rank2` before `rank10`).
     pub devices: Vec<DeviceCheck>,
     /// Each limit on a device's own figures, with the device closest to it (or furthest
     /// past it).
@@ -197,8 +199,14 @@ pub fn check(files: &[DigestFile], baseline: &[DigestFile], budgets: &Budgets) -
             ));
         }
     }
-    // Failing devices first; each group keeps the order given.
-    devices.sort_by_key(|d| d.breaches.is_empty());
+    // Failing devices first; then files by name as people read them (`rank2` before
+    // `rank10`), each file's devices in their order.
+    devices.sort_by(|a, b| {
+        a.breaches
+            .is_empty()
+            .cmp(&b.breaches.is_empty())
+            .then_with(|| natural_cmp(&a.file, &b.file))
+    });
     Verdict {
         pass: devices.iter().all(|d| d.breaches.is_empty()),
         budgets: budgets.clone(),

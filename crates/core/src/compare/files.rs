@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::digest::Digest;
 use super::ranks::{job_position, outliers, settings_of, shared_settings, JobPosition};
 use crate::analysis::categories::Role;
+use crate::model::text::natural_cmp;
 use crate::overview::{MetricKey, OomRecord};
 
 /// One file's device in the files table.
@@ -365,6 +366,14 @@ pub fn sort_order(rows: &[FileRow], column: FilesColumn, descending: bool) -> Ve
     order
 }
 
+/// The order of `rows` by their files' names as people read them (`rank2` before `rank10`),
+/// each file's devices in the order they came: the table's order when no column is chosen.
+pub fn name_order(rows: &[FileRow]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_by(|&x, &y| natural_cmp(&rows[x].name, &rows[y].name));
+    order
+}
+
 /// Which of two rows comes first sorted by `column`.
 fn row_order(
     x: &FileRow,
@@ -373,7 +382,7 @@ fn row_order(
     descending: bool,
 ) -> std::cmp::Ordering {
     let order = match column {
-        FilesColumn::Label => x.label.to_lowercase().cmp(&y.label.to_lowercase()),
+        FilesColumn::Label => natural_cmp(&x.label, &y.label),
         _ => column.number(x).cmp(&column.number(y)),
     };
     if descending {
