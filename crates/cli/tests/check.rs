@@ -57,6 +57,16 @@ fn figures(file: &Path) -> Value {
     json_lines(&output)[0]["devices"][0].clone()
 }
 
+/// What each breach of a checked device is on (`peak_growth`…).
+fn breach_kinds(device: &Value) -> Vec<&str> {
+    device["breaches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["checked"]["kind"].as_str().unwrap())
+        .collect()
+}
+
 fn check(args: &[&str], file: &Path) -> Output {
     let mut all = vec!["check"];
     all.extend_from_slice(args);
@@ -251,12 +261,7 @@ fn a_baseline_catches_growth_and_a_file_against_itself_does_not_grow() {
         device["growth"]["largest_role"]["role"],
         largest_role["key"]
     );
-    let kinds: Vec<&str> = device["breaches"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| b["checked"]["kind"].as_str().unwrap())
-        .collect();
+    let kinds = breach_kinds(device);
     assert!(kinds.contains(&"peak_growth"), "{kinds:?}");
     // In words: the first line names what grew most.
     let text = stdout(&check(
@@ -487,4 +492,49 @@ fn a_file_that_cannot_record_an_out_of_memory_says_so() {
         let markdown = stdout(&check(&["--markdown", "--max-peak", "80GiB"], &file));
         assert!(markdown.contains("| not recorded | yes |"), "{markdown}");
     }
+}
+
+/// A full step, peaking in its optimizer step, and a forward of the same model, peaking in
+/// its forward.
+const STEP_PEAKS_IN_OPTIMIZER: &str =
+    "kkaitlyn111__cs336-a2-systems__memory_files__memory_ctx128_fullstep_.pickle";
+const FORWARD_PEAKS_IN_FORWARD: &str =
+    "kkaitlyn111__cs336-a2-systems__memory_files__memory_ctx128_forward_mixed.pickle";
+
+#[test]
+fn a_baseline_peaking_in_another_phase_compares_whole_run_peaks_and_names_no_role() {
+    let (Some(step), Some(forward)) = (
+        fixture(STEP_PEAKS_IN_OPTIMIZER),
+        fixture(FORWARD_PEAKS_IN_FORWARD),
+    ) else {
+        return;
+    };
+    let base = forward.to_str().unwrap();
+    let output = check(&["--baseline", base, "--max-growth", "5"], &step);
+    assert_eq!(code(&output), 1);
+    let text = stdout(&output);
+    assert!(
+        text.contains(
+            "the baseline peaks in the forward of iteration 1, this run in the optimizer step of \
+             iteration 1: what each phase holds differs, so only the whole-run peaks are compared"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("largest growth"), "{text}");
+    let json = &json_lines(&check(
+        &["--baseline", base, "--max-growth", "5", "--json"],
+        &step,
+    ))[0];
+    let device = &json["devices"][0];
+    assert_eq!(device["growth"]["phases_differ"], true);
+    assert!(device["growth"]["largest_role"].is_null());
+    assert!(device["growth"]["largest_call_site"].is_null());
+    let kinds = breach_kinds(device);
+    assert_eq!(kinds, ["peak_growth", "reserved_growth"]);
+    // Within budget, it still says so.
+    let text = stdout(&check(&["--baseline", base, "--max-peak", "1TiB"], &step));
+    assert!(
+        text.contains("cuda:0: the baseline peaks in the forward of iteration 1"),
+        "{text}"
+    );
 }

@@ -13,6 +13,7 @@ use super::digest::Digest;
 use super::digest_file::DigestFile;
 use super::files::shown_devices;
 use super::ranks::job_position;
+use crate::analysis::categories::signals::Phase;
 use crate::analysis::categories::Role;
 use crate::model::text::natural_cmp;
 use crate::model::DeviceKind;
@@ -103,6 +104,21 @@ pub struct Growth {
     pub baseline_file: String,
     pub baseline_device: u32,
     pub peak_delta_bytes: i64,
+    /// The phase of training and iteration each peak falls in (the baseline's, this run's),
+    /// when known.
+    #[serde(default)]
+    pub baseline_phase: Option<Phase>,
+    #[serde(default)]
+    pub baseline_iteration: Option<u32>,
+    #[serde(default)]
+    pub phase: Option<Phase>,
+    #[serde(default)]
+    pub iteration: Option<u32>,
+    /// The two peaks fall in different phases (or iterations) of training: only the whole-run
+    /// peaks are compared, and no role or call site is named or checked for growth, since what
+    /// each phase holds differs.
+    #[serde(default)]
+    pub phases_differ: bool,
     /// The role whose bytes at the peak grew most (`None` when none grew).
     pub largest_role: Option<RoleGrowth>,
     /// The call site whose bytes at the peak grew most (`None` when none grew).
@@ -366,10 +382,11 @@ fn check_device(
     }
     let growth = baseline.map(|(base_file, base)| {
         let comparison = compare(base, digest);
+        let differ = phases_differ(base, digest);
         if let Some(limit) = budgets.max_growth_ppm {
-            breaches.extend(growth_breaches(base, digest, &comparison, limit));
+            breaches.extend(growth_breaches(base, digest, &comparison, limit, differ));
         }
-        growth_of(base_file, base, &comparison)
+        growth_of(base_file, base, digest, &comparison, differ)
     });
     let position = job_position(&file.name);
     DeviceCheck {
@@ -397,12 +414,24 @@ fn check_device(
     }
 }
 
-/// The growth limits `base` → `digest` goes past.
+/// Whether two digests' peaks fall in different known phases (or iterations) of training.
+/// A phase not recognised, or not recorded (a report's numbers), tells nothing.
+pub fn phases_differ(base: &Digest, digest: &Digest) -> bool {
+    let known = |d: &Digest| d.peak_phase.filter(|&p| p != Phase::Other);
+    match (known(base), known(digest)) {
+        (Some(a), Some(b)) => a != b || base.peak_iteration != digest.peak_iteration,
+        _ => false,
+    }
+}
+
+/// The growth limits `base` → `digest` goes past; the roles' only when both peaks fall in one
+/// phase (`phases_differ` unset).
 fn growth_breaches(
     base: &Digest,
     digest: &Digest,
     comparison: &Comparison,
     limit: u64,
+    phases_differ: bool,
 ) -> Vec<Breach> {
     let mut out = Vec::new();
     let mut grew = |checked, before: u64, after: u64, of: u64| {
@@ -429,6 +458,9 @@ fn growth_breaches(
         metric(digest, MetricKey::PeakReservedBytes),
     );
     grew(Checked::ReservedGrowth, reserved_a, reserved_b, reserved_a);
+    if phases_differ {
+        return out;
+    }
     for (role, delta) in Role::ALL.iter().zip(&comparison.roles) {
         grew(
             Checked::RoleGrowth(*role),
@@ -440,24 +472,33 @@ fn growth_breaches(
     out
 }
 
-fn growth_of(base_file: &DigestFile, base: &Digest, comparison: &Comparison) -> Growth {
+fn growth_of(
+    base_file: &DigestFile,
+    base: &Digest,
+    digest: &Digest,
+    comparison: &Comparison,
+    phases_differ: bool,
+) -> Growth {
     let peak_delta_bytes = comparison
         .metrics
         .iter()
         .find(|m| m.key == MetricKey::PeakAllocatedBytes)
         .and_then(|m| m.delta)
         .unwrap_or(0);
+    let (roles, call_sites) = match phases_differ {
+        true => (&[][..], &[][..]),
+        false => (&comparison.roles[..], &comparison.call_sites[..]),
+    };
     let largest_role = Role::ALL
         .iter()
-        .zip(&comparison.roles)
+        .zip(roles)
         .filter(|(_, d)| d.delta_bytes > 0)
         .max_by_key(|(_, d)| d.delta_bytes)
         .map(|(role, d)| RoleGrowth {
             role: *role,
             delta_bytes: d.delta_bytes,
         });
-    let largest_call_site = comparison
-        .call_sites
+    let largest_call_site = call_sites
         .iter()
         .filter(|c| c.delta_bytes > 0)
         .max_by_key(|c| c.delta_bytes)
@@ -469,6 +510,11 @@ fn growth_of(base_file: &DigestFile, base: &Digest, comparison: &Comparison) -> 
         baseline_file: base_file.name.clone(),
         baseline_device: base.device,
         peak_delta_bytes,
+        baseline_phase: base.peak_phase,
+        baseline_iteration: base.peak_iteration,
+        phase: digest.peak_phase,
+        iteration: digest.peak_iteration,
+        phases_differ,
         largest_role,
         largest_call_site,
     }

@@ -202,6 +202,16 @@ pub fn headroom_lines(verdict: &Verdict) -> Vec<String> {
 /// digest does not say which role a call site's bytes hold).
 pub fn growth_words(check: &DeviceCheck) -> Option<String> {
     let growth = check.growth.as_ref()?;
+    if growth.phases_differ {
+        return Some(format!(
+            "the baseline peaks in {}, this run in {}: what each phase holds differs, so only \
+             the whole-run peaks are compared ({} against the baseline) and no role or call site \
+             is named",
+            super::compare::phase_words(growth.baseline_phase, growth.baseline_iteration),
+            super::compare::phase_words(growth.phase, growth.iteration),
+            bytes_delta(growth.peak_delta_bytes),
+        ));
+    }
     let role = growth
         .largest_role
         .as_ref()
@@ -239,20 +249,23 @@ pub fn breach_lines(verdict: &Verdict) -> Vec<String> {
     lines
 }
 
-/// Devices a baseline was given for but none of its devices matched.
+/// Devices a baseline was given for but none of its devices matched, and devices within
+/// budget whose peak falls in another phase than the baseline's.
 pub fn unmatched_lines(verdict: &Verdict) -> Vec<String> {
-    verdict
+    let unmatched = verdict.devices.iter().filter(|d| d.no_baseline).map(|d| {
+        format!(
+            "{}: no device of the baseline matches it (by rank, file name or device); its \
+             growth is not checked",
+            device_name(d)
+        )
+    });
+    let other_phase = verdict
         .devices
         .iter()
-        .filter(|d| d.no_baseline)
-        .map(|d| {
-            format!(
-                "{}: no device of the baseline matches it (by rank, file name or device); its \
-                 growth is not checked",
-                device_name(d)
-            )
-        })
-        .collect()
+        .filter(|d| d.breaches.is_empty())
+        .filter(|d| d.growth.as_ref().is_some_and(|g| g.phases_differ))
+        .filter_map(|d| Some(format!("{}: {}", device_name(d), growth_words(d)?)));
+    unmatched.chain(other_phase).collect()
 }
 
 /// The verdict in one line: "memsight check: 2 budgets exceeded on 1 of 8 devices" or

@@ -168,11 +168,16 @@ pub fn files_markdown(rows: &[FileRow]) -> String {
 /// When a digest was taken, in words: `the optimizer step of iteration 2`, `the forward`,
 /// `an unrecognised phase` — the moment its roles and call sites are at.
 pub fn moment_words(d: &Digest) -> String {
-    let phase = match d.peak_phase {
+    phase_words(d.peak_phase, d.peak_iteration)
+}
+
+/// A phase of training and its iteration in words: `the optimizer step of iteration 2`.
+pub fn phase_words(phase: Option<Phase>, iteration: Option<u32>) -> String {
+    let phase = match phase {
         None | Some(Phase::Other) => return "a moment no phase is recognised at".to_string(),
         Some(p) => super::breakdown::phase_label(p).to_lowercase(),
     };
-    match d.peak_iteration {
+    match iteration {
         Some(i) => format!("the {phase} of iteration {i}"),
         None => format!("the {phase}"),
     }
