@@ -116,9 +116,8 @@ pub fn run(
             return ExitCode::from(CANNOT_CHECK);
         }
         eprintln!(
-            "Wrote the baseline of {} {} to {}",
-            digests.len(),
-            if digests.len() == 1 { "file" } else { "files" },
+            "Wrote the baseline of {} to {}",
+            memsight_core::format::counted(digests.len() as u64, "file", "files"),
             path.display()
         );
     }

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use command::{json_lines, memsight, tempdir};
-use common::{real_fixtures_dir, repo};
+use common::{real_fixture, repo};
 use serde_json::Value;
 
 const FULL_STEP: &str = "notHanmin__assignment2-systems__memory_snapshot.pickle";
@@ -25,13 +25,7 @@ const FOUR_GPUS_OOM: &str = "Constructor-Sun__code_location__memory_snapshot.pic
 const OLD_OOM: &str = "Yiyi-philosophy__LLM-inference__oom_snapshot.pickle";
 
 fn fixture(name: &str) -> Option<PathBuf> {
-    let path = real_fixtures_dir()?.join(name);
-    if path.is_file() {
-        Some(path)
-    } else {
-        eprintln!("skipped: {name} is not among the real fixtures");
-        None
-    }
+    real_fixture(name)
 }
 
 fn code(output: &Output) -> i32 {

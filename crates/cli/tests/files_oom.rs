@@ -6,33 +6,15 @@ mod command;
 #[path = "../../core/tests/common/mod.rs"]
 mod common;
 
-use std::path::PathBuf;
-
-use command::{assert_succeeded, json_lines, memsight};
-use common::{real_fixtures_dir, repo};
+use command::{json_lines, memsight, printed};
+use common::{real_fixture, repo};
 
 const FOUR_GPUS_OOM: &str = "Constructor-Sun__code_location__memory_snapshot.pickle";
-
-fn four_gpus() -> Option<PathBuf> {
-    let path = real_fixtures_dir()?.join(FOUR_GPUS_OOM);
-    if path.is_file() {
-        Some(path)
-    } else {
-        eprintln!("skipped: {FOUR_GPUS_OOM} is not among the real fixtures");
-        None
-    }
-}
-
-fn stdout(args: &[&str], files: &[PathBuf]) -> String {
-    let output = memsight(args, files);
-    assert_succeeded(&output);
-    String::from_utf8(output.stdout).unwrap()
-}
 
 #[test]
 fn files_and_digests_count_each_devices_out_of_memory_errors() {
     let legacy = repo().join("tests/fixtures/legacy_2_0.pickle");
-    let Some(oom) = four_gpus() else {
+    let Some(oom) = real_fixture(FOUR_GPUS_OOM) else {
         return;
     };
     let files = [oom, legacy];
@@ -61,7 +43,7 @@ fn files_and_digests_count_each_devices_out_of_memory_errors() {
     );
     assert_eq!(json["files"][1]["oom"]["first"]["event"], 421);
 
-    let csv = stdout(&["files", "--csv"], &files);
+    let csv = printed(&["files", "--csv"], &files);
     let mut lines = csv.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
     let at = header.iter().position(|&h| h == "oom_count").unwrap();
@@ -75,7 +57,7 @@ fn files_and_digests_count_each_devices_out_of_memory_errors() {
         .collect();
     assert_eq!(counts, ["0", "1", "0", ""], "{csv}");
 
-    let markdown = stdout(&["files"], &files);
+    let markdown = printed(&["files"], &files);
     let title: Vec<&str> = markdown.lines().next().unwrap().split(" | ").collect();
     let at = title.iter().position(|&t| t == "Out of memory").unwrap();
     let cells: Vec<String> = markdown

@@ -131,6 +131,12 @@ fn every_real_report_names_its_largest_allocation_and_adds_up_to_the_peak() {
     let reports = reports(&memsight(&["report"], &files));
     let (mut devices, mut peaks, mut named) = (0, 0, 0);
     for report in &reports {
+        // A file none of whose devices used memory is one line, with no tables.
+        if report.contains("used no memory: no segments and no trace entries.")
+            && !report.contains("## By role at the peak")
+        {
+            continue;
+        }
         let (file, device) = title(report);
         let path = PathBuf::from(&file);
         let name = common::file_name(&path);

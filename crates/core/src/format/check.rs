@@ -6,7 +6,7 @@
 //! ([`crate::compare::budget`]).
 
 use super::document::{Align, Cell, DocBlock, DocColumn, DocTable, Document, Inline};
-use super::{bytes, bytes_delta, count, device, frame_short, percent_ppm};
+use super::{bytes, bytes_delta, count, counted, device, frame_short, percent_ppm};
 use crate::analysis::categories::labels::role_label;
 use crate::compare::budget::{Breach, Checked, DeviceCheck, Headroom, Verdict};
 use crate::overview::{OomRecord, Unrecordable};
@@ -272,13 +272,7 @@ pub fn unmatched_lines(verdict: &Verdict) -> Vec<String> {
 /// "memsight check: all 8 devices within budget".
 pub fn verdict_line(verdict: &Verdict) -> String {
     let devices = verdict.devices.len();
-    let plural = |n: usize, one: &str, many: &str| {
-        if n == 1 {
-            format!("1 {one}")
-        } else {
-            format!("{n} {many}")
-        }
-    };
+    let plural = |n: usize, one: &str, many: &str| counted(n as u64, one, many);
     if verdict.pass {
         let unknown = verdict
             .devices

@@ -426,10 +426,7 @@ pub fn iteration_sentence(s: &IterationSummary) -> String {
         Some(i) => format!("Iteration {i}"),
         None => "Ranks".to_string(),
     };
-    let ranks = match s.ranks {
-        1 => "1 rank".to_string(),
-        n => format!("{} ranks", count(u64::from(n))),
-    };
+    let ranks = super::counted(u64::from(s.ranks), "rank", "ranks");
     let mut text = format!(
         "{which} ({}): {ranks}, peak allocated {}–{} (median {}), peak reserved up to {}",
         super::device(s.device_kind, s.device),

@@ -24,7 +24,7 @@ fn role_label(role: Role) -> String {
 
 /// A wait in words: `1,500 events (15.0 ms)`.
 fn wait_length(wait: &Wait) -> String {
-    let events = format!("{} events", count(wait.rows as u64));
+    let events = super::counted(wait.rows as u64, "event", "events");
     match wait.us {
         Some(us) => format!("{events} ({})", duration_us(us)),
         None => events,
@@ -78,7 +78,10 @@ pub fn title(f: &Finding) -> String {
             format!("{} lost to rounding up block sizes", bytes(*waste))
         }
         FindingKind::LongFreeWaits { waits, .. } => {
-            format!("{} frees waited on other streams", count(*waits as u64))
+            format!(
+                "{} on other streams",
+                super::counted(*waits as u64, "free waited", "frees waited")
+            )
         }
         FindingKind::WrappedTrace { before, .. } => format!(
             "The trace misses the start of the run ({} earlier allocations)",

@@ -692,7 +692,10 @@ fn fragmentation_section(doc: &mut Document, analysed: &Analysed, device: u32) {
             "Reserved:",
             vec![
                 bytes_exact(reserved),
-                Inline::text(format!(" in {} segments", count(dev.segments.len() as u64))),
+                Inline::text(format!(
+                    " in {}",
+                    super::counted(dev.segments.len() as u64, "segment", "segments")
+                )),
             ],
         ),
         item(
