@@ -17,6 +17,7 @@ use memsight_core::compare::digest::portable;
 use memsight_core::compare::digest_file::DigestFile;
 use memsight_core::compare::{Digest, Keyed, NormalisedCurve};
 use memsight_core::format::check as words;
+use memsight_core::model::text::natural_cmp;
 use memsight_core::overview::{Metric, MetricKey};
 use memsight_core::table::groups::NO_FRAME;
 
@@ -116,9 +117,8 @@ pub fn run(
             return ExitCode::from(CANNOT_CHECK);
         }
         say!(
-            "Wrote the baseline of {} {} to {}",
-            digests.len(),
-            if digests.len() == 1 { "file" } else { "files" },
+            "Wrote the baseline of {} to {}",
+            memsight_core::format::counted(digests.len() as u64, "file", "files"),
             path.display()
         );
     }
@@ -132,7 +132,9 @@ pub fn run(
         CheckOutput::Text => {
             for line in words::breach_lines(&verdict)
                 .into_iter()
+                .chain(words::oom_lines(&verdict))
                 .chain(words::unmatched_lines(&verdict))
+                .chain(words::headroom_lines(&verdict))
             {
                 println!("{}", escape_control(&line));
             }
@@ -146,7 +148,8 @@ pub fn run(
     }
 }
 
-/// The baseline's digests: a file of digests, a folder of them (`*.json`, in name order), a
+/// The baseline's digests: a file of digests, a folder of them (`*.json`, in natural name
+/// order), a
 /// snapshot, or a report's numbers (`memsight report --json`).
 fn read_baseline(path: &Path, rules: &Rules) -> Result<Vec<DigestFile>, String> {
     let paths = if path.is_dir() {
@@ -160,7 +163,7 @@ fn read_baseline(path: &Path, rules: &Rules) -> Result<Vec<DigestFile>, String> 
             .filter_map(|entry| entry.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|e| e == "json"))
             .collect();
-        paths.sort();
+        paths.sort_by(|a, b| natural_cmp(&a.to_string_lossy(), &b.to_string_lossy()));
         if paths.is_empty() {
             return Err(format!(
                 "memsight: {}: the baseline folder holds no digest (*.json)",
@@ -264,6 +267,7 @@ fn digest_of_report(device: u32, summary: &DeviceSummary, peak: &MomentBreakdown
         call_sites,
         modules: Vec::new(),
         curve: NormalisedCurve::default(),
+        oom: None,
     }
 }
 

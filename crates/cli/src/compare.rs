@@ -141,8 +141,14 @@ fn text(a: &Path, da: &Digest, b: &Path, db: &Digest, c: &Comparison) -> String 
         }
         out.push('\n');
     };
+    // The overview's numbers are each whole run's, whatever moment the roles are taken at.
+    let overview = if da.at_phase.is_some() || db.at_phase.is_some() {
+        "Overview of each whole run, not of the phase (A, B, B − A)"
+    } else {
+        "Overview (A, B, B − A)"
+    };
     table(
-        "Overview (A, B, B − A)",
+        overview,
         c.metrics
             .iter()
             .filter(|m| m.a.is_some() || m.b.is_some())

@@ -152,10 +152,7 @@ pub fn run(files: &[PathBuf], rules: &Rules, output: DigestDestination, jobs: us
         written += 1;
     }
     if let DigestDestination::Folder(folder) | DigestDestination::File(folder) = &output {
-        let digests = match written {
-            1 => "1 digest".to_string(),
-            n => format!("{} digests", format::count(n as u64)),
-        };
+        let digests = format::counted(written as u64, "digest", "digests");
         say!("Wrote {digests} to {}", folder.display());
     }
     if failed {

@@ -15,8 +15,8 @@ use std::process::ExitCode;
 use memsight_core::analysis::categories::rules::Rules;
 use memsight_core::analysis::moment::row_before;
 use memsight_core::compare::files::{
-    flag_outliers, iteration_summaries, read_settings, shown_devices, sort_order, FileRow,
-    FilesColumn,
+    flag_outliers, iteration_summaries, name_order, read_settings, shown_devices, sort_order,
+    FileRow, FilesColumn,
 };
 use memsight_core::compare::overlay::{run_curve, OverlayX, OverlayY, RunCurve};
 use memsight_core::compare::Digest;
@@ -109,19 +109,18 @@ pub fn run(
     }
     flag_outliers(&mut rows);
     read_settings(&mut rows);
-    if let Some(sort) = sort {
-        match sort_column(&rows, &sort) {
-            Ok(column) => {
-                let order = sort_order(&rows, column, sort.descending);
-                rows = in_order(rows, &order);
-                runs = in_order(runs, &order);
-            }
+    let order = match sort {
+        Some(sort) => match sort_column(&rows, &sort) {
+            Ok(column) => sort_order(&rows, column, sort.descending),
             Err(why) => {
                 say!("memsight: --sort: {why}");
                 return ExitCode::from(2);
             }
-        }
-    }
+        },
+        None => name_order(&rows),
+    };
+    rows = in_order(rows, &order);
+    runs = in_order(runs, &order);
     let printed: String = match output {
         FilesOutput::Markdown => words::files_markdown(&rows),
         FilesOutput::Csv => words::files_csv(&rows),

@@ -239,7 +239,8 @@ enum Command {
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
         /// Sort by a column (`peak_allocated_bytes`, `rank`, `file`, `activations_at_peak_bytes`,
-        /// a setting such as `ctx`…), descending unless `:asc`; default: the order given.
+        /// a setting such as `ctx`…), descending unless `:asc`; default: by file name as people
+        /// read them (`rank2` before `rank10`).
         #[arg(long, value_name = "COLUMN[:asc|desc]", value_parser = files::parse_sort)]
         sort: Option<files::FilesSort>,
         #[command(flatten)]
@@ -286,8 +287,10 @@ enum Command {
         json: bool,
     },
     /// Memory budgets for CI: every device of every file (snapshots or digests) against the
-    /// limits given; exit code 0 when all are within them, 1 when any is not (one line per
-    /// breach), 2 when a file or the baseline cannot be read. Sizes in binary units (`40GiB`;
+    /// limits given, and against running out of memory: exit code 0 when all are within them,
+    /// 1 when any is not or any trace recorded an out-of-memory error (one line per breach,
+    /// failing devices first, then each limit with its headroom), 2 when a file or the
+    /// baseline cannot be read. Sizes in binary units (`40GiB`;
     /// `GB` is read as GiB).
     Check {
         /// Snapshot or digest files (`-` for standard input).
@@ -318,6 +321,11 @@ enum Command {
         /// peak allocated.
         #[arg(long, value_name = "PCT", value_parser = check::parse_percent, requires = "baseline")]
         max_growth: Option<u64>,
+        /// Pass a device whose trace recorded an out-of-memory error if it is within the
+        /// limits (by default any out-of-memory fails the check, naming the request that
+        /// failed).
+        #[arg(long)]
+        allow_oom: bool,
         /// Also write the files' digests, one per line, as a baseline for a later check.
         #[arg(long, value_name = "FILE")]
         write_baseline: Option<PathBuf>,
@@ -565,6 +573,7 @@ fn main() -> ExitCode {
             max_role,
             baseline,
             max_growth,
+            allow_oom,
             write_baseline,
             rules,
             markdown,
@@ -579,6 +588,7 @@ fn main() -> ExitCode {
                 max_unknown_ppm: max_unknown,
                 max_role_bytes: max_role,
                 max_growth_ppm: max_growth,
+                allow_oom,
             };
             let output = match (markdown, json) {
                 (true, _) => check::CheckOutput::Markdown,

@@ -176,7 +176,15 @@ fn to_text(path: &Path, opened: &Opened, overviews: &[Overview], workloads: &[Wo
         .map(|m| words::metric_label(m.key).chars().count())
         .max()
         .unwrap_or(0);
+    let unused: Vec<_> = overviews
+        .iter()
+        .filter(|o| o.unused)
+        .map(|o| (o.device_kind, o.device))
+        .collect();
     for (o, workload) in overviews.iter().zip(workloads) {
+        if o.unused {
+            continue;
+        }
         out.push_str(&format!("\n{}\n", format::device(o.device_kind, o.device)));
         if let Some(title) = workload_title(workload) {
             out.push_str(&format!("  The run: {title}\n"));
@@ -213,6 +221,9 @@ fn to_text(path: &Path, opened: &Opened, overviews: &[Overview], workloads: &[Wo
         for w in &o.warnings {
             out.push_str(&format!("  ! {}\n", words::warning(w)));
         }
+    }
+    if !unused.is_empty() {
+        out.push_str(&format!("\n{}\n", words::unused_devices(&unused)));
     }
     let first = &overviews[0];
     out.push_str(&format!("\nFormat: {}\n", words::era(&first.format)));

@@ -12,22 +12,20 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use command::{json_lines, memsight, tempdir};
-use common::real_fixtures_dir;
+use common::{real_fixture, repo};
 use serde_json::Value;
 
 const FULL_STEP: &str = "notHanmin__assignment2-systems__memory_snapshot.pickle";
 const FORWARD: &str = "notHanmin__assignment2-systems__memory_snapshot_forward.pickle";
 /// Recorded after its model was built, with frames no role is known by: all of it unknown.
 const ALL_UNKNOWN: &str = "kkaitlyn111__cs336-a2-systems__memory_snapshot.pickle";
+/// Four GPUs; cuda:1 ran out of memory at event 421 asking for 4.94 GiB.
+const FOUR_GPUS_OOM: &str = "Constructor-Sun__code_location__memory_snapshot.pickle";
+/// A PyTorch 2.0-era file named after an out-of-memory its trace cannot show.
+const OLD_OOM: &str = "Yiyi-philosophy__LLM-inference__oom_snapshot.pickle";
 
 fn fixture(name: &str) -> Option<PathBuf> {
-    let path = real_fixtures_dir()?.join(name);
-    if path.is_file() {
-        Some(path)
-    } else {
-        eprintln!("skipped: {name} is not among the real fixtures");
-        None
-    }
+    real_fixture(name)
 }
 
 fn code(output: &Output) -> i32 {
@@ -51,6 +49,16 @@ fn figures(file: &Path) -> Value {
         String::from_utf8_lossy(&output.stderr)
     );
     json_lines(&output)[0]["devices"][0].clone()
+}
+
+/// What each breach of a checked device is on (`peak_growth`…).
+fn breach_kinds(device: &Value) -> Vec<&str> {
+    device["breaches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["checked"]["kind"].as_str().unwrap())
+        .collect()
 }
 
 fn check(args: &[&str], file: &Path) -> Output {
@@ -111,10 +119,15 @@ fn each_budget_passes_at_the_files_own_figure_and_fails_just_below_it() {
         let pass: Vec<&str> = pass.iter().map(String::as_str).collect();
         let output = check(&pass, &file);
         assert_eq!(code(&output), 0, "{pass:?}: {}", stdout(&output));
-        assert_eq!(
-            stdout(&output),
-            "memsight check: the device is within budget\n"
+        // The budget, with the room left under it, then the verdict.
+        let text = stdout(&output);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(
+            lines[0].contains(" is ") && lines[0].contains(" cuda:0), "),
+            "{text}"
         );
+        assert_eq!(lines[1], "memsight check: the device is within budget");
         if words.is_empty() {
             continue;
         }
@@ -242,12 +255,7 @@ fn a_baseline_catches_growth_and_a_file_against_itself_does_not_grow() {
         device["growth"]["largest_role"]["role"],
         largest_role["key"]
     );
-    let kinds: Vec<&str> = device["breaches"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| b["checked"]["kind"].as_str().unwrap())
-        .collect();
+    let kinds = breach_kinds(device);
     assert!(kinds.contains(&"peak_growth"), "{kinds:?}");
     // In words: the first line names what grew most.
     let text = stdout(&check(
@@ -400,5 +408,149 @@ fn a_budget_of_2_to_the_64_bytes_or_more_is_refused() {
         0,
         "{}",
         String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn an_out_of_memory_fails_the_check_naming_the_device_and_the_request_unless_allowed() {
+    let Some(file) = fixture(FOUR_GPUS_OOM) else {
+        return;
+    };
+    // Within the peak budget, yet cuda:1 ran out of memory.
+    let output = check(&["--max-peak", "80GiB"], &file);
+    assert_eq!(code(&output), 1, "{}", stdout(&output));
+    let text = stdout(&output);
+    let first = text.lines().next().unwrap();
+    assert!(
+        first.ends_with(
+            "cuda:1: ran out of memory at event 421: a request of 4.94 GiB failed with 91.2 MiB \
+             free on the device (78.3 GiB allocated, 78.4 GiB reserved)"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("peak allocated: at most 80.0 GiB; the highest is 78.3 GiB ("),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("memsight check: 1 of 3 devices ran out of memory\n"),
+        "{text}"
+    );
+    // The failing device comes first in every form.
+    let json = &json_lines(&check(&["--json", "--max-peak", "80GiB"], &file))[0];
+    assert_eq!(json["pass"], false);
+    let device = &json["devices"][0];
+    assert_eq!(device["device"], 1);
+    assert_eq!(device["breaches"][0]["checked"]["kind"], "out_of_memory");
+    assert_eq!(device["oom"]["kind"], "recorded");
+    assert_eq!(device["oom"]["first"]["event"], 421);
+    assert!(device["oom"]["first"]["requested_bytes"].as_u64().unwrap() > 4 << 30);
+    assert_eq!(json["headroom"][0]["checked"]["kind"], "peak_allocated");
+    assert!(json["headroom"][0]["headroom"].as_i64().unwrap() > 0);
+    let markdown = stdout(&check(&["--markdown", "--max-peak", "80GiB"], &file));
+    let rows: Vec<&str> = markdown.lines().filter(|l| l.contains(" cuda:")).collect();
+    assert!(rows[0].contains("cuda:1: ran out of memory"), "{markdown}");
+    let table: Vec<&str> = rows
+        .iter()
+        .copied()
+        .filter(|l| l.starts_with('|'))
+        .collect();
+    assert!(
+        table[0].contains("cuda:1 |") && table[0].contains("| 1 (event 421) | **no** |"),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("### Budgets and their headroom"),
+        "{markdown}"
+    );
+
+    // Allowed, the same device passes and still says it ran out.
+    let output = check(&["--allow-oom", "--max-peak", "80GiB"], &file);
+    assert_eq!(code(&output), 0, "{}", stdout(&output));
+    let text = stdout(&output);
+    assert!(
+        text.contains("cuda:1: ran out of memory at event 421"),
+        "{text}"
+    );
+    assert!(text.contains("(allowed)"), "{text}");
+    assert!(
+        text.ends_with("memsight check: all 3 devices within budget\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_file_that_cannot_record_an_out_of_memory_says_so() {
+    let mut files = vec![repo().join("tests/fixtures/legacy_2_0.pickle")];
+    files.extend(fixture(OLD_OOM));
+    for file in files {
+        let output = check(&["--max-peak", "80GiB"], &file);
+        assert_eq!(code(&output), 0, "{}", stdout(&output));
+        let text = stdout(&output);
+        assert!(
+            text.contains(
+                "cuda:0: an out-of-memory could not be recorded (a PyTorch 2.0-era file whose \
+                 trace holds no allocation)"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.ends_with(
+                "memsight check: the device is within budget (whether it ran out of memory is \
+                 unknown)\n"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("no out-of-memory"), "{text}");
+        let json = &json_lines(&check(&["--json", "--max-peak", "80GiB"], &file))[0];
+        assert_eq!(json["devices"][0]["oom"]["kind"], "cannot_record");
+        assert_eq!(json["devices"][0]["oom"]["why"], "format2_0");
+        let markdown = stdout(&check(&["--markdown", "--max-peak", "80GiB"], &file));
+        assert!(markdown.contains("| not recorded | yes |"), "{markdown}");
+    }
+}
+
+/// A full step, peaking in its optimizer step, and a forward of the same model, peaking in
+/// its forward.
+const STEP_PEAKS_IN_OPTIMIZER: &str =
+    "kkaitlyn111__cs336-a2-systems__memory_files__memory_ctx128_fullstep_.pickle";
+const FORWARD_PEAKS_IN_FORWARD: &str =
+    "kkaitlyn111__cs336-a2-systems__memory_files__memory_ctx128_forward_mixed.pickle";
+
+#[test]
+fn a_baseline_peaking_in_another_phase_compares_whole_run_peaks_and_names_no_role() {
+    let (Some(step), Some(forward)) = (
+        fixture(STEP_PEAKS_IN_OPTIMIZER),
+        fixture(FORWARD_PEAKS_IN_FORWARD),
+    ) else {
+        return;
+    };
+    let base = forward.to_str().unwrap();
+    let output = check(&["--baseline", base, "--max-growth", "5"], &step);
+    assert_eq!(code(&output), 1);
+    let text = stdout(&output);
+    assert!(
+        text.contains(
+            "the baseline peaks in the forward of iteration 1, this run in the optimizer step of \
+             iteration 1: what each phase holds differs, so only the whole-run peaks are compared"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("largest growth"), "{text}");
+    let json = &json_lines(&check(
+        &["--baseline", base, "--max-growth", "5", "--json"],
+        &step,
+    ))[0];
+    let device = &json["devices"][0];
+    assert_eq!(device["growth"]["phases_differ"], true);
+    assert!(device["growth"]["largest_role"].is_null());
+    assert!(device["growth"]["largest_call_site"].is_null());
+    let kinds = breach_kinds(device);
+    assert_eq!(kinds, ["peak_growth", "reserved_growth"]);
+    // Within budget, it still says so.
+    let text = stdout(&check(&["--baseline", base, "--max-peak", "1TiB"], &step));
+    assert!(
+        text.contains("cuda:0: the baseline peaks in the forward of iteration 1"),
+        "{text}"
     );
 }

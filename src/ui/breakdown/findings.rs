@@ -19,6 +19,9 @@ pub fn Findings(
     /// The allocations behind each finding, indexed like `findings`.
     allocations: Vec<Vec<TopAllocation>>,
     device: u32,
+    /// What the trace says about running out of memory, for the line said when nothing is
+    /// found.
+    oom: Option<crate::analysis::oom::OomRecord>,
     categories: CategoryView,
 ) -> impl IntoView {
     let count = findings.len();
@@ -26,7 +29,7 @@ pub fn Findings(
         <section class="findings" id="findings" data-count=count.to_string()>
             <h3>"Findings"</h3>
             {(count == 0).then(|| view! {
-                <p class="hint" id="no-findings">"Nothing stands out: no out-of-memory, leak, spike, fragmentation, growing cache or long wait worth a look."</p>
+                <p class="hint" id="no-findings">{format::findings::nothing_found(oom.as_ref())}</p>
             })}
             <ul class="finding-list">
                 {findings.into_iter().zip(allocations.into_iter().chain(std::iter::repeat(Vec::new()))).map(|(f, behind)| {

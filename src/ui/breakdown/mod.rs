@@ -862,6 +862,6 @@ fn SummaryView(s: DeviceSummary, dark: Signal<bool>, categories: CategoryView) -
                 }}</p>
             </section>
         </div>
-        <findings::Findings findings=s.findings.clone() allocations=s.finding_allocations.clone() device=s.device categories=categories />
+        <findings::Findings findings=s.findings.clone() allocations=s.finding_allocations.clone() device=s.device oom=s.oom.clone() categories=categories />
     }
 }

@@ -354,6 +354,7 @@ fn bytes_column(column: FilesColumn) -> bool {
             | FilesColumn::EfficiencyAtPeak
             | FilesColumn::TraceEntries
             | FilesColumn::TimeSpan
+            | FilesColumn::Oom
             | FilesColumn::Setting(_)
     )
 }

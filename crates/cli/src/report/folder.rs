@@ -241,7 +241,15 @@ fn file_document(
     let rows = with_context(opened, rules, device, |cx, devices| {
         let mut service = memsight_core::breakdown::service::BreakdownService::default();
         let mut digests = Vec::new();
-        for (i, &d) in devices.iter().enumerate() {
+        // Devices that used no memory get one line, not a report of zeros.
+        let mut unused = Vec::new();
+        let mut sections = 0;
+        for &d in devices.iter() {
+            if overview::build(analysed, d).is_some_and(|o| o.unused) {
+                unused.push((analysed.snapshot.kind_of(d), d));
+                digests.push(digest(cx, d, false, None)?);
+                continue;
+            }
             let mut ask = |request| service.answer(cx, request).map(|reply| reply.answer);
             let BreakdownAnswer::Summary(summary) = ask(BreakdownRequest::Summary { device: d })?
             else {
@@ -266,14 +274,21 @@ fn file_document(
                 rules_in_use: cx.categorised.rules().rules.len(),
                 overview: Some(&overview),
             };
-            if i > 0 {
+            if sections > 0 {
                 doc.push(DocBlock::Rule);
             }
+            sections += 1;
             doc.push(DocBlock::Section {
                 data: vec![("device", d.to_string())],
                 blocks: report.document().blocks,
             });
             digests.push(digest(cx, d, false, None)?);
+        }
+        if !unused.is_empty() {
+            if sections == 0 {
+                doc.heading(1, format!("Memory report: {}", input.shown));
+            }
+            doc.paragraph(format::overview::unused_devices(&unused));
         }
         Ok(summary_rows(&input.row_name(), &input.label, digests))
     })?;

@@ -205,7 +205,13 @@ fn reports_of(path: &Path, opened: &Opened, device: Option<u32>, rules: &Rules) 
         );
     }
     let mut out = String::new();
+    // Devices that used no memory get one line, not a report of zeros.
+    let mut unused = Vec::new();
     let ok = each_device(path, opened, device, rules, |service, cx, device| {
+        if memsight_core::overview::build(cx.analysed, device).is_some_and(|o| o.unused) {
+            unused.push((cx.analysed.snapshot.kind_of(device), device));
+            return Ok(());
+        }
         let report = export::report(cx, service, device, &name)?;
         if !out.is_empty() {
             out.push_str(SEPARATOR);
@@ -213,6 +219,17 @@ fn reports_of(path: &Path, opened: &Opened, device: Option<u32>, rules: &Rules) 
         out.push_str(&report);
         Ok(())
     });
+    if !unused.is_empty() {
+        let line = format::overview::unused_devices(&unused);
+        if out.is_empty() {
+            out = format!(
+                "# Memory report: {}\n\n{line}\n",
+                format::document::escape(&name)
+            );
+        } else {
+            out.push_str(&format!("\n{line}\n"));
+        }
+    }
     (out, ok)
 }
 

@@ -66,6 +66,13 @@ pub fn assert_succeeded(output: &Output) {
     );
 }
 
+/// What a run of `memsight` with `args`, then `files`, printed; fails unless it succeeded.
+pub fn printed(args: &[&str], files: &[PathBuf]) -> String {
+    let output = memsight(args, files);
+    assert_succeeded(&output);
+    String::from_utf8(output.stdout).unwrap()
+}
+
 /// The JSON value of each line a run printed.
 pub fn json_lines(output: &Output) -> Vec<Value> {
     String::from_utf8(output.stdout.clone())

@@ -14,6 +14,7 @@ pub mod lines;
 pub mod listing;
 pub mod live;
 pub mod moment;
+pub mod oom;
 pub mod palette;
 pub mod pools;
 pub mod query;

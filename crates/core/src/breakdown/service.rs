@@ -124,6 +124,10 @@ pub struct DeviceSummary {
     /// The final segments' cached free blocks by size (log2 bins).
     pub cached_free: Vec<SizeBin>,
     pub findings: Vec<Finding>,
+    /// What the trace says about running out of memory (`None` for an unknown device): with
+    /// no finding, whether "no out-of-memory" can be said at all.
+    #[serde(default)]
+    pub oom: Option<crate::analysis::oom::OomRecord>,
     /// The allocations behind each finding (indexed like `findings`), as the page lists them.
     pub finding_allocations: Vec<Vec<TopAllocation>>,
     pub compute_ms: f64,
@@ -387,6 +391,7 @@ fn summary(cx: &Context<'_>, device: u32) -> Result<DeviceSummary, ViewError> {
         estimate: estimate(index, facts.peak_allocated.bytes),
         cached_free: cached_free_sizes(dev),
         findings,
+        oom: crate::analysis::oom::oom_record(cx.analysed, device),
         finding_allocations,
         compute_ms: 0.0,
     })

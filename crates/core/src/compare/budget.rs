@@ -13,7 +13,10 @@ use super::digest::Digest;
 use super::digest_file::DigestFile;
 use super::files::shown_devices;
 use super::ranks::job_position;
+use crate::analysis::categories::signals::Phase;
 use crate::analysis::categories::Role;
+use crate::analysis::oom::OomRecord;
+use crate::model::text::natural_cmp;
 use crate::model::DeviceKind;
 use crate::overview::MetricKey;
 
@@ -39,6 +42,10 @@ pub struct Budgets {
     /// million of the baseline's peak allocated bytes (so a role that was small may double
     /// without failing, but not take a real share of the device).
     pub max_growth_ppm: Option<u64>,
+    /// An out-of-memory error recorded in a trace does not fail the check (by default it
+    /// does, whatever the limits).
+    #[serde(default)]
+    pub allow_oom: bool,
 }
 
 impl Budgets {
@@ -75,6 +82,8 @@ pub enum Checked {
     ReservedGrowth,
     /// Growth against the baseline of one role's bytes at the peak.
     RoleGrowth(Role),
+    /// The trace recorded an out-of-memory error (the value is how many; the limit 0).
+    OutOfMemory,
 }
 
 /// One limit a device went past.
@@ -96,6 +105,21 @@ pub struct Growth {
     pub baseline_file: String,
     pub baseline_device: u32,
     pub peak_delta_bytes: i64,
+    /// The phase of training and iteration each peak falls in (the baseline's, this run's),
+    /// when known.
+    #[serde(default)]
+    pub baseline_phase: Option<Phase>,
+    #[serde(default)]
+    pub baseline_iteration: Option<u32>,
+    #[serde(default)]
+    pub phase: Option<Phase>,
+    #[serde(default)]
+    pub iteration: Option<u32>,
+    /// The two peaks fall in different phases (or iterations) of training: only the whole-run
+    /// peaks are compared, and no role or call site is named or checked for growth, since what
+    /// each phase holds differs.
+    #[serde(default)]
+    pub phases_differ: bool,
     /// The role whose bytes at the peak grew most (`None` when none grew).
     pub largest_role: Option<RoleGrowth>,
     /// The call site whose bytes at the peak grew most (`None` when none grew).
@@ -134,6 +158,8 @@ pub struct DeviceCheck {
     pub growth: Option<Growth>,
     /// With `max_growth`, a baseline was given but none of its devices matched this one.
     pub no_baseline: bool,
+    /// What the trace says about running out of memory.
+    pub oom: OomRecord,
     pub breaches: Vec<Breach>,
 }
 
@@ -143,7 +169,26 @@ pub struct Verdict {
     /// No device went past any limit.
     pub pass: bool,
     pub budgets: Budgets,
+    /// The devices that went past a limit first, then the others, each by file name in
+    /// natural order (`rank2` before `rank10`).
     pub devices: Vec<DeviceCheck>,
+    /// Each limit on a device's own figures, with the device closest to it (or furthest
+    /// past it).
+    pub headroom: Vec<Headroom>,
+}
+
+/// How close the devices came to one limit: the device nearest it (or furthest past it),
+/// its figure and the room left.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Headroom {
+    pub checked: Checked,
+    /// Bytes, or parts per million for efficiency and the unknown share.
+    pub limit: u64,
+    pub value: u64,
+    /// `limit − value` (for efficiency, `value − limit`): below 0 past the limit.
+    pub headroom: i64,
+    /// The device's place in [`Verdict::devices`].
+    pub device: usize,
 }
 
 impl Verdict {
@@ -171,10 +216,83 @@ pub fn check(files: &[DigestFile], baseline: &[DigestFile], budgets: &Budgets) -
             ));
         }
     }
+    // Failing devices first; then files by name as people read them (`rank2` before
+    // `rank10`), each file's devices in their order.
+    devices.sort_by(|a, b| {
+        a.breaches
+            .is_empty()
+            .cmp(&b.breaches.is_empty())
+            .then_with(|| natural_cmp(&a.file, &b.file))
+    });
     Verdict {
         pass: devices.iter().all(|d| d.breaches.is_empty()),
         budgets: budgets.clone(),
+        headroom: headroom(&devices, budgets),
         devices,
+    }
+}
+
+/// Each limit on the devices' own figures, at the device nearest it.
+fn headroom(devices: &[DeviceCheck], budgets: &Budgets) -> Vec<Headroom> {
+    let mut limits: Vec<(Checked, u64)> = [
+        (Checked::PeakAllocated, budgets.max_peak_bytes),
+        (Checked::PeakReserved, budgets.max_reserved_bytes),
+        (Checked::EfficiencyAtPeak, budgets.min_efficiency_ppm),
+        (Checked::UnknownShare, budgets.max_unknown_ppm),
+    ]
+    .into_iter()
+    .filter_map(|(checked, limit)| Some((checked, limit?)))
+    .collect();
+    limits.extend(
+        budgets
+            .max_role_bytes
+            .iter()
+            .map(|r| (Checked::Role(r.role), r.bytes)),
+    );
+    limits
+        .into_iter()
+        .filter_map(|(checked, limit)| {
+            // Efficiency is a floor: its lowest figure is nearest; the others are ceilings.
+            let floor = checked == Checked::EfficiencyAtPeak;
+            let figures = devices
+                .iter()
+                .enumerate()
+                .filter_map(|(i, d)| figure(d, checked).map(|v| (i, v)));
+            let (device, value) = if floor {
+                figures.min_by_key(|&(_, v)| v)
+            } else {
+                figures.max_by_key(|&(i, v)| (v, std::cmp::Reverse(i)))
+            }?;
+            let room = if floor {
+                value as i64 - limit as i64
+            } else {
+                limit as i64 - value as i64
+            };
+            Some(Headroom {
+                checked,
+                limit,
+                value,
+                headroom: room,
+                device,
+            })
+        })
+        .collect()
+}
+
+/// A device's figure that `checked` limits (`None` for growth, and for efficiency
+/// without one).
+fn figure(d: &DeviceCheck, checked: Checked) -> Option<u64> {
+    match checked {
+        Checked::PeakAllocated => Some(d.peak_allocated_bytes),
+        Checked::PeakReserved => Some(d.peak_reserved_bytes),
+        Checked::EfficiencyAtPeak => d.efficiency_at_peak_ppm,
+        Checked::UnknownShare => Some(d.unknown_share_ppm),
+        Checked::Role(role) => d
+            .roles_at_peak
+            .iter()
+            .find(|r| r.role == role)
+            .map(|r| r.bytes),
+        _ => None,
     }
 }
 
@@ -250,12 +368,26 @@ fn check_device(
         let value = digest.role(role);
         over(Checked::Role(role), value, limit, value > limit);
     }
+    let oom = digest.oom();
+    if !budgets.allow_oom && oom.count() > 0 {
+        breaches.insert(
+            0,
+            Breach {
+                checked: Checked::OutOfMemory,
+                value: oom.count(),
+                limit: 0,
+                before_bytes: None,
+                after_bytes: None,
+            },
+        );
+    }
     let growth = baseline.map(|(base_file, base)| {
         let comparison = compare(base, digest);
+        let differ = phases_differ(base, digest);
         if let Some(limit) = budgets.max_growth_ppm {
-            breaches.extend(growth_breaches(base, digest, &comparison, limit));
+            breaches.extend(growth_breaches(base, digest, &comparison, limit, differ));
         }
-        growth_of(base_file, base, &comparison)
+        growth_of(base_file, base, digest, &comparison, differ)
     });
     let position = job_position(&file.name);
     DeviceCheck {
@@ -277,17 +409,30 @@ fn check_device(
             })
             .collect(),
         no_baseline: baseline_given && baseline.is_none(),
+        oom,
         growth,
         breaches,
     }
 }
 
-/// The growth limits `base` → `digest` goes past.
+/// Whether two digests' peaks fall in different known phases (or iterations) of training.
+/// A phase not recognised, or not recorded (a report's numbers), tells nothing.
+pub fn phases_differ(base: &Digest, digest: &Digest) -> bool {
+    let known = |d: &Digest| d.peak_phase.filter(|&p| p != Phase::Other);
+    match (known(base), known(digest)) {
+        (Some(a), Some(b)) => a != b || base.peak_iteration != digest.peak_iteration,
+        _ => false,
+    }
+}
+
+/// The growth limits `base` → `digest` goes past; the roles' only when both peaks fall in one
+/// phase (`phases_differ` unset).
 fn growth_breaches(
     base: &Digest,
     digest: &Digest,
     comparison: &Comparison,
     limit: u64,
+    phases_differ: bool,
 ) -> Vec<Breach> {
     let mut out = Vec::new();
     let mut grew = |checked, before: u64, after: u64, of: u64| {
@@ -314,6 +459,9 @@ fn growth_breaches(
         metric(digest, MetricKey::PeakReservedBytes),
     );
     grew(Checked::ReservedGrowth, reserved_a, reserved_b, reserved_a);
+    if phases_differ {
+        return out;
+    }
     for (role, delta) in Role::ALL.iter().zip(&comparison.roles) {
         grew(
             Checked::RoleGrowth(*role),
@@ -325,24 +473,33 @@ fn growth_breaches(
     out
 }
 
-fn growth_of(base_file: &DigestFile, base: &Digest, comparison: &Comparison) -> Growth {
+fn growth_of(
+    base_file: &DigestFile,
+    base: &Digest,
+    digest: &Digest,
+    comparison: &Comparison,
+    phases_differ: bool,
+) -> Growth {
     let peak_delta_bytes = comparison
         .metrics
         .iter()
         .find(|m| m.key == MetricKey::PeakAllocatedBytes)
         .and_then(|m| m.delta)
         .unwrap_or(0);
+    let (roles, call_sites) = match phases_differ {
+        true => (&[][..], &[][..]),
+        false => (&comparison.roles[..], &comparison.call_sites[..]),
+    };
     let largest_role = Role::ALL
         .iter()
-        .zip(&comparison.roles)
+        .zip(roles)
         .filter(|(_, d)| d.delta_bytes > 0)
         .max_by_key(|(_, d)| d.delta_bytes)
         .map(|(role, d)| RoleGrowth {
             role: *role,
             delta_bytes: d.delta_bytes,
         });
-    let largest_call_site = comparison
-        .call_sites
+    let largest_call_site = call_sites
         .iter()
         .filter(|c| c.delta_bytes > 0)
         .max_by_key(|c| c.delta_bytes)
@@ -354,6 +511,11 @@ fn growth_of(base_file: &DigestFile, base: &Digest, comparison: &Comparison) -> 
         baseline_file: base_file.name.clone(),
         baseline_device: base.device,
         peak_delta_bytes,
+        baseline_phase: base.peak_phase,
+        baseline_iteration: base.peak_iteration,
+        phase: digest.peak_phase,
+        iteration: digest.peak_iteration,
+        phases_differ,
         largest_role,
         largest_call_site,
     }

@@ -96,9 +96,26 @@ pub struct Digest {
     /// Outermost first, children after their parent; empty unless asked for in detail.
     pub modules: Vec<Keyed>,
     pub curve: NormalisedCurve,
+    /// What the trace says about running out of memory (`None` in a digest written before
+    /// it was kept: see [`Digest::oom`]).
+    #[serde(default)]
+    pub oom: Option<crate::analysis::oom::OomRecord>,
 }
 
 impl Digest {
+    /// What the trace says about running out of memory; for a digest written before that was
+    /// kept, the count its overview numbers hold.
+    pub fn oom(&self) -> crate::analysis::oom::OomRecord {
+        self.oom.clone().unwrap_or_else(|| {
+            match self.metric(overview::MetricKey::ActionCount(crate::model::Action::Oom)) {
+                Some(count) if count > 0 => {
+                    crate::analysis::oom::OomRecord::Recorded { count, first: None }
+                }
+                _ => crate::analysis::oom::OomRecord::NoneRecorded,
+            }
+        })
+    }
+
     /// The value of overview metric `key`.
     pub fn metric(&self, key: overview::MetricKey) -> Option<u64> {
         self.metrics.iter().find(|m| m.key == key).map(|m| m.value)
@@ -187,6 +204,7 @@ pub fn digest(
         call_sites,
         modules,
         curve: curve(dev, facts),
+        oom: crate::analysis::oom::oom_record(analysed, device),
     })
 }
 

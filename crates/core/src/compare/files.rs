@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 use super::digest::Digest;
 use super::ranks::{job_position, outliers, settings_of, shared_settings, JobPosition};
 use crate::analysis::categories::Role;
+use crate::analysis::oom::OomRecord;
+use crate::model::text::natural_cmp;
 use crate::overview::MetricKey;
 
 /// One file's device in the files table.
@@ -46,6 +48,8 @@ pub struct FileRow {
     pub inferred_at_peak_bytes: u64,
     /// Its peak is far from the other ranks' of its iteration (see [`super::ranks`]).
     pub outlier: bool,
+    /// The out-of-memory errors its trace recorded, or that it could not have recorded one.
+    pub oom: OomRecord,
 }
 
 impl FileRow {
@@ -74,6 +78,15 @@ impl FileRow {
             roles_at_peak: Role::ALL.iter().map(|&r| digest.role(r)).collect(),
             inferred_at_peak_bytes: digest.inferred_roles.iter().sum(),
             outlier: false,
+            oom: digest.oom(),
+        }
+    }
+
+    /// The out-of-memory errors its trace recorded; `None` when it could not record one.
+    pub fn oom_count(&self) -> Option<u64> {
+        match self.oom {
+            OomRecord::CannotRecord { .. } => None,
+            ref recorded => Some(recorded.count()),
         }
     }
 
@@ -225,6 +238,8 @@ pub enum FilesColumn {
     EfficiencyAtPeak,
     TraceEntries,
     TimeSpan,
+    /// Out-of-memory errors its trace recorded (none when it could not record one).
+    Oom,
     Role(Role),
     /// Of the bytes at the peak, those whose role was deduced rather than observed.
     Inferred,
@@ -234,7 +249,7 @@ pub enum FilesColumn {
 
 impl FilesColumn {
     /// The columns before the roles, in the table's order.
-    pub const FIXED: [FilesColumn; 12] = [
+    pub const FIXED: [FilesColumn; 13] = [
         FilesColumn::Label,
         FilesColumn::Device,
         FilesColumn::Rank,
@@ -247,6 +262,7 @@ impl FilesColumn {
         FilesColumn::EfficiencyAtPeak,
         FilesColumn::TraceEntries,
         FilesColumn::TimeSpan,
+        FilesColumn::Oom,
     ];
 
     /// Every column: the fixed ones, one per role, and the bytes of roles deduced.
@@ -272,6 +288,7 @@ impl FilesColumn {
             FilesColumn::EfficiencyAtPeak => "efficiency_at_peak_ppm".into(),
             FilesColumn::TraceEntries => "trace_entries".into(),
             FilesColumn::TimeSpan => "time_span_us".into(),
+            FilesColumn::Oom => "oom_count".into(),
             FilesColumn::Role(role) => format!("{}_at_peak_bytes", role.key()),
             FilesColumn::Inferred => "inferred_at_peak_bytes".into(),
             FilesColumn::Setting(n) => format!("setting_{n}"),
@@ -329,6 +346,7 @@ impl FilesColumn {
             FilesColumn::EfficiencyAtPeak => row.efficiency_at_peak_ppm,
             FilesColumn::TraceEntries => Some(row.trace_entries),
             FilesColumn::TimeSpan => row.time_span_us,
+            FilesColumn::Oom => row.oom_count(),
             FilesColumn::Role(role) => Some(row.role(role)),
             FilesColumn::Inferred => Some(row.inferred_at_peak_bytes),
             FilesColumn::Setting(n) => row.settings.get(n as usize).and_then(|&(_, v)| v),
@@ -349,6 +367,14 @@ pub fn sort_order(rows: &[FileRow], column: FilesColumn, descending: bool) -> Ve
     order
 }
 
+/// The order of `rows` by their files' names as people read them (`rank2` before `rank10`),
+/// each file's devices in the order they came: the table's order when no column is chosen.
+pub fn name_order(rows: &[FileRow]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_by(|&x, &y| natural_cmp(&rows[x].name, &rows[y].name));
+    order
+}
+
 /// Which of two rows comes first sorted by `column`.
 fn row_order(
     x: &FileRow,
@@ -357,7 +383,7 @@ fn row_order(
     descending: bool,
 ) -> std::cmp::Ordering {
     let order = match column {
-        FilesColumn::Label => x.label.to_lowercase().cmp(&y.label.to_lowercase()),
+        FilesColumn::Label => natural_cmp(&x.label, &y.label),
         _ => column.number(x).cmp(&column.number(y)),
     };
     if descending {
@@ -391,6 +417,7 @@ mod tests {
             roles_at_peak: vec![0; Role::ALL.len()],
             inferred_at_peak_bytes: 0,
             outlier: false,
+            oom: OomRecord::NoneRecorded,
         }
     }
 

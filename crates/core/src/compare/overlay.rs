@@ -110,6 +110,7 @@ mod tests {
             call_sites: Vec::new(),
             modules: Vec::new(),
             curve: NormalisedCurve { by_event, by_time },
+            oom: None,
         }
     }
 

@@ -19,6 +19,7 @@ use super::table::cell;
 use super::{bytes, bytes_delta, count, duration_us, percent_ppm};
 use crate::analysis::categories::signals::Phase;
 use crate::analysis::categories::{Component, Role};
+use crate::analysis::oom::OomRecord;
 use crate::analysis::palette::Style;
 use crate::compare::diff::{Change, MetricDelta};
 use crate::compare::files::{iteration_summaries, FileRow, FilesColumn, IterationSummary};
@@ -41,6 +42,7 @@ pub fn column_title(column: FilesColumn) -> String {
         FilesColumn::EfficiencyAtPeak => "Efficiency at the peak".into(),
         FilesColumn::TraceEntries => "Trace entries".into(),
         FilesColumn::TimeSpan => "Time span".into(),
+        FilesColumn::Oom => "Out of memory".into(),
         FilesColumn::Role(role) => format!("{} at the peak", role_label(role)),
         FilesColumn::Inferred => "Inferred at the peak".into(),
         FilesColumn::Setting(n) => format!("Setting {}", n as usize + 1),
@@ -71,6 +73,7 @@ pub fn cell_text(row: &FileRow, column: FilesColumn) -> String {
         FilesColumn::EfficiencyAtPeak => row.efficiency_at_peak_ppm.map_or_else(dash, percent_ppm),
         FilesColumn::TraceEntries => count(row.trace_entries),
         FilesColumn::TimeSpan => row.time_span_us.map_or_else(dash, duration_us),
+        FilesColumn::Oom => oom_cell(&row.oom),
         FilesColumn::Role(role) => bytes(row.role(role)),
         FilesColumn::Inferred => bytes(row.inferred_at_peak_bytes),
         FilesColumn::Setting(n) => row
@@ -98,6 +101,7 @@ pub fn cell_exact(row: &FileRow, column: FilesColumn) -> String {
         FilesColumn::EfficiencyAtPeak => opt(row.efficiency_at_peak_ppm),
         FilesColumn::TraceEntries => row.trace_entries.to_string(),
         FilesColumn::TimeSpan => opt(row.time_span_us),
+        FilesColumn::Oom => opt(row.oom_count()),
         FilesColumn::Role(role) => row.role(role).to_string(),
         FilesColumn::Inferred => row.inferred_at_peak_bytes.to_string(),
         FilesColumn::Setting(n) => opt(row.settings.get(n as usize).and_then(|&(_, v)| v)),
@@ -165,11 +169,16 @@ pub fn files_markdown(rows: &[FileRow]) -> String {
 /// When a digest was taken, in words: `the optimizer step of iteration 2`, `the forward`,
 /// `an unrecognised phase` — the moment its roles and call sites are at.
 pub fn moment_words(d: &Digest) -> String {
-    let phase = match d.peak_phase {
+    phase_words(d.peak_phase, d.peak_iteration)
+}
+
+/// A phase of training and its iteration in words: `the optimizer step of iteration 2`.
+pub fn phase_words(phase: Option<Phase>, iteration: Option<u32>) -> String {
+    let phase = match phase {
         None | Some(Phase::Other) => return "a moment no phase is recognised at".to_string(),
         Some(p) => super::breakdown::phase_label(p).to_lowercase(),
     };
-    match d.peak_iteration {
+    match iteration {
         Some(i) => format!("the {phase} of iteration {i}"),
         None => format!("the {phase}"),
     }
@@ -418,10 +427,7 @@ pub fn iteration_sentence(s: &IterationSummary) -> String {
         Some(i) => format!("Iteration {i}"),
         None => "Ranks".to_string(),
     };
-    let ranks = match s.ranks {
-        1 => "1 rank".to_string(),
-        n => format!("{} ranks", count(u64::from(n))),
-    };
+    let ranks = super::counted(u64::from(s.ranks), "rank", "ranks");
     let mut text = format!(
         "{which} ({}): {ranks}, peak allocated {}–{} (median {}), peak reserved up to {}",
         super::device(s.device_kind, s.device),
@@ -510,6 +516,19 @@ pub fn occurrences_text(a: u32, b: u32) -> String {
     }
 }
 
+/// A device's out-of-memory errors in a table's cell: "none", "1 (event 421)", "not recorded".
+pub fn oom_cell(oom: &OomRecord) -> String {
+    match oom {
+        OomRecord::Recorded {
+            count: n,
+            first: Some(first),
+        } => format!("{} (event {})", count(*n), count(u64::from(first.event))),
+        OomRecord::Recorded { count: n, .. } => count(*n),
+        OomRecord::NoneRecorded => "none".into(),
+        OomRecord::CannotRecord { .. } => "not recorded".into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -536,6 +555,7 @@ mod tests {
             roles_at_peak: roles,
             inferred_at_peak_bytes: 0,
             outlier: true,
+            oom: crate::analysis::oom::OomRecord::NoneRecorded,
         }
     }
 

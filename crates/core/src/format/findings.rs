@@ -7,6 +7,7 @@
 
 use super::{bytes, count, duration_us, percent_ppm};
 use crate::analysis::categories::Role;
+use crate::analysis::oom::{OomRecord, Unrecordable};
 use crate::breakdown::findings::{CacheReason, Finding, FindingKind, SettingsOn, Wait};
 
 /// `part` of `whole` as a percentage: `37.5%`.
@@ -24,7 +25,7 @@ fn role_label(role: Role) -> String {
 
 /// A wait in words: `1,500 events (15.0 ms)`.
 fn wait_length(wait: &Wait) -> String {
-    let events = format!("{} events", count(wait.rows as u64));
+    let events = super::counted(wait.rows as u64, "event", "events");
     match wait.us {
         Some(us) => format!("{events} ({})", duration_us(us)),
         None => events,
@@ -76,7 +77,10 @@ pub fn title(f: &Finding) -> String {
             format!("{} lost to rounding up block sizes", bytes(*waste))
         }
         FindingKind::LongFreeWaits { waits, .. } => {
-            format!("{} frees waited on other streams", count(*waits as u64))
+            format!(
+                "{} on other streams",
+                super::counted(*waits as u64, "free waited", "frees waited")
+            )
         }
         FindingKind::WrappedTrace { before, .. } => format!(
             "The trace misses the start of the run ({} earlier allocations)",
@@ -290,6 +294,22 @@ fn role_advice(role: Role) -> &'static str {
         Role::KvCache => "The KV cache dominates: a serving engine sizes it to fill what is left (vLLM's gpu_memory_utilization, sglang's mem_fraction_static); lower that fraction, max_model_len or max_num_seqs, or quantise the cache (kv_cache_dtype=fp8).",
         Role::CudaGraph => "CUDA graph pools dominate: capture fewer batch sizes (vLLM's cudagraph_capture_sizes / max_seq_len_to_capture, sglang's cuda_graph_max_bs) or disable graphs (enforce_eager, disable_cuda_graph).",
         Role::Unknown => "Record stacks (torch.cuda.memory._record_memory_history(stacks='all')) from the start of the run to see what holds the memory.",
+    }
+}
+
+/// What a device with no finding says: that nothing stands out, and — where the file could
+/// not have recorded an out-of-memory — that whether the run ran out is unknown, not that it
+/// did not.
+pub fn nothing_found(oom: Option<&OomRecord>) -> String {
+    match oom {
+        Some(OomRecord::CannotRecord { why }) => format!(
+            "Nothing stands out: no leak, spike, fragmentation, growing cache or long wait worth a look. Whether the run ran out of memory is unknown: {}.",
+            match why {
+                Unrecordable::Format2_0 => "a PyTorch 2.0-era file whose trace holds no allocation cannot record it",
+                Unrecordable::NoTrace => "no allocation was traced, so an out-of-memory could not be recorded (record one with torch.cuda.memory._record_memory_history())",
+            }
+        ),
+        _ => "Nothing stands out: no out-of-memory, leak, spike, fragmentation, growing cache or long wait worth a look.".into(),
     }
 }
 

@@ -191,6 +191,14 @@ pub fn count(n: u64) -> String {
     out
 }
 
+/// A count and its noun, singular for one: `1 event`, `1,234 events`.
+pub fn counted(n: u64, one: &str, many: &str) -> String {
+    match n {
+        1 => format!("1 {one}"),
+        n => format!("{} {many}", count(n)),
+    }
+}
+
 /// A duration given in microseconds: `850 µs`, `12.3 ms`, `4.56 s`, `3 min 07 s`, `2 h 05 min`.
 pub fn duration_us(us: u64) -> String {
     if us < 1_000 {

@@ -167,13 +167,30 @@ pub fn unused_device(kind: DeviceKind, device: u32) -> String {
     )
 }
 
+/// The devices of a file that used no memory (no segments and no trace entries), in one line:
+/// "cuda:1, cuda:2 and cuda:3 used no memory: no segments and no trace entries." Such a device
+/// has no numbers worth a section of their own.
+pub fn unused_devices(devices: &[(DeviceKind, u32)]) -> String {
+    let names: Vec<String> = devices
+        .iter()
+        .map(|&(kind, id)| super::device(kind, id))
+        .collect();
+    let listed = match names.as_slice() {
+        [] => return String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    };
+    format!("{listed} used no memory: no segments and no trace entries.")
+}
+
 /// A warning as one or two sentences: what was found and what it means or what to do.
 pub fn warning(warning: &Warning) -> String {
     match *warning {
         Warning::ReservedInconsistent => "Segment events in the trace do not add up to the final segments: the reserved curve is approximate.".into(),
         Warning::TraceEmpty { events: 0 } => "The trace is empty: only the final segments are known. Call torch.cuda.memory._record_memory_history() before the allocations to record a timeline.".into(),
         Warning::TraceEmpty { events } => format!(
-            "The trace holds {events} events but no allocation: only the final segments are known."
+            "The trace holds {} but no allocation: only the final segments are known.",
+            super::counted(events, "event", "events")
         ),
         Warning::RingBufferWrapped {
             before,

@@ -702,7 +702,10 @@ fn fragmentation_section(doc: &mut Document, analysed: &Analysed, device: u32) {
             "Reserved:",
             vec![
                 bytes_exact(reserved),
-                Inline::text(format!(" in {} segments", count(dev.segments.len() as u64))),
+                Inline::text(format!(
+                    " in {}",
+                    super::counted(dev.segments.len() as u64, "segment", "segments")
+                )),
             ],
         ),
         item(
@@ -732,7 +735,7 @@ fn fragmentation_section(doc: &mut Document, analysed: &Analysed, device: u32) {
 fn findings_section(doc: &mut Document, summary: &DeviceSummary) {
     doc.heading(2, "Findings");
     if summary.findings.is_empty() {
-        doc.paragraph("Nothing worth attention was found.");
+        doc.paragraph(findings::nothing_found(summary.oom.as_ref()));
         return;
     }
     for (i, f) in summary.findings.iter().enumerate() {
@@ -873,6 +876,7 @@ mod tests {
                 },
                 vec![],
             )],
+            oom: None,
             compute_ms: 0.0,
         }
     }

@@ -51,10 +51,7 @@ pub fn workload_evidence(workload: &Workload) -> Vec<String> {
         .iter()
         .filter(|f| named.contains(&f.framework))
         .map(|f| {
-            let allocations = match f.allocations {
-                1 => "1 allocation".to_string(),
-                n => format!("{} allocations", super::count(n as u64)),
-            };
+            let allocations = super::counted(f.allocations as u64, "allocation", "allocations");
             format!(
                 "{}: {} in {allocations} made under its code, the largest by {}",
                 f.framework.name(),

@@ -29,6 +29,18 @@ pub fn real_fixtures_dir() -> Option<PathBuf> {
     }
 }
 
+/// One file of the real corpus, by name; `None` (said on standard error, so the test skips)
+/// when the corpus or the file is absent.
+pub fn real_fixture(name: &str) -> Option<PathBuf> {
+    let path = real_fixtures_dir()?.join(name);
+    if path.is_file() {
+        Some(path)
+    } else {
+        eprintln!("skipped: {name} is not among the real fixtures");
+        None
+    }
+}
+
 /// Snapshot files (pickles) in the real corpus, sorted.
 pub fn real_fixture_files() -> Vec<PathBuf> {
     let Some(dir) = real_fixtures_dir() else {
