@@ -62,12 +62,17 @@ describe('what users stumbled on', () => {
       const keys = await page.$$eval('[data-metric]', (es) => es.map((e) => e.dataset.metric));
       assert.deepEqual(keys.filter((k) => k.startsWith('efficiency')).sort(), ['efficiency-at-end-ppm', 'efficiency-at-peak-ppm']);
 
+      // Training's arithmetic beside the estimate: one gradient per parameter, AdamW's two states.
+      const training = await page.textContent('#training-checks[data-passes="true"]');
+      assert.ok(training.includes('gradients 1.00× parameters (ok)') && training.includes('AdamW keeps 2 per parameter (ok)'), training);
+
       const [report] = await Promise.all([page.waitForEvent('download'), page.click('#breakdown-report')]);
       const text = fs.readFileSync(await report.path(), 'utf8');
       const line = text.split('\n').find((l) => l.startsWith('- **Efficiency at the peak:**'));
       assert.ok(line, 'the report names the efficiency by its moment');
       assert.ok(line.includes(`${(overview / 10_000).toFixed(1)}%`), line);
       assert.ok(!text.includes('**Efficiency:**'), 'no other efficiency in the report');
+      assert.ok(text.includes(`Training's arithmetic: ${training.replace("Training's arithmetic: ", '')}`), 'the report says the same checks');
 
       const fromCli = cli('report', path.join(REAL_FIXTURES, FULL_STEP), '--json');
       assert.equal(fromCli.devices['0'].summary.efficiency_at_peak_ppm, overview);

@@ -423,3 +423,29 @@ fn a_file_that_cannot_record_an_oom_does_not_say_there_was_none() {
         "{section}"
     );
 }
+
+/// Training's arithmetic beside the estimate: a full AdamW step has one gradient per
+/// parameter and two states per parameter.
+#[test]
+fn the_estimate_is_checked_by_trainings_arithmetic() {
+    let Some(dir) = real_fixtures_dir() else {
+        eprintln!("skipped: the real fixtures are not beside the repository");
+        return;
+    };
+    let step =
+        dir.join("kkaitlyn111__cs336-a2-systems__memory_files__memory_ctx128_fullstep_.pickle");
+    if !step.exists() {
+        eprintln!("skipped: the full step is missing");
+        return;
+    }
+    let report = &reports(&memsight(&["report"], &[step]))[0];
+    let line = report
+        .lines()
+        .find(|l| l.starts_with("Training's arithmetic:"))
+        .expect("a line of training's checks");
+    assert!(
+        line.contains("gradients 1.00× parameters (ok)")
+            && line.contains("optimizer state 2.00× gradients, AdamW keeps 2 per parameter (ok)"),
+        "{line}"
+    );
+}

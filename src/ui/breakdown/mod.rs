@@ -860,6 +860,11 @@ fn SummaryView(s: DeviceSummary, dark: Signal<bool>, categories: CategoryView) -
                     format!("The max is set by {side}; the estimate is {} ({:+.1}%) from the observed peak.",
                         format::bytes_delta(difference), e.relative_difference() * 100.0)
                 }}</p>
+                {s.training.as_ref().and_then(|t| format::breakdown::training_line(t).map(|line| view! {
+                    <p class="hint" id="training-checks" data-passes=t.passes().to_string()>
+                        {format!("Training's arithmetic: {line}.")}
+                    </p>
+                }))}
             </section>
         </div>
         <findings::Findings findings=s.findings.clone() allocations=s.finding_allocations.clone() device=s.device oom=s.oom.clone() categories=categories />

@@ -121,6 +121,10 @@ pub struct DeviceSummary {
     #[serde(default)]
     pub state_only: bool,
     pub estimate: Estimate,
+    /// Training's arithmetic checked on the roles beside the estimate (one gradient per
+    /// parameter, the optimizer's states per parameter, little unknown).
+    #[serde(default)]
+    pub training: Option<crate::breakdown::physics::Physics>,
     /// The final segments' cached free blocks by size (log2 bins).
     pub cached_free: Vec<SizeBin>,
     pub findings: Vec<Finding>,
@@ -389,6 +393,11 @@ fn summary(cx: &Context<'_>, device: u32) -> Result<DeviceSummary, ViewError> {
         workload: categories.workload.clone(),
         state_only: dev.trace.is_empty() && !dev.segments.is_empty(),
         estimate: estimate(index, facts.peak_allocated.bytes),
+        training: Some(crate::breakdown::physics::physics(
+            index,
+            categories,
+            Moment::Peak.state(facts, dev.trace.len()),
+        )),
         cached_free: cached_free_sizes(dev),
         findings,
         oom: crate::analysis::oom::oom_record(cx.analysed, device),

@@ -619,6 +619,13 @@ fn estimate_section(doc: &mut Document, summary: &DeviceSummary) {
         ),
     });
     doc.paragraph(text);
+    if let Some(line) = summary
+        .training
+        .as_ref()
+        .and_then(super::breakdown::training_line)
+    {
+        doc.paragraph(format!("Training's arithmetic: {line}."));
+    }
 }
 
 fn largest_section(doc: &mut Document, peak: &MomentBreakdown) {
@@ -876,6 +883,7 @@ mod tests {
                 },
                 vec![],
             )],
+            training: None,
             oom: None,
             compute_ms: 0.0,
         }
