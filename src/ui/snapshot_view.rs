@@ -1,6 +1,6 @@
 //! A decoded snapshot: the file's header (name, size, decode time), the device picker, and
-//! the views of the selected device: its overview first, its warnings, its timeline and the
-//! views below — or, embedded in another page, only the view the embedding asks for.
+//! the views of the selected device: its warnings, its timeline and its overview — or, embedded
+//! in another page, only the view the embedding asks for.
 //!
 //! Asks for nothing itself: overviews are requested by the state machine and arrive through
 //! the state; each view asks for its own data. Once its views have mounted (and taken their
@@ -230,15 +230,10 @@ pub fn SnapshotView(
                         <OverviewPanel overview=overview />
                     }
                     .into_any(),
-                    // The answer first: the overview under the file's name, then what to know
-                    // before reading it, then the views.
                     Some(Ok(overview)) => view! {
-                        {
-                            let overview = overview.clone();
-                            move || (overview_shown && overview_mounted.get()).then(|| view! { <OverviewPanel overview=overview.clone() /> })
-                        }
                         <Warnings warnings=overview.warnings.clone() />
                         {timeline}
+                        {move || (overview_shown && overview_mounted.get()).then(|| view! { <OverviewPanel overview=overview.clone() /> })}
                     }
                     .into_any(),
                 }
