@@ -37,8 +37,9 @@ pub fn refused() -> bool {
 
 /// The setting kept under `key`, if any and readable.
 pub fn get<T: DeserializeOwned>(key: &str) -> Option<T> {
+    // A value the browser refused to keep (its quota full) is in memory.
     let text = match storage().map(|s| s.get_item(key)) {
-        Some(Ok(text)) => text,
+        Some(Ok(Some(text))) => Some(text),
         _ => MEMORY.with(|m| m.borrow().get(key).cloned()),
     }?;
     serde_json::from_str(&text).ok()

@@ -445,7 +445,10 @@ fn a_deep_stack_shared_by_many_allocations_is_walked_once() {
     assert_eq!(files.len(), 1);
     assert_eq!(files[0].through.count, ALLOCATIONS);
     assert_eq!(files[0].lines.len(), FRAMES as usize);
-    assert!(files[0].lines.iter().all(|l| l.through.count == ALLOCATIONS));
+    assert!(files[0]
+        .lines
+        .iter()
+        .all(|l| l.through.count == ALLOCATIONS));
     // Linear work takes a fraction of a second; once per allocation it took minutes.
     assert!(took.as_secs() < 20, "{took:?}");
 }
