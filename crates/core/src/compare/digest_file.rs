@@ -169,7 +169,7 @@ impl std::fmt::Display for DigestError {
 pub fn read_digest(bytes: &[u8]) -> Result<DigestFile, DigestError> {
     // Its header first, so that a digest of another layout is never read as this one.
     let header: Header = serde_json::from_slice(bytes).map_err(|e| DigestError::NotADigest {
-        detail: e.to_string(),
+        detail: in_words(&e),
     })?;
     digest_under(&header, bytes)
 }
@@ -189,7 +189,7 @@ pub fn read_digests(bytes: &[u8]) -> Result<Vec<DigestFile>, (usize, DigestError
             (
                 at,
                 DigestError::NotADigest {
-                    detail: e.to_string(),
+                    detail: in_words(&e),
                 },
             )
         })?;
@@ -232,8 +232,46 @@ fn digest_under(header: &Header, bytes: &[u8]) -> Result<DigestFile, DigestError
         }
     }
     serde_json::from_slice(bytes).map_err(|e| DigestError::Malformed {
-        detail: e.to_string(),
+        detail: in_words(&e),
     })
+}
+
+/// A JSON reader's error with the program's type names said in words: "expected a whole
+/// number from 0 to 2^64 − 1", not "expected u64"; "expected an object", not "expected struct
+/// DigestFile".
+fn in_words(error: &serde_json::Error) -> String {
+    const TYPES: [(&str, &str); 10] = [
+        ("u64", "a whole number from 0 to 2^64 \u{2212} 1"),
+        ("u32", "a whole number from 0 to 2^32 \u{2212} 1"),
+        ("u16", "a whole number from 0 to 65,535"),
+        ("u8", "a whole number from 0 to 255"),
+        ("usize", "a whole number of 0 or more"),
+        ("i64", "a whole number"),
+        ("i32", "a whole number"),
+        ("f64", "a number"),
+        ("f32", "a number"),
+        ("bool", "true or false"),
+    ];
+    let mut text = error.to_string();
+    for (name, words) in TYPES {
+        for end in [" ", ""] {
+            let rust = format!("expected {name}{end}");
+            if text.contains(&rust) && (end == " " || text.ends_with(&rust)) {
+                text = text.replace(&rust, &format!("expected {words}{end}"));
+            }
+        }
+    }
+    for (kind, words) in [("struct ", "an object"), ("enum ", "one of its names")] {
+        while let Some(at) = text.find(&format!("expected {kind}")) {
+            let start = at + "expected ".len();
+            let name_start = start + kind.len();
+            let name_end = text[name_start..]
+                .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .map_or(text.len(), |e| name_start + e);
+            text.replace_range(start..name_end, words);
+        }
+    }
+    text
 }
 
 #[cfg(test)]
@@ -243,6 +281,39 @@ mod tests {
 
     fn empty() -> DigestFile {
         DigestFile::new("runs/rank3.pickle", "memsight test", 1234, None, Vec::new())
+    }
+
+    #[test]
+    fn a_malformed_digest_is_said_in_words_not_type_names() {
+        let good = serde_json::to_string(&empty()).unwrap();
+        assert!(good.contains("\"snapshot_bytes\":1234"), "{good}");
+        for (bad, words) in [
+            (
+                "\"snapshot_bytes\":\"lots\"",
+                "expected a whole number from 0 to 2^64 \u{2212} 1",
+            ),
+            (
+                "\"snapshot_bytes\":-4",
+                "expected a whole number from 0 to 2^64 \u{2212} 1",
+            ),
+            (
+                "\"snapshot_bytes\":1234,\"devices\":7",
+                "expected a sequence",
+            ),
+        ] {
+            let text = good.replacen("\"snapshot_bytes\":1234", bad, 1);
+            let text = if bad.contains("devices") {
+                text.replacen(",\"devices\":[]", "", 1)
+            } else {
+                text
+            };
+            let error = read_digest(text.as_bytes()).unwrap_err().to_string();
+            assert!(error.contains(words), "{bad}: {error}");
+            assert!(
+                !error.contains("u64") && !error.contains("struct "),
+                "{bad}: {error}"
+            );
+        }
     }
 
     #[test]
