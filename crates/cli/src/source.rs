@@ -425,20 +425,11 @@ fn annotated(
     }
     if markdown {
         // A fence longer than any run of backticks in the code, so none of it closes the block.
-        let fence = "`".repeat(longest_backtick_run(&body).max(2) + 1);
+        let fence =
+            "`".repeat(memsight_core::format::document::longest_backtick_run(&body).max(2) + 1);
         let _ = write!(out, "\n{fence}text\n{body}{fence}\n");
     } else {
         out.push_str(&body);
     }
     out.push('\n');
-}
-
-/// The length of the longest run of backticks in `text`.
-fn longest_backtick_run(text: &str) -> usize {
-    let (mut longest, mut run) = (0, 0);
-    for c in text.chars() {
-        run = if c == '`' { run + 1 } else { 0 };
-        longest = longest.max(run);
-    }
-    longest
 }

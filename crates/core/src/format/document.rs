@@ -542,6 +542,17 @@ pub fn escape(text: &str) -> String {
     out
 }
 
+/// The length of the longest run of backticks in `text`: a code span or block fenced with more
+/// holds it whole.
+pub fn longest_backtick_run(text: &str) -> usize {
+    let (mut longest, mut run) = (0, 0);
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    longest
+}
+
 /// `text` as a code span that may sit in a table cell: fenced with one backtick more than its
 /// longest run of backticks (padded with a space when it starts or ends with a backtick or a
 /// space, so the content stays exact), its pipes escaped (`\|`, which GitHub's tables read as
@@ -551,13 +562,7 @@ pub fn code(text: &str) -> String {
     if text.is_empty() {
         return "*empty*".to_string();
     }
-    let mut longest = 0;
-    let mut run = 0;
-    for c in text.chars() {
-        run = if c == '`' { run + 1 } else { 0 };
-        longest = longest.max(run);
-    }
-    let fence = "`".repeat(longest + 1);
+    let fence = "`".repeat(longest_backtick_run(&text) + 1);
     let pad = if text.starts_with(['`', ' ']) || text.ends_with(['`', ' ']) {
         " "
     } else {
