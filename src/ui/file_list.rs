@@ -13,14 +13,17 @@ use crate::format;
 pub fn FileList(state: RwSignal<AppState>, actions: Actions) -> impl IntoView {
     let ids =
         Memo::new(move |_| state.with(|s| s.files().iter().map(|f| f.id).collect::<Vec<_>>()));
-    // Every title at once: each depends on every other file's name.
+    // Every title at once, and each fitted to the list: each depends on every other file's
+    // name.
     let titles = Memo::new(move |_| {
         state.with(|s| {
+            let short = s.short_titles();
+            let fitted = format::names::fit_all(&short, &|_| FILE_NAME_CHARS);
             s.files()
                 .iter()
                 .map(|f| f.id)
-                .zip(s.short_titles())
-                .collect::<std::collections::HashMap<FileId, String>>()
+                .zip(short.into_iter().zip(fitted))
+                .collect::<std::collections::HashMap<FileId, (String, String)>>()
         })
     });
 
@@ -72,7 +75,8 @@ fn FileItem(
     id: FileId,
     state: RwSignal<AppState>,
     actions: Actions,
-    titles: Memo<std::collections::HashMap<FileId, String>>,
+    /// Each file's title beside the others, whole and fitted to the list.
+    titles: Memo<std::collections::HashMap<FileId, (String, String)>>,
 ) -> impl IntoView {
     let file = move |f: fn(&super::state::OpenFile) -> String| {
         state.with(|s| s.file(id).map(f).unwrap_or_default())
@@ -85,7 +89,8 @@ fn FileItem(
         state.with(|s| s.selected_id() == Some(id) && s.showing() == Showing::File)
     });
     // Beside other files, what tells this one apart (or the user's label); whole on hover.
-    let short = Memo::new(move |_| titles.with(|t| t.get(&id).cloned().unwrap_or_default()));
+    let title = Memo::new(move |_| titles.with(|t| t.get(&id).cloned().unwrap_or_default()));
+    let short = move || title.with(|(short, _)| short.clone());
     let renaming = RwSignal::new(false);
     let item = NodeRef::<leptos::html::Li>::new();
     // In the strip of a narrow screen, the file shown is scrolled into the strip's view.
@@ -116,7 +121,7 @@ fn FileItem(
                 title=name
                 on:click=move |_| actions.select(id)
             >
-                <span class="file-name" data-name=name data-short=short>{move || format::shorten_middle(&short.get(), FILE_NAME_CHARS)}</span>
+                <span class="file-name" data-name=name data-short=short>{move || title.with(|(_, fitted)| fitted.clone())}</span>
                 <span class="file-meta">
                     <span class="file-size">{size}</span>
                     <span class="file-status">{status}</span>
@@ -125,7 +130,7 @@ fn FileItem(
             <Show when=move || renaming.get()>
                 <input type="text" class="file-rename-input" aria-label=move || format!("Name for {}", name.get())
                     prop:value=move || state.with_untracked(|s| s.file(id).and_then(|f| f.label.clone())).unwrap_or_default()
-                    placeholder=move || short.get()
+                    placeholder=short
                     on:change=move |event| rename(event_target_value(&event))
                     on:keydown=move |event: web_sys::KeyboardEvent| {
                         if event.key() == "Escape" {

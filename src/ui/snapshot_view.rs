@@ -1,6 +1,7 @@
 //! A decoded snapshot: the file's header (name, size, decode time), the device picker, and
-//! the views of the selected device: its warnings, its timeline and its overview — or, embedded
-//! in another page, only the view the embedding asks for.
+//! the views of the selected device: the answer first (the overview strip), its warnings, its
+//! timeline, the views under it and the overview's every number — or, embedded in another
+//! page, only the view the embedding asks for.
 //!
 //! Asks for nothing itself: overviews are requested by the state machine and arrive through
 //! the state; each view asks for its own data. Once its views have mounted (and taken their
@@ -16,7 +17,7 @@ use super::categories::CategoryView;
 use super::deep_link::DeepLink;
 use super::device_picker::{DevicePicker, FileDevices};
 use super::link::Section;
-use super::overview::{OverviewPanel, Warnings};
+use super::overview::{OverviewPanel, OverviewStrip, Warnings};
 use super::phases::PhasesPanel;
 use super::source::SourcePanel;
 use super::state::{AppState, FileId, Status};
@@ -231,6 +232,10 @@ pub fn SnapshotView(
                     }
                     .into_any(),
                     Some(Ok(overview)) => view! {
+                        {overview_shown.then(|| view! {
+                            <OverviewStrip overview=overview.clone() file=id device=device actions=actions categories=categories
+                                after=Signal::derive(move || timeline_painted.get() || !shows(Section::Timeline)) />
+                        })}
                         <Warnings warnings=overview.warnings.clone() />
                         {timeline}
                         {move || (overview_shown && overview_mounted.get()).then(|| view! { <OverviewPanel overview=overview.clone() /> })}

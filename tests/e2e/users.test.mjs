@@ -24,6 +24,8 @@ const FULL_STEP = 'kkaitlyn111__cs336-a2-systems__memory_files__memory_ctx128_fu
 const FOUR_DEVICES = 'LINYUNLinYun__CS336-assignment2-systems__cs336_systems__results__memory_profiles__xl_ctx128_forward_bf16@e1139f5.pickle';
 /** Two CS336 runs whose names differ only in the middle. */
 const FORWARD_MIXED = 'kkaitlyn111__cs336-a2-systems__memory_files__memory_ctx128_forward_mixed.pickle';
+/** Four GPUs, of which cuda:1 ran out of memory (the file opens on it). */
+const MULTI_DEVICE_OOM = 'Constructor-Sun__code_location__memory_snapshot.pickle';
 const WAIT = 20_000;
 
 const have = (name) => fs.existsSync(path.join(REAL_FIXTURES, name));
@@ -426,7 +428,7 @@ describe('what users stumbled on', () => {
     }
   });
 
-  it('shows the whole plot without scrolling at 1440×900, 1024×700 and in a 640 px frame, warnings folded to a line, the toolbar and legend on one row each', { skip: skipWithout(FOUR_DEVICES) }, async () => {
+  it('shows the whole plot without scrolling at 1440×900, 1024×700 and in a 640 px frame, warnings folded to a line, every control of the toolbar and the legend in view', { skip: skipWithout(FOUR_DEVICES) }, async () => {
     /** Where the plot and what sits above it are, and how many rows each takes. */
     const layout = (page) => page.evaluate(() => {
       const box = (s) => document.querySelector(s)?.getBoundingClientRect();
@@ -441,6 +443,22 @@ describe('what users stumbled on', () => {
         plot: box('#timeline-canvas').toJSON(),
         toolbar: rows('.timeline-toolbar'),
         legend: rows('.legend-list'),
+        // Every control shown whole: none behind a scroll bar or past the window's edge.
+        hidden: [...document.querySelectorAll('.timeline-toolbar button, .timeline-toolbar input, .timeline-toolbar label, .legend-button')]
+          .filter((e) => e.offsetParent)
+          .filter((e) => {
+            const r = e.getBoundingClientRect();
+            let clip = { left: 0, right: innerWidth };
+            for (let p = e.parentElement; p; p = p.parentElement) {
+              if (getComputedStyle(p).overflowX !== 'visible') {
+                const b = p.getBoundingClientRect();
+                clip = { left: Math.max(clip.left, b.left), right: Math.min(clip.right, b.right) };
+              }
+            }
+            return r.left < clip.left - 1 || r.right > clip.right + 1;
+          })
+          .map((e) => e.id || e.dataset.category || e.textContent.trim()),
+        sideways: [...document.querySelectorAll('.timeline-toolbar, .legend-list')].filter((e) => e.scrollWidth > e.clientWidth + 1).map((e) => e.className),
         warnings: [...document.querySelectorAll('#warnings .warning')].filter((w) => w.offsetParent).map((w) => w.getBoundingClientRect().height),
       };
     });
@@ -454,14 +472,15 @@ describe('what users stumbled on', () => {
         await page.waitForFunction(() => Number(document.querySelector('#timeline')?.dataset.framesPainted) > 0, null, { timeout: WAIT });
         const l = await layout(page);
         plotWhole(l, `${width}×${height}`);
+        assert.deepEqual(l.hidden, [], `${width}×${height}: controls out of view`);
+        assert.deepEqual(l.sideways, [], `${width}×${height}: rows that scroll sideways`);
+        assert.ok(l.toolbar <= 2, `${width}×${height}: the toolbar takes ${l.toolbar} rows`);
+        // The categories with nothing live are counted, not listed: one row of what is live.
+        assert.equal(l.legend, 1, `${width}×${height}: the legend keeps one row`);
+        assert.match(await page.textContent('#timeline-legend .legend-empty'), /^\d+ empty$/);
         if (width === 1024) {
-          assert.equal(l.toolbar, 1, 'the toolbar keeps one row');
-          assert.equal(l.legend, 1, 'the legend keeps one row');
           assert.equal(l.warnings.length, 1, 'one warning line');
           assert.ok(l.warnings[0] < 30, `the warning folds to a line (${l.warnings[0]} px)`);
-          // What is past the toolbar's edge is a scroll away, and still works.
-          const toolbar = await page.$eval('.timeline-toolbar', (e) => [e.scrollWidth, e.clientWidth, getComputedStyle(e).overflowX]);
-          assert.ok(toolbar[0] > toolbar[1] && toolbar[2] === 'auto', JSON.stringify(toolbar));
           await page.click('#timeline-help-button');
           await page.waitForSelector('.timeline-help', { timeout: WAIT });
           await page.keyboard.press('Escape');
@@ -488,7 +507,109 @@ describe('what users stumbled on', () => {
       await page.waitForFunction(() => Number(document.querySelector('#timeline')?.dataset.framesPainted) > 0, null, { timeout: 60_000 });
       const l = await layout(page);
       plotWhole(l, 'embedded at 900×640');
-      assert.equal(l.toolbar, 1, 'the embedded toolbar keeps one row');
+      assert.ok(l.toolbar <= 3, `the embedded toolbar takes ${l.toolbar} rows`);
+      assert.deepEqual(l.hidden, [], 'embedded: controls out of view');
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('opens on the answer: the overview strip under the file name, above the timeline, in the first screen, with the out-of-memory and the top findings', { skip: skipWithout(MULTI_DEVICE_OOM, FULL_STEP) }, async () => {
+    for (const [name, width, height] of [[MULTI_DEVICE_OOM, 1440, 900], [MULTI_DEVICE_OOM, 1024, 700], [FULL_STEP, 1024, 700]]) {
+      const { context, page, errors } = await open(name, width, height);
+      try {
+        await page.waitForFunction(() => Number(document.querySelector('#timeline')?.dataset.framesPainted) > 0, null, { timeout: WAIT });
+        await page.waitForSelector('#overview-strip .glance-findings[data-count]:not([data-count=""])', { timeout: WAIT });
+        const where = `${name} at ${width}×${height}`;
+        const boxes = await page.evaluate(() => {
+          const box = (s) => document.querySelector(s).getBoundingClientRect().toJSON();
+          return { title: box('.file-title'), strip: box('#overview-strip'), timeline: box('#timeline'), plot: box('#timeline-canvas'), inner: innerHeight };
+        });
+        assert.ok(boxes.title.bottom <= boxes.strip.top && boxes.strip.bottom <= boxes.timeline.top, `${where}: ${JSON.stringify(boxes)}`);
+        assert.ok(boxes.plot.bottom <= boxes.inner, `${where}: the plot ends at ${boxes.plot.bottom} px of ${boxes.inner}`);
+        // The strip's figures are the overview's, exact, as the command line prints them.
+        const device = Number(await page.getAttribute('#overview-strip', 'data-device'));
+        const overview = cli('overview', '--json', path.join(REAL_FIXTURES, name)).devices[String(device)];
+        const figures = await page.$$eval('#overview-strip [data-glance]', (es) => es.map((e) => [e.dataset.glance, Number(e.dataset.value)]));
+        assert.deepEqual(figures.map(([k]) => k), ['peak-allocated-bytes', 'reserved-at-peak-bytes', 'efficiency-at-peak-ppm', 'peak-reserved-bytes'], where);
+        for (const [key, value] of figures) assert.equal(value, overview[key], `${where}: ${key}`);
+        // The top findings are the breakdown's first ones, in its words, the out-of-memory first.
+        const report = cli('report', '--json', '--device', String(device), path.join(REAL_FIXTURES, name));
+        const summary = Object.values(report.devices)[0].summary;
+        const count = Number(await page.getAttribute('#overview-strip .glance-findings', 'data-count'));
+        assert.equal(count, summary.findings.length, where);
+        const named = await page.$$eval('#overview-strip .glance-finding', (es) => es.map((e) => [e.dataset.finding, e.textContent.trim()]));
+        assert.equal(named.length, Math.min(3, count), where);
+        if (name === MULTI_DEVICE_OOM) {
+          assert.equal(named[0][0], 'out-of-memory', where);
+          assert.match(named[0][1], /^Out of memory at event 421: a request of 4\.94 GiB failed$/);
+        }
+        if (count > 3) assert.match(await page.textContent('#overview-strip .glance-more'), new RegExp(`^${count - 3} more findings?$`));
+        // A click reads the finding whole in the breakdown.
+        await page.waitForSelector('#findings .finding-title', { timeout: WAIT });
+        const titles = await page.$$eval('#findings .finding-title', (es) => es.map((e) => e.textContent));
+        assert.deepEqual(named.map(([, t]) => t), titles.slice(0, named.length), where);
+        await page.click('#overview-strip .glance-finding button');
+        await page.waitForFunction(() => { const r = document.querySelector('#findings').getBoundingClientRect(); return r.top < innerHeight && r.bottom > 0; }, null, { timeout: WAIT });
+        assert.deepEqual(errors, []);
+      } finally {
+        await context.close();
+      }
+    }
+  });
+
+  it('never scrolls sideways from 1024 to 1920 px, one file or six, its views, the files side by side and two compared', { skip: skipWithout(FOUR_DEVICES, FULL_STEP, MEDIUM, FORWARD_MIXED, HEALTHY_STEP, MULTI_DEVICE_OOM) }, async () => {
+    const sideways = (page) => page.evaluate(() => {
+      window.scrollTo(100_000, window.scrollY);
+      return { scrolled: window.scrollX, wide: document.documentElement.scrollWidth, inner: document.documentElement.clientWidth };
+    });
+    const six = [FOUR_DEVICES, FULL_STEP, MEDIUM, FORWARD_MIXED, HEALTHY_STEP, MULTI_DEVICE_OOM];
+    for (const width of [1024, 1280, 1440, 1920]) {
+      for (const names of [[FULL_STEP], six]) {
+        const { context, page, errors } = await open(names, width, 900);
+        const where = `${names.length} file(s) at ${width} px`;
+        try {
+          if (names.length === 1) {
+            // Every view mounted: the allocator's is the last.
+            await page.waitForSelector('#allocator-state', { timeout: WAIT });
+            await page.waitForSelector('#table-scroll .tr', { timeout: WAIT });
+            assert.equal((await sideways(page)).scrolled, 0, `${where}: ${JSON.stringify(await sideways(page))}`);
+          } else {
+            await page.click('#show-files');
+            await page.waitForSelector('#files-table .files-row', { timeout: WAIT });
+            assert.equal((await sideways(page)).scrolled, 0, `${where}, side by side: ${JSON.stringify(await sideways(page))}`);
+            await page.click('#show-compare');
+            await page.waitForSelector('#compare-view', { timeout: WAIT });
+            await page.waitForFunction(() => !document.querySelector('#compare-pending'), null, { timeout: WAIT });
+            assert.equal((await sideways(page)).scrolled, 0, `${where}, compared: ${JSON.stringify(await sideways(page))}`);
+          }
+          assert.deepEqual(errors, []);
+        } finally {
+          await context.close();
+        }
+      }
+    }
+  });
+
+  it('keeps the settings that tell two projects\' files apart in the list, the runs legend and the comparison', { skip: skipWithout(FULL_STEP, MEDIUM) }, async () => {
+    const app = await shared.open({ viewport: { width: 1440, height: 900 } });
+    const { context, page, errors } = app;
+    try {
+      // Two projects' files, named as their runs named them: the settings sit mid-name.
+      const as = (fixture, name) => ({ name, mimeType: 'application/octet-stream', buffer: fs.readFileSync(path.join(REAL_FIXTURES, fixture)) });
+      await page.setInputFiles('#file-input', [
+        as(FULL_STEP, 'LINYUNLinYun__CS336-assignment2-systems__cs336_systems__results__memory_profiles__xl_ctx256_forward_bf16.pickle'),
+        as(MEDIUM, 'sidsoc12__spring2024-assignment2-systems__cs336_systems__mem_snapshot_ctx512_bf16_infer.pickle'),
+      ]);
+      await page.waitForFunction(() => document.querySelectorAll('.file-item[data-status="ready"]').length === 2, null, { timeout: 60_000 });
+      const listed = await page.$$eval('.file-item .file-name', (es) => es.map((e) => e.textContent));
+      assert.match(listed[0], /ctx256/, JSON.stringify(listed));
+      assert.match(listed[1], /ctx512/, JSON.stringify(listed));
+      await page.click('#show-files');
+      await page.waitForSelector('#files-runs-legend li', { timeout: WAIT });
+      const runs = await page.$$eval('#files-runs-legend li button', (es) => es.map((e) => e.textContent));
+      assert.ok(runs.some((r) => /ctx256/.test(r)) && runs.some((r) => /ctx512/.test(r)), JSON.stringify(runs));
       assert.deepEqual(errors, []);
     } finally {
       await context.close();

@@ -235,6 +235,17 @@ fn a_timeline_coloured_by_role_paints_only_role_colours_and_follows_the_rules() 
     // the bytes at the peak, keeping their sum.
     let before = at(&mut session, device, Moment::Peak);
     let pixels_before = frame(&mut session, device, ColourBy::Role, 100_000);
+    let summary =
+        |session: &mut Session| match breakdown(session, BreakdownRequest::Summary { device }) {
+            BreakdownAnswer::Summary(s) => s,
+            _ => unreachable!(),
+        };
+    // The summary is asked twice as a file opens (the overview strip, the breakdown): the
+    // second answer is the first, kept.
+    let summary_before = summary(&mut session);
+    let mut again = summary(&mut session);
+    again.compute_ms = summary_before.compute_ms;
+    assert_eq!(again, summary_before);
     let rules = Rules {
         rules: vec![Rule {
             pattern: "optim".into(),
@@ -261,6 +272,10 @@ fn a_timeline_coloured_by_role_paints_only_role_colours_and_follows_the_rules() 
         frame(&mut session, device, ColourBy::Role, 100_000),
         pixels_before
     );
+    // The kept summary is of the old categories: a new one is made under the rule.
+    let summary_after = summary(&mut session);
+    assert_eq!(summary_after.generation, applied.generation);
+    assert_ne!(summary_after.estimate, summary_before.estimate);
 
     // A rule that cannot compile is refused by position and changes nothing.
     let bad = Rules {

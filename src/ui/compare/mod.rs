@@ -168,19 +168,19 @@ pub fn CompareView(
     };
     let draw: Draw = std::rc::Rc::new(move |canvas, theme| {
         let by_time = axis.get() == Axis::Time && timed.get();
+        // The two names told apart and fitted to the legend: the settings that differ stay.
+        let names = [name_of(a.get()), name_of(b.get())];
+        let names = format::names::fit_all(&names, &|_| 28);
         let series: Vec<(Slice, Vec<u64>)> = comparison.with(|c| match c {
-            Some(Ok((_, x, y))) => [(x, "A", COLOUR_A, a), (y, "B", COLOUR_B, b)]
+            Some(Ok((_, x, y))) => [(x, "A", COLOUR_A, &names[0]), (y, "B", COLOUR_B, &names[1])]
                 .into_iter()
-                .map(|(d, letter, colour, s)| {
+                .map(|(d, letter, colour, name)| {
                     let curve = if by_time {
                         &d.curve.by_time
                     } else {
                         &d.curve.by_event
                     };
-                    let label = format!(
-                        "{letter}: {}",
-                        format::shorten_middle(&name_of(s.get()), 28)
-                    );
+                    let label = format!("{letter}: {name}");
                     (
                         Slice {
                             key: letter.into(),

@@ -196,12 +196,14 @@ pub fn FilesView(
         let column = charted.get();
         let colours = colours.get();
         let slices: Vec<Slice> = lines.with(|lines| {
+            let labels = words::short_labels(&lines.iter().map(|l| &l.row).collect::<Vec<_>>());
             lines
                 .iter()
                 .zip(colours)
-                .map(|(l, colour)| Slice {
+                .zip(labels)
+                .map(|((l, colour), label)| Slice {
                     key: format!("{}:{}", l.file, l.row.device),
-                    label: words::short_label(&l.row),
+                    label,
                     value: words::cell_exact(&l.row, column).parse().unwrap_or(0),
                     colour,
                 })

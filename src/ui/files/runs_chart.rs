@@ -52,18 +52,21 @@ pub fn RunsChart(
         let (x, y) = (x.get(), y.get());
         let colours = colours.get();
         lines.with(|lines| {
+            let labels =
+                format::compare::short_labels(&lines.iter().map(|l| &l.row).collect::<Vec<_>>());
             lines
                 .iter()
                 .zip(colours)
+                .zip(labels)
                 .take(MOST_RUNS)
-                .filter_map(|(l, colour)| {
+                .filter_map(|((l, colour), label)| {
                     let curve = digests
                         .with_digest(l.file, l.row.device, |d| run_curve(d, x, y))
                         .flatten()?;
                     Some(Run {
                         file: l.file,
                         device: l.row.device,
-                        label: format::compare::short_label(&l.row),
+                        label,
                         colour,
                         curve,
                     })

@@ -1,16 +1,21 @@
-//! The overview of the device shown: its numbers grouped as the core groups them, the PyTorch
-//! release range of the file, and the allocator settings; the warnings are shown above the
-//! timeline (`Warnings`).
+//! The overview of the device shown: the answer first, in a strip under the file's name
+//! (`OverviewStrip`: the peak, the reserve, the efficiency, an out-of-memory, the top
+//! findings); the warnings above the timeline (`Warnings`); and under the views, its every
+//! number grouped as the core groups them, the PyTorch release range of the file and the
+//! allocator settings (`OverviewPanel`).
 //!
 //! The page state asks for the overview as soon as a file is decoded (it is what the user
-//! sees first) and keeps one per device; these components only show it.
+//! sees first) and keeps one per device; these components show it (the strip also asks for
+//! the device's findings).
 
 mod allocator_settings;
 mod metric_groups;
+mod strip;
 mod warnings;
 
 use leptos::prelude::*;
 
+pub use strip::OverviewStrip;
 pub use warnings::Warnings;
 
 use allocator_settings::AllocatorSettings;

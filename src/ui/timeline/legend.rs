@@ -83,7 +83,23 @@ pub fn Legend(tl: Timeline) -> impl IntoView {
             Moment::State(0) => "before the first event".to_string(),
             Moment::State(s) => format!("after event {}", format::count(s as u64 - 1)),
         };
-        let items = categories_of(dimension, dark)
+        let all = categories_of(dimension, dark);
+        // A compact screen leaves out the categories with nothing live (CSS), so the legend
+        // keeps to a row: this says how many and which.
+        let empty: Vec<&str> = all
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| bytes.get(*k).copied().unwrap_or(0) == 0)
+            .map(|(_, (_, label, _))| *label)
+            .collect();
+        let empty_note = (!empty.is_empty()).then(|| {
+            view! {
+                <li class="legend-empty" title=format!("Nothing live: {}", empty.join(", "))>
+                    {format!("{} empty", empty.len())}
+                </li>
+            }
+        });
+        let items = all
             .into_iter()
             .enumerate()
             .map(|(k, (key, label, colour))| {
@@ -138,7 +154,7 @@ pub fn Legend(tl: Timeline) -> impl IntoView {
                 data-live-bytes=live.to_string()
             >
                 <span class="legend-at">{format!("{} live {at}", format::bytes(live))}</span>
-                <ul class="legend-list scroll-row">{items}</ul>
+                <ul class="legend-list">{items}{empty_note}</ul>
             </div>
         })
     }

@@ -135,7 +135,7 @@ pub fn TimelineToolbar(tl: Timeline) -> impl IntoView {
     };
 
     view! {
-        <div class="timeline-toolbar scroll-row">
+        <div class="timeline-toolbar">
             <div class="segmented-group" role="group" aria-label="Timeline">
                 {segmented_button(tl.kind, TimelineKind::Allocations, "Allocations", "timeline-tab-allocations", enabled)}
                 {segmented_button(tl.kind, TimelineKind::Segments, "Segments", "timeline-tab-segments", enabled)}

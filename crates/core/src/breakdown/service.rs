@@ -213,12 +213,17 @@ const MAX_TOP: u32 = 200;
 /// Most columns a series has.
 const MAX_COLUMNS: u32 = 8192;
 
-/// The breakdown feature's service: keeps each device's envelope of the allocated curve.
+/// The breakdown feature's service: keeps each device's envelope of the allocated curve, and
+/// its last summary.
 #[derive(Default)]
 pub struct BreakdownService {
     envelopes: FxHashMap<u32, Envelope>,
     /// Whether each device's trace has usable times (checking is O(rows)).
     timed: FxHashMap<u32, bool>,
+    /// Each device's summary under the categories' generation it was made in: the page's
+    /// overview strip and its breakdown both ask for it as a file opens, and its findings are
+    /// the costliest part of the breakdown.
+    summaries: FxHashMap<u32, DeviceSummary>,
 }
 
 type Answered = Result<Reply<BreakdownAnswer>, ViewError>;
@@ -250,7 +255,20 @@ impl Service for BreakdownService {
         let start = (cx.now)();
         let answer = match request {
             BreakdownRequest::Summary { device } => {
-                BreakdownAnswer::Summary(Box::new(summary(cx, device)?))
+                let generation = cx.categorised.generation();
+                let kept = self
+                    .summaries
+                    .get(&device)
+                    .filter(|s| s.generation == generation);
+                let made = match kept {
+                    Some(kept) => kept.clone(),
+                    None => {
+                        let made = summary(cx, device)?;
+                        self.summaries.insert(device, made.clone());
+                        made
+                    }
+                };
+                BreakdownAnswer::Summary(Box::new(made))
             }
             BreakdownRequest::At {
                 device,

@@ -204,22 +204,32 @@ pub fn moments_differ(a: &Digest, b: &Digest) -> Option<String> {
     ))
 }
 
-/// A row's short name for a bar: the user's label, else the end of the name (where files of a
-/// run differ), and its device, cut in the middle to 40 characters.
-pub fn short_label(row: &FileRow) -> String {
-    let text = if row.label != row.name {
-        row.label.clone()
-    } else {
-        row.name
-            .rsplit(['/', '\\'])
-            .next()
-            .unwrap_or(&row.name)
-            .to_string()
-    };
-    super::shorten_middle(
-        &format!("{text} · {}", super::device(row.device_kind, row.device)),
-        40,
-    )
+/// Each row's short name for a bar or a legend, in order: the user's label, else the part of
+/// its name that differs from the other rows' ([`super::names::distinct_parts`]), and its
+/// device, in at most 40 characters ([`super::names::fit_all`]: a long part keeps its last
+/// words, so the settings of `…_ctx256_…` and `…_ctx512_…` stay whole whatever the projects'
+/// prefixes).
+pub fn short_labels(rows: &[&FileRow]) -> Vec<String> {
+    const MOST: usize = 40;
+    let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+    let texts: Vec<String> = super::names::distinct_parts(&names)
+        .into_iter()
+        .zip(rows)
+        .map(|(part, row)| match row.label != row.name {
+            true => row.label.clone(),
+            false => part,
+        })
+        .collect();
+    let devices: Vec<String> = rows
+        .iter()
+        .map(|row| format!(" · {}", super::device(row.device_kind, row.device)))
+        .collect();
+    let room = |i: usize| MOST.saturating_sub(devices[i].chars().count()).max(8);
+    super::names::fit_all(&texts, &room)
+        .into_iter()
+        .zip(devices)
+        .map(|(text, device)| format!("{text}{device}"))
+        .collect()
 }
 
 /// Where a row's file is reported: the relative paths the Markdown and the HTML rendering
@@ -245,13 +255,15 @@ pub fn runs_blocks(runs: &[(&FileRow, &Digest)]) -> Vec<DocBlock> {
     if drawn.is_empty() {
         return Vec::new();
     }
+    let labels = short_labels(&drawn.iter().map(|(_, row, _)| *row).collect::<Vec<_>>());
     let slices = drawn
         .iter()
-        .map(|(i, row, curve)| {
+        .zip(&labels)
+        .map(|((i, row, curve), label)| {
             let [r, g, b, _] = palette[i % palette.len()];
             ChartSlice {
                 key: format!("{}:{}", row.name, row.device),
-                label: short_label(row),
+                label: label.clone(),
                 bytes: curve.peak.unsigned_abs(),
                 colour: [r, g, b],
             }
@@ -272,9 +284,10 @@ pub fn runs_blocks(runs: &[(&FileRow, &Digest)]) -> Vec<DocBlock> {
         ],
         rows: drawn
             .iter()
-            .map(|(_, row, curve)| DocRow {
+            .zip(labels)
+            .map(|((_, row, curve), label)| DocRow {
                 cells: vec![
-                    Cell::text(short_label(row)),
+                    Cell::text(label),
                     Cell::text(super::bytes_signed(curve.peak)).with("bytes", curve.peak),
                     Cell::text(format!(
                         "{} of its events",
@@ -370,12 +383,13 @@ pub fn files_blocks(
         kind: ChartKind::Bars,
         slices: rows
             .iter()
+            .zip(short_labels(&rows.iter().collect::<Vec<_>>()))
             .enumerate()
-            .map(|(i, row)| {
+            .map(|(i, (row, label))| {
                 let [r, g, b, _] = palette[i % palette.len()];
                 ChartSlice {
                     key: format!("{}:{}", row.name, row.device),
-                    label: short_label(row),
+                    label,
                     bytes: row.peak_allocated_bytes,
                     colour: [r, g, b],
                 }
@@ -624,6 +638,53 @@ mod tests {
             .map(|r| cell_text(r, FilesColumn::Setting(0)))
             .collect();
         assert_eq!(order, ["128", "512", "2048"]);
+    }
+
+    #[test]
+    fn short_labels_keep_the_settings_that_differ_across_projects() {
+        let named = |name: &str| FileRow {
+            name: name.into(),
+            label: name.into(),
+            ..row()
+        };
+        let rows = [
+            named("LINYUNLinYun__CS336-assignment2-systems__cs336_systems__results__memory_profiles__xl_ctx256_forward_bf16.pickle"),
+            named("/data/sidsoc12__spring2024-assignment2-systems__cs336_systems__mem_snapshot_ctx512_bf16_infer.pickle"),
+        ];
+        let labels = short_labels(&rows.iter().collect::<Vec<_>>());
+        assert!(labels[0].contains("ctx256"), "{labels:?}");
+        assert!(labels[1].contains("ctx512"), "{labels:?}");
+        assert!(labels.iter().all(|l| l.chars().count() <= 40), "{labels:?}");
+        // Two projects' runs of one setting keep what tells them apart: their beginnings.
+        let rows = [
+            named("projectA_memory_profile_ctx256_forward_bf16.pickle"),
+            named("projectB_memory_profile_ctx256_forward_bf16_again.pickle"),
+            named("somethingelse_entirely_memory_profile_ctx256_forward_bf16.pickle"),
+        ];
+        let labels = short_labels(&rows.iter().collect::<Vec<_>>());
+        assert_eq!(
+            labels
+                .iter()
+                .collect::<std::collections::HashSet<_>>()
+                .len(),
+            3,
+            "{labels:?}"
+        );
+        // One project's runs keep only what tells them apart.
+        let rows = [
+            named("runs/memory_ctx256_forward.pickle"),
+            named("runs/memory_ctx512_forward.pickle"),
+        ];
+        assert_eq!(
+            short_labels(&rows.iter().collect::<Vec<_>>()),
+            ["ctx256 · cuda:0", "ctx512 · cuda:0"]
+        );
+        // A label the user gave wins.
+        let labelled = FileRow {
+            label: "baseline".into(),
+            ..rows[0].clone()
+        };
+        assert_eq!(short_labels(&[&labelled, &rows[1]])[0], "baseline · cuda:0");
     }
 
     #[test]

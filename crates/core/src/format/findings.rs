@@ -297,6 +297,14 @@ fn role_advice(role: Role) -> &'static str {
     }
 }
 
+/// The findings a short list leaves out: `2 more findings`.
+pub fn more_findings(n: usize) -> String {
+    match n {
+        1 => "1 more finding".into(),
+        n => format!("{} more findings", count(n as u64)),
+    }
+}
+
 /// What a device with no finding says: that nothing stands out, and — where the file could
 /// not have recorded an out-of-memory — that whether the run ran out is unknown, not that it
 /// did not.

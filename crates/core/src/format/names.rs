@@ -41,6 +41,68 @@ pub fn distinct_parts(names: &[&str]) -> Vec<String> {
         .collect()
 }
 
+/// `text` cut to at most `max` characters by dropping whole words from its start, so a name's
+/// end (where runs' settings usually are: `…xl_ctx256_forward_bf16`) stays whole. A text whose
+/// last word alone does not fit is cut in the middle ([`super::shorten_middle`]).
+pub fn keep_last_words(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let tokens = tokenize(text);
+    // Start at a word, after a separator: `…ctx256_forward`, not `…_ctx256_forward`.
+    let mut kept = 0;
+    let mut best = None;
+    for (i, token) in tokens.iter().enumerate().rev() {
+        kept += token.chars().count();
+        if kept + 1 > max {
+            break;
+        }
+        if !is_separator(token) {
+            best = Some(i);
+        }
+    }
+    match best {
+        Some(i) => format!("…{}", tokens[i..].concat()),
+        None => super::shorten_middle(text, max),
+    }
+}
+
+/// Names told apart (each [`distinct_parts`]' part, or a label) fitted to `room(i)` characters
+/// each: beside other names, each keeps its last words ([`keep_last_words`]), unless that
+/// makes two different names alike, which then keep both ends, cut in the middle; a name
+/// alone keeps both ends ([`super::shorten_middle`]).
+pub fn fit_all(texts: &[String], room: &dyn Fn(usize) -> usize) -> Vec<String> {
+    if texts.len() < 2 {
+        return texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| super::shorten_middle(t, room(i)))
+            .collect();
+    }
+    let tails: Vec<String> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, t)| keep_last_words(t, room(i)))
+        .collect();
+    // Names are few beside each other (a legend, a list): the pairs are compared directly,
+    // and only while a short name is alike.
+    let mut by_tail: std::collections::HashMap<&str, Vec<usize>> = Default::default();
+    for (i, tail) in tails.iter().enumerate() {
+        by_tail.entry(tail.as_str()).or_default().push(i);
+    }
+    (0..texts.len())
+        .map(|i| {
+            let alike = by_tail[tails[i].as_str()]
+                .iter()
+                .any(|&j| texts[j] != texts[i]);
+            match alike {
+                true => super::shorten_middle(&texts[i], room(i)),
+                false => tails[i].clone(),
+            }
+        })
+        .collect()
+}
+
 fn file_name(name: &str) -> &str {
     name.rsplit(['/', '\\']).next().unwrap_or(name)
 }
@@ -86,6 +148,23 @@ mod tests {
         assert_eq!(
             distinct_parts(&["run/rank0.pickle", "run/rank1.pickle", "run/rank12.pickle"]),
             ["rank0", "rank1", "rank12"]
+        );
+    }
+
+    #[test]
+    fn long_names_keep_their_last_words_whole() {
+        assert_eq!(
+            keep_last_words(
+                "LINYUNLinYun__CS336-assignment2-systems__xl_ctx256_forward_bf16",
+                31
+            ),
+            "…xl_ctx256_forward_bf16"
+        );
+        assert_eq!(keep_last_words("short_name", 31), "short_name");
+        // No whole last word fits: cut in the middle.
+        assert_eq!(
+            keep_last_words("abcdefghijklmnopqrstuvwxyz", 10),
+            "abc…uvwxyz"
         );
     }
 

@@ -55,6 +55,31 @@ pub fn metric_value(metric: &Metric) -> String {
     }
 }
 
+/// The overview's figures said first, under the file's name (the page's overview strip):
+/// the peak, what was reserved there and how much of it was in use, and the highest reserve.
+pub const GLANCE: [MetricKey; 4] = [
+    MetricKey::PeakAllocatedBytes,
+    MetricKey::ReservedAtPeakBytes,
+    MetricKey::EfficiencyAtPeakPpm,
+    MetricKey::PeakReservedBytes,
+];
+
+/// A figure's short name in the overview strip, where the full label's parenthesis has no
+/// room: `Efficiency at the peak`.
+pub fn glance_label(key: MetricKey) -> String {
+    match key {
+        MetricKey::CachedFreeAtPeakBytes => "Cached free at the peak".into(),
+        MetricKey::EfficiencyAtPeakPpm => "Efficiency at the peak".into(),
+        other => metric_label(other),
+    }
+}
+
+/// An out-of-memory the overview counted, before the findings say more: `Out of memory at
+/// event 421`.
+pub fn oom_at(row: u64) -> String {
+    format!("Out of memory at event {}", count(row))
+}
+
 /// The exact value of a metric with its unit, for tooltips: `11,844,714,496 bytes`.
 pub fn metric_exact(metric: &Metric) -> String {
     let n = count(metric.value);
