@@ -7,6 +7,7 @@
 //! (what `--write-baseline` and `memsight digest` write), a folder of digests, a snapshot, or
 //! an earlier `memsight report --json` (its peaks, roles, components and call sites).
 
+use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -14,7 +15,7 @@ use memsight_core::analysis::categories::rules::Rules;
 use memsight_core::breakdown::service::{DeviceSummary, MomentBreakdown};
 use memsight_core::compare::budget::{check, Budgets, RoleBytes, PPM_PER_PERCENT};
 use memsight_core::compare::digest::portable;
-use memsight_core::compare::digest_file::DigestFile;
+use memsight_core::compare::digest_file::{DigestFile, MAX_DIGESTS_BYTES};
 use memsight_core::compare::{Digest, Keyed, NormalisedCurve};
 use memsight_core::format::check as words;
 use memsight_core::model::text::natural_cmp;
@@ -26,6 +27,7 @@ use crate::escape::{escape_control, escape_json};
 use crate::open::describe_error;
 use crate::parallel::parallel_map;
 use crate::table::{parse_role, parse_size};
+use crate::written::{refuse_unwritable, write_regular};
 
 /// How the verdict is printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,6 +84,9 @@ pub fn run(
         );
         return ExitCode::from(CANNOT_CHECK);
     }
+    if let Err(code) = refuse_unwritable(write_baseline) {
+        return code;
+    }
     let read = parallel_map(files, jobs, |path| {
         read_as_digests(path, rules, true, files.len() == 1)
     });
@@ -109,7 +114,7 @@ pub fn run(
     };
     if let Some(path) = write_baseline {
         let text: String = digests.iter().map(DigestFile::to_json).collect();
-        if let Err(e) = std::fs::write(path, escape_json(&text).as_bytes()) {
+        if let Err(e) = write_regular(path, escape_json(&text).as_bytes()) {
             say!(
                 "memsight: {}: the baseline cannot be written: {e}",
                 path.display()
@@ -194,21 +199,20 @@ fn report_as_baseline(path: &Path) -> Option<DigestFile> {
     let mut head = [0u8; 1];
     let mut file = crate::open::open_regular(path).ok()?;
     // A report is JSON: a pickle (the usual baseline snapshot) is not read twice.
-    if std::io::Read::read(&mut file, &mut head).ok()? != 1 || head[0] != b'{' {
+    if file.read(&mut head).ok()? != 1 || head[0] != b'{' {
         return None;
     }
-    let mut bytes = head.to_vec();
-    std::io::Read::read_to_end(&mut file, &mut bytes).ok()?;
-    let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
-    let name = value.get("file")?.as_str()?;
+    // Parsed as it is read, what a report does not hold skipped unkept, and no further than
+    // any report goes: a snapshot's JSON form, as large as it may be, is never held whole
+    // here (it is then decoded as a snapshot).
+    let within = BufReader::new(head.chain(file).take(MAX_DIGESTS_BYTES));
+    let report: ReportNumbers = serde_json::from_reader(within).ok()?;
     let mut devices = Vec::new();
-    for (device, numbers) in value.get("devices")?.as_object()? {
+    for (device, numbers) in &report.devices {
         let device: u32 = device.parse().ok()?;
-        let summary: DeviceSummary =
-            serde_json::from_value(numbers.get("summary")?.clone()).ok()?;
-        let peak: MomentBreakdown = serde_json::from_value(numbers.get("peak")?.clone()).ok()?;
-        devices.push(digest_of_report(device, &summary, &peak));
+        devices.push(digest_of_report(device, &numbers.summary, &numbers.peak));
     }
+    let name = report.file.as_str();
     devices.sort_by_key(|d| d.device);
     let default_device = devices
         .iter()
@@ -221,6 +225,20 @@ fn report_as_baseline(path: &Path) -> Option<DigestFile> {
         default_device,
         devices,
     ))
+}
+
+/// What a baseline reads of `memsight report --json`; the rest is skipped.
+#[derive(serde::Deserialize)]
+struct ReportNumbers {
+    file: String,
+    devices: std::collections::BTreeMap<String, DeviceNumbers>,
+}
+
+/// A device's numbers in a report, as a baseline reads them.
+#[derive(serde::Deserialize)]
+struct DeviceNumbers {
+    summary: DeviceSummary,
+    peak: MomentBreakdown,
 }
 
 /// A device's digest from a report's numbers: no modules and no curve (a report holds none).

@@ -19,6 +19,7 @@ use crate::open::{
 };
 use crate::output_names::report_names;
 use crate::parallel::parallel_map;
+use crate::written::{make_folder, refuse_unwritable, write_regular};
 
 /// What wrote a digest.
 pub const WRITER: &str = concat!("memsight ", env!("CARGO_PKG_VERSION"));
@@ -113,7 +114,7 @@ pub fn run(files: &[PathBuf], rules: &Rules, output: DigestDestination, jobs: us
         }
     }
     if let DigestDestination::Folder(folder) = &output {
-        if let Err(e) = std::fs::create_dir_all(folder) {
+        if let Err(e) = make_folder(folder) {
             say!(
                 "memsight: {}: the digest folder cannot be made: {e}",
                 folder.display()
@@ -122,13 +123,24 @@ pub fn run(files: &[PathBuf], rules: &Rules, output: DigestDestination, jobs: us
         }
     }
     let names = report_names(&files.iter().map(|p| shown(p)).collect::<Vec<_>>());
+    let targets: Vec<PathBuf> = match &output {
+        DigestDestination::Print => Vec::new(),
+        DigestDestination::File(target) => vec![target.clone()],
+        DigestDestination::Folder(folder) => names
+            .iter()
+            .map(|named| folder.join(format!("{}.digest.json", named.file)))
+            .collect(),
+    };
+    if let Err(code) = refuse_unwritable(targets.iter().map(PathBuf::as_path)) {
+        return code;
+    }
     let progress = files.len() == 1;
     let digests = parallel_map(files, jobs, |path| {
         read_as_digests(path, rules, true, progress)
     });
     let mut failed = false;
     let mut written = 0usize;
-    for ((path, named), digests) in files.iter().zip(&names).zip(digests) {
+    for (i, (path, digests)) in files.iter().zip(digests).enumerate() {
         let json: String = match digests {
             Ok(files) => files.iter().map(DigestFile::to_json).collect(),
             Err(report) => {
@@ -137,15 +149,11 @@ pub fn run(files: &[PathBuf], rules: &Rules, output: DigestDestination, jobs: us
                 continue;
             }
         };
-        let target = match &output {
-            DigestDestination::Print => {
-                print!("{}", escape_json(&json));
-                continue;
-            }
-            DigestDestination::File(target) => target.clone(),
-            DigestDestination::Folder(folder) => folder.join(format!("{}.digest.json", named.file)),
+        let Some(target) = targets.get(i) else {
+            print!("{}", escape_json(&json));
+            continue;
         };
-        if let Err(e) = std::fs::write(&target, escape_json(&json).as_bytes()) {
+        if let Err(e) = write_regular(target, escape_json(&json).as_bytes()) {
             say!("memsight: {}: cannot be written: {e}", target.display());
             return ExitCode::from(2);
         }

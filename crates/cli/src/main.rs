@@ -23,6 +23,7 @@ mod report;
 mod segments;
 mod source;
 mod table;
+mod written;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -3,6 +3,9 @@
 //! read reported with the same message, byte offset and hint as the page. A file of digests
 //! (`memsight digest`) is told apart by its first bytes and read whole; commands that need
 //! the trace refuse it. `--redact` applies here, to every file opened and every name shown.
+//! Every other file a command reads (rules, a report as a baseline, source files) is opened
+//! here too, only when it is a regular file, and read whole only up to a limit of its kind
+//! ([`read_whole`]). Not the place for files written ([`crate::written`]).
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
@@ -12,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use memsight_core::analysis::categories::categorised::Categorised;
-use memsight_core::analysis::categories::rules::Rules;
+use memsight_core::analysis::categories::rules::{Rules, MAX_RULES_BYTES};
 use memsight_core::analysis::Analysed;
 use memsight_core::compare::digest_file::{
     read_digests, redact_digest, DigestFile, MAX_DIGESTS_BYTES,
@@ -55,12 +58,18 @@ pub fn regular_file(metadata: &std::fs::Metadata) -> Result<(), String> {
     if kind.is_file() {
         return Ok(());
     }
-    let what = if kind.is_dir() {
+    Err(format!("it is {}, not a regular file", what_it_is(&kind)))
+}
+
+/// What a file of this kind is, in words: `a folder`, `a named pipe (FIFO)`…
+pub fn what_it_is(kind: &std::fs::FileType) -> &'static str {
+    if kind.is_file() {
+        "a regular file"
+    } else if kind.is_dir() {
         "a folder"
     } else {
-        special_kind(&kind)
-    };
-    Err(format!("it is {what}, not a regular file"))
+        special_kind(kind)
+    }
 }
 
 #[cfg(unix)]
@@ -90,6 +99,30 @@ pub fn open_regular(path: &Path) -> Result<File, String> {
     let file = File::open(path).map_err(|e| e.to_string())?;
     regular_file(&file.metadata().map_err(|e| e.to_string())?)?;
     Ok(file)
+}
+
+/// The bytes of the regular file at `path` when it holds at most `limit` bytes, else why not:
+/// `too_large` says it for a file of the size given. The size is checked before reading, and
+/// the reading stops one byte past the limit, so a file that grows while read (or claims a
+/// size it does not hold) never fills the memory.
+pub fn read_whole(
+    path: &Path,
+    limit: u64,
+    too_large: impl Fn(u64) -> String,
+) -> Result<Vec<u8>, String> {
+    let file = open_regular(path)?;
+    let size = file.metadata().map_err(|e| e.to_string())?.len();
+    if size > limit {
+        return Err(too_large(size));
+    }
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large(bytes.len() as u64));
+    }
+    Ok(bytes)
 }
 
 /// A decoded and analysed snapshot, with how long that took.
@@ -347,11 +380,11 @@ pub fn read_rules(path: &Path) -> Result<Rules, String> {
 }
 
 fn rules_in(path: &Path) -> Result<Rules, String> {
-    let mut text = String::new();
-    open_regular(path)
-        .and_then(|mut file| file.read_to_string(&mut text).map_err(|e| e.to_string()))
+    let too_large =
+        |_| format::problems::file_too_large(MAX_RULES_BYTES, "no rules file needs to be");
+    let bytes = read_whole(path, MAX_RULES_BYTES, too_large)
         .map_err(|e| format!("{}: cannot be read: {e}", path.display()))?;
-    let rules: Rules = serde_json::from_str(&text)
+    let rules: Rules = serde_json::from_slice(&bytes)
         .map_err(|e| format!("{}: not a rules file: {e}", path.display()))?;
     match rules.compile() {
         Ok(_) => Ok(rules),

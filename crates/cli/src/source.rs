@@ -11,7 +11,6 @@
 
 use std::collections::HashSet;
 use std::fmt::Write as _;
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -31,7 +30,7 @@ use memsight_core::table::{Filter, Scope};
 use memsight_core::decode::ErrorReport;
 
 use crate::open::{
-    for_each_input_into, not_a_snapshot, open_regular, regular_file, with_context, Opened,
+    for_each_input_into, not_a_snapshot, read_whole, regular_file, with_context, Opened,
     SnapshotOrDigests,
 };
 
@@ -161,25 +160,24 @@ fn folder_identity(path: &Path, _: &std::fs::Metadata) -> PathBuf {
 /// `Err` with why a file of `size` bytes is not read.
 fn within_limit(size: u64) -> Result<(), String> {
     if size > MAX_SOURCE_BYTES {
-        return Err(format!(
-            "it is {}, more than the {} read from a checkout",
-            format::bytes(size),
-            format::bytes(MAX_SOURCE_BYTES)
-        ));
+        return Err(too_large(size));
     }
     Ok(())
+}
+
+/// Why a file of `size` bytes, more than [`MAX_SOURCE_BYTES`], is not read.
+fn too_large(size: u64) -> String {
+    format!(
+        "it is {}, more than the {} read from a checkout",
+        format::bytes(size),
+        format::bytes(MAX_SOURCE_BYTES)
+    )
 }
 
 /// The text of the regular file at `path`, read up to [`MAX_SOURCE_BYTES`] (bytes that are
 /// not UTF-8 replaced), or why not.
 fn read_source(path: &Path) -> Result<String, String> {
-    let file = open_regular(path)?;
-    within_limit(file.metadata().map_err(|e| e.to_string())?.len())?;
-    let mut bytes = Vec::new();
-    file.take(MAX_SOURCE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| e.to_string())?;
-    within_limit(bytes.len() as u64)?;
+    let bytes = read_whole(path, MAX_SOURCE_BYTES, too_large)?;
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 

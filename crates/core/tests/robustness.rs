@@ -6,6 +6,7 @@ mod common;
 use std::io::Read;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use common::pickle::{self, Pickle};
 use common::*;
 use memsight_core::decode::{decode_bytes, decode_reader};
 
@@ -171,79 +172,6 @@ fn absurd_lengths_allocate_nothing_up_front() {
         .contains("memo index"));
 }
 
-/// A pickle written opcode by opcode (protocol 2), for the hostile shapes Python's pickler
-/// writes too when asked to.
-#[derive(Default)]
-struct Pickle(Vec<u8>);
-
-impl Pickle {
-    fn new() -> Self {
-        Pickle(vec![0x80, 2])
-    }
-    fn op(&mut self, op: u8) -> &mut Self {
-        self.0.push(op);
-        self
-    }
-    fn text(&mut self, s: &str) -> &mut Self {
-        self.0.push(b'X');
-        self.0.extend_from_slice(&(s.len() as u32).to_le_bytes());
-        self.0.extend_from_slice(s.as_bytes());
-        self
-    }
-    fn put(&mut self, i: u32) -> &mut Self {
-        match u8::try_from(i) {
-            Ok(short) => self.0.extend([b'q', short]),
-            Err(_) => {
-                self.0.push(b'r');
-                self.0.extend_from_slice(&i.to_le_bytes());
-            }
-        }
-        self
-    }
-    fn get(&mut self, i: u32) -> &mut Self {
-        match u8::try_from(i) {
-            Ok(short) => self.0.extend([b'h', short]),
-            Err(_) => {
-                self.0.push(b'j');
-                self.0.extend_from_slice(&i.to_le_bytes());
-            }
-        }
-        self
-    }
-    fn int(&mut self, i: u32) -> &mut Self {
-        self.0.push(b'J');
-        self.0.extend_from_slice(&i.to_le_bytes());
-        self
-    }
-    /// A chain of `levels` lists, each holding two memo references to the one before: two
-    /// to the power `levels` empty lists once expanded; the last is memo slot `first + levels`.
-    fn bomb(&mut self, first: u32, levels: u32) -> &mut Self {
-        self.op(b']').put(first);
-        for k in first..first + levels {
-            // POP the list before: the memo keeps it.
-            self.op(b'0')
-                .op(b']')
-                .op(b'(')
-                .get(k)
-                .get(k)
-                .op(b'e')
-                .put(k + 1);
-        }
-        self
-    }
-    /// `{segments: [], device_traces: [[]], <key>: <value written by f>}`.
-    fn snapshot_with(key: &str, f: impl FnOnce(&mut Pickle)) -> Vec<u8> {
-        let mut p = Pickle::new();
-        p.op(b'}').op(b'(');
-        p.text("segments").op(b']');
-        p.text("device_traces").op(b']').op(b']').op(b'a');
-        p.text(key);
-        f(&mut p);
-        p.op(b'u').op(b'.');
-        p.0
-    }
-}
-
 /// Memo references that expand exponentially are refused where the budget runs out, with
 /// its offset, wherever the value would be kept (a key memsight does not know, the allocator's
 /// settings, annotations), in bytes and as a stream: a 30-level chain is 2^30 values from
@@ -290,28 +218,9 @@ fn memo_bombs_are_refused_with_their_offset() {
 /// one memoized trace: each device would copy its rows, so they count against the budget.
 #[test]
 fn one_trace_named_for_many_devices_is_refused() {
-    let mut p = Pickle::new();
-    p.op(b'}').op(b'(');
-    p.text("segments").op(b']');
-    p.text("device_traces").op(b']').op(b'(');
-    // T: a list of 1,000 trace entries, memo slot 0.
-    p.op(b']').put(0).op(b'(');
-    for i in 0..1000 {
-        p.op(b'}').op(b'(');
-        p.text("action").text("alloc");
-        p.text("addr").int(4096 * (i + 1));
-        p.text("size").int(512);
-        p.text("stream").int(0);
-        p.op(b'u');
-    }
-    p.op(b'e');
-    for _ in 1..1000 {
-        p.get(0);
-    }
-    p.op(b'e');
-    p.op(b'u').op(b'.');
-    let Err(err) = decode_bytes(&p.0) else {
-        panic!("a million trace rows from {} bytes were read", p.0.len());
+    let bytes = pickle::one_trace_for_many_devices(1000, 1000);
+    let Err(err) = decode_bytes(&bytes) else {
+        panic!("a million trace rows from {} bytes were read", bytes.len());
     };
     assert!(
         err.message.contains("memo references expand to more than"),
@@ -323,10 +232,7 @@ fn one_trace_named_for_many_devices_is_refused() {
 /// (whose cost grows with the square of its width) is made.
 #[test]
 fn wide_integers_are_refused_at_their_byte() {
-    let bytes = Pickle::snapshot_with("extra", |p| {
-        p.op(0x8b).0.extend_from_slice(&200_000u32.to_le_bytes());
-        p.0.extend(std::iter::repeat_n(0x55, 200_000));
-    });
+    let bytes = pickle::wide_integer(200_000);
     let Err(err) = decode_bytes(&bytes) else {
         panic!("a 200,000-byte integer was read");
     };
@@ -344,13 +250,7 @@ fn wide_integers_are_refused_at_their_byte() {
 /// each: a hundred thousand empty trace lists are 200 KB.
 #[test]
 fn a_hundred_thousand_devices_are_refused() {
-    let bytes = Pickle::snapshot_with("device_traces", |p| {
-        p.op(b']').op(b'(');
-        for _ in 0..100_000 {
-            p.op(b']');
-        }
-        p.op(b'e');
-    });
+    let bytes = pickle::empty_devices(100_000);
     let Err(err) = decode_bytes(&bytes) else {
         panic!("a hundred thousand devices were read");
     };
@@ -402,36 +302,9 @@ fn an_entry_without_an_action_says_so() {
 fn a_deep_stack_shared_by_many_allocations_is_walked_once() {
     const FRAMES: u32 = 100_000;
     const ALLOCATIONS: u32 = 2_000;
-    let mut p = Pickle::new();
-    p.op(b'}').op(b'(');
-    p.text("segments").op(b']');
-    p.text("device_traces").op(b']').op(b']').op(b'(');
-    for i in 0..ALLOCATIONS {
-        p.op(b'}').op(b'(');
-        p.text("action").text("alloc");
-        p.text("addr").int(4096 * (i + 1));
-        p.text("size").int(512);
-        p.text("stream").int(0);
-        p.text("frames");
-        if i == 0 {
-            p.op(b']').put(1).op(b'(');
-            for line in 0..FRAMES {
-                p.op(b'}').op(b'(');
-                p.text("filename").text("/home/u/train.py");
-                p.text("line").int(line + 1);
-                p.text("name").text("step");
-                p.op(b'u');
-            }
-            p.op(b'e');
-        } else {
-            p.get(1);
-        }
-        p.op(b'u');
-    }
-    p.op(b'e').op(b'a');
-    p.op(b'u').op(b'.');
-    assert!(p.0.len() < 10 << 20, "{} bytes", p.0.len());
-    let analysed = memsight_core::analysis::Analysed::new(decode_bytes(&p.0).unwrap());
+    let bytes = pickle::shared_deep_stack(FRAMES, ALLOCATIONS);
+    assert!(bytes.len() < 10 << 20, "{} bytes", bytes.len());
+    let analysed = memsight_core::analysis::Analysed::new(decode_bytes(&bytes).unwrap());
     let facts = &analysed.facts[0];
     let chosen: Vec<u32> = (0..facts.allocations.len() as u32).collect();
     let start = std::time::Instant::now();

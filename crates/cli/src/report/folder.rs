@@ -41,6 +41,7 @@ use crate::open::{
 };
 use crate::output_names::report_names;
 use crate::parallel::parallel_map;
+use crate::written::{make_folder, refuse_unwritable, write_regular};
 
 /// One input: its path, how reports name it, its reports' file name, how the summary lists
 /// it and the name its rows carry.
@@ -75,7 +76,7 @@ pub fn run(
     folder: &Path,
     jobs: usize,
 ) -> ExitCode {
-    if let Err(e) = std::fs::create_dir_all(folder) {
+    if let Err(e) = make_folder(folder) {
         say!(
             "memsight: {}: the report folder cannot be made: {e} (to write Markdown to one \
              file, name it *.md)",
@@ -119,6 +120,21 @@ pub fn run(
         })
         .collect();
     let several = inputs.len() > 1;
+    let summary: &[&str] = if several {
+        &["index.html", "summary.md"]
+    } else {
+        &[]
+    };
+    let pages = inputs
+        .iter()
+        .flat_map(|input| ["html", "md"].map(|kind| format!("{}.{kind}", input.name)));
+    let targets: Vec<PathBuf> = pages
+        .chain(summary.iter().map(|name| name.to_string()))
+        .map(|name| folder.join(name))
+        .collect();
+    if let Err(code) = refuse_unwritable(targets.iter().map(PathBuf::as_path)) {
+        return code;
+    }
     let progress = Progress::new(inputs.len());
     let outcomes = parallel_map(&inputs, jobs, |input| {
         let outcome = report_file(input, device, rules, folder, several);
@@ -202,13 +218,16 @@ fn report_file(
 fn write_report(input: &Input, folder: &Path, document: &Document, rows: SummaryRows) -> Outcome {
     let title = format!("Memory report: {}", input.shown);
     let html = html_page(&title, &document.html(&chart_markup));
-    let written =
-        std::fs::write(folder.join(format!("{}.html", input.name)), html).and_then(|()| {
-            std::fs::write(
-                folder.join(format!("{}.md", input.name)),
-                escape_control(&document.markdown()).as_bytes(),
-            )
-        });
+    let written = write_regular(
+        &folder.join(format!("{}.html", input.name)),
+        html.as_bytes(),
+    )
+    .and_then(|()| {
+        write_regular(
+            &folder.join(format!("{}.md", input.name)),
+            escape_control(&document.markdown()).as_bytes(),
+        )
+    });
     match written {
         Ok(()) => Outcome::Written(rows),
         Err(e) => Outcome::Failed(ErrorReport::message(format!(
@@ -441,7 +460,7 @@ fn write_summary(folder: &Path, inputs: &[Input], outcomes: &[Outcome]) -> Resul
     doc.paragraph(format!("Made by memsight {}.", env!("CARGO_PKG_VERSION")));
     let html = html_page("Memory reports", &doc.html(&chart_markup));
     let write = |name: &str, text: String| {
-        std::fs::write(folder.join(name), text)
+        write_regular(&folder.join(name), text.as_bytes())
             .map_err(|e| format!("{name} cannot be written: {e}"))
     };
     write("index.html", html)?;

@@ -31,6 +31,7 @@ use memsight_core::service::{Context, Service, ViewError};
 
 use crate::digest::say_rules_do_not_apply;
 use crate::open::{for_each_input_into, shown, with_context, Opened, SnapshotOrDigests};
+use crate::written::{refuse_unwritable, write_regular};
 
 /// Between two reports: a blank line (the previous report ends with a line break), a rule and
 /// another blank line.
@@ -82,12 +83,15 @@ pub fn run(
         reports += usize::from(!text.is_empty());
         Ok(format!("{separator}{text}"))
     };
+    if let Err(code) = refuse_unwritable(output) {
+        return code;
+    }
     let code = match output {
         None => for_each_input_into(&mut std::io::stdout(), files, as_json, show),
         Some(output) => {
             let mut text: Vec<u8> = Vec::new();
             let code = for_each_input_into(&mut text, files, as_json, show);
-            if let Err(e) = std::fs::write(output, text) {
+            if let Err(e) = write_regular(output, &text) {
                 say!("memsight: {}: cannot be written: {e}", output.display());
                 return ExitCode::FAILURE;
             }

@@ -271,6 +271,11 @@ fn enclosing_stacks(
     for (i, m) in memory.iter().enumerate() {
         by_thread.entry(m.thread).or_default().push(i);
     }
+    // Threads in the order of their first memory event in the file, not the map's: frames
+    // and stacks are numbered as they are first met, and the same file must give the same
+    // model every time it is read.
+    let mut by_thread: Vec<((Id, Id), Vec<usize>)> = by_thread.into_iter().collect();
+    by_thread.sort_unstable_by_key(|(_, events)| events[0]);
     // One stack per innermost operator: events under one operator share it.
     let mut stack_of_op: HashMap<((Id, Id), usize), StackId> = HashMap::new();
     for (thread, mut events) in by_thread {

@@ -58,6 +58,12 @@ pub fn digests_too_large(limit: u64) -> ErrorReport {
     ))
 }
 
+/// Why a file read whole is refused (a clause, after its path): larger than `limit`, which
+/// `none_is` says no file of its kind is (`no rules file needs to be`).
+pub fn file_too_large(limit: u64, none_is: &str) -> String {
+    format!("it is larger than {}, which {none_is}", super::bytes(limit))
+}
+
 /// Where the decoder found a problem: `At byte 1,234 of the (decompressed) file.`
 pub fn error_offset(offset: u64) -> String {
     format!("At byte {} of the (decompressed) file.", count(offset))

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests: where fixtures live, and expectation files.
 #![allow(dead_code)]
 
+pub mod pickle;
+
 use std::path::{Path, PathBuf};
 
 use memsight_core::analysis::Analysed;

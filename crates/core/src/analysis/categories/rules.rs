@@ -25,6 +25,10 @@ pub struct Rule {
     pub component: Option<Component>,
 }
 
+/// The largest rules file read: a list of hand-written patterns is kilobytes, and a file read
+/// whole is never allowed to be as large as the machine's memory.
+pub const MAX_RULES_BYTES: u64 = 1 << 20;
+
 /// Rules in order: for each dimension, the first matching rule that sets it wins.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Rules {
