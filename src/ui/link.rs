@@ -235,7 +235,7 @@ impl ViewLink {
             parts.push(format!("allocation {pin} pinned"));
         }
         if let Some(moment) = self.moment {
-            parts.push(format!("the moment after event {moment}"));
+            parts.push(format!("the moment {}", crate::format::after_state(moment)));
         }
         if !self.timeline.search.is_empty() {
             parts.push(format!("searching “{}”", self.timeline.search));
@@ -730,6 +730,15 @@ mod tests {
         assert_eq!(
             ViewLink::from_fragment("show=compare&a=0:0&b=1:0").words(),
             "a comparison of two files"
+        );
+        // A moment is a state: state 78 is the memory after event 77, as the legend says.
+        assert_eq!(
+            ViewLink::from_fragment("moment=78").words(),
+            "the timeline, the moment after event 77"
+        );
+        assert_eq!(
+            ViewLink::from_fragment("moment=0").words(),
+            "the timeline, the moment before the first event"
         );
     }
 }

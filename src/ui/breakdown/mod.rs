@@ -227,7 +227,7 @@ pub fn BreakdownPanel(
                         Pick::Peak => return None,
                         Pick::End => "the end".to_string(),
                         Pick::Picked => match categories.picked.get() {
-                            Some(state) => format!("the moment picked on the timeline (after event {})", format::count(state.saturating_sub(1) as u64)),
+                            Some(state) => format!("the moment picked on the timeline ({})", format::after_state(state)),
                             None => return None,
                         },
                     };

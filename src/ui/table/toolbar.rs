@@ -99,7 +99,7 @@ pub fn TableToolbar(table: TableState, file_name: String) -> impl IntoView {
                     TablePick::End => "alive at the end".to_string(),
                     TablePick::Window => "made in the timeline's view".to_string(),
                     TablePick::Picked => match categories.picked.get() {
-                        Some(state) => format!("alive after event {}", format::count(state.saturating_sub(1) as u64)),
+                        Some(state) => format!("alive {}", format::after_state(state)),
                         None => return None,
                     },
                 };

@@ -80,8 +80,7 @@ pub fn Legend(tl: Timeline) -> impl IntoView {
         let at = match moment.get() {
             Moment::Peak => "at the peak".to_string(),
             Moment::End => "at the end".to_string(),
-            Moment::State(0) => "before the first event".to_string(),
-            Moment::State(s) => format!("after event {}", format::count(s as u64 - 1)),
+            Moment::State(s) => format::after_state(s),
         };
         let all = categories_of(dimension, dark);
         // A compact screen leaves out the categories with nothing live (CSS), so the legend

@@ -246,6 +246,17 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     (y, m, d)
 }
 
+/// When a state of the trace is, in words: `after event 1,234` (state `s` is the memory after
+/// event `s − 1`, events counted from 0 as the overview counts them), or `before the first
+/// event` (state 0). The one place a state becomes words: the page's legend, breakdown, table,
+/// links and the reports all say it so.
+pub fn after_state(state: u32) -> String {
+    match state.checked_sub(1) {
+        Some(event) => format!("after event {}", count(u64::from(event))),
+        None => "before the first event".to_string(),
+    }
+}
+
 /// `text` shortened to `max` characters by cutting its middle, so both its beginning and its
 /// distinguishing end stay: `kkaitlyn111__cs336…ctx128_fullstep_.pickle`.
 pub fn shorten_middle(text: &str, max: usize) -> String {
@@ -280,6 +291,13 @@ pub fn percent_of(part: u64, whole: u64) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_state_is_after_the_event_before_it() {
+        assert_eq!(after_state(0), "before the first event");
+        assert_eq!(after_state(1), "after event 0");
+        assert_eq!(after_state(1235), "after event 1,234");
+    }
 
     #[test]
     fn a_compiled_node_says_what_it_runs_and_where_it_came_from() {

@@ -159,7 +159,7 @@ impl DigestReport<'_> {
             "From the snapshot's digest, at the allocated peak ({}). The largest allocations, \
              the peak estimate, the cached memory and the findings need the snapshot itself \
              (`memsight report SNAPSHOT`).",
-            when(d.peak_state)
+            super::after_state(d.peak_state)
         ));
         let light = Style::light();
         category_section(
@@ -282,14 +282,6 @@ fn share(part: u64, whole: u64) -> String {
     percent_ppm((part as u128 * 1_000_000 / whole as u128) as u64)
 }
 
-/// When a state is: `after event 1,234`, or `before the first event`.
-fn when(state: u32) -> String {
-    match state.checked_sub(1) {
-        Some(event) => format!("after event {}", count(event as u64)),
-        None => "before the first event".to_string(),
-    }
-}
-
 /// Why a run whose roles give the estimate no term has no estimate (rather than one of
 /// 0 B, 100% below the peak).
 pub const NO_ESTIMATE: &str = "No estimate: no memory of this run was identified as \
@@ -317,7 +309,7 @@ fn summary_section(doc: &mut Document, summary: &DeviceSummary, peak: &MomentBre
     if summary.state_only {
         doc.paragraph(STATE_ONLY);
     }
-    let mut at = when(summary.peak_state);
+    let mut at = super::after_state(summary.peak_state);
     if let Some(us) = peak.time_us.filter(|&us| us > 0) {
         at.push_str(&format!(", at {}", timestamp_us(us as u64)));
     }
@@ -352,7 +344,7 @@ fn summary_section(doc: &mut Document, summary: &DeviceSummary, peak: &MomentBre
                 bytes_exact(summary.peak_reserved),
                 Inline::text(format!(
                     ", {}, with {} allocated then",
-                    when(summary.reserved_peak_state),
+                    super::after_state(summary.reserved_peak_state),
                     crate::format::bytes(summary.allocated_at_reserved_peak)
                 )),
             ],

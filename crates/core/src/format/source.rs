@@ -46,10 +46,7 @@ pub fn scope_words(scope: &Scope) -> String {
     match scope {
         Scope::Peak => "alive at the peak".to_string(),
         Scope::End => "alive at the end".to_string(),
-        Scope::State(state) => format!(
-            "alive after event {}",
-            count(u64::from(state.saturating_sub(1)))
-        ),
+        Scope::State(state) => format!("alive {}", super::after_state(*state)),
         Scope::Window { .. } => "made in the timeline's view".to_string(),
         Scope::All => "every allocation of the trace".to_string(),
     }
