@@ -37,8 +37,9 @@ pub struct CategoryView {
     asker: ViewAsker,
     /// The worker's categories generation the views should show (0 until known).
     pub generation: RwSignal<u32>,
-    /// The state picked by a click on the timeline.
-    pub picked: RwSignal<Option<u32>>,
+    /// The state picked by a click on the timeline, the shown device's: each device keeps its
+    /// own, so a moment of one device is never shown on another.
+    pub picked: PickedMoments,
     /// The category shown in full colour, the others dimmed, and that lists narrow to.
     pub highlight: RwSignal<Option<Category>>,
     /// The allocation another view asked the timeline to pin and show: its device and its
@@ -68,17 +69,71 @@ pub struct CategoryView {
     pub link: DeepLink,
 }
 
+/// The moment picked on each device of a file (a state of its trace), read and written as
+/// the shown device's: views of one device never see another's moment, and a device shown
+/// again finds the moment it had.
+#[derive(Clone, Copy)]
+pub struct PickedMoments {
+    /// `(device, state)` pairs, one per device that has a moment picked (a file has a few).
+    by_device: RwSignal<Vec<(u32, u32)>>,
+    device: Signal<Option<u32>>,
+}
+
+impl PickedMoments {
+    /// The shown device's moment (tracked).
+    pub fn get(&self) -> Option<u32> {
+        let device = self.device.get()?;
+        self.by_device
+            .with(|m| m.iter().find(|(d, _)| *d == device).map(|&(_, s)| s))
+    }
+
+    /// The shown device's moment, untracked.
+    pub fn get_untracked(&self) -> Option<u32> {
+        untrack(|| self.get())
+    }
+
+    /// The shown device's moment (tracked), seen through `f`.
+    pub fn with<T>(&self, f: impl FnOnce(&Option<u32>) -> T) -> T {
+        f(&self.get())
+    }
+
+    /// Picks `state` on the shown device (`None`: its peak again).
+    pub fn set(&self, state: Option<u32>) {
+        if let Some(device) = self.device.get_untracked() {
+            self.set_on(device, state);
+        }
+    }
+
+    /// Picks `state` on `device` (`None`: its peak again).
+    pub fn set_on(&self, device: u32, state: Option<u32>) {
+        self.by_device.update(|m| {
+            m.retain(|(d, _)| *d != device);
+            m.extend(state.map(|s| (device, s)));
+        });
+    }
+}
+
 impl CategoryView {
     /// The categories of `file`'s views; sends the rules of the link being restored, else the
     /// stored rules, to its worker when there are any. Forgets its requests when the view goes
     /// away.
-    pub fn new(file: FileId, actions: Actions, link: DeepLink, device_kind: DeviceKind) -> Self {
+    /// `device` is the device the file's views show.
+    pub fn new(
+        file: FileId,
+        actions: Actions,
+        link: DeepLink,
+        device_kind: DeviceKind,
+        device: Signal<Option<u32>>,
+    ) -> Self {
         let asker = ViewAsker::new(actions, file);
         let view = CategoryView {
             file,
             asker,
             generation: RwSignal::new(0),
-            picked: RwSignal::new(None),
+            picked: PickedMoments {
+                by_device: RwSignal::new(Vec::new()),
+                device,
+            },
             highlight: RwSignal::new(None),
             shown: RwSignal::new(None),
             selected: RwSignal::new(None),
@@ -127,7 +182,10 @@ impl CategoryView {
             return false;
         };
         self.highlight.set(link.highlight);
-        self.picked.set(link.moment);
+        // The link's moment is of its device, else of the device shown.
+        if let Some(device) = link.device.or(self.picked.device.get_untracked()) {
+            self.picked.set_on(device, link.moment);
+        }
         match link.rules {
             Some(rules) => {
                 self.send(rules, false);

@@ -76,13 +76,19 @@ pub fn SnapshotView(
         });
     let ms = |t: f64| format::duration_us((t * 1000.0).max(0.0) as u64);
     let kind = state.with_untracked(|s| s.file(id).map(|f| f.device_kind()));
-    let categories = CategoryView::new(id, actions, link, kind.unwrap_or_default());
+    let file_devices = FileDevices::of(state, id);
+    let categories = CategoryView::new(
+        id,
+        actions,
+        link,
+        kind.unwrap_or_default(),
+        file_devices.device.into(),
+    );
     // What links the file's views, for those deep inside another (a stack's frames open the
     // source view).
     provide_context(categories);
     let dark = super::theme::follow_system();
     let file_name = name.clone();
-    let file_devices = FileDevices::of(state, id);
     let FileDevices {
         devices, device, ..
     } = file_devices;

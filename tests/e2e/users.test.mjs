@@ -616,6 +616,48 @@ describe('what users stumbled on', () => {
     }
   });
 
+  it('keeps each device\'s picked moment: a moment picked on one device is not shown on another, and is there again on coming back', { skip: skipWithout(MULTI_DEVICE_OOM) }, async () => {
+    const { context, page, errors } = await open(MULTI_DEVICE_OOM, 1440, 900);
+    try {
+      const shown = (device) => page.waitForFunction((d) => document.querySelector('#breakdown')?.dataset.device === d
+        && document.querySelector('#timeline-legend')?.dataset.state
+        && document.querySelector('#breakdown-moment')?.dataset.state, String(device), { timeout: WAIT });
+      await shown(1);
+      const peak = await page.$eval('#breakdown-moment', (e) => e.dataset.state);
+      // Pick a moment on cuda:1 by a click on the run's stacked area.
+      await page.waitForSelector('#chart-series canvas', { timeout: WAIT });
+      const series = await page.$eval('#chart-series canvas', (c) => {
+        c.scrollIntoView({ block: 'center' });
+        const r = c.getBoundingClientRect();
+        return { x: r.x, y: r.y, w: r.width, h: r.height };
+      });
+      await page.mouse.click(series.x + series.w * 0.3, series.y + series.h * 0.6);
+      await page.waitForSelector('#breakdown-at-picked[aria-pressed="true"]', { timeout: WAIT });
+      await page.waitForFunction((s) => document.querySelector('#breakdown-moment')?.dataset.state !== s, peak, { timeout: WAIT });
+      const picked = await page.$eval('#breakdown-moment', (e) => e.dataset.state);
+      await page.mouse.move(0, 0);
+      await page.waitForFunction((s) => document.querySelector('#timeline-legend').dataset.state === s, picked, { timeout: WAIT });
+
+      // cuda:2 has no moment picked: its views are at its own peak.
+      await page.selectOption('#device-picker', '2');
+      await shown(2);
+      assert.equal(await page.getAttribute('#breakdown-at-peak', 'aria-pressed'), 'true');
+      const peak2 = await page.$eval('#breakdown-moment', (e) => e.dataset.state);
+      assert.match(await page.textContent('#timeline-legend .legend-at'), /at the peak$/);
+      assert.equal(await page.$eval('#timeline-legend', (e) => e.dataset.state), peak2);
+
+      // Back on cuda:1, its moment is there again, in the legend and the breakdown.
+      await page.selectOption('#device-picker', '1');
+      await shown(1);
+      await page.waitForFunction((s) => document.querySelector('#timeline-legend').dataset.state === s, picked, { timeout: WAIT });
+      await page.waitForFunction((s) => document.querySelector('#breakdown-moment')?.dataset.state === s, picked, { timeout: WAIT });
+      assert.equal(await page.getAttribute('#breakdown-at-picked', 'aria-pressed'), 'true');
+      assert.deepEqual(errors, []);
+    } finally {
+      await context.close();
+    }
+  });
+
   it('keeps five files on one scrolling strip at 1024×700, the file shown scrolled into it', { skip: skipWithout(FOUR_DEVICES, FULL_STEP, MEDIUM, FORWARD_MIXED, HEALTHY_STEP) }, async () => {
     const { context, page, errors } = await open([FOUR_DEVICES, FULL_STEP, MEDIUM, FORWARD_MIXED, HEALTHY_STEP], 1024, 700);
     try {

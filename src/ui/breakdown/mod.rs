@@ -92,7 +92,11 @@ pub fn BreakdownPanel(
     dark: Signal<bool>,
 ) -> impl IntoView {
     let asker = ViewAsker::new(actions, file);
-    let pick = RwSignal::new(Pick::Peak);
+    // A device shown again opens at the moment picked on it.
+    let pick = RwSignal::new(match categories.picked.get_untracked() {
+        Some(_) => Pick::Picked,
+        None => Pick::Peak,
+    });
     let summary = RwSignal::new(None::<Result<DeviceSummary, String>>);
     let moment = RwSignal::new(None::<Result<MomentBreakdown, String>>);
     let series = RwSignal::new(None::<Series>);
