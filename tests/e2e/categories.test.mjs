@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 
-import { openFiles, REAL_FIXTURES, ROOT, sharedBrowser, waitSettled } from './helpers.mjs';
+import { clickSeries, openFiles, REAL_FIXTURES, ROOT, sharedBrowser, waitSettled } from './helpers.mjs';
 
 /** A CS336 full training step (fp32, AdamW, recorded with C++ stacks). */
 const FULL_STEP = 'kkaitlyn111__cs336-a2-systems__memory_files__memory_ctx128_fullstep_.pickle';
@@ -271,12 +271,7 @@ describe('categories of a training step', { skip }, () => {
       await page.waitForFunction((i) => document.querySelector('#timeline').dataset.pinned === i, behind, { timeout: WAIT });
 
       // A click on the run's stacked area shows the moment under it.
-      const series = await page.$eval('#chart-series canvas', (c) => {
-        c.scrollIntoView({ block: 'center' });
-        const r = c.getBoundingClientRect();
-        return { x: r.x, y: r.y, w: r.width, h: r.height };
-      });
-      await page.mouse.click(series.x + series.w * 0.3, series.y + series.h * 0.6);
+      await clickSeries(page);
       await page.waitForSelector('#breakdown-at-picked[aria-pressed="true"]', { timeout: WAIT });
       await page.waitForFunction((s) => document.querySelector('#breakdown-moment')?.dataset.state !== s, peakState, { timeout: WAIT });
 

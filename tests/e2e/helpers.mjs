@@ -207,3 +207,14 @@ export function tempFile(name, bytes) {
   fs.writeFileSync(file, bytes);
   return file;
 }
+
+/** Picks a moment by a click on the breakdown's stacked area of the run, at a share of its width and height. */
+export async function clickSeries(page, x = 0.3, y = 0.6) {
+  await page.waitForSelector('#chart-series canvas');
+  const series = await page.$eval('#chart-series canvas', (c) => {
+    c.scrollIntoView({ block: 'center' });
+    const r = c.getBoundingClientRect();
+    return { x: r.x, y: r.y, w: r.width, h: r.height };
+  });
+  await page.mouse.click(series.x + series.w * x, series.y + series.h * y);
+}

@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 
-import { openFiles, REAL_FIXTURES, ROOT, sharedBrowser, waitSettled } from './helpers.mjs';
+import { clickSeries, openFiles, REAL_FIXTURES, ROOT, sharedBrowser, waitSettled } from './helpers.mjs';
 
 /** A CS336 XL full training step recorded from a later iteration: its cache is reused. */
 const HEALTHY_STEP = 'LINYUNLinYun__CS336-assignment2-systems__cs336_systems__results__memory_profiles__xl_ctx512_full_step_bf16.pickle';
@@ -625,13 +625,7 @@ describe('what users stumbled on', () => {
       await shown(1);
       const peak = await page.$eval('#breakdown-moment', (e) => e.dataset.state);
       // Pick a moment on cuda:1 by a click on the run's stacked area.
-      await page.waitForSelector('#chart-series canvas', { timeout: WAIT });
-      const series = await page.$eval('#chart-series canvas', (c) => {
-        c.scrollIntoView({ block: 'center' });
-        const r = c.getBoundingClientRect();
-        return { x: r.x, y: r.y, w: r.width, h: r.height };
-      });
-      await page.mouse.click(series.x + series.w * 0.3, series.y + series.h * 0.6);
+      await clickSeries(page);
       await page.waitForSelector('#breakdown-at-picked[aria-pressed="true"]', { timeout: WAIT });
       await page.waitForFunction((s) => document.querySelector('#breakdown-moment')?.dataset.state !== s, peak, { timeout: WAIT });
       const picked = await page.$eval('#breakdown-moment', (e) => e.dataset.state);
