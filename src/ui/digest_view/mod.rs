@@ -12,7 +12,7 @@ mod document;
 use leptos::prelude::*;
 
 use super::actions::Actions;
-use super::breakdown::download_text;
+use super::widgets::download::download_text;
 use super::device_picker::{DevicePicker, FileDevices};
 use super::redact_paths::RedactPaths;
 use super::state::{AppState, FileId, Showing};

@@ -13,8 +13,8 @@
 use leptos::prelude::*;
 
 use super::actions::Actions;
-use super::breakdown::chart::{ChartCard, Draw};
-use super::breakdown::download_text;
+use super::widgets::chart::{ChartCard, Draw};
+use super::widgets::download::download_text;
 use super::categories::CategoryView;
 use super::charts::{self, Slice};
 use super::requests::Latest;
