@@ -15,13 +15,13 @@ mod tables;
 use leptos::prelude::*;
 
 use super::actions::Actions;
-use super::widgets::chart::{ChartCard, Draw};
 use super::charts::{self, Slice};
 use super::deep_link::DeepLink;
-use super::widgets::digests::Digests;
 use super::link::CompareLink;
 use super::segmented::segmented_button;
 use super::state::{AppState, FileId, Showing};
+use super::widgets::chart::{ChartCard, Draw};
+use super::widgets::digests::Digests;
 use crate::analysis::categories::signals::Phase;
 use crate::analysis::lines::SourcePlace;
 use crate::compare::{compare, Comparison, Digest};

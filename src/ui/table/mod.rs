@@ -17,9 +17,9 @@ use leptos::html::Div;
 use leptos::prelude::*;
 
 use super::actions::Actions;
-use super::widgets::download::download;
 use super::categories::CategoryView;
 use super::link::TableLink;
+use super::widgets::download::download;
 pub use super::link::TablePick;
 use super::requests::Latest;
 use super::state::FileId;
