@@ -14,10 +14,10 @@ use web_sys::{AbortController, Blob, FileList};
 use super::opening;
 use super::page_query::FetchProblem;
 use super::perf;
+use super::plot_size::{self, PlotWidths, Window};
 use super::remote;
 use super::requests::ScopeId;
 use super::state::{AppState, Command, FileId, Showing};
-use super::timeline::plot_size::{self, PlotWidths, Window};
 use super::workers::{js_text, Answered, WorkerPool};
 use crate::protocol::{ErrorReport, FileEvent, Request, RequestId, ToWorker};
 use crate::session::digested::DigestedFile;
@@ -141,7 +141,7 @@ impl Actions {
             .unwrap_or(false);
         let window = Window::now().filter(|_| shown_alone)?;
         let width = self.expected_plot_width(window)?;
-        let size = window.plot_size(width, super::timeline::plot_share::stored_plot_share());
+        let size = window.plot_size(width, super::plot_share::stored_plot_share());
         let (width, height, line_width) = plot_size::device_pixels(size);
         Some(FirstFrame {
             width,

@@ -48,7 +48,7 @@ pub fn App() -> impl IntoView {
     }
     let storage_refused = super::kept::refused();
     super::redact_paths::RedactPaths::provide();
-    super::source::folder::SourceFolder::provide();
+    super::widgets::source_folder::SourceFolder::provide();
     let has_files = Memo::new(move |_| state.with(|s| !s.files().is_empty()));
 
     view! {

@@ -13,6 +13,8 @@
 //! - `link` (a view as a URL fragment) and `page_query` (the page's own query): pure, natively
 //!   tested;
 //! - `row_window`: which rows of a long list are laid out (pure, natively tested);
+//! - `plot_size` (pure, natively tested) and `plot_share`: the timeline's plot's size, which
+//!   the actions also need to ask for a file's first frame;
 //! - `actions`: what the user can do, and carrying out what the state machine asks;
 //! - `workers`: the page side of the worker transport (one table of pending requests each);
 //! - `app` and the components it is built from (`toolbar`, `file_list`, `file_view`,
@@ -21,10 +23,14 @@
 //!   digests read on the page) and `digest_view` (a file of which only the digest is open);
 //! - one folder per view: `overview`, `timeline`, `breakdown` (where the memory went: charts,
 //!   the estimate, findings, rules, the report), `table`, `allocator`; `files` (the files side
-//!   by side, and the digests asked of many workers) and `compare` (two files compared); `phases` (the phase report); `source` (a file of the code
-//!   with the bytes of each line, and the folder of the user's code opened in the page); `categories`: what they share about
-//!   categories (the rules, the picked moment, the highlighted category); `charts`: drawing
-//!   charts on a canvas (plotters);
+//!   by side) and `compare` (two files compared); `phases` (the phase report); `source` (a
+//!   file of the code with the bytes of each line). No view imports another: the shell
+//!   (`app`, `file_view`, `snapshot_view`, `embed`, `rehearsal`) composes them, and what two
+//!   views share is a widget;
+//! - `widgets`: what several views share (the chart card, downloads, a stack, the source
+//!   button and listing, the folder of the user's code, digests of many files);
+//! - `categories`: what the views share about categories (the rules, the picked moment, the
+//!   highlighted category); `charts`: drawing charts on a canvas (plotters);
 //! - `segmented`: one button of a segmented group, bound to a signal;
 //! - `near_screen`: when an element first comes near the screen (charts below the fold are
 //!   drawn then);
@@ -42,24 +48,28 @@
 // Natively only the pure modules are compiled, and nothing but their tests uses them.
 #![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 
-// Pure: compiled everywhere, unit-tested natively.
-mod link;
-mod page_query;
-mod requests;
-mod row_window;
-mod state;
-// The timeline's pure modules are compiled everywhere, its components for wasm32 only.
-mod timeline;
-
-/// Declares modules compiled for wasm32 only.
+/// Declares modules compiled for wasm32 only (with a visibility first, if any: `pub a, b`).
+/// Defined before the modules so that the ones with browser parts of their own use it too.
 macro_rules! browser_modules {
-    ($($name:ident),* $(,)?) => {
+    ($vis:vis $($name:ident),* $(,)?) => {
         $(
             #[cfg(target_arch = "wasm32")]
-            mod $name;
+            $vis mod $name;
         )*
     };
 }
+
+// Pure: compiled everywhere, unit-tested natively.
+mod link;
+mod page_query;
+mod plot_size;
+mod requests;
+mod row_window;
+mod state;
+// The timeline's and the widgets' pure modules are compiled everywhere, their components for
+// wasm32 only.
+mod timeline;
+mod widgets;
 
 // The browser's: Leptos components and what they need of web-sys.
 browser_modules!(
@@ -89,6 +99,7 @@ browser_modules!(
     panic_banner,
     perf,
     phases,
+    plot_share,
     redact_paths,
     rehearsal,
     remote,

@@ -8,7 +8,7 @@
 //! a frame and the views under it draw theirs; then it is taken down and its worker ended. A
 //! file opened meanwhile ends it at once. Its views are laid out where the page's would be
 //! (over the page's `#main`, with its padding), so the plot's width it measures is the one a
-//! file's timeline expects before the page has laid that out (`timeline/plot_size.rs`). Not
+//! file's timeline expects before the page has laid that out (`plot_size.rs`). Not
 //! the place for warming the worker's decoder (the worker does that itself) or for anything a
 //! user sees.
 

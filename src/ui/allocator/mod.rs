@@ -15,12 +15,12 @@ use leptos::prelude::*;
 use web_sys::KeyboardEvent;
 
 use super::actions::Actions;
-use super::breakdown::chart::{ChartCard, Click, Draw, Hover, WIDE_CHART_SIZE};
 use super::categories::CategoryView;
 use super::charts::{self, geometry::Piece, geometry::PieceKind};
 use super::requests::Latest;
 use super::state::FileId;
-use super::timeline::tooltip::when;
+use super::widgets::chart::{ChartCard, Click, Draw, Hover, WIDE_CHART_SIZE};
+use crate::format::when;
 use super::view_asker::ViewAsker;
 use crate::analysis::allocator::{BlockKind, SegmentOrder, SegmentPool, SegmentState};
 use crate::format;

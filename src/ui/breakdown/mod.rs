@@ -8,14 +8,12 @@
 //! in `data-value`. Components: `chart` (a chart on a card), `rules` (the rule editor),
 //! `findings`.
 
-pub mod chart;
 mod findings;
 mod rules;
 
 use std::rc::Rc;
 
 use leptos::prelude::*;
-use wasm_bindgen::JsCast;
 
 use super::actions::Actions;
 use super::categories::{categories_of, css, highlighted_colours, CategoryView};
@@ -26,6 +24,7 @@ use super::requests::Latest;
 use super::segmented::segmented_button;
 use super::state::FileId;
 use super::view_asker::ViewAsker;
+use super::widgets::download::download_text;
 use crate::analysis::axis::AxisMode;
 use crate::analysis::categories::{Category, Dimension};
 use crate::analysis::moment::Moment;
@@ -35,7 +34,7 @@ use crate::breakdown::service::{
 use crate::export::{ExportAnswer, ExportRequest};
 use crate::format;
 use crate::protocol::ViewError;
-use chart::{ChartCard, Click, Draw, Hover, CHART_SIZE, WIDE_CHART_SIZE};
+use super::widgets::chart::{ChartCard, Click, Draw, Hover, CHART_SIZE, WIDE_CHART_SIZE};
 
 /// Allocations the "largest" chart shows.
 const TOP: u32 = 30;
@@ -43,36 +42,6 @@ const TOP: u32 = 30;
 const CALL_SITES: usize = 10;
 /// Columns of the stacked area.
 const SERIES_COLUMNS: u32 = 400;
-
-/// Downloads `href` (a data or object URL) as `name`.
-pub fn download(name: &str, href: &str) {
-    let Some(document) = web_sys::window().and_then(|w| w.document()) else {
-        return;
-    };
-    let Ok(anchor) = document.create_element("a") else {
-        return;
-    };
-    let Ok(anchor) = anchor.dyn_into::<web_sys::HtmlAnchorElement>() else {
-        return;
-    };
-    anchor.set_href(href);
-    anchor.set_download(name);
-    anchor.click();
-}
-
-/// Downloads `text` as a file of `mime` type.
-pub fn download_text(name: &str, text: &str, mime: &str) {
-    let parts = js_sys::Array::of1(&wasm_bindgen::JsValue::from_str(text));
-    let options = web_sys::BlobPropertyBag::new();
-    options.set_type(mime);
-    let Ok(blob) = web_sys::Blob::new_with_str_sequence_and_options(&parts, &options) else {
-        return;
-    };
-    if let Ok(url) = web_sys::Url::create_object_url_with_blob(&blob) {
-        download(name, &url);
-        let _ = web_sys::Url::revoke_object_url(&url);
-    }
-}
 
 /// What the panel shows at which moment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -64,7 +64,7 @@ pub fn RuleEditor(categories: CategoryView) -> impl IntoView {
     };
     let export = move |_| {
         let json = draft.with_untracked(|d| serde_json::to_string_pretty(d).unwrap_or_default());
-        super::download_text("memsight-rules.json", &json, "application/json");
+        crate::ui::widgets::download::download_text("memsight-rules.json", &json, "application/json");
     };
 
     let rows = move || {

@@ -2,32 +2,33 @@
 //! side with their deltas, the bytes of each role and component at both peaks, the two
 //! allocated curves over one normalised axis (events or time), and the call sites and model
 //! modules whose bytes at the peak changed, new or vanished; a call site's **code** shows its
-//! file with both runs' bytes at each line (`ui::source::compare`).
+//! file with both runs' bytes at each line (`source`).
 //!
 //! Each side's worker is asked for its digest with details (`Request::Digest`); the
 //! comparison itself is the core's (`compare::compare`), run here on the two answers, so it
 //! is `memsight compare`'s. Exact values in `data-a`, `data-b` and `data-delta`. Not the
 //! place for computing numbers.
 
+mod source;
 mod tables;
 
 use leptos::prelude::*;
 
 use super::actions::Actions;
-use super::breakdown::chart::{ChartCard, Draw};
 use super::charts::{self, Slice};
 use super::deep_link::DeepLink;
-use super::files::digests::Digests;
 use super::link::CompareLink;
 use super::segmented::segmented_button;
 use super::state::{AppState, FileId, Showing};
+use super::widgets::chart::{ChartCard, Draw};
+use super::widgets::digests::Digests;
 use crate::analysis::categories::signals::Phase;
 use crate::analysis::lines::SourcePlace;
 use crate::compare::{compare, Comparison, Digest};
 use crate::format;
 use crate::format::breakdown::phase_label;
 use crate::format::compare as words;
-use crate::ui::source::compare::CompareSource;
+use source::CompareSource;
 use tables::{CategoryTable, KeyedTable, MetricTable};
 
 /// One side: a file and one of its devices.

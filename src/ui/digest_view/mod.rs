@@ -12,10 +12,10 @@ mod document;
 use leptos::prelude::*;
 
 use super::actions::Actions;
-use super::breakdown::download_text;
 use super::device_picker::{DevicePicker, FileDevices};
 use super::redact_paths::RedactPaths;
 use super::state::{AppState, FileId, Showing};
+use super::widgets::download::download_text;
 use crate::compare::digest_file::redact_digest;
 use crate::format;
 use crate::format::report::DigestReport;

@@ -10,24 +10,23 @@
 //! `memsight files`'. A file still loading joins the table when it is ready. Not the place
 //! for computing numbers.
 
-pub mod digests;
 mod runs_chart;
 
 use leptos::prelude::*;
 
 use super::actions::Actions;
-use super::breakdown::chart::{ChartCard, Draw};
-use super::breakdown::download_text;
 use super::charts::{self, Slice};
 use super::deep_link::DeepLink;
 use super::row_window::{row_window, FIRST_VIEW_HEIGHT, WINDOWED_FROM};
 use super::state::{AppState, FileId, Showing};
+use super::widgets::chart::{ChartCard, Draw};
+use super::widgets::digests::Digests;
+use super::widgets::download::download_text;
 use crate::analysis::palette::Style;
 use crate::compare::files::{
     flag_outliers, iteration_summaries, read_settings, rows_of, sort_rows, FileRow, FilesColumn,
 };
 use crate::format::{self, compare as words};
-use digests::Digests;
 use runs_chart::RunsChart;
 
 /// A file's row as the page keeps it: the core's row and the file it belongs to.

@@ -9,12 +9,12 @@
 
 use leptos::prelude::*;
 
-use super::digests::Digests;
+use crate::ui::widgets::digests::Digests;
 use super::FileLine;
 use crate::compare::overlay::{all_timed, run_curve, OverlayX, OverlayY, RunCurve, MOST_RUNS};
 use crate::format;
 use crate::ui::actions::Actions;
-use crate::ui::breakdown::chart::{ChartCard, Click, Draw, Hover, WIDE_CHART_SIZE};
+use crate::ui::widgets::chart::{ChartCard, Click, Draw, Hover, WIDE_CHART_SIZE};
 use crate::ui::charts::{self, Slice};
 use crate::ui::segmented::segmented_button;
 use crate::ui::state::FileId;

@@ -13,13 +13,13 @@
 use leptos::prelude::*;
 
 use super::actions::Actions;
-use super::breakdown::chart::{ChartCard, Draw};
-use super::breakdown::download_text;
 use super::categories::CategoryView;
 use super::charts::{self, Slice};
 use super::requests::Latest;
 use super::state::FileId;
 use super::view_asker::ViewAsker;
+use super::widgets::chart::{ChartCard, Draw};
+use super::widgets::download::download_text;
 use crate::analysis::palette::Style;
 use crate::format::{self, phases as words};
 use crate::phases::service::PhasesRequest;

@@ -10,7 +10,7 @@ use crate::timeline::inspect::ElementDetail;
 use crate::timeline::service::{TimelineAnswer, TimelineRequest};
 use crate::timeline::TimelineKind;
 use crate::ui::requests::Latest;
-use crate::ui::timeline::details::{anchor, folded, ForwardStack, RecordedFacts, RoleLine, Stack};
+use crate::ui::widgets::stack::{anchor, folded, ForwardStack, RecordedFacts, RoleLine, Stack};
 use crate::ui::view_asker::ViewAsker;
 
 #[component]

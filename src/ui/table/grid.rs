@@ -13,7 +13,7 @@ use crate::table::columns::TableRow;
 use crate::table::groups::{GroupLine, Line};
 use crate::table::{Column, Sort};
 use crate::analysis::lines::SourcePlace;
-use crate::ui::source::SourceButton;
+use crate::ui::widgets::source_button::SourceButton;
 
 /// Columns as the header shows them.
 /// Who made an allocation comes right after its size: it is what users look for first, and

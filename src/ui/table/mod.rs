@@ -17,13 +17,13 @@ use leptos::html::Div;
 use leptos::prelude::*;
 
 use super::actions::Actions;
-use super::breakdown::download;
 use super::categories::CategoryView;
 use super::link::TableLink;
+use super::widgets::download::download;
 pub use super::link::TablePick;
 use super::requests::Latest;
 use super::state::FileId;
-use super::timeline::tooltip::when;
+use crate::format::when;
 use super::view_asker::ViewAsker;
 use crate::analysis::axis::AxisMode;
 use crate::analysis::categories::{Component, Dimension, Role};

@@ -891,7 +891,7 @@ mod tests {
     use super::*;
     use crate::timeline::colouring::ColourBy;
     use crate::ui::link::TimelineLink;
-    use crate::ui::timeline::plot_size;
+    use crate::ui::plot_size;
 
     const DEVICE: u32 = 0;
     /// The size a timeline starts with, before its plot is measured.

@@ -16,8 +16,9 @@
 //! - [`range`]: the visible ranges and how navigation moves them;
 //! - [`labels`]: where the overlay's labels go, none overlapping;
 //! - [`detail`]: the detail slider's scale;
-//! - [`folding`]: which frames of a stack are shown;
-//! - [`plot_size`]: the plot's size, and the width expected before the page lays it out.
+//!
+//! The plot's size and share of the window (`ui::plot_size`, `ui::plot_share`) are the
+//! page's, not the timeline's: the page's actions size a file's first frame with them too.
 //!
 //! For the browser only:
 //! - `view`: the view state in signals, the client's events fed in and its commands carried
@@ -31,17 +32,15 @@
 // Pure: compiled everywhere, unit-tested natively.
 pub mod client;
 pub mod detail;
-pub mod folding;
 pub mod gestures;
 pub mod labels;
-pub mod plot_size;
 pub mod range;
 
 // The browser's: the components, and the view state they share.
 #[cfg(target_arch = "wasm32")]
 mod canvas;
 #[cfg(target_arch = "wasm32")]
-pub mod details;
+mod details;
 #[cfg(target_arch = "wasm32")]
 mod help;
 #[cfg(target_arch = "wasm32")]
@@ -55,17 +54,13 @@ mod panel;
 #[cfg(target_arch = "wasm32")]
 mod plot;
 #[cfg(target_arch = "wasm32")]
-pub mod plot_share;
-#[cfg(target_arch = "wasm32")]
 mod toolbar;
 #[cfg(target_arch = "wasm32")]
-pub mod tooltip;
+mod tooltip;
 #[cfg(target_arch = "wasm32")]
 mod view;
 
 #[cfg(target_arch = "wasm32")]
 pub use panel::TimelinePanel;
-#[cfg(target_arch = "wasm32")]
-pub use plot_share::{store_plot_share, DEFAULT_PLOT_SHARE};
 #[cfg(target_arch = "wasm32")]
 pub use view::Timeline;

@@ -17,9 +17,10 @@ use web_sys::{
 };
 
 use super::gestures::{self, Drag, DragStep, Key, KeyPress, Over, PlotResize, Release, ZoomBox};
-use super::plot_size::Window;
 use super::tooltip::Tooltip;
-use super::{overlay, store_plot_share, Timeline, DEFAULT_PLOT_SHARE};
+use super::{overlay, Timeline};
+use crate::ui::plot_share::{store_plot_share, DEFAULT_PLOT_SHARE};
+use crate::ui::plot_size::Window;
 
 #[component]
 pub fn Plot(tl: Timeline) -> impl IntoView {

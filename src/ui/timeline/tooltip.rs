@@ -6,24 +6,9 @@ use leptos::prelude::*;
 
 use super::Timeline;
 use crate::format;
+use crate::format::when;
 use crate::timeline::inspect::ElementDetail;
 use crate::timeline::TimelineKind;
-
-/// The trace event that produced `state`, as "event 1,234" or "event 1,234 (+1.2 s)", numbered
-/// like the overview (from 0; state `s` is memory after event `s - 1`).
-pub fn when(state: Option<u32>, time_us: Option<i64>, origin: Option<f64>) -> String {
-    match state {
-        None | Some(0) => "before the first event".to_string(),
-        Some(s) => match (time_us, origin) {
-            (Some(t), Some(o)) => format!(
-                "event {} (+{})",
-                format::count(s as u64 - 1),
-                format::duration_us((t as f64 - o).max(0.0) as u64)
-            ),
-            _ => format!("event {}", format::count(s as u64 - 1)),
-        },
-    }
-}
 
 /// Lifetime in events and, when known, in time.
 pub fn lifetime(detail: &ElementDetail, states: u32) -> String {

@@ -14,8 +14,6 @@ use wasm_bindgen::JsValue;
 
 use super::client::{Client, Purpose, TimelineCommand};
 use super::gestures;
-use super::plot_share::stored_plot_share;
-use super::plot_size::{self, Window};
 use super::range::{self, XRange, YRange};
 use super::{canvas, labels};
 use crate::analysis::axis::AxisMode;
@@ -31,6 +29,8 @@ use crate::timeline::{TimelineKind, Viewport};
 use crate::ui::actions::Actions;
 use crate::ui::categories::CategoryView;
 use crate::ui::link::{TimelineLink, ViewLink};
+use crate::ui::plot_share::stored_plot_share;
+use crate::ui::plot_size::{self, Window};
 use crate::ui::requests::ScopeId;
 use crate::ui::state::FileId;
 

@@ -217,6 +217,22 @@ pub fn duration_us(us: u64) -> String {
     }
 }
 
+/// The trace event that produced `state`, as "event 1,234" or "event 1,234 (+1.2 s)", numbered
+/// like the overview (from 0; state `s` is memory after event `s - 1`).
+pub fn when(state: Option<u32>, time_us: Option<i64>, origin: Option<f64>) -> String {
+    match state {
+        None | Some(0) => "before the first event".to_string(),
+        Some(s) => match (time_us, origin) {
+            (Some(t), Some(o)) => format!(
+                "event {} (+{})",
+                count(s as u64 - 1),
+                duration_us((t as f64 - o).max(0.0) as u64)
+            ),
+            _ => format!("event {}", count(s as u64 - 1)),
+        },
+    }
+}
+
 /// A time given in microseconds since the Unix epoch, in UTC: `2024-02-18 08:44:43 UTC`.
 pub fn timestamp_us(us: u64) -> String {
     let secs = us / 1_000_000;
@@ -400,6 +416,19 @@ mod tests {
         assert_eq!(duration_us(4_560_000), "4.56 s");
         assert_eq!(duration_us(187_000_000), "3 min 07 s");
         assert_eq!(duration_us(7_500_000_000), "2 h 05 min");
+    }
+
+    #[test]
+    fn a_moment_is_the_event_that_made_it_and_its_time_since_the_first() {
+        assert_eq!(when(None, None, None), "before the first event");
+        assert_eq!(when(Some(0), Some(5), Some(0.0)), "before the first event");
+        assert_eq!(when(Some(1_235), None, Some(0.0)), "event 1,234");
+        assert_eq!(
+            when(Some(2), Some(1_500_000), Some(300_000.0)),
+            "event 1 (+1.20 s)"
+        );
+        // A clock that goes back says +0, not a negative time.
+        assert_eq!(when(Some(2), Some(10), Some(20.0)), "event 1 (+0 µs)");
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! the page to lay out the views it has just built to measure them (which took 10–17 ms of
 //! a small file's load, before its first frame was even asked for). The rehearsal of a first
 //! load (`rehearsal.rs`) lays a plot out before any file is opened. Pure, unit-tested natively;
-//! not the place for measuring (the plot's `measure` in `plot.rs`).
+//! not the place for measuring (the plot's `measure` in `timeline/plot.rs`).
 
 /// The plot's height is kept within these CSS pixels.
 pub const PLOT_HEIGHT_RANGE: (f64, f64) = (180.0, 1400.0);

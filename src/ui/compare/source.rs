@@ -4,13 +4,13 @@
 //! (`TableRequest::Source`, the path matched by its longest shared end, so two checkouts
 //! compare); the core sets them side by side (`analysis::lines::side_by_side`).
 //!
-//! Not the place for choosing A and B (the comparison's pickers).
+//! Not the place for choosing A and B (the comparison's pickers), nor for what it shares with
+//! the source view of one file (`widgets::listing`).
 
 use leptos::html::Div;
 use leptos::prelude::*;
 
 use crate::analysis::listing::{lay_out, ListedRow};
-use super::{fetch_text, listing_table, scroll_when_listed, FileText, FolderInput};
 use crate::analysis::lines::{heat, side_by_side, FunctionPair, LinePair, SourcePlace, Tally};
 use crate::format;
 use crate::format::source::{change, margin};
@@ -20,6 +20,10 @@ use crate::ui::actions::Actions;
 use crate::ui::requests::Latest;
 use crate::ui::state::FileId;
 use crate::ui::view_asker::ViewAsker;
+use crate::ui::widgets::listing::{
+    fetch_text, listing_table, scroll_when_listed, FileText, FolderInput,
+};
+use crate::ui::widgets::source_folder::SourceFolder;
 
 /// One side: a file, its device and the state its lines are counted at.
 pub type SourceSide = (FileId, u32, u32);
@@ -66,7 +70,7 @@ pub fn CompareSource(
         _ => None,
     });
     let wanted = place.path.clone();
-    let folder = super::folder::SourceFolder::in_context();
+    let folder = SourceFolder::in_context();
     Effect::new(move |_| {
         let _ = folder.map(|f| f.opened.get());
         let Some(Ok((x, y))) = both.get() else {

@@ -3,7 +3,7 @@
 //! interpreter frames around them are folded behind one line each ("29 framework frames"),
 //! and memory_viz's noise frames are hidden; "show all frames" shows everything.
 //!
-//! Pure, unit-tested natively; `details` renders the rows.
+//! Pure, unit-tested natively; `stack` renders the rows.
 
 use crate::analysis::stacks::FrameClass;
 

@@ -82,7 +82,7 @@ pub fn ChartCard(
             paint(&canvas, dark.get_untracked());
         }
         match charts::png_data_url(&canvas) {
-            Ok(url) => super::download(&format!("memsight-{id}.png"), &url),
+            Ok(url) => super::download::download(&format!("memsight-{id}.png"), &url),
             Err(e) => error.set(Some(e)),
         }
     };

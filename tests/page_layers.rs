@@ -1,0 +1,168 @@
+//! The page's layers, read from its `use` lines and paths (`src/ui`): the shell composes the
+//! views, a view never names another view, and the widgets (what several views share) name no
+//! view. So a view can be read, changed or removed alone, and a piece two views need has one
+//! home (`src/ui/widgets/`, or the core's `format` when it is words).
+//!
+//! The layers, highest first (ARCHITECTURE.md draws them): the shell → the views → the widgets
+//! → the page's other modules and the core. Unit tests inside a module are exempt, as in the
+//! core's `layers.rs`, whose reader this shares.
+
+#[path = "../crates/core/tests/sources/mod.rs"]
+mod sources;
+
+use std::path::Path;
+
+use sources::{read_package, SourceFile};
+
+/// The views: each folder or file under `src/ui` that shows one view of a file or of several.
+/// A new view goes here, and in `snapshot_view.rs` or `file_view.rs`, which show it.
+const VIEWS: &[&str] = &[
+    "allocator",
+    "breakdown",
+    "compare",
+    "digest_view",
+    "files",
+    "overview",
+    "phases",
+    "source",
+    "table",
+    "timeline",
+];
+
+/// The shell: the modules that build the page out of the views. Only these name a view.
+const SHELL: &[&str] = &["app", "embed", "file_view", "rehearsal", "snapshot_view"];
+
+/// What several views share. Names no view and no part of the shell.
+const WIDGETS: &str = "widgets";
+
+/// The page's other modules: its state, actions and transport, the frame's own components
+/// (toolbar, file list, welcome…) and what the views use that is not shown (categories,
+/// charts, links). Like the widgets, they name no view.
+const OTHERS: &[&str] = &[
+    "actions",
+    "categories",
+    "charts",
+    "debounce",
+    "deep_link",
+    "device_picker",
+    "drop_overlay",
+    "error_report",
+    "file_list",
+    "kept",
+    "link",
+    "load_progress",
+    "moment_notice",
+    "near_screen",
+    "opening",
+    "page_query",
+    "panic_banner",
+    "perf",
+    "plot_share",
+    "plot_size",
+    "redact_paths",
+    "remote",
+    "requests",
+    "row_window",
+    "segmented",
+    "state",
+    "theme",
+    "toolbar",
+    "view_asker",
+    "welcome",
+    "workers",
+];
+
+/// The top-level module of the page `module` is in (`["ui", "table", "grid"]` → `table`).
+fn page_module(module: &[String]) -> Option<&str> {
+    match module {
+        [ui, top, ..] if ui == "ui" => Some(top.as_str()),
+        _ => None,
+    }
+}
+
+fn page() -> Vec<SourceFile> {
+    let files = read_package(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+    let page: Vec<SourceFile> = files
+        .into_iter()
+        .filter(|f| f.module.first().is_some_and(|m| m == "ui"))
+        .collect();
+    assert!(page.len() > 50, "the page's sources were not found");
+    page
+}
+
+/// What names `named` in `file` breaks, if anything.
+fn breach(file: &SourceFile, named: &[String]) -> Option<String> {
+    let own = page_module(&file.module)?;
+    let other = page_module(named)?;
+    if other == own || SHELL.contains(&own) {
+        return None;
+    }
+    let place = format!("src/{}", file.path.display());
+    let import = named.join("::");
+    if VIEWS.contains(&other) {
+        let what = if own == WIDGETS {
+            "a widget imports a view".to_string()
+        } else if VIEWS.contains(&own) {
+            format!("the view `{own}` imports the view `{other}`")
+        } else {
+            format!("`{own}`, which views use, imports the view `{other}`")
+        };
+        return Some(format!(
+            "{place}: {what} (`{import}`): move what both use to src/ui/widgets/ (or to the \
+             core's `format` if it is words)"
+        ));
+    }
+    if SHELL.contains(&other) && (VIEWS.contains(&own) || own == WIDGETS) {
+        return Some(format!(
+            "{place}: `{own}` imports the shell (`{import}`): the shell composes the views, not \
+             the other way round"
+        ));
+    }
+    None
+}
+
+#[test]
+fn every_module_of_the_page_has_a_layer() {
+    let mut unknown: Vec<String> = page()
+        .iter()
+        .filter_map(|f| page_module(&f.module))
+        .filter(|top| {
+            !(VIEWS.contains(top) || SHELL.contains(top) || OTHERS.contains(top) || *top == WIDGETS)
+        })
+        .map(|top| {
+            format!(
+                "src/ui/{top}: in no layer: add it to VIEWS, SHELL or OTHERS in tests/page_layers.rs"
+            )
+        })
+        .collect();
+    unknown.dedup();
+    assert!(unknown.is_empty(), "\n{}", unknown.join("\n"));
+}
+
+#[test]
+fn only_the_shell_imports_a_view_and_no_view_or_widget_imports_the_shell() {
+    let breaches: Vec<String> = page()
+        .iter()
+        .flat_map(|file| file.names.iter().filter_map(move |n| breach(file, n)))
+        .collect();
+    assert!(breaches.is_empty(), "\n{}", breaches.join("\n"));
+}
+
+#[test]
+fn a_view_importing_another_is_caught() {
+    let table = SourceFile {
+        path: "ui/table/detail.rs".into(),
+        module: vec!["ui".into(), "table".into(), "detail".into()],
+        names: Default::default(),
+        reexports: Default::default(),
+    };
+    let stack = ["ui", "timeline", "details", "Stack"].map(String::from);
+    let found = breach(&table, &stack).expect("a view naming another is a breach");
+    assert!(
+        found.starts_with("src/ui/table/detail.rs: the view `table` imports the view `timeline`"),
+        "{found}"
+    );
+    assert!(found.contains("ui::timeline::details::Stack"), "{found}");
+    let chart = ["ui", "widgets", "chart", "ChartCard"].map(String::from);
+    assert_eq!(breach(&table, &chart), None);
+}
