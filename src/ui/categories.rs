@@ -48,8 +48,9 @@ pub struct CategoryView {
     /// The allocation selected in any view: its device and its element on that device's
     /// allocations timeline (pinned on the timeline, selected in the table).
     pub selected: RwSignal<Option<(u32, u32)>>,
-    /// What the timeline shows: its axis and visible range.
-    pub window: RwSignal<Option<(AxisMode, f64, f64)>>,
+    /// What the timeline shows: its device, axis and visible range (read with
+    /// [`CategoryView::window_of`], so one device's range never scopes another's table).
+    pub window: RwSignal<Option<(u32, AxisMode, f64, f64)>>,
     /// The timeline's search (empty when none): the table filters by it too.
     pub search: RwSignal<String>,
     /// The allocations the table shows (its scope and filter): the source view counts the
@@ -193,6 +194,15 @@ impl CategoryView {
             }
             None => false,
         }
+    }
+
+    /// What the timeline of `device` shows (tracked): its axis and visible range; `None` until
+    /// that device's timeline is laid out.
+    pub fn window_of(&self, device: u32) -> Option<(AxisMode, f64, f64)> {
+        self.window
+            .get()
+            .filter(|w| w.0 == device)
+            .map(|(_, mode, x0, x1)| (mode, x0, x1))
     }
 
     /// Highlights `category`, or nothing when it already is (a second click undoes the first).

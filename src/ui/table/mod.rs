@@ -434,7 +434,7 @@ pub fn TablePanel(
     // The timeline's view, once still, is the window scope's.
     let pending = StoredValue::new(None::<TimeoutHandle>);
     Effect::new(move |_| {
-        let window = categories.window.get();
+        let window = categories.window_of(device);
         if let Some(handle) = pending.try_update_value(Option::take).flatten() {
             handle.clear();
         }

@@ -120,7 +120,9 @@ pub fn TimelinePanel(
         let range = tl.range.get();
         let mode = tl.mode.get();
         if tl.info.with(Option::is_some) {
-            categories.window.set(Some((mode, range.x0, range.x1)));
+            categories
+                .window
+                .set(Some((device, mode, range.x0, range.x1)));
         }
     });
     // A category picked in another view (a chart, a legend) shows on the timeline: colour by
