@@ -10,7 +10,7 @@ use std::rc::Rc;
 use js_sys::Array;
 use memsight_core::analysis::axis::AxisMode;
 use memsight_core::analysis::moment::Moment;
-use memsight_core::breakdown::service::BreakdownRequest;
+use memsight_core::breakdown::service::TotalsRequest;
 use memsight_core::protocol::Request;
 use memsight_core::session::Session;
 use memsight_core::timeline::service::{FirstFrame, TimelineRequest};
@@ -120,10 +120,11 @@ fn asked_after_first_frame(session: &Session) -> Vec<Request> {
             mode: AxisMode::Events,
             width: WARM_UP_FRAME.width,
         }),
-        Request::Breakdown(BreakdownRequest::Totals {
+        TotalsRequest {
             device,
             moment: Moment::Peak,
-        }),
+        }
+        .into(),
     ]
 }
 

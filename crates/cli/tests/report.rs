@@ -13,8 +13,7 @@ use std::process::Output;
 use command::{assert_succeeded, memsight, named_files};
 use common::{read_json, real_fixtures_dir, repo};
 use memsight_core::analysis::moment::Moment;
-use memsight_core::breakdown::service::{BreakdownAnswer, BreakdownRequest};
-use memsight_core::protocol::{Answer, Request};
+use memsight_core::breakdown::service::AtRequest;
 use memsight_core::session::Session;
 use serde_json::Value;
 
@@ -105,18 +104,14 @@ fn largest_at_peak(path: &Path, device: u32) -> Option<(u64, Option<String>)> {
     let file = std::fs::File::open(path).unwrap();
     let mut session = Session::new();
     session.load(file, 0, &|| 0.0, &mut |_| {}).unwrap();
-    let request = Request::Breakdown(BreakdownRequest::At {
+    let request = AtRequest {
         device,
         moment: Moment::Peak,
         top: 1,
         only: None,
-    });
-    match session.answer(request, &|| 0.0).unwrap().answer {
-        Answer::Breakdown(BreakdownAnswer::At(at)) => {
-            at.largest.first().map(|a| (a.size, a.name.clone()))
-        }
-        other => panic!("{}", other.feature()),
-    }
+    };
+    let at = session.ask(request, &|| 0.0).unwrap();
+    at.largest.first().map(|a| (a.size, a.name.clone()))
 }
 
 #[test]

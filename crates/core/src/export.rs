@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::moment::Moment;
-use crate::breakdown::service::BreakdownService;
+use crate::breakdown::service::{AtRequest, BreakdownService};
 use crate::format::report::markdown;
 use crate::format::table::{groups_csv, rows_csv};
 use crate::model::redact::Redaction;
@@ -23,25 +23,32 @@ use crate::table::TableQuery;
 /// Allocations the report lists.
 pub const REPORT_TOP: u32 = 50;
 
-/// What can be exported. With `redact`, the snapshot's paths are rewritten in it as
+/// What can be exported, one request type per answer, each its own
+/// [`Ask`](crate::protocol::Ask). With `redact`, the snapshot's paths are rewritten in it as
 /// `memsight --redact` rewrites them ([`crate::model::redact`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ExportRequest {
-    /// The whole table `query` chooses as CSV, sent beside the answer as UTF-8 bytes.
-    TableCsv {
-        device: u32,
-        query: TableQuery,
-        #[serde(default)]
-        redact: bool,
-    },
-    /// The Markdown report of the device, titled with `file_name`.
-    Report {
-        device: u32,
-        file_name: String,
-        #[serde(default)]
-        redact: bool,
-    },
+    TableCsv(CsvRequest),
+    Report(ReportRequest),
+}
+
+/// The whole table `query` chooses as CSV, sent beside the answer as UTF-8 bytes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CsvRequest {
+    pub device: u32,
+    pub query: TableQuery,
+    #[serde(default)]
+    pub redact: bool,
+}
+
+/// The Markdown report of the device, titled with `file_name`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReportRequest {
+    pub device: u32,
+    pub file_name: String,
+    #[serde(default)]
+    pub redact: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -84,11 +91,11 @@ pub fn answer(
         }
     };
     match request {
-        ExportRequest::TableCsv {
+        ExportRequest::TableCsv(CsvRequest {
             device,
             query,
             redact,
-        } => {
+        }) => {
             let (text, rows) = table_csv(table, cx, device, &query)?;
             let bytes = redacted(redact, text).into_bytes();
             Ok(Reply::with_attachment(
@@ -99,11 +106,11 @@ pub fn answer(
                 bytes,
             ))
         }
-        ExportRequest::Report {
+        ExportRequest::Report(ReportRequest {
             device,
             file_name,
             redact,
-        } => {
+        }) => {
             let text = report(cx, breakdown, device, &file_name)?;
             Ok(ExportAnswer::Report(redacted(redact, text)).into())
         }
@@ -136,7 +143,15 @@ pub fn report(
     file_name: &str,
 ) -> Result<String, ViewError> {
     let summary = breakdown.summary(cx, device)?;
-    let peak = breakdown.at(cx, device, Moment::Peak, REPORT_TOP)?;
+    let peak = breakdown.at(
+        cx,
+        AtRequest {
+            device,
+            moment: Moment::Peak,
+            top: REPORT_TOP,
+            only: None,
+        },
+    )?;
     Ok(markdown(
         file_name,
         &summary,

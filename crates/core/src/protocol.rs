@@ -18,11 +18,14 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::analysis::categories::rules::{RuleError, Rules};
 pub use crate::analysis::DeviceChoice;
-use crate::breakdown::service::{BreakdownAnswer, BreakdownRequest};
+use crate::breakdown::service::{
+    AtRequest, BreakdownAnswer, BreakdownRequest, DeviceSummary, MomentBreakdown, MomentTotals,
+    Series, SeriesRequest, SummaryRequest, TotalsRequest,
+};
 use crate::compare::service::DigestRequest;
 use crate::compare::Digest;
 pub use crate::decode::ErrorReport;
-use crate::export::{ExportAnswer, ExportRequest};
+use crate::export::{CsvExport, CsvRequest, ExportAnswer, ExportRequest, ReportRequest};
 use crate::overview::service::OverviewRequest;
 use crate::overview::Overview;
 use crate::phases::service::PhasesRequest;
@@ -130,7 +133,26 @@ macro_rules! ask {
 
 ask!(OverviewRequest => Overview, Request::Overview, Answer::Overview(a) => a);
 ask!(TimelineRequest => TimelineAnswer, Request::Timeline, Answer::Timeline(a) => a);
-ask!(BreakdownRequest => BreakdownAnswer, Request::Breakdown, Answer::Breakdown(a) => a);
+ask!(
+    SummaryRequest => Box<DeviceSummary>,
+    |r| Request::Breakdown(BreakdownRequest::Summary(r)),
+    Answer::Breakdown(BreakdownAnswer::Summary(a)) => a
+);
+ask!(
+    AtRequest => Box<MomentBreakdown>,
+    |r| Request::Breakdown(BreakdownRequest::At(r)),
+    Answer::Breakdown(BreakdownAnswer::At(a)) => a
+);
+ask!(
+    TotalsRequest => MomentTotals,
+    |r| Request::Breakdown(BreakdownRequest::Totals(r)),
+    Answer::Breakdown(BreakdownAnswer::Totals(a)) => a
+);
+ask!(
+    SeriesRequest => Series,
+    |r| Request::Breakdown(BreakdownRequest::Series(r)),
+    Answer::Breakdown(BreakdownAnswer::Series(a)) => a
+);
 ask!(
     ViewRequest => Box<TableView>,
     |r| Request::Table(TableRequest::View(r)),
@@ -148,7 +170,16 @@ ask!(
 );
 ask!(DigestRequest => Digest, Request::Digest, Answer::Digest(a) => a);
 ask!(PhasesRequest => PhaseReport, Request::Phases, Answer::Phases(a) => a);
-ask!(ExportRequest => ExportAnswer, Request::Export, Answer::Export(a) => a);
+ask!(
+    CsvRequest => CsvExport,
+    |r| Request::Export(ExportRequest::TableCsv(r)),
+    Answer::Export(ExportAnswer::Csv(a)) => a
+);
+ask!(
+    ReportRequest => String,
+    |r| Request::Export(ExportRequest::Report(r)),
+    Answer::Export(ExportAnswer::Report(a)) => a
+);
 ask!(Rules => RulesApplied, Request::SetRules, Answer::Rules(a) => a);
 
 /// The outcome of new rules.
@@ -274,7 +305,36 @@ impl ToWorker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::moment::Moment;
     use crate::timeline::TimelineKind;
+
+    /// A request type per answer changes no message: each goes in its feature's enum as
+    /// itself, so its JSON is its fields under the request's name, as before.
+    #[test]
+    fn typed_requests_keep_their_messages() {
+        let json = |r: Request| serde_json::to_string(&r).unwrap();
+        assert_eq!(
+            json(SummaryRequest { device: 3 }.into()),
+            r#"{"breakdown":{"summary":{"device":3}}}"#
+        );
+        let totals = TotalsRequest {
+            device: 0,
+            moment: Moment::Peak,
+        };
+        assert_eq!(
+            json(totals.into()),
+            r#"{"breakdown":{"totals":{"device":0,"moment":"peak"}}}"#
+        );
+        let report = ReportRequest {
+            device: 1,
+            file_name: "a.pickle".into(),
+            redact: true,
+        };
+        assert_eq!(
+            json(report.into()),
+            r#"{"export":{"report":{"device":1,"file_name":"a.pickle","redact":true}}}"#
+        );
+    }
 
     #[test]
     fn a_typed_request_gets_its_own_answer_and_refuses_another_kind() {

@@ -12,8 +12,8 @@ use memsight_core::analysis::categories::{Category, Component, Dimension, Role};
 use memsight_core::analysis::moment::Moment;
 use memsight_core::analysis::palette::Style;
 use memsight_core::breakdown::estimate::EstimateKind;
-use memsight_core::breakdown::service::{BreakdownAnswer, BreakdownRequest};
-use memsight_core::protocol::{Answer, Request};
+use memsight_core::breakdown::service::{AtRequest, SeriesRequest, SummaryRequest};
+use memsight_core::protocol::{Answer, Ask, Request};
 use memsight_core::session::Session;
 use memsight_core::timeline::colouring::ColourBy;
 use memsight_core::timeline::service::{FrameRequest, TimelineAnswer, TimelineRequest};
@@ -22,14 +22,11 @@ use memsight_core::timeline::TimelineKind;
 const FULL_STEP: &str =
     "kkaitlyn111__cs336-a2-systems__memory_files__memory_ctx128_fullstep_.pickle";
 
-fn breakdown(session: &mut Session, request: BreakdownRequest) -> BreakdownAnswer {
-    match session.answer(Request::Breakdown(request), &|| 0.0) {
-        Ok(reply) => match reply.answer {
-            Answer::Breakdown(answer) => answer,
-            other => panic!("not a breakdown: {}", other.feature()),
-        },
-        Err(e) => panic!("{e:?}"),
-    }
+/// `request`'s own answer, asked as the page asks.
+fn ask<R: Ask>(session: &mut Session, request: R) -> R::Answer {
+    session
+        .ask(request, &|| 0.0)
+        .unwrap_or_else(|e| panic!("{e:?}"))
 }
 
 fn at(
@@ -37,18 +34,15 @@ fn at(
     device: u32,
     moment: Moment,
 ) -> Box<memsight_core::breakdown::service::MomentBreakdown> {
-    match breakdown(
+    ask(
         session,
-        BreakdownRequest::At {
+        AtRequest {
             device,
             moment,
             top: 30,
             only: None,
         },
-    ) {
-        BreakdownAnswer::At(a) => a,
-        _ => unreachable!(),
-    }
+    )
 }
 
 fn allocated_at(facts: &memsight_core::analysis::DeviceFacts, state: u32) -> u64 {
@@ -101,17 +95,15 @@ fn moments_and_series_add_up_to_the_allocated_curve_on_every_fixture() {
                         dimension,
                         index: k as u32,
                     };
-                    let BreakdownAnswer::At(narrowed) = breakdown(
+                    let narrowed = ask(
                         &mut session,
-                        BreakdownRequest::At {
+                        AtRequest {
                             device: dev.id,
                             moment: Moment::Peak,
                             top: 30,
                             only: Some(only),
                         },
-                    ) else {
-                        unreachable!()
-                    };
+                    );
                     let sized: u64 = narrowed.live_sizes.iter().map(|b| b.bytes).sum();
                     assert_eq!(sized, bytes, "{name}: {dimension:?} {k}");
                     let sited: u64 = narrowed.call_sites.iter().map(|c| c.bytes).sum();
@@ -128,9 +120,9 @@ fn moments_and_series_add_up_to_the_allocated_curve_on_every_fixture() {
             let end = at(&mut session, dev.id, Moment::End);
             assert_eq!(end.state as usize, dev.trace.len(), "{name}");
 
-            let BreakdownAnswer::Series(series) = breakdown(
+            let series = ask(
                 &mut session,
-                BreakdownRequest::Series {
+                SeriesRequest {
                     device: dev.id,
                     dimension: Dimension::Role,
                     mode: AxisMode::Events,
@@ -138,20 +130,14 @@ fn moments_and_series_add_up_to_the_allocated_curve_on_every_fixture() {
                     x1: 0.0,
                     width: 97,
                 },
-            ) else {
-                unreachable!()
-            };
+            );
             for (column, state) in series.states.iter().enumerate() {
                 let Some(state) = *state else { continue };
                 let sum: u64 = series.values.iter().map(|v| v[column]).sum();
                 assert_eq!(sum, allocated_at(facts, state), "{name}, state {state}");
             }
 
-            let BreakdownAnswer::Summary(summary) =
-                breakdown(&mut session, BreakdownRequest::Summary { device: dev.id })
-            else {
-                unreachable!()
-            };
+            let summary = ask(&mut session, SummaryRequest { device: dev.id });
             let e = &summary.estimate;
             assert_eq!(e.observed, facts.peak_allocated.bytes);
             let expected = match e.kind {
@@ -235,11 +221,7 @@ fn a_timeline_coloured_by_role_paints_only_role_colours_and_follows_the_rules() 
     // the bytes at the peak, keeping their sum.
     let before = at(&mut session, device, Moment::Peak);
     let pixels_before = frame(&mut session, device, ColourBy::Role, 100_000);
-    let summary =
-        |session: &mut Session| match breakdown(session, BreakdownRequest::Summary { device }) {
-            BreakdownAnswer::Summary(s) => s,
-            _ => unreachable!(),
-        };
+    let summary = |session: &mut Session| ask(session, SummaryRequest { device });
     // The summary is asked twice as a file opens (the overview strip, the breakdown): the
     // second answer is the first, kept.
     let summary_before = summary(&mut session);

@@ -7,7 +7,7 @@ mod common;
 
 use common::*;
 use memsight_core::analysis::allocator::{SegmentOrder, SegmentState};
-use memsight_core::export::ExportRequest;
+use memsight_core::export::CsvRequest;
 use memsight_core::protocol::{Answer, Request};
 use memsight_core::service::Reply;
 use memsight_core::session::Session;
@@ -188,11 +188,12 @@ fn the_csv_lists_every_row_with_requested_and_block_sizes() {
     let flat = view(&mut session, 0, query.clone(), vec![]);
     let reply = session
         .answer(
-            Request::Export(ExportRequest::TableCsv {
+            CsvRequest {
                 device: 0,
                 query,
                 redact: false,
-            }),
+            }
+            .into(),
             &|| 0.0,
         )
         .unwrap();

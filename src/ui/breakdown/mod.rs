@@ -29,9 +29,9 @@ use crate::analysis::axis::AxisMode;
 use crate::analysis::categories::{Category, Dimension};
 use crate::analysis::moment::Moment;
 use crate::breakdown::service::{
-    BreakdownAnswer, BreakdownRequest, DeviceSummary, MomentBreakdown, Series,
+    AtRequest, DeviceSummary, MomentBreakdown, Series, SeriesRequest, SummaryRequest,
 };
-use crate::export::{ExportAnswer, ExportRequest};
+use crate::export::ReportRequest;
 use crate::format;
 use crate::protocol::ViewError;
 use super::widgets::chart::{ChartCard, Click, Draw, Hover, CHART_SIZE, WIDE_CHART_SIZE};
@@ -72,42 +72,24 @@ pub fn BreakdownPanel(
     let report_error = RwSignal::new(None::<String>);
     let latest = [(); 3].map(|_| StoredValue::new(Latest::default()));
 
-    // Asks and hands the breakdown answer (or why there is none) to `on_answer` if it is
-    // still the latest of its `kind`.
-    let ask = move |kind: usize,
-                    request: BreakdownRequest,
-                    on_answer: Box<dyn FnOnce(Result<BreakdownAnswer, String>)>| {
-        asker.ask_latest(latest[kind], request, on_answer);
-    };
-
     Effect::new(move |_| {
         categories.generation.track();
-        ask(
-            0,
-            BreakdownRequest::Summary { device },
-            Box::new(move |answer| {
-                summary.set(Some(answer.and_then(|a| match a {
-                    BreakdownAnswer::Summary(s) => Ok(*s),
-                    other => Err(format!("Unexpected {}.", other.name())),
-                })))
-            }),
-        );
-        ask(
-            2,
-            BreakdownRequest::Series {
-                device,
-                dimension: Dimension::Role,
-                mode: AxisMode::Events,
-                x0: 0.0,
-                x1: 0.0,
-                width: SERIES_COLUMNS,
-            },
-            Box::new(move |answer| {
-                if let Ok(BreakdownAnswer::Series(s)) = answer {
-                    series.set(Some(s));
-                }
-            }),
-        );
+        asker.ask_latest(latest[0], SummaryRequest { device }, move |answer| {
+            summary.set(Some(answer.map(|s| *s)));
+        });
+        let request = SeriesRequest {
+            device,
+            dimension: Dimension::Role,
+            mode: AxisMode::Events,
+            x0: 0.0,
+            x1: 0.0,
+            width: SERIES_COLUMNS,
+        };
+        asker.ask_latest(latest[2], request, move |answer| {
+            if let Ok(s) = answer {
+                series.set(Some(s));
+            }
+        });
     });
     Effect::new(move |_| {
         categories.generation.track();
@@ -120,21 +102,15 @@ pub fn BreakdownPanel(
                 None => Moment::Peak,
             },
         };
-        ask(
-            1,
-            BreakdownRequest::At {
-                device,
-                moment: at,
-                top: TOP,
-                only,
-            },
-            Box::new(move |answer| {
-                moment.set(Some(answer.and_then(|a| match a {
-                    BreakdownAnswer::At(m) => Ok(*m),
-                    other => Err(format!("Unexpected {}.", other.name())),
-                })))
-            }),
-        );
+        let request = AtRequest {
+            device,
+            moment: at,
+            top: TOP,
+            only,
+        };
+        asker.ask_latest(latest[1], request, move |answer| {
+            moment.set(Some(answer.map(|m| *m)));
+        });
     });
     // A moment picked on the timeline is what the user wants to see.
     Effect::new(move |previous: Option<Option<u32>>| {
@@ -150,13 +126,13 @@ pub fn BreakdownPanel(
     let report = move |_| {
         let name = file_name.clone();
         report_error.set(None);
-        let request = ExportRequest::Report {
+        let request = ReportRequest {
             device,
             file_name: name.clone(),
             redact: RedactPaths::on(redact),
         };
         let id = asker.ask(request, move |answer| match answer.result {
-            Ok(ExportAnswer::Report(text)) => {
+            Ok(text) => {
                 let stem = name.rsplit_once('.').map_or(name.as_str(), |(s, _)| s);
                 download_text(
                     &format!(
@@ -167,7 +143,6 @@ pub fn BreakdownPanel(
                     "text/markdown",
                 );
             }
-            Ok(other) => report_error.set(Some(format!("Unexpected {}.", other.name()))),
             Err(error) => report_error.set(Some(format::problems::view_error(&error))),
         });
         if id.is_none() {

@@ -16,7 +16,7 @@ use super::super::requests::Latest;
 use super::super::state::FileId;
 use super::super::view_asker::ViewAsker;
 use crate::breakdown::findings::Finding;
-use crate::breakdown::service::{BreakdownAnswer, BreakdownRequest};
+use crate::breakdown::service::SummaryRequest;
 use crate::format;
 use crate::format::overview::{glance_label, GLANCE};
 use crate::overview::{MetricKey, Overview};
@@ -56,14 +56,13 @@ pub fn OverviewStrip(
         if !after.get() {
             return;
         }
-        asker.ask_latest(latest, BreakdownRequest::Summary { device }, move |answer| {
+        asker.ask_latest(latest, SummaryRequest { device }, move |answer| {
             found.set(match answer {
-                Ok(BreakdownAnswer::Summary(s)) => Found::Findings {
+                Ok(s) => Found::Findings {
                     top: s.findings.iter().take(NAMED).cloned().collect(),
                     count: s.findings.len(),
                     none: format::findings::nothing_found(s.oom.as_ref()),
                 },
-                Ok(other) => Found::Failed(format!("Unexpected {}.", other.name())),
                 Err(e) => Found::Failed(e),
             });
         });

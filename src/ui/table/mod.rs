@@ -27,7 +27,7 @@ use crate::format::when;
 use super::view_asker::ViewAsker;
 use crate::analysis::axis::AxisMode;
 use crate::analysis::categories::{Component, Dimension, Role};
-use crate::export::{ExportAnswer, ExportRequest};
+use crate::export::CsvRequest;
 use crate::format;
 use crate::table::columns::TableRow;
 use crate::table::groups::Line;
@@ -356,13 +356,13 @@ impl TableState {
         let status = self.csv_status;
         status.set(Some("Writing the CSV…".into()));
         self.asker.ask(
-            ExportRequest::TableCsv {
+            CsvRequest {
                 device,
                 query,
                 redact,
             },
             move |answer| match (answer.result, answer.attachment) {
-                (Ok(ExportAnswer::Csv(export)), Some(bytes)) => {
+                (Ok(export), Some(bytes)) => {
                     let parts = js_sys::Array::of1(&bytes);
                     let options = web_sys::BlobPropertyBag::new();
                     options.set_type("text/csv");

@@ -8,12 +8,12 @@ use leptos::prelude::*;
 use super::Timeline;
 use crate::analysis::categories::{Category, Dimension};
 use crate::analysis::moment::Moment;
-use crate::breakdown::service::{BreakdownAnswer, BreakdownRequest, MomentTotals};
+use crate::breakdown::service::{MomentTotals, TotalsRequest};
 use crate::format;
-use crate::protocol::{Answer, Request};
 use crate::timeline::TimelineKind;
 use crate::ui::categories::{categories_of, css};
 use crate::ui::requests::Latest;
+use crate::ui::view_asker::ViewAsker;
 
 #[component]
 pub fn Legend(tl: Timeline) -> impl IntoView {
@@ -42,21 +42,21 @@ pub fn Legend(tl: Timeline) -> impl IntoView {
         if dimension().is_none() || !tl.painted.get() {
             return;
         }
-        let request = Request::Breakdown(BreakdownRequest::Totals {
+        // Under the timeline's own scope, forgotten with it.
+        let asker = ViewAsker {
+            actions: tl.actions,
+            file: tl.file,
+            scope: tl.scope,
+        };
+        let request = TotalsRequest {
             device: tl.device,
             moment,
-        });
-        let id = tl.actions.ask(tl.file, tl.scope, request, move |answered| {
-            if latest.try_update_value(|l| l.answered(answered.id)) != Some(true) {
-                return;
-            }
-            if let Ok(Answer::Breakdown(BreakdownAnswer::Totals(t))) = answered.result {
+        };
+        asker.ask_latest(latest, request, move |answer| {
+            if let Ok(t) = answer {
                 totals.set(Some(t));
             }
         });
-        if let Some(id) = id {
-            latest.update_value(|l| l.sent(id));
-        }
     });
 
     move || {

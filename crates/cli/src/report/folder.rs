@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use memsight_core::analysis::categories::rules::Rules;
 use memsight_core::analysis::moment::Moment;
-use memsight_core::breakdown::service::{BreakdownAnswer, BreakdownRequest};
+use memsight_core::breakdown::service::AtRequest;
 use memsight_core::compare::digest::{digest, Digest};
 use memsight_core::compare::digest_file::DigestFile;
 use memsight_core::compare::files::{flag_outliers, rows_of, FileRow};
@@ -31,10 +31,10 @@ use memsight_core::format::report::{DeviceReport, DigestReport, TOP_ALLOCATIONS}
 use memsight_core::format::{self, problems};
 use memsight_core::model::text::natural_cmp;
 use memsight_core::overview;
-use memsight_core::service::{Service, ViewError};
+use memsight_core::service::ViewError;
 
 use super::charts::chart_markup;
-use super::{digest_devices, display_name, malformed};
+use super::{digest_devices, display_name};
 use crate::escape::escape_control;
 use crate::open::{
     describe_error, digests_in, open_input, shown, with_context, Opened, SnapshotOrDigests,
@@ -269,20 +269,16 @@ fn file_document(
                 digests.push(digest(cx, d, false, None)?);
                 continue;
             }
-            let mut ask = |request| service.answer(cx, request).map(|reply| reply.answer);
-            let BreakdownAnswer::Summary(summary) = ask(BreakdownRequest::Summary { device: d })?
-            else {
-                return Err(malformed("a summary"));
-            };
-            let BreakdownAnswer::At(peak) = ask(BreakdownRequest::At {
-                device: d,
-                moment: Moment::Peak,
-                top: TOP_ALLOCATIONS as u32,
-                only: None,
-            })?
-            else {
-                return Err(malformed("a breakdown at the peak"));
-            };
+            let summary = service.summary(cx, d)?;
+            let peak = service.at(
+                cx,
+                AtRequest {
+                    device: d,
+                    moment: Moment::Peak,
+                    top: TOP_ALLOCATIONS as u32,
+                    only: None,
+                },
+            )?;
             let overview =
                 overview::build(analysed, d).ok_or(ViewError::NoSuchDevice { device: d })?;
             let report = DeviceReport {

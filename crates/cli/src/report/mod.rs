@@ -20,14 +20,14 @@ use serde_json::{json, Map, Value};
 use memsight_core::analysis::categories::rules::Rules;
 use memsight_core::analysis::categories::Category;
 use memsight_core::analysis::moment::Moment;
-use memsight_core::breakdown::service::{BreakdownAnswer, BreakdownRequest, BreakdownService};
+use memsight_core::breakdown::service::{AtRequest, BreakdownService};
 use memsight_core::compare::digest::Digest;
 use memsight_core::compare::digest_file::DigestFile;
 use memsight_core::decode::ErrorReport;
 use memsight_core::export;
 use memsight_core::format;
 use memsight_core::format::report::{DigestReport, TOP_ALLOCATIONS};
-use memsight_core::service::{Context, Service, ViewError};
+use memsight_core::service::{Context, ViewError};
 
 use crate::digest::say_rules_do_not_apply;
 use crate::open::{for_each_input_into, shown, with_context, Opened, SnapshotOrDigests};
@@ -248,24 +248,21 @@ fn numbers_of(
 ) -> (String, bool) {
     let mut devices = Map::new();
     let ok = each_device(path, opened, device, rules, |service, cx, device| {
-        let mut ask = |request| service.answer(cx, request).map(|reply| reply.answer);
-        let BreakdownAnswer::Summary(summary) = ask(BreakdownRequest::Summary { device })? else {
-            return Err(malformed("a summary"));
-        };
-        let BreakdownAnswer::At(peak) = ask(BreakdownRequest::At {
-            device,
-            moment: Moment::Peak,
-            top: TOP_ALLOCATIONS as u32,
-            only,
-        })?
-        else {
-            return Err(malformed("a breakdown at the peak"));
-        };
+        let summary = service.summary(cx, device)?;
+        let peak = service.at(
+            cx,
+            AtRequest {
+                device,
+                moment: Moment::Peak,
+                top: TOP_ALLOCATIONS as u32,
+                only,
+            },
+        )?;
         devices.insert(
             device.to_string(),
             json!({
-                "summary": *summary,
-                "peak": *peak,
+                "summary": summary,
+                "peak": peak,
                 "efficiency_at_peak": summary.efficiency_at_peak(),
             }),
         );
@@ -273,12 +270,6 @@ fn numbers_of(
     });
     let value: Value = json!({ "file": shown(path), "devices": devices });
     (value.to_string(), ok)
-}
-
-fn malformed(wanted: &str) -> ViewError {
-    ViewError::Malformed {
-        detail: format!("the breakdown did not answer with {wanted}"),
-    }
 }
 
 /// Where reports go.

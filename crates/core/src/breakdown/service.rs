@@ -27,34 +27,54 @@ use crate::model::Device;
 use crate::model::NO_STACK;
 use crate::service::{Context, Reply, Service, ViewError};
 
-/// What the breakdown view asks for.
+/// What the breakdown view asks for: one request type per answer, each its own [`Ask`]
+/// (crate::protocol::Ask), so a view reads the answer its request gets without unwrapping.
+/// Each goes in the enum as itself (the messages' JSON is that of the request's fields).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BreakdownRequest {
-    /// The run as a whole.
-    Summary { device: u32 },
-    /// Bytes by category at a moment, with the `top` largest allocations and call sites and
-    /// the sizes of what is live — of `only` one category's allocations when asked (the
-    /// bytes by category always count everything).
-    At {
-        device: u32,
-        moment: Moment,
-        top: u32,
-        #[serde(default)]
-        only: Option<Category>,
-    },
-    /// Only the bytes by category at a moment (cheap: what a legend shows while hovering).
-    Totals { device: u32, moment: Moment },
-    /// Bytes by category in `width` columns of the range `x0..x1` (in `mode`'s units), each
-    /// at the state where allocated memory peaks within it.
-    Series {
-        device: u32,
-        dimension: Dimension,
-        mode: AxisMode,
-        x0: f64,
-        x1: f64,
-        width: u32,
-    },
+    Summary(SummaryRequest),
+    At(AtRequest),
+    Totals(TotalsRequest),
+    Series(SeriesRequest),
+}
+
+/// The run as a whole: answered by a [`DeviceSummary`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SummaryRequest {
+    pub device: u32,
+}
+
+/// Bytes by category at a moment, with the `top` largest allocations and call sites and the
+/// sizes of what is live — of `only` one category's allocations when asked (the bytes by
+/// category always count everything): answered by a [`MomentBreakdown`].
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AtRequest {
+    pub device: u32,
+    pub moment: Moment,
+    pub top: u32,
+    #[serde(default)]
+    pub only: Option<Category>,
+}
+
+/// Only the bytes by category at a moment (cheap: what a legend shows while hovering):
+/// answered by [`MomentTotals`].
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TotalsRequest {
+    pub device: u32,
+    pub moment: Moment,
+}
+
+/// Bytes by category in `width` columns of the range `x0..x1` (in `mode`'s units), each at
+/// the state where allocated memory peaks within it: answered by a [`Series`].
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SeriesRequest {
+    pub device: u32,
+    pub dimension: Dimension,
+    pub mode: AxisMode,
+    pub x0: f64,
+    pub x1: f64,
+    pub width: u32,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -229,21 +249,36 @@ pub struct BreakdownService {
 type Answered = Result<Reply<BreakdownAnswer>, ViewError>;
 
 impl BreakdownService {
-    /// Device `device`'s run as a whole (what [`BreakdownRequest::Summary`] answers).
-    pub fn summary(&self, cx: &Context<'_>, device: u32) -> Result<DeviceSummary, ViewError> {
-        summary(cx, device)
+    /// Device `device`'s run as a whole (what a [`SummaryRequest`] is answered), kept for
+    /// the categories' generation it was made in.
+    pub fn summary(&mut self, cx: &Context<'_>, device: u32) -> Result<DeviceSummary, ViewError> {
+        let generation = cx.categorised.generation();
+        if let Some(kept) = self
+            .summaries
+            .get(&device)
+            .filter(|s| s.generation == generation)
+        {
+            return Ok(kept.clone());
+        }
+        let made = summary(cx, device)?;
+        self.summaries.insert(device, made.clone());
+        Ok(made)
     }
 
-    /// Bytes by category at `moment` with the `top` largest allocations and call sites (what
-    /// [`BreakdownRequest::At`] answers, for every category).
+    /// Bytes by category at a moment with the largest allocations and call sites (what an
+    /// [`AtRequest`] is answered).
     pub fn at(
         &mut self,
         cx: &Context<'_>,
-        device: u32,
-        moment: Moment,
-        top: u32,
+        request: AtRequest,
     ) -> Result<MomentBreakdown, ViewError> {
-        at(cx, &mut self.timed, device, moment, top.min(MAX_TOP), None)
+        let AtRequest {
+            device,
+            moment,
+            top,
+            only,
+        } = request;
+        at(cx, &mut self.timed, device, moment, top.min(MAX_TOP), only)
     }
 }
 
@@ -254,36 +289,11 @@ impl Service for BreakdownService {
     fn answer(&mut self, cx: &Context<'_>, request: BreakdownRequest) -> Answered {
         let start = (cx.now)();
         let answer = match request {
-            BreakdownRequest::Summary { device } => {
-                let generation = cx.categorised.generation();
-                let kept = self
-                    .summaries
-                    .get(&device)
-                    .filter(|s| s.generation == generation);
-                let made = match kept {
-                    Some(kept) => kept.clone(),
-                    None => {
-                        let made = summary(cx, device)?;
-                        self.summaries.insert(device, made.clone());
-                        made
-                    }
-                };
-                BreakdownAnswer::Summary(Box::new(made))
+            BreakdownRequest::Summary(SummaryRequest { device }) => {
+                BreakdownAnswer::Summary(Box::new(self.summary(cx, device)?))
             }
-            BreakdownRequest::At {
-                device,
-                moment,
-                top,
-                only,
-            } => BreakdownAnswer::At(Box::new(at(
-                cx,
-                &mut self.timed,
-                device,
-                moment,
-                top.min(MAX_TOP),
-                only,
-            )?)),
-            BreakdownRequest::Totals { device, moment } => {
+            BreakdownRequest::At(request) => BreakdownAnswer::At(Box::new(self.at(cx, request)?)),
+            BreakdownRequest::Totals(TotalsRequest { device, moment }) => {
                 let (position, dev, facts) = find(cx.analysed, device)?;
                 let state = moment.state(facts, dev.trace.len());
                 let totals = cx.categorised.index(position, facts).totals_at(state);
@@ -298,14 +308,14 @@ impl Service for BreakdownService {
                     generation: cx.categorised.generation(),
                 })
             }
-            BreakdownRequest::Series {
+            BreakdownRequest::Series(SeriesRequest {
                 device,
                 dimension,
                 mode,
                 x0,
                 x1,
                 width,
-            } => {
+            }) => {
                 let (position, dev, facts) = find(cx.analysed, device)?;
                 let envelope = self.envelopes.entry(device).or_insert_with(|| {
                     Envelope::new(

@@ -754,10 +754,9 @@ mod tests {
     use crate::analysis::moment::Moment;
     use crate::breakdown::estimate::{Estimate, PeakSide};
     use crate::breakdown::findings::{CacheReason, Finding, FindingKind, Overhead};
-    use crate::breakdown::service::{BreakdownAnswer, BreakdownRequest, TopAllocation};
+    use crate::breakdown::service::{AtRequest, SummaryRequest, TopAllocation};
     use crate::format::document::code;
     use crate::model::{Block, Device, Segment, Snapshot};
-    use crate::protocol::{Answer, Request};
     use crate::session::Session;
 
     const MIB: u64 = 1 << 20;
@@ -1001,28 +1000,16 @@ mod tests {
             .load(&file[..], file.len() as u64, &|| 0.0, &mut |_| {})
             .unwrap();
         let device = session.analysed().unwrap().snapshot.devices[0].id;
-        let ask = |session: &mut Session, request| match session
-            .answer(Request::Breakdown(request), &|| 0.0)
-            .unwrap()
-            .answer
-        {
-            Answer::Breakdown(answer) => answer,
-            other => panic!("{}", other.feature()),
-        };
-        let BreakdownAnswer::Summary(summary) =
-            ask(&mut session, BreakdownRequest::Summary { device })
-        else {
-            panic!("not a summary")
-        };
-        let at = BreakdownRequest::At {
+        let summary = session
+            .ask(SummaryRequest { device }, &|| 0.0)
+            .expect("a summary");
+        let at = AtRequest {
             device,
             moment: Moment::Peak,
             top: TOP_ALLOCATIONS as u32,
             only: None,
         };
-        let BreakdownAnswer::At(peak) = ask(&mut session, at) else {
-            panic!("not a moment")
-        };
+        let peak = session.ask(at, &|| 0.0).expect("a moment");
         let report = markdown(
             "small.json",
             &summary,

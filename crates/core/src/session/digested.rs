@@ -154,7 +154,7 @@ fn what_needs_the_snapshot(request: &Request) -> &'static str {
         Request::Breakdown(_) => "the breakdown",
         Request::Table(_) => "the table of allocations",
         Request::Phases(_) => "the phases",
-        Request::Export(ExportRequest::TableCsv { .. }) => "the table's CSV",
+        Request::Export(ExportRequest::TableCsv(_)) => "the table's CSV",
         Request::Export(_) => "this download",
         Request::SetRules(_) => "categorising again under new rules",
         Request::Digest(_) => "a digest",

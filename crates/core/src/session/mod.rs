@@ -206,6 +206,16 @@ impl Session {
         }
     }
 
+    /// Answers `request` as its own kind of answer (what the page's asker does over the
+    /// worker's messages): for the command line and tests, which hold the session itself.
+    pub fn ask<R: crate::protocol::Ask>(
+        &mut self,
+        request: R,
+        now: &dyn Fn() -> f64,
+    ) -> Result<R::Answer, ViewError> {
+        crate::protocol::typed::<R>(self.answer(request.into(), now).map(|reply| reply.answer))
+    }
+
     /// Answers a view request with its feature's service; `now` is a clock in milliseconds.
     pub fn answer(
         &mut self,
