@@ -11,7 +11,6 @@ use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::moment::Moment;
 use crate::breakdown::service::{AtRequest, BreakdownService};
 use crate::format::report::markdown;
 use crate::format::table::{groups_csv, rows_csv};
@@ -143,15 +142,7 @@ pub fn report(
     file_name: &str,
 ) -> Result<String, ViewError> {
     let summary = breakdown.summary(cx, device)?;
-    let peak = breakdown.at(
-        cx,
-        AtRequest {
-            device,
-            moment: Moment::Peak,
-            top: REPORT_TOP,
-            only: None,
-        },
-    )?;
+    let peak = breakdown.at(cx, AtRequest::at_peak(device, REPORT_TOP))?;
     Ok(markdown(
         file_name,
         &summary,

@@ -18,7 +18,6 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use memsight_core::analysis::categories::rules::Rules;
-use memsight_core::analysis::moment::Moment;
 use memsight_core::breakdown::service::AtRequest;
 use memsight_core::compare::digest::{digest, Digest};
 use memsight_core::compare::digest_file::DigestFile;
@@ -270,15 +269,7 @@ fn file_document(
                 continue;
             }
             let summary = service.summary(cx, d)?;
-            let peak = service.at(
-                cx,
-                AtRequest {
-                    device: d,
-                    moment: Moment::Peak,
-                    top: TOP_ALLOCATIONS as u32,
-                    only: None,
-                },
-            )?;
+            let peak = service.at(cx, AtRequest::at_peak(d, TOP_ALLOCATIONS as u32))?;
             let overview =
                 overview::build(analysed, d).ok_or(ViewError::NoSuchDevice { device: d })?;
             let report = DeviceReport {

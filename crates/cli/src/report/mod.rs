@@ -19,7 +19,6 @@ use serde_json::{json, Map, Value};
 
 use memsight_core::analysis::categories::rules::Rules;
 use memsight_core::analysis::categories::Category;
-use memsight_core::analysis::moment::Moment;
 use memsight_core::breakdown::service::{AtRequest, BreakdownService};
 use memsight_core::compare::digest::Digest;
 use memsight_core::compare::digest_file::DigestFile;
@@ -252,10 +251,8 @@ fn numbers_of(
         let peak = service.at(
             cx,
             AtRequest {
-                device,
-                moment: Moment::Peak,
-                top: TOP_ALLOCATIONS as u32,
                 only,
+                ..AtRequest::at_peak(device, TOP_ALLOCATIONS as u32)
             },
         )?;
         devices.insert(

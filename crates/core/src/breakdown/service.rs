@@ -57,6 +57,19 @@ pub struct AtRequest {
     pub only: Option<Category>,
 }
 
+impl AtRequest {
+    /// The peak of `device` with its `top` largest allocations, of every category: what the
+    /// reports list.
+    pub fn at_peak(device: u32, top: u32) -> Self {
+        AtRequest {
+            device,
+            moment: Moment::Peak,
+            top,
+            only: None,
+        }
+    }
+}
+
 /// Only the bytes by category at a moment (cheap: what a legend shows while hovering):
 /// answered by [`MomentTotals`].
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
