@@ -1,8 +1,9 @@
 //! What links the views of a file: the generation of the worker's categories (it changes
 //! when the user's rules do, and views that show categories ask again), the moment picked on
-//! the timeline, the highlighted category (lists and the table narrow to it), the allocation
-//! selected in any view (pinned on the timeline, the table's selected row), the allocation a
-//! view asks the timeline to show, what the timeline shows (the table's window scope) and
+//! each device's timeline, the highlighted category (lists and the table narrow to it), the
+//! allocation selected in any view (pinned on the timeline, the table's selected row), the
+//! allocation a view asks the timeline to show, what the timeline of a device shows (the
+//! table's window scope) and
 //! searches for, which allocations the table shows and which code the source view shows, and
 //! the user's rules —
 //! kept in the browser (`kept`) for every file, sent to each file's worker —, and
