@@ -2,7 +2,8 @@
 //! so that no view reaches into another for them. A widget never imports a view (nor the shell
 //! that composes the views: `app`, `file_view`, `snapshot_view`, `embed`); it may use the
 //! page's shared modules (`actions`, `state`, `categories`, `charts`, …) and the core.
-//! `tests/page_layers.rs` keeps it so.
+//! `tests/page_layers.rs` keeps it so
+//! ([0031](../../../docs/decisions/0031-the-pages-views-are-leaves-and-ask-typed-requests.md)).
 //!
 //! Not the place for a piece only one view uses (it stays in that view's folder), nor for
 //! words (the core's `format`, so the command line says the same).
