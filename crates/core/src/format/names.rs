@@ -84,8 +84,8 @@ pub fn fit_all(texts: &[String], room: &dyn Fn(usize) -> usize) -> Vec<String> {
         .enumerate()
         .map(|(i, t)| keep_last_words(t, room(i)))
         .collect();
-    // Names are few beside each other (a legend, a list): the pairs are compared directly,
-    // and only while a short name is alike.
+    // Names grouped by their shortened form: only names in one group can have become alike
+    // (a job's thousand files stay linear).
     let mut by_tail: std::collections::HashMap<&str, Vec<usize>> = Default::default();
     for (i, tail) in tails.iter().enumerate() {
         by_tail.entry(tail.as_str()).or_default().push(i);
