@@ -82,7 +82,17 @@ pub fn OverviewStrip(
         })
         .collect_view();
     // Until the findings arrive, an out-of-memory the overview counted is said at once.
-    let oom_event = overview.get(MetricKey::OomEvent);
+    let oom_event = overview
+        .metrics
+        .iter()
+        .find(|m| m.key == MetricKey::OomEvent)
+        .map(|m| {
+            format!(
+                "{} {}",
+                format::overview::metric_label(m.key),
+                format::overview::metric_value(m)
+            )
+        });
     let to_findings = |_| {
         let Some(findings) = web_sys::window()
             .and_then(|w| w.document())
@@ -98,8 +108,8 @@ pub fn OverviewStrip(
             {move || match found.get() {
                 Found::Asking => view! {
                     <p class="glance-findings pending" aria-busy="true" data-count="">
-                        {oom_event.map(|row| view! {
-                            <span class="glance-oom">{format::overview::oom_at(row)}</span>
+                        {oom_event.clone().map(|words| view! {
+                            <span class="glance-oom">{words}</span>
                         })}
                         " Looking for findings…"
                     </p>

@@ -68,16 +68,9 @@ pub const GLANCE: [MetricKey; 4] = [
 /// room: `Efficiency at the peak`.
 pub fn glance_label(key: MetricKey) -> String {
     match key {
-        MetricKey::CachedFreeAtPeakBytes => "Cached free at the peak".into(),
         MetricKey::EfficiencyAtPeakPpm => "Efficiency at the peak".into(),
         other => metric_label(other),
     }
-}
-
-/// An out-of-memory the overview counted, before the findings say more: `Out of memory at
-/// event 421`.
-pub fn oom_at(row: u64) -> String {
-    format!("Out of memory at event {}", count(row))
 }
 
 /// The exact value of a metric with its unit, for tooltips: `11,844,714,496 bytes`.
