@@ -47,6 +47,7 @@ const OTHERS: &[&str] = &[
     "device_picker",
     "drop_overlay",
     "error_report",
+    "file_context",
     "file_list",
     "kept",
     "link",
@@ -67,7 +68,6 @@ const OTHERS: &[&str] = &[
     "state",
     "theme",
     "toolbar",
-    "view_asker",
     "welcome",
     "workers",
 ];
@@ -165,4 +165,144 @@ fn a_view_importing_another_is_caught() {
     assert!(found.contains("ui::timeline::details::Stack"), "{found}");
     let chart = ["ui", "widgets", "chart", "ChartCard"].map(String::from);
     assert_eq!(breach(&table, &chart), None);
+}
+
+/// What a component reads from context, never takes as a prop: the page's actions
+/// (`use_actions()`) and the context of the file it shows (`use_file()`). Passed down, they
+/// made every component between the page and the one using them carry them.
+const FROM_CONTEXT: &[&str] = &["Actions", "FileContext"];
+
+/// The props of each `#[component]` in `text` that are of a type read from context, as
+/// `"Component: prop"`.
+fn props_from_context(text: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for (at, _) in text.match_indices("#[component]") {
+        let rest = &text[at..];
+        let Some(fn_at) = rest.find("fn ") else {
+            continue;
+        };
+        let signature = &rest[fn_at + 3..];
+        let name: String = signature
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let Some(open) = signature.find('(') else {
+            continue;
+        };
+        // The parameters, split at the commas outside brackets, up to the parenthesis that
+        // closes the first one (an arrow's `>` closes nothing).
+        let mut depth = 0usize;
+        let mut params = vec![String::new()];
+        let mut previous = ' ';
+        for c in signature[open + 1..].chars() {
+            match c {
+                '(' | '<' | '[' => depth += 1,
+                '>' if previous == '-' => {}
+                ')' | '>' | ']' if depth == 0 => break,
+                ')' | '>' | ']' => depth -= 1,
+                ',' if depth == 0 => {
+                    params.push(String::new());
+                    previous = c;
+                    continue;
+                }
+                _ => {}
+            }
+            params.last_mut().expect("one parameter at least").push(c);
+            previous = c;
+        }
+        for param in &params {
+            let param: String = param
+                .lines()
+                .filter(|l| !l.trim_start().starts_with("//"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            let Some((prop, ty)) = param.split_once(':') else {
+                continue;
+            };
+            let names_a_handle = ty
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .any(|word| FROM_CONTEXT.contains(&word));
+            if names_a_handle {
+                found.push(format!("{name}: {}", prop.trim()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn no_component_takes_the_actions_or_the_file_context_as_a_prop() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut found = Vec::new();
+    for file in page() {
+        let text = std::fs::read_to_string(root.join(&file.path)).expect("a page source reads");
+        for prop in props_from_context(&text) {
+            found.push(format!(
+                "src/{}: {prop}: read it with use_actions() or use_file() instead",
+                file.path.display()
+            ));
+        }
+    }
+    assert!(found.is_empty(), "\n{}", found.join("\n"));
+}
+
+#[test]
+fn a_component_taking_the_actions_as_a_prop_is_caught() {
+    let text = "#[component]\npub fn Panel(\n    file: FileId,\n    /// Why.\n    actions: Actions,\n    \
+                rows: Vec<(u32, Option<FileContext>)>,\n    on_pick: impl Fn(u32) -> bool + \'static,\n) -> impl IntoView {}\n\
+                #[component]\nfn Quiet(dark: Signal<bool>) -> impl IntoView {}";
+    assert_eq!(
+        props_from_context(text),
+        vec!["Panel: actions".to_string(), "Panel: rows".to_string()]
+    );
+}
+
+/// Where the protocol's `Answer` is unwrapped: the asker alone (`src/ui/actions/asker.rs`),
+/// which hands every view its answer typed as its request's. A view matching `Answer::` by
+/// hand would need a wording of its own for an answer of another kind.
+const ANSWERS_UNWRAPPED_IN: &str = "ui/actions/asker.rs";
+
+/// The lines of `text` outside its unit tests that name one of `Answer`'s variants.
+fn answers_unwrapped(text: &str) -> Vec<usize> {
+    let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or(text);
+    code.lines()
+        .enumerate()
+        .filter(|(_, line)| {
+            let line = line.split("//").next().unwrap_or("");
+            line.match_indices("Answer::").any(|(at, _)| {
+                !line[..at]
+                    .chars()
+                    .next_back()
+                    .is_some_and(|c| c.is_alphanumeric() || c == '_')
+            })
+        })
+        .map(|(n, _)| n + 1)
+        .collect()
+}
+
+#[test]
+fn only_the_asker_unwraps_an_answer() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut found = Vec::new();
+    for file in page() {
+        if file.path == Path::new(ANSWERS_UNWRAPPED_IN) {
+            continue;
+        }
+        let text = std::fs::read_to_string(root.join(&file.path)).expect("a page source reads");
+        for line in answers_unwrapped(&text) {
+            found.push(format!(
+                "src/{}:{line}: an answer unwrapped by hand: ask through the file's ViewAsker, \
+                 which types it",
+                file.path.display()
+            ));
+        }
+    }
+    assert!(found.is_empty(), "\n{}", found.join("\n"));
+}
+
+#[test]
+fn an_answer_unwrapped_by_hand_is_caught() {
+    let text = "match a {\n    Answer::Timeline(t) => t,\n    // Answer::Phases in words\n    \
+                TimelineAnswer::Frame(f) => f,\n}\n#[cfg(test)]\nmod tests {\n    Answer::Rules\n}";
+    assert_eq!(answers_unwrapped(text), vec![2]);
 }

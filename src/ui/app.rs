@@ -35,6 +35,8 @@ pub fn App() -> impl IntoView {
     } else {
         Actions::new(state)
     };
+    // Every component of the page reads them with `use_actions()`.
+    provide_context(actions);
     let link = DeepLink::new(state, actions);
     if !query.urls.is_empty() {
         actions.open_urls(&query.urls);
@@ -44,7 +46,7 @@ pub fn App() -> impl IntoView {
         super::rehearsal::rehearse(state, actions);
     }
     if query.embed {
-        return view! { <EmbedApp state=state actions=actions link=link query=query /> }.into_any();
+        return view! { <EmbedApp state=state link=link query=query /> }.into_any();
     }
     let storage_refused = super::kept::refused();
     super::redact_paths::RedactPaths::provide();
@@ -59,11 +61,11 @@ pub fn App() -> impl IntoView {
                     <span class="brand-name">"memsight"</span>
                     <span class="brand-tagline">"PyTorch CUDA memory snapshots, in your browser"</span>
                 </div>
-                <Toolbar actions=actions state=state link=link />
+                <Toolbar state=state link=link />
             </header>
             <div class="workspace">
                 <aside class="sidebar" aria-label="Open files">
-                    <FileList state=state actions=actions />
+                    <FileList state=state />
                     <p class="privacy-note">
                         "Files are read on this device only: nothing is uploaded."
                     </p>
@@ -74,10 +76,10 @@ pub fn App() -> impl IntoView {
                     })}
                 </aside>
                 <main class="main" id="main">
-                    <FileView state=state actions=actions link=link />
+                    <FileView state=state link=link />
                 </main>
             </div>
-            <DropOverlay actions=actions />
+            <DropOverlay />
         </div>
     }
     .into_any()

@@ -12,7 +12,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Blob, DragEvent};
 
-use super::actions::Actions;
+use super::actions::use_actions;
 
 /// Files taken from one dropped folder at most (a folder of a whole job's outputs may hold
 /// far more than snapshots).
@@ -103,7 +103,9 @@ fn carries_files(event: &DragEvent) -> bool {
 }
 
 #[component]
-pub fn DropOverlay(actions: Actions) -> impl IntoView {
+pub fn DropOverlay() -> impl IntoView {
+    let actions = use_actions();
+
     let dragging = RwSignal::new(false);
 
     let over = window_event_listener(ev::dragover, move |event: DragEvent| {

@@ -5,12 +5,14 @@
 
 use leptos::prelude::*;
 
-use super::actions::Actions;
+use super::actions::use_actions;
 use super::state::{AppState, FileId, Showing};
 use crate::format;
 
 #[component]
-pub fn FileList(state: RwSignal<AppState>, actions: Actions) -> impl IntoView {
+pub fn FileList(state: RwSignal<AppState>) -> impl IntoView {
+    let actions = use_actions();
+
     let ids =
         Memo::new(move |_| state.with(|s| s.files().iter().map(|f| f.id).collect::<Vec<_>>()));
     // Every title at once, and each fitted to the list: each depends on every other file's
@@ -60,7 +62,7 @@ pub fn FileList(state: RwSignal<AppState>, actions: Actions) -> impl IntoView {
         >
             <ul class="file-list" id="file-list">
                 <For each=move || ids.get() key=|id| *id let:id>
-                    <FileItem id=id state=state actions=actions titles=titles />
+                    <FileItem id=id state=state titles=titles />
                 </For>
             </ul>
         </Show>
@@ -74,10 +76,11 @@ const FILE_NAME_CHARS: usize = 34;
 fn FileItem(
     id: FileId,
     state: RwSignal<AppState>,
-    actions: Actions,
     /// Each file's title beside the others, whole and fitted to the list.
     titles: Memo<std::collections::HashMap<FileId, (String, String)>>,
 ) -> impl IntoView {
+    let actions = use_actions();
+
     let file = move |f: fn(&super::state::OpenFile) -> String| {
         state.with(|s| s.file(id).map(f).unwrap_or_default())
     };

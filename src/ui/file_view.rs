@@ -7,7 +7,6 @@
 
 use leptos::prelude::*;
 
-use super::actions::Actions;
 use super::compare::CompareView;
 use super::deep_link::DeepLink;
 use super::digest_view::DigestView;
@@ -31,7 +30,6 @@ enum Stage {
 #[component]
 pub fn FileView(
     state: RwSignal<AppState>,
-    actions: Actions,
     link: DeepLink,
     /// Show this view of a file alone (an embedded viewer); `None`: every view.
     #[prop(optional)]
@@ -58,29 +56,28 @@ pub fn FileView(
 
     move || match (showing.get(), shown.get()) {
         (Showing::Files, Some(_)) => {
-            view! { <FilesView state=state actions=actions link=link dark=dark.into() /> }
+            view! { <FilesView state=state link=link dark=dark.into() /> }
                 .into_any()
         }
         (Showing::Compare, Some(_)) => {
-            view! { <CompareView state=state actions=actions link=link dark=dark.into() /> }
+            view! { <CompareView state=state link=link dark=dark.into() /> }
                 .into_any()
         }
-        (_, shown) => file_view(state, actions, link, only, shown),
+        (_, shown) => file_view(state, link, only, shown),
     }
 }
 
 /// The selected file's stage.
 fn file_view(
     state: RwSignal<AppState>,
-    actions: Actions,
     link: DeepLink,
     only: Option<Section>,
     shown: Option<(FileId, Stage)>,
 ) -> AnyView {
     match shown {
-        None => view! { <Welcome actions=actions link=link /> }.into_any(),
+        None => view! { <Welcome link=link /> }.into_any(),
         Some((id, Stage::Loading)) => {
-            view! { <LoadProgress id=id state=state actions=actions /> }.into_any()
+            view! { <LoadProgress id=id state=state /> }.into_any()
         }
         Some((id, Stage::Failed)) => {
             let file = state.with_untracked(|s| s.file(id).cloned());
@@ -94,10 +91,10 @@ fn file_view(
             view! { <ErrorReportView name=name report=report /> }.into_any()
         }
         Some((id, Stage::Digest)) => {
-            view! { <DigestView id=id state=state actions=actions /> }.into_any()
+            view! { <DigestView id=id state=state /> }.into_any()
         }
         Some((id, Stage::Ready)) => {
-            view! { <SnapshotView id=id state=state actions=actions link=link only=only /> }
+            view! { <SnapshotView id=id state=state link=link only=only /> }
                 .into_any()
         }
     }

@@ -7,12 +7,14 @@
 
 use leptos::prelude::*;
 
-use super::actions::Actions;
+use super::actions::use_actions;
 use super::state::{AppState, FileId, Status};
 use crate::format;
 
 #[component]
-pub fn LoadProgress(id: FileId, state: RwSignal<AppState>, actions: Actions) -> impl IntoView {
+pub fn LoadProgress(id: FileId, state: RwSignal<AppState>) -> impl IntoView {
+    let actions = use_actions();
+
     let name = state.with_untracked(|s| s.file(id).map(|f| f.name.clone()).unwrap_or_default());
     // Bytes so far, the total (0: not known yet), and whether they are being downloaded.
     let progress = Memo::new(move |_| {

@@ -29,8 +29,11 @@
 //!   views share is a widget;
 //! - `widgets`: what several views share (the chart card, downloads, a stack, the source
 //!   button and listing, the folder of the user's code, digests of many files);
-//! - `categories`: what the views share about categories (the rules, the picked moment, the
-//!   highlighted category); `charts`: drawing charts on a canvas (plotters);
+//! - `file_context`: what the views of one file share (the moment picked and the allocation
+//!   selected on each device, the highlighted category, what each device's timeline shows, the
+//!   rules, the file's part of the address, its asker), provided by `snapshot_view` and read
+//!   with `use_file()`; `categories`: each category's label and colour in the page's theme;
+//!   `charts`: drawing charts on a canvas (plotters);
 //! - `segmented`: one button of a segmented group, bound to a signal;
 //! - `near_screen`: when an element first comes near the screen (charts below the fold are
 //!   drawn then);
@@ -42,7 +45,9 @@
 //!   file does not pay for compiling the views;
 //! - `panic_banner`: shows a Rust panic instead of a dead page.
 //!
-//! State lives in signals created by `App` and passed down; nothing here is global. File data
+//! State lives in signals created by `App`: the page state and the address are passed down,
+//! the actions are provided in context (`use_actions()`) as each file's context is
+//! (`use_file()`), so no component takes either as a prop; nothing here is global. File data
 //! is only ever rendered as text nodes, never as HTML.
 
 // Natively only the pure modules are compiled, and nothing but their tests uses them.
@@ -87,6 +92,7 @@ browser_modules!(
     drop_overlay,
     embed,
     error_report,
+    file_context,
     file_list,
     file_view,
     kept,
@@ -109,7 +115,6 @@ browser_modules!(
     table,
     theme,
     toolbar,
-    view_asker,
     welcome,
     workers,
 );

@@ -119,6 +119,8 @@ fn start(slot: &Slot, page: Actions) {
         leptos::mount::mount_to(container, move || {
             let state = RwSignal::new(AppState::with_parallel_loads(1));
             let actions = Actions::rehearsing(state, laid_out_as_page.then_some(page));
+            // The inert views act with the rehearsal's actions, never the page's.
+            provide_context(actions);
             let link = DeepLink::inert(state, actions);
             let file = actions.open_blob(NAME.to_string(), blob);
             *opened.borrow_mut() = Some(Opened { actions, file });
@@ -134,7 +136,7 @@ fn start(slot: &Slot, page: Actions) {
                 }
                 settled
             });
-            view! { <FileView state=state actions=actions link=link /> }
+            view! { <FileView state=state link=link /> }
         })
     };
     let Some(Opened { actions, file }) = opened.borrow_mut().take() else {

@@ -10,10 +10,10 @@
 
 use leptos::prelude::*;
 
-use super::actions::Actions;
+use super::actions::use_actions;
 use super::allocator::AllocatorPanel;
 use super::breakdown::BreakdownPanel;
-use super::categories::CategoryView;
+use super::file_context::FileContext;
 use super::deep_link::DeepLink;
 use super::device_picker::{DevicePicker, FileDevices};
 use super::link::Section;
@@ -46,11 +46,12 @@ fn mount_next(mounted: RwSignal<usize>) {
 pub fn SnapshotView(
     id: FileId,
     state: RwSignal<AppState>,
-    actions: Actions,
     link: DeepLink,
     /// Show this view alone (an embedded viewer); `None`: every view.
     only: Option<Section>,
 ) -> impl IntoView {
+    let actions = use_actions();
+
     let (name, size, (decode_ms, read_ms, analyse_ms, categorise_ms), choice) = state
         .with_untracked(|s| match s.file(id) {
             Some(f) => {
@@ -77,7 +78,7 @@ pub fn SnapshotView(
     let ms = |t: f64| format::duration_us((t * 1000.0).max(0.0) as u64);
     let kind = state.with_untracked(|s| s.file(id).map(|f| f.device_kind()));
     let file_devices = FileDevices::of(state, id);
-    let categories = CategoryView::new(
+    let cx = FileContext::new(
         id,
         actions,
         link,
@@ -86,7 +87,7 @@ pub fn SnapshotView(
     );
     // What links the file's views, for those deep inside another (a stack's frames open the
     // source view).
-    provide_context(categories);
+    provide_context(cx);
     let dark = super::theme::follow_system();
     let file_name = name.clone();
     let FileDevices {
@@ -205,22 +206,22 @@ pub fn SnapshotView(
                     let at = move |stage: usize, section: Section| reached[stage].get() && shows(section);
                     view! {
                         {move || at(0, Section::Timeline).then(|| view! {
-                            <TimelinePanel file=id device=device actions=actions categories=categories dark=dark painted=timeline_painted />
+                            <TimelinePanel file=id device=device dark=dark painted=timeline_painted />
                         })}
                         {move || at(1, Section::Breakdown).then(|| view! {
-                            <BreakdownPanel file=id device=device file_name=breakdown_name.clone() actions=actions categories=categories dark=dark.into() />
+                            <BreakdownPanel file=id device=device file_name=breakdown_name.clone() dark=dark.into() />
                         })}
                         {move || at(2, Section::Phases).then(|| view! {
-                            <PhasesPanel file=id device=device file_name=phases_name.clone() actions=actions categories=categories dark=dark.into() />
+                            <PhasesPanel file=id device=device file_name=phases_name.clone() dark=dark.into() />
                         })}
                         {move || at(3, Section::Table).then(|| view! {
-                            <TablePanel file=id device=device file_name=table_name.clone() actions=actions categories=categories />
+                            <TablePanel file=id device=device file_name=table_name.clone() />
                         })}
                         {move || at(4, Section::Table).then(|| view! {
-                            <SourcePanel file=id device=device actions=actions categories=categories />
+                            <SourcePanel file=id device=device />
                         })}
                         {move || (has_segments && at(5, Section::Allocator)).then(|| view! {
-                            <AllocatorPanel file=id device=device actions=actions categories=categories dark=dark.into() />
+                            <AllocatorPanel file=id device=device dark=dark.into() />
                         })}
                     }
                 };
@@ -239,7 +240,7 @@ pub fn SnapshotView(
                     .into_any(),
                     Some(Ok(overview)) => view! {
                         {overview_shown.then(|| view! {
-                            <OverviewStrip overview=overview.clone() file=id device=device actions=actions categories=categories
+                            <OverviewStrip overview=overview.clone() file=id device=device
                                 after=Signal::derive(move || timeline_painted.get() || !shows(Section::Timeline)) />
                         })}
                         <Warnings warnings=overview.warnings.clone() />

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use crate::model::DeviceKind;
 use crate::overview::service::OverviewRequest;
 use crate::overview::Overview;
-use crate::protocol::{Answer, ErrorReport, FileEvent, LoadedSummary, Request, ViewError};
+use crate::protocol::{typed, Answer, ErrorReport, FileEvent, LoadedSummary, Request, ViewError};
 use crate::timeline::service::TimelineRequest;
 use crate::timeline::TimelineKind;
 
@@ -615,16 +615,7 @@ impl AppState {
         let Request::Overview(OverviewRequest { device }) = *request else {
             return Vec::new();
         };
-        let overview = match result {
-            Ok(Answer::Overview(overview)) => Ok(overview),
-            Ok(other) => Err(ViewError::Malformed {
-                detail: format!(
-                    "an overview request was answered with a {} answer",
-                    other.feature()
-                ),
-            }),
-            Err(error) => Err(error),
-        };
+        let overview = typed::<OverviewRequest>(result);
         file.overviews.insert(device, overview);
         if file.awaiting_first_paint && file.device == Some(device) {
             file.awaiting_first_paint = false;

@@ -8,13 +8,15 @@
 use leptos::html::Input;
 use leptos::prelude::*;
 
-use super::actions::Actions;
+use super::actions::use_actions;
 use super::deep_link::DeepLink;
 use super::redact_paths::RedactToggle;
 use super::state::AppState;
 
 #[component]
-pub fn Toolbar(actions: Actions, state: RwSignal<AppState>, link: DeepLink) -> impl IntoView {
+pub fn Toolbar( state: RwSignal<AppState>, link: DeepLink) -> impl IntoView {
+    let actions = use_actions();
+
     let input: NodeRef<Input> = NodeRef::new();
     let folder: NodeRef<Input> = NodeRef::new();
 

@@ -7,11 +7,13 @@
 
 use leptos::prelude::*;
 
-use super::actions::Actions;
+use super::actions::use_actions;
 use super::deep_link::DeepLink;
 
 #[component]
-pub fn Welcome(actions: Actions, link: DeepLink) -> impl IntoView {
+pub fn Welcome( link: DeepLink) -> impl IntoView {
+    let actions = use_actions();
+
     view! {
         <section class="panel welcome" id="welcome">
             {move || link.waiting().map(|waiting| view! {

@@ -14,14 +14,14 @@ use std::rc::Rc;
 use leptos::prelude::*;
 use web_sys::KeyboardEvent;
 
-use super::actions::Actions;
-use super::categories::CategoryView;
+use super::actions::use_actions;
+use super::file_context::use_file;
 use super::charts::{self, geometry::Piece, geometry::PieceKind};
 use super::requests::Latest;
 use super::state::FileId;
 use super::widgets::chart::{ChartCard, Click, Draw, Hover, WIDE_CHART_SIZE};
 use crate::format::when;
-use super::view_asker::ViewAsker;
+use super::actions::ViewAsker;
 use crate::analysis::allocator::{BlockKind, SegmentOrder, SegmentPool, SegmentState};
 use crate::format;
 use crate::table::service::{AllocatorRequest, AllocatorView};
@@ -66,20 +66,21 @@ fn percent(part: f64) -> String {
 pub fn AllocatorPanel(
     file: FileId,
     device: u32,
-    actions: Actions,
-    categories: CategoryView,
     dark: Signal<bool>,
 ) -> impl IntoView {
+    let actions = use_actions();
+    let cx = use_file();
+
     let asker = ViewAsker::new(actions, file);
     // `None`: the peak (or the moment a link restores).
-    let restored = categories
+    let restored = cx
         .link
         .restoring(file, Some(device))
         .and_then(|l| l.allocator);
     let state = RwSignal::new(restored);
     Effect::new(move |_| {
         let shown = state.get();
-        categories.link.set(|l| l.allocator = shown);
+        cx.link.set(|l| l.allocator = shown);
     });
     let first = RwSignal::new(0u32);
     let order = RwSignal::new(SegmentOrder::Address);
@@ -101,7 +102,7 @@ pub fn AllocatorPanel(
     });
     // A moment picked on the timeline is the one to show.
     Effect::new(move |mounted: Option<()>| {
-        let picked = categories.picked.get();
+        let picked = cx.picked.get();
         if mounted.is_some() && picked.is_some() && state.get_untracked() != picked {
             state.set(picked);
         }
@@ -215,7 +216,7 @@ pub fn AllocatorPanel(
     });
     let click: Click = Rc::new(move |x, y| {
         if let Some(element) = under(x, y).and_then(|b| b.allocation) {
-            categories.select(Some((device, element)));
+            cx.select(Some((device, element)));
         }
     });
 

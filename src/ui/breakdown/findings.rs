@@ -8,7 +8,8 @@ use crate::analysis::categories::Dimension;
 use crate::breakdown::findings::Finding;
 use crate::breakdown::service::TopAllocation;
 use crate::format;
-use crate::ui::categories::{categories_of, CategoryView};
+use crate::ui::categories::categories_of;
+use crate::ui::file_context::use_file;
 
 /// Allocations listed under a finding before "show all".
 const LISTED: usize = 5;
@@ -22,7 +23,6 @@ pub fn Findings(
     /// What the trace says about running out of memory, for the line said when nothing is
     /// found.
     oom: Option<crate::analysis::oom::OomRecord>,
-    categories: CategoryView,
 ) -> impl IntoView {
     let count = findings.len();
     view! {
@@ -39,7 +39,7 @@ pub fn Findings(
                             <p class="finding-title">{format::findings::title(&f)}</p>
                             <p class="finding-why">{format::findings::why(&f)}</p>
                             <p class="finding-try"><strong>"Try: "</strong>{format::findings::what_to_try(&f)}</p>
-                            <Behind behind=behind device=device categories=categories />
+                            <Behind behind=behind device=device />
                         </li>
                     }
                 }).collect_view()}
@@ -51,7 +51,9 @@ pub fn Findings(
 /// The allocations behind a finding: size, role and what made it; a click pins one on the
 /// timeline. The first few show; the rest open on request.
 #[component]
-fn Behind(behind: Vec<TopAllocation>, device: u32, categories: CategoryView) -> impl IntoView {
+fn Behind(behind: Vec<TopAllocation>, device: u32) -> impl IntoView {
+    let cx = use_file();
+
     if behind.is_empty() {
         return ().into_any();
     }
@@ -64,7 +66,7 @@ fn Behind(behind: Vec<TopAllocation>, device: u32, categories: CategoryView) -> 
         view! {
             <li data-index=index.to_string() data-size=a.size.to_string()>
                 <button type="button" class="link-button finding-allocation" title="Pin it on the timeline"
-                    on:click=move |_| categories.show_on_timeline(device, index)
+                    on:click=move |_| cx.show_on_timeline(device, index)
                 >
                     <span class="num">{format::bytes(a.size)}</span>
                     " · " {roles[a.role as usize].1} " · "

@@ -15,15 +15,16 @@ use std::rc::Rc;
 
 use leptos::prelude::*;
 
-use super::actions::Actions;
-use super::categories::{categories_of, css, highlighted_colours, CategoryView};
+use super::actions::use_actions;
+use super::categories::{categories_of, css, highlighted_colours};
+use super::file_context::{use_file, FileContext};
 use super::charts::{self, Slice};
 use super::moment_notice::MomentNotice;
 use super::redact_paths::RedactPaths;
 use super::requests::Latest;
 use super::segmented::segmented_button;
 use super::state::FileId;
-use super::view_asker::ViewAsker;
+use super::actions::ViewAsker;
 use super::widgets::download::download_text;
 use crate::analysis::axis::AxisMode;
 use crate::analysis::categories::{Category, Dimension};
@@ -56,13 +57,14 @@ pub fn BreakdownPanel(
     file: FileId,
     device: u32,
     file_name: String,
-    actions: Actions,
-    categories: CategoryView,
     dark: Signal<bool>,
 ) -> impl IntoView {
+    let actions = use_actions();
+    let cx = use_file();
+
     let asker = ViewAsker::new(actions, file);
     // A device shown again opens at the moment picked on it.
-    let pick = RwSignal::new(match categories.picked.get_untracked() {
+    let pick = RwSignal::new(match cx.picked.get_untracked() {
         Some(_) => Pick::Picked,
         None => Pick::Peak,
     });
@@ -73,7 +75,7 @@ pub fn BreakdownPanel(
     let latest = [(); 3].map(|_| StoredValue::new(Latest::default()));
 
     Effect::new(move |_| {
-        categories.generation.track();
+        cx.generation.track();
         asker.ask_latest(latest[0], SummaryRequest { device }, move |answer| {
             summary.set(Some(answer.map(|s| *s)));
         });
@@ -92,12 +94,12 @@ pub fn BreakdownPanel(
         });
     });
     Effect::new(move |_| {
-        categories.generation.track();
-        let only = categories.highlight.get();
+        cx.generation.track();
+        let only = cx.highlight.get();
         let at = match pick.get() {
             Pick::Peak => Moment::Peak,
             Pick::End => Moment::End,
-            Pick::Picked => match categories.picked.get() {
+            Pick::Picked => match cx.picked.get() {
                 Some(state) => Moment::State(state),
                 None => Moment::Peak,
             },
@@ -114,7 +116,7 @@ pub fn BreakdownPanel(
     });
     // A moment picked on the timeline is what the user wants to see.
     Effect::new(move |previous: Option<Option<u32>>| {
-        let picked = categories.picked.get();
+        let picked = cx.picked.get();
         if previous.is_some() && picked.is_some() {
             pick.set(Pick::Picked);
         }
@@ -122,7 +124,7 @@ pub fn BreakdownPanel(
     });
 
     let redact = RedactPaths::in_context();
-    let kind = categories.device_kind;
+    let kind = cx.device_kind;
     let report = move |_| {
         let name = file_name.clone();
         report_error.set(None);
@@ -151,7 +153,7 @@ pub fn BreakdownPanel(
     };
 
     let nothing_picked = move || {
-        categories
+        cx
             .picked
             .get()
             .is_none()
@@ -160,7 +162,7 @@ pub fn BreakdownPanel(
     let always = || None;
     view! {
         <section class="panel breakdown" id="breakdown" data-device=device.to_string()
-            data-generation=move || categories.generation.get().to_string()
+            data-generation=move || cx.generation.get().to_string()
         >
             <header class="breakdown-header">
                 <h2 class="panel-title">"Where the memory went"</h2>
@@ -174,7 +176,7 @@ pub fn BreakdownPanel(
                     let away = match pick.get() {
                         Pick::Peak => return None,
                         Pick::End => "the end".to_string(),
-                        Pick::Picked => match categories.picked.get() {
+                        Pick::Picked => match cx.picked.get() {
                             Some(state) => format!("the moment picked on the timeline ({})", format::after_state(state)),
                             None => return None,
                         },
@@ -192,17 +194,17 @@ pub fn BreakdownPanel(
             {move || match moment.get() {
                 None => view! { <p class="pending" aria-busy="true">"Counting bytes by category…"</p> }.into_any(),
                 Some(Err(e)) => view! { <p class="view-error" role="alert" id="breakdown-error">{e}</p> }.into_any(),
-                Some(Ok(m)) => view! { <MomentCharts m=m dark=dark categories=categories /> }.into_any(),
+                Some(Ok(m)) => view! { <MomentCharts m=m dark=dark /> }.into_any(),
             }}
             <div class="chart-grid">
-                <SeriesChart series=series dark=dark categories=categories />
+                <SeriesChart series=series dark=dark />
             </div>
             {move || match summary.get() {
                 None => ().into_any(),
                 Some(Err(e)) => view! { <p class="view-error" role="alert">{e}</p> }.into_any(),
-                Some(Ok(s)) => view! { <SummaryView s=s dark=dark categories=categories /> }.into_any(),
+                Some(Ok(s)) => view! { <SummaryView s=s dark=dark /> }.into_any(),
             }}
-            <rules::RuleEditor categories=categories />
+            <rules::RuleEditor />
         </section>
     }
 }
@@ -266,7 +268,7 @@ fn slice_click(
     dimension: Dimension,
     pie: bool,
     slices: Rc<dyn Fn() -> Vec<Slice>>,
-    categories: CategoryView,
+    cx: FileContext,
 ) -> Click {
     Rc::new(move |x, y| {
         let s = slices();
@@ -277,7 +279,7 @@ fn slice_click(
             charts::hit_bars(w, h, &s, x, y)
         };
         if let Some(k) = hit {
-            categories.toggle_highlight(Category {
+            cx.toggle_highlight(Category {
                 dimension,
                 index: k as u32,
             });
@@ -309,7 +311,7 @@ fn legend(
     slices: Vec<Slice>,
     inferred: &[u64],
     dimension: Option<Dimension>,
-    categories: CategoryView,
+    cx: FileContext,
 ) -> impl IntoView {
     let inferred = inferred.to_vec();
     let total: u64 = slices.iter().map(|s| s.value).sum();
@@ -317,7 +319,7 @@ fn legend(
         <ul class="chart-legend" id=id data-total=total.to_string()>
             {slices.into_iter().enumerate().map(|(k, s)| {
                 let category = dimension.map(|dimension| Category { dimension, index: k as u32 });
-                let pressed = move || category.is_some() && categories.highlight.get() == category;
+                let pressed = move || category.is_some() && cx.highlight.get() == category;
                 let content = view! {
                     <span class="swatch" style:background=css(s.colour)></span>
                     <span class="legend-label">{s.label.clone()}</span>
@@ -330,7 +332,7 @@ fn legend(
                             Some(category) => view! {
                                 <button type="button" class="legend-button" aria-pressed=move || pressed().to_string()
                                     title="Show only this category in the lists and on the timeline"
-                                    on:click=move |_| categories.toggle_highlight(category)
+                                    on:click=move |_| cx.toggle_highlight(category)
                                 >{content}</button>
                             }.into_any(),
                             None => content.into_any(),
@@ -343,9 +345,11 @@ fn legend(
 }
 
 #[component]
-fn MomentCharts(m: MomentBreakdown, dark: Signal<bool>, categories: CategoryView) -> impl IntoView {
+fn MomentCharts(m: MomentBreakdown, dark: Signal<bool>) -> impl IntoView {
+    let cx = use_file();
+
     let device = m.device;
-    let highlight = categories.highlight;
+    let highlight = cx.highlight;
     let m = Rc::new(m);
     let at = match (m.moment, m.event) {
         (Moment::Peak, _) => "at the peak".to_string(),
@@ -481,7 +485,7 @@ fn MomentCharts(m: MomentBreakdown, dark: Signal<bool>, categories: CategoryView
             let (w, h) = WIDE_CHART_SIZE;
             if let Some(bar) = charts::hit_bars(w, h, &slices, x, y) {
                 if let Ok(element) = slices[bar].key.parse() {
-                    categories.show_on_timeline(device, element);
+                    cx.show_on_timeline(device, element);
                 }
             }
         })
@@ -523,7 +527,7 @@ fn MomentCharts(m: MomentBreakdown, dark: Signal<bool>, categories: CategoryView
         view! {
             <p class="hint narrowed" id="breakdown-only" data-category=m.only.map(|c| c.dimension.key(c.index as usize)).unwrap_or_default()>
                 {format!("The lists below show {label} only. ")}
-                <button type="button" class="link-button" on:click=move |_| categories.highlight.set(None)>"Show every category"</button>
+                <button type="button" class="link-button" on:click=move |_| cx.highlight.set(None)>"Show every category"</button>
             </p>
         }
     });
@@ -550,23 +554,23 @@ fn MomentCharts(m: MomentBreakdown, dark: Signal<bool>, categories: CategoryView
             {only_note}
             <div class="chart-grid">
                 <ChartCard id="chart-roles" title="By role" dark=dark draw=draw_roles hover=slice_hover(role_slices.clone(), true, CHART_SIZE)
-                    click=slice_click(Dimension::Role, true, role_slices.clone(), categories)>
-                    {legend("legend-roles", roles_legend, &inferred_roles, Some(Dimension::Role), categories)}
+                    click=slice_click(Dimension::Role, true, role_slices.clone(), cx)>
+                    {legend("legend-roles", roles_legend, &inferred_roles, Some(Dimension::Role), cx)}
                 </ChartCard>
                 <ChartCard id="chart-components" title="By component" dark=dark draw=draw_components hover=slice_hover(component_slices.clone(), true, CHART_SIZE)
-                    click=slice_click(Dimension::Component, true, component_slices.clone(), categories)>
-                    {legend("legend-components", components_legend, &[], Some(Dimension::Component), categories)}
+                    click=slice_click(Dimension::Component, true, component_slices.clone(), cx)>
+                    {legend("legend-components", components_legend, &[], Some(Dimension::Component), cx)}
                 </ChartCard>
                 <ChartCard id="chart-role-bars" title="By role (bars)" dark=dark draw=draw_role_bars hover=slice_hover(role_slices.clone(), false, CHART_SIZE)
-                    click=slice_click(Dimension::Role, false, role_slices.clone(), categories)>
+                    click=slice_click(Dimension::Role, false, role_slices.clone(), cx)>
                     <span></span>
                 </ChartCard>
                 <ChartCard id="chart-component-bars" title="By component (bars)" dark=dark draw=draw_component_bars hover=slice_hover(component_slices.clone(), false, CHART_SIZE)
-                    click=slice_click(Dimension::Component, false, component_slices.clone(), categories)>
+                    click=slice_click(Dimension::Component, false, component_slices.clone(), cx)>
                     <span></span>
                 </ChartCard>
                 <ChartCard id="chart-reserved" title="Allocated vs cached free" dark=dark draw=draw_reserved hover=slice_hover(reserved_hover, true, CHART_SIZE)>
-                    {legend("legend-reserved", reserved_legend, &[], None, categories)}
+                    {legend("legend-reserved", reserved_legend, &[], None, cx)}
                 </ChartCard>
                 <ChartCard id="chart-sizes" title="Sizes of live allocations" dark=dark draw=draw_sizes hover=sizes_hover>
                     <span></span>
@@ -582,7 +586,7 @@ fn MomentCharts(m: MomentBreakdown, dark: Signal<bool>, categories: CategoryView
                                     <td>{component_labels[a.component as usize].1}</td>
                                     <td class="frame" class:user=a.user>
                                         <button type="button" class="link-button" title="Pin it on the timeline"
-                                            on:click=move |_| categories.show_on_timeline(device, a.index)
+                                            on:click=move |_| cx.show_on_timeline(device, a.index)
                                         >{a.name.clone().unwrap_or_else(|| "(no stack)".into())}</button>
                                         {format::table::tensor(a.shape.as_deref(), a.dtype.as_deref()).map(|t| view! { <span class="tensor">{format!(" · {t}")}</span> })}
                                     </td>
@@ -616,8 +620,9 @@ fn MomentCharts(m: MomentBreakdown, dark: Signal<bool>, categories: CategoryView
 fn SeriesChart(
     series: RwSignal<Option<Series>>,
     dark: Signal<bool>,
-    categories: CategoryView,
 ) -> impl IntoView {
+    let cx = use_file();
+
     let data = move || {
         series.with(|s| {
             let Some(s) = s else {
@@ -635,7 +640,7 @@ fn SeriesChart(
                 &vec![0; s.values.len()],
                 &[],
                 dark.get(),
-                categories.highlight.get(),
+                cx.highlight.get(),
             )
             .into_iter()
             .zip(&s.values)
@@ -680,7 +685,7 @@ fn SeriesChart(
         let (w, h) = WIDE_CHART_SIZE;
         if let Some((Some(column), _)) = charts::hit_stacked_area(w, h, &xs, &series, x, y) {
             if let Some(&state) = xs.get(column) {
-                categories.picked.set(Some(state as u32));
+                cx.picked.set(Some(state as u32));
             }
         }
     });
@@ -692,7 +697,7 @@ fn SeriesChart(
 }
 
 #[component]
-fn SummaryView(s: DeviceSummary, dark: Signal<bool>, categories: CategoryView) -> impl IntoView {
+fn SummaryView(s: DeviceSummary, dark: Signal<bool>) -> impl IntoView {
     let efficiency = s.efficiency_at_peak();
     let draw_gauge: Draw = Rc::new(move |canvas, theme| {
         dark.track();
@@ -815,6 +820,6 @@ fn SummaryView(s: DeviceSummary, dark: Signal<bool>, categories: CategoryView) -
                 }))}
             </section>
         </div>
-        <findings::Findings findings=s.findings.clone() allocations=s.finding_allocations.clone() device=s.device oom=s.oom.clone() categories=categories />
+        <findings::Findings findings=s.findings.clone() allocations=s.finding_allocations.clone() device=s.device oom=s.oom.clone() />
     }
 }

@@ -10,7 +10,7 @@ use wasm_bindgen::JsCast;
 use crate::analysis::categories::rules::{Rule, Rules};
 use crate::analysis::categories::{Component, Role};
 use crate::format;
-use crate::ui::categories::CategoryView;
+use crate::ui::file_context::use_file;
 
 fn select_value(event: &leptos::ev::Event) -> String {
     event
@@ -21,10 +21,12 @@ fn select_value(event: &leptos::ev::Event) -> String {
 }
 
 #[component]
-pub fn RuleEditor(categories: CategoryView) -> impl IntoView {
+pub fn RuleEditor() -> impl IntoView {
+    let cx = use_file();
+
     // The rules being edited: the ones in use until the user changes something.
-    let draft = RwSignal::new(categories.rules.get_untracked());
-    Effect::new(move |_| draft.set(categories.rules.get()));
+    let draft = RwSignal::new(cx.rules.get_untracked());
+    Effect::new(move |_| draft.set(cx.rules.get()));
     let import_error = RwSignal::new(None::<String>);
     let edit = move |i: usize, change: Box<dyn FnOnce(&mut Rule)>| {
         draft.update(|d| {
@@ -33,7 +35,7 @@ pub fn RuleEditor(categories: CategoryView) -> impl IntoView {
             }
         })
     };
-    let changed = move || draft.with(|d| categories.rules.with(|r| d != r));
+    let changed = move || draft.with(|d| cx.rules.with(|r| d != r));
     let file_input = NodeRef::<leptos::html::Input>::new();
     let on_import = move |_| {
         let Some(file) = file_input
@@ -54,7 +56,7 @@ pub fn RuleEditor(categories: CategoryView) -> impl IntoView {
                 Ok(rules) => {
                     import_error.set(None);
                     draft.set(rules.clone());
-                    categories.apply(rules);
+                    cx.apply(rules);
                 }
                 Err(e) => import_error.set(Some(format!(
                     "This file is not a rules file: {e}. Expected {{\"rules\": [{{\"pattern\": …, \"role\": …}}]}}."
@@ -68,7 +70,7 @@ pub fn RuleEditor(categories: CategoryView) -> impl IntoView {
     };
 
     let rows = move || {
-        let error = categories.rules_error.get();
+        let error = cx.rules_error.get();
         draft
             .get()
             .rules
@@ -122,7 +124,7 @@ pub fn RuleEditor(categories: CategoryView) -> impl IntoView {
     };
 
     view! {
-        <section class="rules" id="rules" data-count=move || categories.rules.with(|r| r.rules.len()).to_string()>
+        <section class="rules" id="rules" data-count=move || cx.rules.with(|r| r.rules.len()).to_string()>
             <h3>"Category rules"</h3>
             <p class="hint">
                 "Allocations with a frame (file:line:function) matching a rule get its role and/or component; "
@@ -134,16 +136,16 @@ pub fn RuleEditor(categories: CategoryView) -> impl IntoView {
                     on:click=move |_| draft.update(|d| d.rules.push(Rule { name: None, pattern: String::new(), regex: false, role: None, component: None }))
                 >"Add rule"</button>
                 <button type="button" class="button primary" id="rules-apply" disabled=move || !changed()
-                    on:click=move |_| categories.apply(draft.get_untracked())
+                    on:click=move |_| cx.apply(draft.get_untracked())
                 >"Apply"</button>
                 <button type="button" class="button quiet" id="rules-reset"
-                    on:click=move |_| { draft.set(Rules::default()); categories.apply(Rules::default()); }
+                    on:click=move |_| { draft.set(Rules::default()); cx.apply(Rules::default()); }
                 >"Reset"</button>
                 <button type="button" class="button quiet" id="rules-export" on:click=export>"Export JSON"</button>
                 <label class="button quiet" for="rules-import">"Import JSON"</label>
                 <input type="file" id="rules-import" accept="application/json,.json" class="visually-hidden"
                     node_ref=file_input on:change=on_import />
-                {move || categories.categorise_ms.get().map(|ms| view! {
+                {move || cx.categorise_ms.get().map(|ms| view! {
                     <span class="hint" id="categorise-ms" data-value=ms.to_string()>{format!("categorised in {}", format::duration_us((ms * 1000.0) as u64))}</span>
                 })}
             </div>

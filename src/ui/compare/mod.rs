@@ -14,7 +14,7 @@ mod tables;
 
 use leptos::prelude::*;
 
-use super::actions::Actions;
+use super::actions::use_actions;
 use super::charts::{self, Slice};
 use super::deep_link::DeepLink;
 use super::link::CompareLink;
@@ -47,10 +47,11 @@ enum Axis {
 #[component]
 pub fn CompareView(
     state: RwSignal<AppState>,
-    actions: Actions,
     link: DeepLink,
     dark: Signal<bool>,
 ) -> impl IntoView {
+    let actions = use_actions();
+
     let digests = Digests::new(state, actions, true);
     // Every file's devices, with what the pickers call them.
     let choices = Memo::new(move |_| {
@@ -307,7 +308,7 @@ pub fn CompareView(
                                 return None;
                             };
                             source.get().map(|place| view! {
-                                <CompareSource actions=actions a=(fa, da, x.peak_state) b=(fb, db, y.peak_state)
+                                <CompareSource a=(fa, da, x.peak_state) b=(fb, db, y.peak_state)
                                     place=place on_close=Callback::new(move |()| source.set(None)) />
                             })
                         }}

@@ -16,10 +16,10 @@ use crate::format;
 use crate::format::source::{change, margin};
 use crate::table::source::{SourceRequest, SourceView};
 use crate::table::Scope;
-use crate::ui::actions::Actions;
+use crate::ui::actions::{use_actions, Actions};
 use crate::ui::requests::Latest;
 use crate::ui::state::FileId;
-use crate::ui::view_asker::ViewAsker;
+use crate::ui::actions::ViewAsker;
 use crate::ui::widgets::listing::{
     fetch_text, listing_table, scroll_when_listed, FileText, FolderInput,
 };
@@ -51,13 +51,14 @@ fn ask_side(
 
 #[component]
 pub fn CompareSource(
-    actions: Actions,
     a: SourceSide,
     b: SourceSide,
     place: SourcePlace,
     /// Closes the view.
     on_close: Callback<()>,
 ) -> impl IntoView {
+    let actions = use_actions();
+
     let side_a = RwSignal::new(None::<Result<SourceView, String>>);
     let side_b = RwSignal::new(None::<Result<SourceView, String>>);
     ask_side(actions, a, place.path.clone(), side_a);

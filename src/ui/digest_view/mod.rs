@@ -11,7 +11,7 @@ mod document;
 
 use leptos::prelude::*;
 
-use super::actions::Actions;
+use super::actions::use_actions;
 use super::device_picker::{DevicePicker, FileDevices};
 use super::redact_paths::RedactPaths;
 use super::state::{AppState, FileId, Showing};
@@ -22,7 +22,9 @@ use crate::format::report::DigestReport;
 use document::DocumentView;
 
 #[component]
-pub fn DigestView(id: FileId, state: RwSignal<AppState>, actions: Actions) -> impl IntoView {
+pub fn DigestView(id: FileId, state: RwSignal<AppState>) -> impl IntoView {
+    let actions = use_actions();
+
     let Some(digested) = actions.digest(id) else {
         return view! { <p class="hint">"This digest is no longer open."</p> }.into_any();
     };

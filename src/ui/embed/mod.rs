@@ -13,7 +13,7 @@ pub use host::tell_crashed;
 use leptos::html::Input;
 use leptos::prelude::*;
 
-use super::actions::Actions;
+use super::actions::use_actions;
 use super::deep_link::DeepLink;
 use super::drop_overlay::DropOverlay;
 use super::file_view::FileView;
@@ -32,10 +32,11 @@ pub struct EmbedShown {
 #[component]
 pub fn EmbedApp(
     state: RwSignal<AppState>,
-    actions: Actions,
     link: DeepLink,
     query: PageQuery,
 ) -> impl IntoView {
+    let actions = use_actions();
+
     let shown = EmbedShown {
         section: RwSignal::new(
             query
@@ -57,21 +58,23 @@ pub fn EmbedApp(
             })}
             {move || if has_files.get() {
                 let only = section.get();
-                view! { <FileView state=state actions=actions link=link only=only /> }.into_any()
+                view! { <FileView state=state link=link only=only /> }.into_any()
             } else {
-                view! { <EmbedWelcome actions=actions /> }.into_any()
+                view! { <EmbedWelcome /> }.into_any()
             }}
             <p class="embed-note">
                 "memsight · the file is read in this browser: nothing is uploaded"
             </p>
-            <DropOverlay actions=actions />
+            <DropOverlay />
         </div>
     }
 }
 
 /// What an empty frame shows: where a snapshot can come from.
 #[component]
-fn EmbedWelcome(actions: Actions) -> impl IntoView {
+fn EmbedWelcome() -> impl IntoView {
+    let actions = use_actions();
+
     let input: NodeRef<Input> = NodeRef::new();
     view! {
         <section class="panel embed-welcome" id="welcome">

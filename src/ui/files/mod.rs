@@ -14,7 +14,7 @@ mod runs_chart;
 
 use leptos::prelude::*;
 
-use super::actions::Actions;
+use super::actions::{use_actions, Actions};
 use super::charts::{self, Slice};
 use super::deep_link::DeepLink;
 use super::row_window::{row_window, FIRST_VIEW_HEIGHT, WINDOWED_FROM};
@@ -39,10 +39,11 @@ pub struct FileLine {
 #[component]
 pub fn FilesView(
     state: RwSignal<AppState>,
-    actions: Actions,
     link: DeepLink,
     dark: Signal<bool>,
 ) -> impl IntoView {
+    let actions = use_actions();
+
     let digests = Digests::new(state, actions, false);
     // A link to the files side by side has nothing more to restore.
     if link
@@ -303,7 +304,7 @@ pub fn FilesView(
                 <ChartCard id="files-chart" title="By file" dark=dark draw=draw wide=true>
                     <p class="hint">"The column the table is sorted by (bytes), or the peak allocated."</p>
                 </ChartCard>
-                <RunsChart lines=lines colours=colours digests=digests actions=actions dark=dark />
+                <RunsChart lines=lines colours=colours digests=digests dark=dark />
             </div>
         </section>
     }

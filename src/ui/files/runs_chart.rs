@@ -13,7 +13,7 @@ use crate::ui::widgets::digests::Digests;
 use super::FileLine;
 use crate::compare::overlay::{all_timed, run_curve, OverlayX, OverlayY, RunCurve, MOST_RUNS};
 use crate::format;
-use crate::ui::actions::Actions;
+use crate::ui::actions::use_actions;
 use crate::ui::widgets::chart::{ChartCard, Click, Draw, Hover, WIDE_CHART_SIZE};
 use crate::ui::charts::{self, Slice};
 use crate::ui::segmented::segmented_button;
@@ -34,9 +34,10 @@ pub fn RunsChart(
     lines: Memo<Vec<FileLine>>,
     colours: Memo<Vec<[u8; 3]>>,
     digests: Digests,
-    actions: Actions,
     dark: Signal<bool>,
 ) -> impl IntoView {
+    let actions = use_actions();
+
     let x = RwSignal::new(OverlayX::Events);
     let y = RwSignal::new(OverlayY::Absolute);
     let timed = Memo::new(move |_| {

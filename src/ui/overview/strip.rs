@@ -10,11 +10,11 @@
 
 use leptos::prelude::*;
 
-use super::super::actions::Actions;
-use super::super::categories::CategoryView;
+use super::super::actions::use_actions;
+use super::super::file_context::use_file;
 use super::super::requests::Latest;
 use super::super::state::FileId;
-use super::super::view_asker::ViewAsker;
+use super::super::actions::ViewAsker;
 use crate::breakdown::findings::Finding;
 use crate::breakdown::service::SummaryRequest;
 use crate::format;
@@ -42,17 +42,18 @@ pub fn OverviewStrip(
     overview: Overview,
     file: FileId,
     device: u32,
-    actions: Actions,
-    categories: CategoryView,
     /// The findings are asked for once this is true: after the timeline's first frame, so
     /// their search never delays the plot.
     after: Signal<bool>,
 ) -> impl IntoView {
+    let actions = use_actions();
+    let cx = use_file();
+
     let asker = ViewAsker::new(actions, file);
     let latest = StoredValue::new(Latest::default());
     let found = RwSignal::new(Found::Asking);
     Effect::new(move |_| {
-        categories.generation.track();
+        cx.generation.track();
         if !after.get() {
             return;
         }

@@ -12,12 +12,12 @@
 
 use leptos::prelude::*;
 
-use super::actions::Actions;
-use super::categories::CategoryView;
+use super::actions::use_actions;
+use super::file_context::use_file;
 use super::charts::{self, Slice};
 use super::requests::Latest;
 use super::state::FileId;
-use super::view_asker::ViewAsker;
+use super::actions::ViewAsker;
 use super::widgets::chart::{ChartCard, Draw};
 use super::widgets::download::download_text;
 use crate::analysis::palette::Style;
@@ -35,15 +35,16 @@ pub fn PhasesPanel(
     file: FileId,
     device: u32,
     file_name: String,
-    actions: Actions,
-    categories: CategoryView,
     dark: Signal<bool>,
 ) -> impl IntoView {
+    let actions = use_actions();
+    let cx = use_file();
+
     let asker = ViewAsker::new(actions, file);
     let report = RwSignal::new(None::<Result<PhaseReport, String>>);
     let latest = StoredValue::new(Latest::default());
     Effect::new(move |_| {
-        categories.generation.track();
+        cx.generation.track();
         asker.ask_latest(latest, PhasesRequest { device }, move |answer| {
             report.set(Some(answer))
         });
@@ -103,10 +104,10 @@ pub fn PhasesPanel(
                 Some(Ok(r)) if r.rows.is_empty() => view! { <p class="hint" id="phases-empty">"No phase: the trace records no event."</p> }.into_any(),
                 Some(Ok(r)) => view! {
                     <p class="hint" id="phases-source" data-source=format!("{:?}", r.source).to_lowercase()>{words::source_sentence(&r)}</p>
-                    <PhaseTable id="phases-table" rows=r.rows.clone() scopes=false categories=categories />
+                    <PhaseTable id="phases-table" rows=r.rows.clone() scopes=false />
                     {(!r.scopes.is_empty()).then(|| view! {
                         <h3>"record_function scopes"</h3>
-                        <PhaseTable id="scopes-table" rows=r.scopes.clone() scopes=true categories=categories />
+                        <PhaseTable id="scopes-table" rows=r.scopes.clone() scopes=true />
                     })}
                 }
                 .into_any(),
@@ -139,8 +140,9 @@ fn PhaseTable(
     id: &'static str,
     rows: Vec<PhaseRow>,
     scopes: bool,
-    categories: CategoryView,
 ) -> impl IntoView {
+    let cx = use_file();
+
     let total = rows.len();
     let all = RwSignal::new(false);
     let rows = StoredValue::new(rows);
@@ -176,7 +178,7 @@ fn PhaseTable(
                     data-peak-event=row.peak_event.to_string()
                     data-top-role=row.top_role.map_or("", |r| r.key())
                     title="Show this phase's peak on the timeline"
-                    on:click=move |_| categories.picked.set(Some(peak_state))
+                    on:click=move |_| cx.picked.set(Some(peak_state))
                 >
                     <td style:padding-left=indent><code>{name}</code></td>
                     <td class="num">{row.iteration.map_or("—".to_string(), |i| i.to_string())}</td>

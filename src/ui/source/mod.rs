@@ -21,12 +21,12 @@ use crate::format;
 use crate::format::source::{function_total, margin, scope_words};
 use crate::table::source::{SourceRequest, SourceView};
 use crate::table::{Filter, Scope};
-use crate::ui::actions::Actions;
-use crate::ui::categories::CategoryView;
+use crate::ui::actions::use_actions;
+use crate::ui::file_context::use_file;
 use crate::ui::near_screen::near_screen;
 use crate::ui::requests::Latest;
 use crate::ui::state::FileId;
-use crate::ui::view_asker::ViewAsker;
+use crate::ui::actions::ViewAsker;
 use crate::ui::widgets::listing::{
     fetch_text, listing_table, scroll_when_listed, FileText, FolderInput,
 };
@@ -36,9 +36,10 @@ use crate::ui::widgets::source_folder::SourceFolder;
 pub fn SourcePanel(
     file: FileId,
     device: u32,
-    actions: Actions,
-    categories: CategoryView,
 ) -> impl IntoView {
+    let actions = use_actions();
+    let cx = use_file();
+
     let asker = ViewAsker::new(actions, file);
     let latest = StoredValue::new(Latest::default());
     let answer = RwSignal::new(None::<Result<SourceView, String>>);
@@ -47,7 +48,7 @@ pub fn SourcePanel(
     let folder = SourceFolder::in_context();
     let scroller = NodeRef::<Div>::new();
     let asked_path = move || {
-        categories
+        cx
             .source
             .with(|p| p.as_ref().map(|p| p.path.clone()))
     };
@@ -56,11 +57,11 @@ pub fn SourcePanel(
     let panel = NodeRef::<leptos::html::Section>::new();
     let near = near_screen(panel);
     Effect::new(move |_| {
-        if !near.get() && categories.source.with(Option::is_none) {
+        if !near.get() && cx.source.with(Option::is_none) {
             return;
         }
-        categories.generation.track();
-        let (scope, filter) = categories
+        cx.generation.track();
+        let (scope, filter) = cx
             .table_choice
             .get()
             .unwrap_or((Scope::Peak, Filter::default()));
@@ -127,7 +128,7 @@ pub fn SourcePanel(
     // A place opened (again, too): its line brought into view once it is listed.
     let pending_line = RwSignal::new(None::<i64>);
     Effect::new(move |_| {
-        pending_line.set(categories.source.with(|p| p.as_ref().and_then(|p| p.line)));
+        pending_line.set(cx.source.with(|p| p.as_ref().and_then(|p| p.line)));
     });
     scroll_when_listed(pending_line, move || shown.get(), text, rows, scroller);
     let most_made = Memo::new(move |_| {
@@ -148,7 +149,7 @@ pub fn SourcePanel(
             })
         }
     };
-    let target = move || categories.source.with(|p| p.as_ref().and_then(|p| p.line));
+    let target = move || cx.source.with(|p| p.as_ref().and_then(|p| p.line));
     view! {
         <section class="panel source-panel" id="source-view" node_ref=panel
             data-device=device.to_string()
@@ -170,7 +171,7 @@ pub fn SourcePanel(
                     "File "
                     <select id="source-file" on:change=move |event| {
                         let path = event_target_value(&event);
-                        categories.source.set(Some(SourcePlace { path, line: None }));
+                        cx.source.set(Some(SourcePlace { path, line: None }));
                     }>
                         {move || answer.with(|a| match a {
                             Some(Ok(v)) => v.files.iter().map(|f| {

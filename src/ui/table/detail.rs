@@ -11,7 +11,7 @@ use crate::timeline::service::{TimelineAnswer, TimelineRequest};
 use crate::timeline::TimelineKind;
 use crate::ui::requests::Latest;
 use crate::ui::widgets::stack::{anchor, folded, ForwardStack, RecordedFacts, RoleLine, Stack};
-use crate::ui::view_asker::ViewAsker;
+use crate::ui::actions::ViewAsker;
 
 #[component]
 pub fn RowDetail(table: TableState) -> impl IntoView {
@@ -68,7 +68,7 @@ pub fn RowDetail(table: TableState) -> impl IntoView {
                 <header class="pinned-header">
                     <h3>{format!("Allocation · {}", format::bytes(row.requested_bytes))}</h3>
                     <button type="button" class="button" id="table-show-on-timeline"
-                        on:click=move |_| table.categories.show_on_timeline(device, element)>
+                        on:click=move |_| table.cx.show_on_timeline(device, element)>
                         "Show on timeline"
                     </button>
                 </header>

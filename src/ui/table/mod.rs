@@ -5,7 +5,7 @@
 //!
 //! The worker keeps the table; the page asks only for the lines in view (`grid`, virtualised)
 //! and asks again when the query, the opened groups or the scroll position change (the latest
-//! answer wins). Selection is shared with the timeline through [`CategoryView::selected`], a
+//! answer wins). Selection is shared with the timeline through [`FileContext::selected`], a
 //! highlighted category filters the table, and the timeline's search is its text filter.
 //! Components: `toolbar` (scope, grouping, filters, CSV), `grid` (header and lines), `detail`.
 
@@ -16,15 +16,15 @@ mod toolbar;
 use leptos::html::Div;
 use leptos::prelude::*;
 
-use super::actions::Actions;
-use super::categories::CategoryView;
+use super::actions::{use_actions, Actions};
+use super::file_context::{use_file, FileContext};
 use super::link::TableLink;
 use super::widgets::download::download;
 pub use super::link::TablePick;
 use super::requests::Latest;
 use super::state::FileId;
 use crate::format::when;
-use super::view_asker::ViewAsker;
+use super::actions::ViewAsker;
 use crate::analysis::axis::AxisMode;
 use crate::analysis::categories::{Component, Dimension, Role};
 use crate::export::CsvRequest;
@@ -73,7 +73,7 @@ pub struct TableState {
     pub file: FileId,
     pub device: u32,
     pub actions: Actions,
-    pub categories: CategoryView,
+    pub cx: FileContext,
     asker: ViewAsker,
     pub pick: RwSignal<TablePick>,
     /// The timeline's view once it has stayed still for a moment.
@@ -101,13 +101,13 @@ pub struct TableState {
 }
 
 impl TableState {
-    fn new(file: FileId, device: u32, actions: Actions, categories: CategoryView) -> Self {
+    fn new(file: FileId, device: u32, actions: Actions, cx: FileContext) -> Self {
         let asker = ViewAsker::new(actions, file);
         TableState {
             file,
             device,
             actions,
-            categories,
+            cx,
             asker,
             pick: RwSignal::new(TablePick::Peak),
             window: RwSignal::new(None),
@@ -162,7 +162,7 @@ impl TableState {
             TablePick::End => Scope::End,
             TablePick::All => Scope::All,
             TablePick::Picked => self
-                .categories
+                .cx
                 .picked
                 .get()
                 .map_or(Scope::Peak, Scope::State),
@@ -176,7 +176,7 @@ impl TableState {
     /// The query the controls describe (tracked); the highlighted category is its role or
     /// component filter.
     pub fn query(&self) -> TableQuery {
-        let highlight = self.categories.highlight.get();
+        let highlight = self.cx.highlight.get();
         let role = highlight
             .filter(|c| c.dimension == Dimension::Role)
             .and_then(|c| Role::ALL.get(c.index as usize).copied());
@@ -291,7 +291,7 @@ impl TableState {
 
     /// Selects `row` here and on the timeline.
     pub fn select(&self, row: TableRow) {
-        self.categories.select(Some((self.device, row.index)));
+        self.cx.select(Some((self.device, row.index)));
         self.selected.set(Some(row));
     }
 
@@ -352,7 +352,7 @@ impl TableState {
     pub fn download_csv(&self, file_name: String, redact: bool) {
         let query = self.query_untracked();
         let device = self.device;
-        let kind = self.categories.device_kind;
+        let kind = self.cx.device_kind;
         let status = self.csv_status;
         status.set(Some("Writing the CSV…".into()));
         self.asker.ask(
@@ -403,25 +403,26 @@ pub fn TablePanel(
     file: FileId,
     device: u32,
     file_name: String,
-    actions: Actions,
-    categories: CategoryView,
 ) -> impl IntoView {
-    let table = TableState::new(file, device, actions, categories);
-    if let Some(link) = categories.link.restoring(file, Some(device)) {
+    let actions = use_actions();
+    let cx = use_file();
+
+    let table = TableState::new(file, device, actions, cx);
+    if let Some(link) = cx.link.restoring(file, Some(device)) {
         table.restore_from(&link.table);
     }
     // The table's part of the page's address.
     Effect::new(move |_| {
         let part = table.link_part();
-        categories.link.set(|l| l.table = part);
+        cx.link.set(|l| l.table = part);
     });
     // The query changed: back to the top, and ask.
     Effect::new(move |previous: Option<TableQuery>| {
-        categories.generation.track();
+        cx.generation.track();
         let query = table.query();
         let choice = Some((query.scope, query.filter.clone()));
-        if categories.table_choice.get_untracked() != choice {
-            categories.table_choice.set(choice);
+        if cx.table_choice.get_untracked() != choice {
+            cx.table_choice.set(choice);
         }
         if previous.as_ref().is_some_and(|p| *p != query) {
             if let Some(el) = table.scroller.get_untracked() {
@@ -434,7 +435,7 @@ pub fn TablePanel(
     // The timeline's view, once still, is the window scope's.
     let pending = StoredValue::new(None::<TimeoutHandle>);
     Effect::new(move |_| {
-        let window = categories.window_of(device);
+        let window = cx.window_of(device);
         if let Some(handle) = pending.try_update_value(Option::take).flatten() {
             handle.clear();
         }
@@ -453,7 +454,7 @@ pub fn TablePanel(
     // The timeline's search is the table's text filter, over every allocation: the table then
     // lists all its matches, largest first, with their totals.
     Effect::new(move |mounted: Option<()>| {
-        let search = categories.search.get();
+        let search = cx.search.get();
         if mounted.is_some() && table.text.get_untracked() != search {
             table.regex.set(false);
             if !search.is_empty() && table.pick.get_untracked() != TablePick::All {
@@ -465,7 +466,7 @@ pub fn TablePanel(
     // An allocation selected elsewhere (pinned on the timeline) is selected here, its groups
     // opened and its line brought into view.
     Effect::new(move |_| {
-        let Some((for_device, element)) = categories.selected.get() else {
+        let Some((for_device, element)) = cx.selected.get() else {
             table.selected.set(None);
             return;
         };
@@ -478,7 +479,7 @@ pub fn TablePanel(
     });
     // A moment picked on the timeline is what the user wants to see.
     Effect::new(move |previous: Option<Option<u32>>| {
-        let picked = categories.picked.get();
+        let picked = cx.picked.get();
         if previous.is_some() && picked.is_some() && table.pick.get_untracked() != TablePick::Picked
         {
             table.pick.set(TablePick::Picked);

@@ -31,9 +31,9 @@ pub fn group_label(by: GroupBy) -> &'static str {
 #[component]
 pub fn TableToolbar(table: TableState, file_name: String) -> impl IntoView {
     let redact = RedactPaths::in_context();
-    let categories = table.categories;
+    let cx = table.cx;
     let no_pick = move || {
-        categories
+        cx
             .picked
             .with(Option::is_none)
             .then_some("Click the timeline to pick a moment first.")
@@ -62,11 +62,11 @@ pub fn TableToolbar(table: TableState, file_name: String) -> impl IntoView {
                 dimension,
                 index: index as u32,
             });
-            let current = categories.highlight.get_untracked();
+            let current = cx.highlight.get_untracked();
             match picked {
-                Some(c) if current != Some(c) => categories.highlight.set(Some(c)),
+                Some(c) if current != Some(c) => cx.highlight.set(Some(c)),
                 None if current.is_some_and(|c| c.dimension == dimension) => {
-                    categories.highlight.set(None)
+                    cx.highlight.set(None)
                 }
                 _ => {}
             }
@@ -74,7 +74,7 @@ pub fn TableToolbar(table: TableState, file_name: String) -> impl IntoView {
     };
     let selected_key = move |dimension: Dimension| {
         move || {
-            categories
+            cx
                 .highlight
                 .get()
                 .filter(|c| c.dimension == dimension)
@@ -98,7 +98,7 @@ pub fn TableToolbar(table: TableState, file_name: String) -> impl IntoView {
                     TablePick::Peak | TablePick::All => return None,
                     TablePick::End => "alive at the end".to_string(),
                     TablePick::Window => "made in the timeline's view".to_string(),
-                    TablePick::Picked => match categories.picked.get() {
+                    TablePick::Picked => match cx.picked.get() {
                         Some(state) => format!("alive {}", format::after_state(state)),
                         None => return None,
                     },

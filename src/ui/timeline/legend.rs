@@ -13,7 +13,6 @@ use crate::format;
 use crate::timeline::TimelineKind;
 use crate::ui::categories::{categories_of, css};
 use crate::ui::requests::Latest;
-use crate::ui::view_asker::ViewAsker;
 
 #[component]
 pub fn Legend(tl: Timeline) -> impl IntoView {
@@ -27,7 +26,7 @@ pub fn Legend(tl: Timeline) -> impl IntoView {
         let hovered = tl
             .hover
             .with(|h| h.as_ref().and_then(|(hit, _, _)| hit.state));
-        match hovered.or(tl.categories.picked.get()) {
+        match hovered.or(tl.cx.picked.get()) {
             Some(state) => Moment::State(state),
             None => Moment::Peak,
         }
@@ -36,18 +35,14 @@ pub fn Legend(tl: Timeline) -> impl IntoView {
     let latest = StoredValue::new(Latest::default());
     Effect::new(move |_| {
         let moment = moment.get();
-        tl.categories.generation.track();
+        tl.cx.generation.track();
         // Asked once the first frame is on screen: counting bytes by category at any moment
         // needs an index whose first build must not keep that frame waiting.
         if dimension().is_none() || !tl.painted.get() {
             return;
         }
         // Under the timeline's own scope, forgotten with it.
-        let asker = ViewAsker {
-            actions: tl.actions,
-            file: tl.file,
-            scope: tl.scope,
-        };
+        let asker = tl.asker;
         let request = TotalsRequest {
             device: tl.device,
             moment,
@@ -108,9 +103,9 @@ pub fn Legend(tl: Timeline) -> impl IntoView {
                     dimension,
                     index: k as u32,
                 };
-                let highlighted = move || tl.categories.highlight.get() == Some(category);
+                let highlighted = move || tl.cx.highlight.get() == Some(category);
                 let dimmed = move || {
-                    tl.categories
+                    tl.cx
                         .highlight
                         .get()
                         .is_some_and(|h| h.dimension == dimension && h != category)
@@ -133,7 +128,7 @@ pub fn Legend(tl: Timeline) -> impl IntoView {
                                     format::count(deduced)
                                 )
                             }
-                            on:click=move |_| tl.categories.toggle_highlight(category)
+                            on:click=move |_| tl.cx.toggle_highlight(category)
                         >
                             <span class="swatch" style:background=css(colour)></span>
                             <span class="legend-label">{label}</span>

@@ -17,8 +17,8 @@ use crate::analysis::categories::Dimension;
 use crate::timeline::colouring::ColourBy;
 use crate::timeline::service::{FrameInfo, TimelineInfo};
 use crate::timeline::TimelineKind;
-use crate::ui::actions::Actions;
-use crate::ui::categories::CategoryView;
+use crate::ui::actions::use_actions;
+use crate::ui::file_context::use_file;
 use crate::ui::state::FileId;
 
 /// The timeline section of a device.
@@ -26,19 +26,17 @@ use crate::ui::state::FileId;
 pub fn TimelinePanel(
     file: FileId,
     device: u32,
-    actions: Actions,
-    categories: CategoryView,
     /// Follows the system's theme.
     dark: RwSignal<bool>,
     /// Set once the first frame (or why there is none) is on screen.
     painted: RwSignal<bool>,
 ) -> impl IntoView {
-    let tl = Timeline::new(file, device, actions, categories, dark, painted);
+    let actions = use_actions();
+    let cx = use_file();
+
+    let tl = Timeline::new(file, device, actions, cx, dark, painted);
     tl.expect_size();
-    // Answers still to come for this view reach nobody once it is gone.
-    let scope = tl.scope;
-    on_cleanup(move || actions.forget_scope(file, scope));
-    if let Some(link) = categories.link.restoring(file, Some(device)) {
+    if let Some(link) = cx.link.restoring(file, Some(device)) {
         tl.restore_from(link);
     }
     tl.adopt_first_view();
@@ -52,7 +50,7 @@ pub fn TimelinePanel(
     // The timeline's part of the page's address.
     Effect::new(move |_| {
         if let Some((part, pin)) = tl.link_part() {
-            categories.link.set(|l| {
+            cx.link.set(|l| {
                 l.timeline = part;
                 l.pin = pin;
             });
@@ -61,7 +59,7 @@ pub fn TimelinePanel(
     // Another view asked to see an allocation: pin it on the allocations timeline, centred,
     // and bring the timeline into view (not on mounting: the request was for an earlier view).
     Effect::new(move |mounted: Option<()>| {
-        let shown = categories.shown.get();
+        let shown = cx.shown.get();
         let Some((for_device, element)) = shown.filter(|_| mounted.is_some()) else {
             return;
         };
@@ -84,21 +82,21 @@ pub fn TimelinePanel(
                 .map(|d| (d.kind == TimelineKind::Allocations).then_some(d.index))
         });
         match pinned {
-            Some(Some(element)) => categories.select(Some((device, element))),
+            Some(Some(element)) => cx.select(Some((device, element))),
             Some(None) => {}
             None => {
-                if categories
+                if cx
                     .selected
                     .get_untracked()
                     .is_some_and(|(d, _)| d == device)
                 {
-                    categories.select(None);
+                    cx.select(None);
                 }
             }
         }
     });
     Effect::new(move |mounted: Option<()>| {
-        let selected = categories.selected.get();
+        let selected = cx.selected.get();
         if mounted.is_none() {
             return;
         }
@@ -120,15 +118,13 @@ pub fn TimelinePanel(
         let range = tl.range.get();
         let mode = tl.mode.get();
         if tl.info.with(Option::is_some) {
-            categories
-                .window
-                .set(Some((device, mode, range.x0, range.x1)));
+            cx.window.set(Some((device, mode, range.x0, range.x1)));
         }
     });
     // A category picked in another view (a chart, a legend) shows on the timeline: colour by
     // its dimension.
     Effect::new(move |mounted: Option<()>| {
-        let Some(category) = categories.highlight.get().filter(|_| mounted.is_some()) else {
+        let Some(category) = cx.highlight.get().filter(|_| mounted.is_some()) else {
             return;
         };
         if tl.colour_by.get_untracked().dimension() != Some(category.dimension) {
@@ -155,8 +151,8 @@ pub fn TimelinePanel(
         tl.pinned.with(|p| p.as_ref().map(|d| d.index));
         tl.search.track();
         tl.colour_by.track();
-        categories.generation.track();
-        categories.highlight.track();
+        cx.generation.track();
+        cx.highlight.track();
         tl.request_frame();
     });
     Effect::new(move |previous: Option<f64>| {

@@ -218,7 +218,7 @@ pub fn TimelineToolbar(tl: Timeline) -> impl IntoView {
                     type="search"
                     id="timeline-search"
                     node_ref=search_input
-                    prop:value=move || tl.categories.search.get()
+                    prop:value=move || tl.cx.search.get()
                     placeholder="Search address or frame (Ctrl+F)"
                     aria-label="Search by address (0x…) or frame text; Enter for next match"
                     on:input=on_search_input

@@ -18,7 +18,7 @@ use super::range::{self, XRange, YRange};
 use super::{canvas, labels};
 use crate::analysis::axis::AxisMode;
 use crate::format;
-use crate::protocol::{Answer, Request, RequestId, ViewError};
+use crate::protocol::{RequestId, ViewError};
 use crate::timeline::colouring::ColourBy;
 use crate::timeline::inspect::{ElementDetail, OomDetail};
 use crate::timeline::service::{
@@ -26,12 +26,11 @@ use crate::timeline::service::{
     TimelineRequest,
 };
 use crate::timeline::{TimelineKind, Viewport};
-use crate::ui::actions::Actions;
-use crate::ui::categories::CategoryView;
+use crate::ui::actions::{Actions, ViewAsker};
+use crate::ui::file_context::FileContext;
 use crate::ui::link::{TimelineLink, ViewLink};
 use crate::ui::plot_share::stored_plot_share;
 use crate::ui::plot_size::{self, Window};
-use crate::ui::requests::ScopeId;
 use crate::ui::state::FileId;
 
 /// Set when a timeline's first frame is on screen (read by benchmarks).
@@ -46,15 +45,16 @@ const UNKNOWN_SIZE: (f64, f64, f64) = (800.0, 360.0, 1.0);
 pub struct Timeline {
     pub file: FileId,
     pub device: u32,
+    /// The page's actions: the plot's expected width, the first view painted with the file.
     pub(super) actions: Actions,
     /// This view's requests, forgotten when it goes away.
-    pub(super) scope: ScopeId,
+    pub(super) asker: ViewAsker,
     pub kind: RwSignal<TimelineKind>,
     pub mode: RwSignal<AxisMode>,
     /// Allocations in their own colours, or their role's or component's.
     pub colour_by: RwSignal<ColourBy>,
-    /// The categories shared with the other views of the file.
-    pub categories: CategoryView,
+    /// What the file's views share.
+    pub cx: FileContext,
     pub info: RwSignal<Option<TimelineInfo>>,
     /// The visible x range.
     pub range: RwSignal<XRange>,
@@ -125,7 +125,7 @@ impl Timeline {
         file: FileId,
         device: u32,
         actions: Actions,
-        categories: CategoryView,
+        cx: FileContext,
         dark: RwSignal<bool>,
         painted: RwSignal<bool>,
     ) -> Self {
@@ -134,11 +134,11 @@ impl Timeline {
             file,
             device,
             actions,
-            scope: actions.new_scope(),
+            asker: ViewAsker::new(actions, file),
             kind: RwSignal::new(kind),
             mode: RwSignal::new(AxisMode::Events),
             colour_by: RwSignal::new(ColourBy::FIRST_SHOWN),
-            categories,
+            cx,
             info: RwSignal::new(None),
             range: RwSignal::new(XRange::new(0.0, 1.0)),
             y_range: RwSignal::new(None),
@@ -203,7 +203,7 @@ impl Timeline {
             y: self.y_range.get().map(|y| (y.min, y.max)),
             detail: (detail != default_detail).then_some(detail),
             colour: self.colour_by.get(),
-            search: self.categories.search.get(),
+            search: self.cx.search.get(),
         };
         Some((part, pin))
     }
@@ -409,9 +409,7 @@ impl Timeline {
     fn carry_out(&self, command: TimelineCommand, pixels: &mut Option<JsValue>) {
         match command {
             TimelineCommand::Ask(purpose, request) => self.ask_for(purpose, request),
-            TimelineCommand::Tell(request) => {
-                self.actions.tell(self.file, Request::Timeline(request))
-            }
+            TimelineCommand::Tell(request) => self.asker.tell(request),
             TimelineCommand::RequestFrame => self.request_frame(),
             TimelineCommand::RequestMinimap => self.request_minimap(),
             TimelineCommand::Resize(size) => self.size.set(size),
@@ -459,14 +457,14 @@ impl Timeline {
                 self.pinned.set(None);
                 self.pinned_oom.set(None);
             }
-            TimelineCommand::PickMoment(state) => self.categories.picked.set(Some(state)),
+            TimelineCommand::PickMoment(state) => self.cx.picked.set(Some(state)),
             TimelineCommand::SearchFor(query) => {
                 self.match_nth.set(0);
-                self.categories.search.set(query);
+                self.cx.search.set(query);
             }
             TimelineCommand::ShowSearch(found) => self.search.set(Some(found)),
             TimelineCommand::ClearSearch => {
-                self.categories.search.set(String::new());
+                self.cx.search.set(String::new());
                 self.search.set(None);
             }
             TimelineCommand::ShowMatch(nth) => self.match_nth.set(nth),
@@ -495,18 +493,9 @@ impl Timeline {
             + 'static,
     ) -> Option<RequestId> {
         let tl = *self;
-        self.actions.ask(
-            self.file,
-            self.scope,
-            Request::Timeline(request),
-            move |answered| {
-                let result = answered.result.and_then(|answer| match answer {
-                    Answer::Timeline(answer) => Ok(answer),
-                    other => Err(unexpected(&other)),
-                });
-                on_answer(tl, answered.id, result, answered.attachment);
-            },
-        )
+        self.asker.ask(request, move |answered| {
+            on_answer(tl, answered.id, answered.result, answered.attachment);
+        })
     }
 
     /// The timeline shows `kind`: its layout is asked for, unless it is on screen.
@@ -563,7 +552,7 @@ impl Timeline {
             show_line: self.show_line.get_untracked() && kind != TimelineKind::Segments,
             colour_by: self.colour_by.get_untracked(),
             highlight: self
-                .categories
+                .cx
                 .highlight
                 .get_untracked()
                 .filter(|c| Some(c.dimension) == self.colour_by.get_untracked().dimension())
@@ -716,14 +705,5 @@ impl Timeline {
     /// Shows the `nth` search match (wrapping around), pinned and centred.
     pub fn go_to_match(&self, nth: i64) {
         self.feed(|c| c.go_to_match(nth));
-    }
-}
-
-fn unexpected(answer: &Answer) -> ViewError {
-    ViewError::Malformed {
-        detail: format!(
-            "a timeline request was answered with a {} answer",
-            answer.feature()
-        ),
     }
 }

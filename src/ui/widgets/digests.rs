@@ -12,10 +12,9 @@ use crate::analysis::categories::signals::Phase;
 use crate::compare::service::DigestRequest;
 use crate::compare::Digest;
 use crate::format;
-use crate::protocol::{typed, Request};
-use crate::ui::actions::Actions;
-use crate::ui::categories::stored_rules;
-use crate::ui::requests::ScopeId;
+use crate::protocol::Request;
+use crate::ui::actions::{Actions, FilesAsker};
+use crate::ui::file_context::stored_rules;
 use crate::ui::state::{AppState, FileId};
 
 type Key = (FileId, u32);
@@ -26,8 +25,7 @@ pub struct Digests {
     asked: StoredValue<HashSet<Key>, LocalStorage>,
     /// Files whose worker was sent the stored rules.
     ruled: StoredValue<HashSet<FileId>, LocalStorage>,
-    scope: ScopeId,
-    actions: Actions,
+    asker: FilesAsker,
     detail: bool,
     /// The phase of training each digest is taken at (its peak within it), else each run's
     /// own peak.
@@ -42,20 +40,10 @@ impl Digests {
             answers: RwSignal::new(BTreeMap::new()),
             asked: StoredValue::new_local(HashSet::new()),
             ruled: StoredValue::new_local(HashSet::new()),
-            scope: actions.new_scope(),
-            actions,
+            asker: FilesAsker::new(actions),
             detail,
             at_phase: RwSignal::new(None),
         };
-        on_cleanup(move || {
-            let files: HashSet<FileId> = digests
-                .ruled
-                .try_with_value(|r| r.clone())
-                .unwrap_or_default();
-            for file in files {
-                actions.forget_scope(file, digests.scope);
-            }
-        });
         // A file closed and its answers go with it.
         Effect::new(move |_| {
             let open: HashSet<FileId> = state.with(|s| s.files().iter().map(|f| f.id).collect());
@@ -107,7 +95,7 @@ impl Digests {
         if first {
             let rules = stored_rules();
             if !rules.rules.is_empty() {
-                self.actions.tell(file, Request::SetRules(rules));
+                self.asker.tell(file, Request::SetRules(rules));
             }
         }
         let request = DigestRequest {
@@ -118,17 +106,17 @@ impl Digests {
         let answers = self.answers;
         // An answer for digests at another phase than the one now asked for is dropped.
         let (asked_at, at_phase) = (self.at_phase.get_untracked(), self.at_phase);
-        self.actions
-            .ask(file, self.scope, request.into(), move |answered| {
-                if at_phase.try_get_untracked() != Some(asked_at) {
-                    return;
-                }
-                let result = typed::<DigestRequest>(answered.result)
-                    .map_err(|e| format::problems::view_error(&e));
-                answers.update(|a| {
-                    a.insert((file, device), result);
-                });
+        self.asker.ask(file, request, move |answered| {
+            if at_phase.try_get_untracked() != Some(asked_at) {
+                return;
+            }
+            let result = answered
+                .result
+                .map_err(|e| format::problems::view_error(&e));
+            answers.update(|a| {
+                a.insert((file, device), result);
             });
+        });
     }
 
     /// The digest of `device` of `file`, once answered.

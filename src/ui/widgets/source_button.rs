@@ -5,13 +5,13 @@
 use leptos::prelude::*;
 
 use crate::analysis::lines::SourcePlace;
-use crate::ui::categories::CategoryView;
+use crate::ui::file_context::FileContext;
 
 /// Opens `place` in the source view of the file whose views are being built (none outside
 /// a snapshot's views).
 #[component]
 pub fn SourceButton(place: SourcePlace) -> impl IntoView {
-    let categories = use_context::<CategoryView>();
+    let cx = use_context::<FileContext>();
     let title = match place.line {
         Some(line) => format!(
             "Show {}, line {line}, with the bytes of each line",
@@ -19,7 +19,7 @@ pub fn SourceButton(place: SourcePlace) -> impl IntoView {
         ),
         None => format!("Show {} with the bytes of each line", place.path),
     };
-    categories.map(|categories| {
+    cx.map(|cx| {
         let path = place.path.clone();
         let line = place.line.map(|l| l.to_string()).unwrap_or_default();
         view! {
@@ -27,7 +27,7 @@ pub fn SourceButton(place: SourcePlace) -> impl IntoView {
                 on:click=move |event| {
                     // Not also a click on the group or row it sits in.
                     event.stop_propagation();
-                    categories.source.set(Some(place.clone()));
+                    cx.source.set(Some(place.clone()));
                 }>"code"</button>
         }
     })

@@ -1,15 +1,21 @@
 //! What the user can do (open, select, close, cancel, pick a device) and what workers report,
 //! applied to the state; then the [`Command`]s the state machine returns are carried out:
 //! starting and ending workers, asking them, setting performance marks. Views ask their
-//! file's worker through [`Actions::ask`] and get their answers back in a callback.
+//! file's worker through a [`ViewAsker`] (`asker`), the only way to: answers come typed.
 //!
-//! A `Copy` handle passed down to components as a prop. Not the place for decisions (those are
+//! A `Copy` handle provided in context by whoever starts a page (the app, an embedded viewer,
+//! a rehearsal) and read by components with [`use_actions`], never passed as a prop. Not the place for decisions (those are
 //! in `state` and the views) or for the transport (that is `workers`).
 
 use leptos::prelude::*;
+
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{AbortController, Blob, FileList};
+
+mod asker;
+
+pub use asker::{FilesAsker, ViewAsker};
 
 use super::opening;
 use super::page_query::FetchProblem;
@@ -61,6 +67,11 @@ pub struct Actions {
     /// until the file's timeline takes it.
     first_views:
         StoredValue<std::collections::HashMap<FileId, (Box<FirstView>, JsValue)>, LocalStorage>,
+}
+
+/// The actions of the page this component is part of.
+pub fn use_actions() -> Actions {
+    use_context::<Actions>().expect("the page provides its actions")
 }
 
 impl Actions {
@@ -173,7 +184,7 @@ impl Actions {
     }
 
     /// A scope for one view's requests, to forget them all when the view goes away.
-    pub fn new_scope(self) -> ScopeId {
+    fn new_scope(self) -> ScopeId {
         self.last_scope
             .try_update_value(|s| {
                 *s += 1;
@@ -184,7 +195,7 @@ impl Actions {
 
     /// Asks file `id`'s worker; `on_answer` receives the answer (or the view's error) unless
     /// the scope is forgotten first. `None` when the file has no worker any more.
-    pub fn ask(
+    fn ask(
         self,
         id: FileId,
         scope: ScopeId,
@@ -197,12 +208,12 @@ impl Actions {
     }
 
     /// Sends a request to file `id`'s worker whose answer nobody waits for.
-    pub fn tell(self, id: FileId, request: Request) {
+    fn tell(self, id: FileId, request: Request) {
         self.workers.try_with_value(|pool| pool.tell(id, request));
     }
 
     /// Drops the answers still to come for `scope`'s requests (the view went away).
-    pub fn forget_scope(self, id: FileId, scope: ScopeId) {
+    fn forget_scope(self, id: FileId, scope: ScopeId) {
         self.workers
             .try_with_value(|pool| pool.forget_scope(id, scope));
     }
