@@ -26,7 +26,7 @@ use crate::analysis::categories::rules::{RuleError, Rules};
 use crate::analysis::categories::Category;
 use crate::analysis::lines::SourcePlace;
 use crate::format;
-use crate::model::DeviceKind;
+use crate::model::{DeviceKind, State};
 use crate::table::{Filter, Scope};
 
 /// Where the user's rules are kept.
@@ -79,37 +79,37 @@ pub struct FileContext {
 #[derive(Clone, Copy)]
 pub struct PickedMoments {
     /// `(device, state)` pairs, one per device that has a moment picked (a file has a few).
-    by_device: RwSignal<Vec<(u32, u32)>>,
+    by_device: RwSignal<Vec<(u32, State)>>,
     device: Signal<Option<u32>>,
 }
 
 impl PickedMoments {
     /// The shown device's moment (tracked).
-    pub fn get(&self) -> Option<u32> {
+    pub fn get(&self) -> Option<State> {
         let device = self.device.get()?;
         self.by_device
             .with(|m| m.iter().find(|(d, _)| *d == device).map(|&(_, s)| s))
     }
 
     /// The shown device's moment, untracked.
-    pub fn get_untracked(&self) -> Option<u32> {
+    pub fn get_untracked(&self) -> Option<State> {
         untrack(|| self.get())
     }
 
     /// The shown device's moment (tracked), seen through `f`.
-    pub fn with<T>(&self, f: impl FnOnce(&Option<u32>) -> T) -> T {
+    pub fn with<T>(&self, f: impl FnOnce(&Option<State>) -> T) -> T {
         f(&self.get())
     }
 
     /// Picks `state` on the shown device (`None`: its peak again).
-    pub fn set(&self, state: Option<u32>) {
+    pub fn set(&self, state: Option<State>) {
         if let Some(device) = self.device.get_untracked() {
             self.set_on(device, state);
         }
     }
 
     /// Picks `state` on `device` (`None`: its peak again).
-    pub fn set_on(&self, device: u32, state: Option<u32>) {
+    pub fn set_on(&self, device: u32, state: Option<State>) {
         self.by_device.update(|m| {
             m.retain(|(d, _)| *d != device);
             m.extend(state.map(|s| (device, s)));

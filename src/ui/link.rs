@@ -14,6 +14,7 @@ use super::state::Showing;
 use crate::analysis::axis::AxisMode;
 use crate::analysis::categories::rules::Rules;
 use crate::analysis::categories::Category;
+use crate::model::State;
 use crate::table::{Column, GroupBy, Sort};
 use crate::timeline::colouring::ColourBy;
 use crate::timeline::TimelineKind;
@@ -187,12 +188,12 @@ pub struct ViewLink {
     pub timeline: TimelineLink,
     /// The allocation pinned: its element on the device's allocations timeline.
     pub pin: Option<u32>,
-    /// The moment picked on the timeline (a state).
-    pub moment: Option<u32>,
+    /// The moment picked on the timeline.
+    pub moment: Option<State>,
     pub highlight: Option<Category>,
     pub table: TableLink,
     /// The allocator's state shown; `None`: the peak.
-    pub allocator: Option<u32>,
+    pub allocator: Option<State>,
     pub compare: Option<CompareLink>,
     /// The user's category rules; `None`: whatever this browser has.
     pub rules: Option<Rules>,
@@ -405,7 +406,7 @@ impl ViewLink {
                 }
                 "search" => link.timeline.search = value.to_string(),
                 "pin" => link.pin = value.parse().ok(),
-                "moment" => link.moment = value.parse().ok(),
+                "moment" => link.moment = value.parse().ok().map(State::new),
                 "highlight" => link.highlight = value.parse().ok(),
                 "scope" => {
                     if let Some(pick) = TablePick::ALL.into_iter().find(|p| p.key() == value) {
@@ -423,7 +424,7 @@ impl ViewLink {
                     }
                 }
                 "group" => link.table.group_by = value.parse().ok(),
-                "allocator" => link.allocator = value.parse().ok(),
+                "allocator" => link.allocator = value.parse().ok().map(State::new),
                 "a" | "b" => {
                     let Some(side) = parse_side(value) else {
                         continue;
@@ -536,7 +537,7 @@ mod tests {
                 search: "attn & softmax=1 #2".to_string(),
             },
             pin: Some(42),
-            moment: Some(77),
+            moment: Some(State::new(77)),
             highlight: Some(Category {
                 dimension: Dimension::Role,
                 index: 3,
@@ -554,7 +555,7 @@ mod tests {
                 },
                 group_by: Some(GroupBy::Module),
             },
-            allocator: Some(12),
+            allocator: Some(State::new(12)),
             compare: Some(CompareLink {
                 a: (0, 0),
                 b: (3, 1),

@@ -3,6 +3,7 @@
 //! categories (the user's rules first, as in the page).
 
 use memsight_core::analysis::moment::Moment;
+use memsight_core::model::State;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -35,12 +36,12 @@ pub fn run(
             .zip(&categories.devices)
             .map(|((device, facts), cats)| {
                 let index = CategoryIndex::new(facts, cats);
-                let peak = moment::state(Moment::Peak, facts).unwrap_or(0);
+                let peak = moment::state(Moment::Peak, facts).unwrap_or(State::BEFORE_TRACE);
                 Counted {
                     device: device.id,
                     name: analysed.snapshot.device_name(device.id),
-                    totals: moment::state(at, facts).map(|s| totals_at(facts, cats, s)),
-                    physics: physics(index.lookup(facts, cats), cats, peak),
+                    totals: moment::state(at, facts).map(|s| totals_at(facts, cats, s.get())),
+                    physics: physics(index.lookup(facts, cats), cats, peak.get()),
                 }
             })
             .collect();

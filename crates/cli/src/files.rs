@@ -13,7 +13,6 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use memsight_core::analysis::categories::rules::Rules;
-use memsight_core::analysis::moment::row_before;
 use memsight_core::compare::files::{
     flag_outliers, iteration_summaries, name_order, read_settings, shown_devices, sort_order,
     FileRow, FilesColumn,
@@ -173,7 +172,7 @@ struct RunShape {
 impl RunShape {
     fn of(digest: &Digest) -> Self {
         RunShape {
-            peak_event: row_before(digest.peak_state),
+            peak_event: digest.peak_state.row_before().map(|row| row.get()),
             over_events: run_curve(digest, OverlayX::Events, OverlayY::Absolute),
             over_time: run_curve(digest, OverlayX::Time, OverlayY::Absolute),
         }

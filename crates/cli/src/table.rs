@@ -14,6 +14,7 @@ use memsight_core::analysis::categories::rules::Rules;
 use memsight_core::analysis::categories::{Component, Explainer, Role};
 use memsight_core::format::breakdown::{component_label, phase_label, role_label, role_reason};
 use memsight_core::format::{self, table::cell};
+use memsight_core::model::{Row, State};
 use memsight_core::table::groups::{every_group, share};
 use memsight_core::table::service::{Table, TableService};
 use memsight_core::table::{Column, Scope, Sort, TableQuery};
@@ -37,7 +38,7 @@ pub fn parse_scope(text: &str) -> Result<Scope, String> {
         "all" => Ok(Scope::All),
         n => n
             .parse::<u32>()
-            .map(|event| Scope::State(event.saturating_add(1)))
+            .map(|event| Scope::State(State::after(Row::new(event))))
             .map_err(|_| format!("'{n}' is not a scope: say peak, end, all, or an event number")),
     }
 }
@@ -215,7 +216,7 @@ fn scope_name(scope: Scope) -> String {
     match scope {
         Scope::Peak => "alive at the peak".into(),
         Scope::End => "alive at the end".into(),
-        Scope::State(s) => format!("alive after event {}", s.saturating_sub(1)),
+        Scope::State(s) => format!("alive {}", format::after_state(s)),
         Scope::Window { x0, x1, .. } => format!("allocated in {x0}..{x1}"),
         Scope::All => "every allocation".into(),
     }
@@ -248,7 +249,7 @@ fn as_text(
             for &i in table.sorted.iter().take(limit) {
                 let r = table.rows.row(i);
                 let event =
-                    |e: Option<u32>, none: &str| e.map_or(none.to_string(), |e| e.to_string());
+                    |e: Option<Row>, none: &str| e.map_or(none.to_string(), |e| e.to_string());
                 out.push_str(&format!(
                     "{:>10} {:>10} {:>14} {:<20} {:<14} {:<15} {:>9} {:>9} {}\n",
                     format::bytes(r.size_bytes),

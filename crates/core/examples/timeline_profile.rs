@@ -92,7 +92,7 @@ fn main() {
     for i in 0..20 {
         // Zoom in towards the peak, frame by frame.
         let f = 0.8f64.powi(i);
-        let centre = info.peak_state as f64;
+        let centre = info.peak_state.get() as f64;
         let half = (x1 - x0) * f / 2.0;
         let request = frame((centre - half).max(x0), (centre + half).min(x1), None);
         let start = Instant::now();

@@ -118,7 +118,7 @@ fn moments_and_series_add_up_to_the_allocated_curve_on_every_fixture() {
                 }
             }
             let end = at(&mut session, dev.id, Moment::End);
-            assert_eq!(end.state as usize, dev.trace.len(), "{name}");
+            assert_eq!(end.state.get() as usize, dev.trace.len(), "{name}");
 
             let series = ask(
                 &mut session,

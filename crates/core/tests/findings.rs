@@ -14,6 +14,7 @@ use memsight_core::breakdown::findings::{
     StackBytes, Wait,
 };
 use memsight_core::format;
+use memsight_core::model::{Row, State};
 use serde_json::{json, Value};
 
 const MIB: u64 = 1 << 20;
@@ -281,16 +282,16 @@ fn a_new_segment_for_a_request_the_cache_held_the_bytes_for_is_fragmentation() {
             requests: 1,
             reserved_for_them: 200 * MIB,
             worst: FragmentedRequest {
-                row: rows - 1,
+                row: Row::new(rows - 1),
                 requested: 200 * MIB,
                 cached_free: 256 * MIB,
                 segment: 200 * MIB,
-                segment_row: rows - 2,
+                segment_row: Row::new(rows - 2),
                 // The holes are 64 MiB each: none holds the request.
                 largest_free_block: Some(64 * MIB),
             },
             peak_reserved: GIB + 200 * MIB,
-            peak_state: rows,
+            peak_state: State::new(rows),
             // At the peak the four holes are still cached: the new segment's 200 MiB is all
             // the pieces cost (had the holes been one block, it would not have been reserved).
             cached_free_at_peak: 256 * MIB,
@@ -325,10 +326,10 @@ fn cached_memory_at_an_oom_it_could_have_served_is_a_finding() {
         found[2].kind,
         FindingKind::CachedMemory {
             reason: CacheReason::AtOutOfMemory {
-                row: rows - 1,
+                row: Row::new(rows - 1),
                 requested: 300 * MIB,
                 at: Overhead {
-                    state: rows,
+                    state: State::new(rows),
                     reserved: GIB + 200 * MIB,
                     allocated: 968 * MIB,
                     overhead: 256 * MIB,
@@ -431,7 +432,7 @@ fn memory_kept_from_every_iteration_is_a_leak_suspect() {
         .iter()
         .zip([960, 1088, 1216, 1344])
         .map(|(&state, mib)| Iteration {
-            state,
+            state: State::new(state),
             allocated: mib * MIB,
         })
         .collect();
@@ -506,7 +507,7 @@ fn one_allocation_large_next_to_the_peak_is_a_sudden_spike() {
         f.kind,
         FindingKind::SuddenSpike {
             size: 600 * MIB,
-            row: 19,
+            row: Row::new(19),
             stack: facts.allocations.at(12).stack,
             role: Role::ForwardTemporaries,
             peak_allocated: 1600 * MIB,
@@ -551,7 +552,7 @@ fn a_free_completed_long_after_its_request_is_a_long_wait() {
         Wait {
             allocation: 8,
             size: 10 * MIB,
-            requested_row: 9,
+            requested_row: Row::new(9),
             rows: 1501,
             us: None,
             completed: true,
@@ -590,7 +591,7 @@ fn a_free_completed_long_after_its_request_in_time_is_a_long_wait() {
     let wait = Wait {
         allocation: 8,
         size: 10 * MIB,
-        requested_row: 9,
+        requested_row: Row::new(9),
         rows: 4,
         us: Some(200_040),
         completed: true,
@@ -610,7 +611,7 @@ fn an_oom_reports_what_was_alive_by_role_and_call_site() {
     assert_eq!(
         f.kind,
         FindingKind::OutOfMemory {
-            row: analysed.snapshot.devices[0].trace.len() as u32 - 1,
+            row: Row::new(analysed.snapshot.devices[0].trace.len() as u32 - 1),
             requested: 2 * GIB,
             device_free: 100 * MIB,
             allocated: 960 * MIB,
@@ -722,7 +723,7 @@ fn obeys_physics(f: &Finding, facts: &memsight_core::analysis::DeviceFacts, at: 
             reserved_for_them,
             ..
         } => {
-            let cached_free = peak_reserved.saturating_sub(facts.allocated_at(*peak_state));
+            let cached_free = peak_reserved.saturating_sub(facts.allocated_at(peak_state.get()));
             assert!(
                 wasted <= cached_free_at_peak,
                 "{at}: {wasted} > {cached_free_at_peak}"

@@ -50,9 +50,13 @@ fn bytes_made_at_a_line_are_its_call_site_group_at_the_peak() {
                 block_sizes: None,
             };
             let peak = facts.peak_allocated.state();
-            let chosen = select(&rows, Scope::State(peak), &Filter::default())
-                .unwrap()
-                .chosen;
+            let chosen = select(
+                &rows,
+                Scope::State(memsight_core::model::State::new(peak)),
+                &Filter::default(),
+            )
+            .unwrap()
+            .chosen;
             let files = lines_of(&analysed.snapshot, device, facts, &chosen);
             let made: u64 = files.iter().map(|f| f.made.bytes).sum();
             for site in group(&rows, &chosen, GroupBy::CallSite).roots {

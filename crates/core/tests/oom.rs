@@ -27,8 +27,8 @@ fn check_ooms(name: &str, analysed: &Analysed, expected: &Json) {
 
     let (device, facts) = analysed.device_facts(first).unwrap();
     let oom = oom_detail(&analysed.snapshot, device, facts, 0).expect("the first OOM");
-    assert_eq!(oom.event, event);
-    assert_eq!(oom.state, event + 1);
+    assert_eq!(oom.event.get(), event);
+    assert_eq!(oom.state.get(), event + 1);
     assert_eq!(oom.requested, device.trace.size[event as usize]);
     assert_eq!(
         oom.allocated,
@@ -58,7 +58,7 @@ fn check_ooms(name: &str, analysed: &Analysed, expected: &Json) {
                 } else {
                     a.free_row + 1
                 };
-                start <= oom.state && oom.state < end
+                start <= oom.state.get() && oom.state.get() < end
             })
             .map(|a| a.size)
             .max()

@@ -172,14 +172,14 @@ fn inferred_phases_match_a_report_made_by_hand() {
             (
                 x.phase.unwrap(),
                 x.iteration,
-                x.first_event,
-                x.last_event,
+                x.first_event.get(),
+                x.last_event.get(),
                 x.before_bytes,
                 x.after_bytes,
                 x.allocated_bytes,
                 x.freed_bytes,
                 x.peak_bytes,
-                x.peak_event,
+                x.peak_event.get(),
                 x.top_role,
                 x.top_role_bytes,
             )
@@ -214,8 +214,8 @@ fn scopes_are_listed_and_name_phases() {
             (
                 s.label.as_str(),
                 s.depth,
-                s.first_event,
-                s.last_event,
+                s.first_event.get(),
+                s.last_event.get(),
                 s.delta_bytes,
             )
         })
@@ -266,8 +266,8 @@ fn on_every_real_snapshot_phases_tile_the_trace_and_add_up() {
             };
             let mut next = 0u32;
             for row in &r.rows {
-                assert_eq!(row.first_event, next, "{name}: phases tile the trace");
-                next = row.last_event + 1;
+                assert_eq!(row.first_event.get(), next, "{name}: phases tile the trace");
+                next = row.last_event.get() + 1;
             }
             assert_eq!(
                 next as usize,
@@ -275,8 +275,8 @@ fn on_every_real_snapshot_phases_tile_the_trace_and_add_up() {
                 "{name}: the last phase ends the trace"
             );
             for row in r.rows.iter().chain(&r.scopes) {
-                assert_eq!(row.before_bytes, at(row.first_event), "{name}");
-                assert_eq!(row.after_bytes, at(row.last_event + 1), "{name}");
+                assert_eq!(row.before_bytes, at(row.first_event.get()), "{name}");
+                assert_eq!(row.after_bytes, at(row.last_event.get() + 1), "{name}");
                 assert_eq!(
                     row.after_bytes as i128,
                     row.before_bytes as i128 + row.allocated_bytes as i128
@@ -284,12 +284,12 @@ fn on_every_real_snapshot_phases_tile_the_trace_and_add_up() {
                     "{name}: {}",
                     row.label
                 );
-                let high = (row.first_event..=row.last_event)
+                let high = (row.first_event.get()..=row.last_event.get())
                     .map(|e| curve[e as usize])
                     .max()
                     .unwrap();
                 assert_eq!(row.peak_bytes, high, "{name}");
-                assert_eq!(curve[row.peak_event as usize], high, "{name}");
+                assert_eq!(curve[row.peak_event.index()], high, "{name}");
             }
         }
     }

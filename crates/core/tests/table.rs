@@ -262,7 +262,7 @@ fn block_sizes_at_the_end_are_the_final_segments_blocks_and_the_allocator_state_
             }
             let request = TableRequest::Allocator(AllocatorRequest {
                 device,
-                state: Some(u32::MAX),
+                state: Some(memsight_core::model::State::new(u32::MAX)),
                 first_segment: 0,
                 segment_count: 10,
                 order: SegmentOrder::Address,
@@ -290,7 +290,7 @@ fn block_sizes_at_the_end_are_the_final_segments_blocks_and_the_allocator_state_
                 loop {
                     let request = TableRequest::Allocator(AllocatorRequest {
                         device,
-                        state: Some(u32::MAX),
+                        state: Some(memsight_core::model::State::new(u32::MAX)),
                         first_segment: listed.len() as u32,
                         segment_count: 7,
                         order,

@@ -20,6 +20,7 @@ use super::charts::{self, geometry::Piece, geometry::PieceKind};
 use super::requests::Latest;
 use super::state::FileId;
 use super::widgets::chart::{ChartCard, Click, Draw, Hover, WIDE_CHART_SIZE};
+use crate::model::State;
 use crate::format::when;
 use super::actions::ViewAsker;
 use crate::analysis::allocator::{BlockKind, SegmentOrder, SegmentPool, SegmentState};
@@ -114,7 +115,7 @@ pub fn AllocatorPanel(
         let Some(states) = known(|v| v.states) else {
             return;
         };
-        let to = to.clamp(0, states as i64 - 1) as u32;
+        let to = State::new(to.clamp(0, states as i64 - 1) as u32);
         if state.get_untracked() != Some(to) {
             state.set(Some(to));
         }
@@ -131,7 +132,7 @@ pub fn AllocatorPanel(
         }
     };
     let on_key = move |event: KeyboardEvent| {
-        let Some(at) = known(|v| v.state) else {
+        let Some(at) = known(|v| v.state.get()) else {
             return;
         };
         let at = at as i64;

@@ -26,6 +26,7 @@ use super::segmented::segmented_button;
 use super::state::FileId;
 use super::actions::ViewAsker;
 use super::widgets::download::download_text;
+use crate::model::State;
 use crate::analysis::axis::AxisMode;
 use crate::analysis::categories::{Category, Dimension};
 use crate::analysis::moment::Moment;
@@ -115,7 +116,7 @@ pub fn BreakdownPanel(
         });
     });
     // A moment picked on the timeline is what the user wants to see.
-    Effect::new(move |previous: Option<Option<u32>>| {
+    Effect::new(move |previous: Option<Option<State>>| {
         let picked = cx.picked.get();
         if previous.is_some() && picked.is_some() {
             pick.set(Pick::Picked);
@@ -354,7 +355,7 @@ fn MomentCharts(m: MomentBreakdown, dark: Signal<bool>) -> impl IntoView {
     let at = match (m.moment, m.event) {
         (Moment::Peak, _) => "at the peak".to_string(),
         (Moment::End, _) => "at the end".to_string(),
-        (_, Some(e)) => format!("after event {}", format::count(e as u64)),
+        (_, Some(e)) => format!("after event {}", format::count(u64::from(e.get()))),
         (_, None) => "before the first event".to_string(),
     };
     let role_slices = {
@@ -685,7 +686,7 @@ fn SeriesChart(
         let (w, h) = WIDE_CHART_SIZE;
         if let Some((Some(column), _)) = charts::hit_stacked_area(w, h, &xs, &series, x, y) {
             if let Some(&state) = xs.get(column) {
-                cx.picked.set(Some(state as u32));
+                cx.picked.set(Some(State::new(state as u32)));
             }
         }
     });

@@ -10,6 +10,7 @@
 use leptos::html::Div;
 use leptos::prelude::*;
 
+use crate::model::State;
 use crate::analysis::listing::{lay_out, ListedRow};
 use crate::analysis::lines::{heat, side_by_side, FunctionPair, LinePair, SourcePlace, Tally};
 use crate::format;
@@ -26,7 +27,7 @@ use crate::ui::widgets::listing::{
 use crate::ui::widgets::source_folder::SourceFolder;
 
 /// One side: a file, its device and the state its lines are counted at.
-pub type SourceSide = (FileId, u32, u32);
+pub type SourceSide = (FileId, u32, State);
 
 /// Asks `side`'s worker for the lines of `path`.
 fn ask_side(

@@ -20,6 +20,7 @@ use super::state::FileId;
 use super::actions::ViewAsker;
 use super::widgets::chart::{ChartCard, Draw};
 use super::widgets::download::download_text;
+use crate::model::State;
 use crate::analysis::palette::Style;
 use crate::format::{self, phases as words};
 use crate::phases::service::PhasesRequest;
@@ -160,7 +161,7 @@ fn PhaseTable(
             } else {
                 words::phase_row_label(&row)
             };
-            let peak_state = row.peak_event + 1;
+            let peak_state = State::after(row.peak_event);
             let indent = format!("{}px", 6 + 14 * row.depth);
             view! {
                 <tr class="phase-row clickable"

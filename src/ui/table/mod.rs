@@ -23,6 +23,7 @@ use super::widgets::download::download;
 pub use super::link::TablePick;
 use super::requests::Latest;
 use super::state::FileId;
+use crate::model::{Row, State};
 use crate::format::when;
 use super::actions::ViewAsker;
 use crate::analysis::axis::AxisMode;
@@ -47,13 +48,13 @@ const WINDOW_SETTLE: std::time::Duration = std::time::Duration::from_millis(200)
 /// An allocation's event as the table says it ("event 1,234 (+1.2 s)"), or `none` without one;
 /// `origin` is the trace's first time.
 pub fn event_text(
-    event: Option<u32>,
+    event: Option<Row>,
     time: Option<i64>,
     origin: Option<f64>,
     none: &str,
 ) -> String {
     match event {
-        Some(e) => when(Some(e + 1), time, origin),
+        Some(e) => when(Some(State::after(e)), time, origin),
         None => none.to_string(),
     }
 }
@@ -478,7 +479,7 @@ pub fn TablePanel(
         }
     });
     // A moment picked on the timeline is what the user wants to see.
-    Effect::new(move |previous: Option<Option<u32>>| {
+    Effect::new(move |previous: Option<Option<State>>| {
         let picked = cx.picked.get();
         if previous.is_some() && picked.is_some() && table.pick.get_untracked() != TablePick::Picked
         {

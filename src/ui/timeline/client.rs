@@ -21,6 +21,7 @@
 
 use super::range::{XRange, YRange};
 use crate::analysis::axis::AxisMode;
+use crate::model::State;
 use crate::protocol::{RequestId, ViewError};
 use crate::timeline::inspect::{ElementDetail, OomDetail};
 use crate::timeline::service::{
@@ -109,7 +110,7 @@ pub enum TimelineCommand {
     PinOom(Box<OomDetail>),
     Unpin,
     /// The other views show this state.
-    PickMoment(u32),
+    PickMoment(State),
     /// A search asked for: its query is what the timeline searches for, and the match shown
     /// goes back to the first.
     SearchFor(String),
@@ -911,7 +912,7 @@ mod tests {
             elements: 10,
             detail: 10,
             default_detail: 10,
-            peak_state: 500,
+            peak_state: State::new(500),
             peak_bytes: 1 << 30,
             peak_time_us: None,
             scopes: vec![],
@@ -949,8 +950,8 @@ mod tests {
             block_size: None,
             stream: 0,
             origin: "trace".into(),
-            start_state: 100 + index,
-            end_state: Some(110 + index),
+            start_state: State::new(100 + index),
+            end_state: Some(State::new(110 + index)),
             free_requested_state: None,
             alloc_time_us: None,
             free_time_us: None,
@@ -972,7 +973,7 @@ mod tests {
 
     fn hit(element_there: Option<u32>, state: u32) -> HitInfo {
         HitInfo {
-            state: Some(state),
+            state: Some(State::new(state)),
             time_us: None,
             total: 0,
             line: None,
@@ -1140,7 +1141,10 @@ mod tests {
                     self.pinned = Some(detail.index);
                     if centre {
                         let full = XRange::new(WHOLE.0, WHOLE.1);
-                        let (a, b) = (detail.start_state as f64, detail.end_state.unwrap() as f64);
+                        let (a, b) = (
+                            f64::from(detail.start_state.get()),
+                            f64::from(detail.end_state.unwrap().get()),
+                        );
                         self.range = self.range.centred_on(a, b, full, 4.0);
                     }
                     self.view_changed = true;
@@ -1480,14 +1484,18 @@ mod tests {
             .asked_for(Purpose::Element(ElementPurpose::Pin))
             .is_empty());
         assert_eq!(page.pinned, Some(4));
-        assert!(page.done.contains(&TimelineCommand::PickMoment(50)));
+        assert!(page
+            .done
+            .contains(&TimelineCommand::PickMoment(State::new(50))));
 
         // A click where there is nothing: unpinned, and its moment picked.
         page.on(|c| c.click(30.0, 190.0));
         let click = page.only(clicks);
         page.answer(click, Ok(TimelineAnswer::Hit(hit(None, 60))));
         assert_eq!(page.pinned, None);
-        assert!(page.done.contains(&TimelineCommand::PickMoment(60)));
+        assert!(page
+            .done
+            .contains(&TimelineCommand::PickMoment(State::new(60))));
     }
 
     #[test]

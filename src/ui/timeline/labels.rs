@@ -10,6 +10,7 @@
 
 use crate::analysis::axis::AxisMode;
 use crate::format;
+use crate::model::State;
 use crate::timeline::service::TimelineInfo;
 
 /// Height of one lane of scopes along the top; nested or overlapping scopes take the next
@@ -249,8 +250,8 @@ pub fn lay_out(scene: &InView<'_>, measure: &dyn Fn(&str) -> f64) -> Layout {
     let x_px = |x: f64| (x - scene.x0) / span * w;
     let y_span = scene.y_max.saturating_sub(scene.y_min).max(1);
     let y_px = |bytes: u64| h - (bytes as f64 - scene.y_min as f64) / y_span as f64 * h;
-    let x_of = |state: u32, time: Option<i64>| match scene.mode {
-        AxisMode::Events => Some(state as f64),
+    let x_of = |state: State, time: Option<i64>| match scene.mode {
+        AxisMode::Events => Some(f64::from(state.get())),
         AxisMode::Time => time.map(|t| t as f64),
     };
     let mut out = Layout::default();
@@ -450,7 +451,7 @@ mod tests {
             elements: 10,
             detail: 10,
             default_detail: 10,
-            peak_state: 500,
+            peak_state: State::new(500),
             peak_bytes: 50 << 30,
             peak_time_us: None,
             scopes: vec![],
@@ -487,7 +488,7 @@ mod tests {
         let mut info = info();
         // The OOM right at the peak: "OOM: …" used to print over "peak …".
         info.ooms = vec![OomMark {
-            state: 500,
+            state: State::new(500),
             time_us: None,
             requested: 2 << 30,
             device_free: 0,
@@ -497,8 +498,8 @@ mod tests {
             .map(|i| ScopeMark {
                 phase: None,
                 name: format!("Optimizer.step#AdamW.step {i}"),
-                start_state: i * 25,
-                end_state: Some(i * 25 + 20),
+                start_state: State::new(i * 25),
+                end_state: Some(State::new(i * 25 + 20)),
                 start_time_us: 0,
                 end_time_us: None,
             })
@@ -525,8 +526,8 @@ mod tests {
         info.scopes = vec![ScopeMark {
             phase: None,
             name: "forward".into(),
-            start_state: 0,
-            end_state: Some(1001),
+            start_state: State::BEFORE_TRACE,
+            end_state: Some(State::new(1001)),
             start_time_us: 0,
             end_time_us: None,
         }];
@@ -567,8 +568,8 @@ mod tests {
         info.scopes = vec![ScopeMark {
             phase: None,
             name: "Optimizer.step#AdamW.step".into(),
-            start_state: 100,
-            end_state: Some(200),
+            start_state: State::new(100),
+            end_state: Some(State::new(200)),
             start_time_us: 0,
             end_time_us: None,
         }];

@@ -7,13 +7,16 @@ use leptos::prelude::*;
 use super::Timeline;
 use crate::format;
 use crate::format::when;
+use crate::model::State;
 use crate::timeline::inspect::ElementDetail;
 use crate::timeline::TimelineKind;
 
 /// Lifetime in events and, when known, in time.
 pub fn lifetime(detail: &ElementDetail, states: u32) -> String {
-    let end = detail.end_state.unwrap_or(states);
-    let events = format::count(end.saturating_sub(detail.start_state) as u64);
+    let end = detail.end_state.unwrap_or(State::new(states));
+    let events = format::count(u64::from(
+        end.get().saturating_sub(detail.start_state.get()),
+    ));
     let alive = if detail.end_state.is_none() {
         " (alive at the end)"
     } else {
@@ -118,7 +121,9 @@ pub fn Tooltip(tl: Timeline) -> impl IntoView {
         let (hit, x, y) = tl.hover.get()?;
         let (left, top, lift) = place(x, y);
         let at = match hit.state {
-            Some(s) if s > 0 => format!("after {}", when(Some(s), hit.time_us, origin())),
+            Some(s) if s > State::BEFORE_TRACE => {
+                format!("after {}", when(Some(s), hit.time_us, origin()))
+            }
             other => when(other, hit.time_us, origin()),
         };
         let totals = match hit.line {

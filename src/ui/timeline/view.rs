@@ -18,6 +18,7 @@ use super::range::{self, XRange, YRange};
 use super::{canvas, labels};
 use crate::analysis::axis::AxisMode;
 use crate::format;
+use crate::model::State;
 use crate::protocol::{RequestId, ViewError};
 use crate::timeline::colouring::ColourBy;
 use crate::timeline::inspect::{ElementDetail, OomDetail};
@@ -342,9 +343,9 @@ impl Timeline {
     }
 
     /// x (current units) of a state or time mark.
-    pub fn x_of(&self, state: u32, time_us: Option<i64>) -> Option<f64> {
+    pub fn x_of(&self, state: State, time_us: Option<i64>) -> Option<f64> {
         match self.mode.get_untracked() {
-            AxisMode::Events => Some(state as f64),
+            AxisMode::Events => Some(f64::from(state.get())),
             AxisMode::Time => time_us.map(|t| t as f64),
         }
     }
@@ -366,8 +367,8 @@ impl Timeline {
         let full = self.full()?;
         Some(match mode {
             AxisMode::Events => (
-                detail.start_state as f64,
-                detail.end_state.map_or(full.x1, |e| e as f64),
+                f64::from(detail.start_state.get()),
+                detail.end_state.map_or(full.x1, |e| f64::from(e.get())),
             ),
             AxisMode::Time => (
                 detail.alloc_time_us.map_or(full.x0, |t| t as f64),

@@ -18,9 +18,9 @@ pub enum Shown {
     Folded(usize),
 }
 
-/// A row of the pinned stack.
+/// A line of the pinned stack: a frame, or the fold of a group of frames.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Row {
+pub enum StackLine {
     /// Frame `index` of the stack.
     Frame { index: usize, shown: Shown },
     /// The line that opens group `group` of `count` frames (it comes before them).
@@ -29,7 +29,7 @@ pub enum Row {
 
 /// The rows of a stack whose frames have `classes` (innermost first), `anchor` being the
 /// frame that names the allocation.
-pub fn rows(classes: &[FrameClass], anchor: Option<usize>) -> Vec<Row> {
+pub fn rows(classes: &[FrameClass], anchor: Option<usize>) -> Vec<StackLine> {
     let always = |i: usize| classes[i] == FrameClass::UserPython || anchor == Some(i);
     let has_anchor = (0..classes.len()).any(always);
     let mut rows = Vec::with_capacity(classes.len() + 4);
@@ -37,7 +37,7 @@ pub fn rows(classes: &[FrameClass], anchor: Option<usize>) -> Vec<Row> {
     let mut i = 0;
     while i < classes.len() {
         if classes[i] == FrameClass::Noise {
-            rows.push(Row::Frame {
+            rows.push(StackLine::Frame {
                 index: i,
                 shown: Shown::Noise,
             });
@@ -45,7 +45,7 @@ pub fn rows(classes: &[FrameClass], anchor: Option<usize>) -> Vec<Row> {
             continue;
         }
         if always(i) || !has_anchor {
-            rows.push(Row::Frame {
+            rows.push(StackLine::Frame {
                 index: i,
                 shown: Shown::Always,
             });
@@ -59,9 +59,9 @@ pub fn rows(classes: &[FrameClass], anchor: Option<usize>) -> Vec<Row> {
         let count = (i..end)
             .filter(|&j| classes[j] != FrameClass::Noise)
             .count();
-        rows.push(Row::Fold { group, count });
+        rows.push(StackLine::Fold { group, count });
         for (j, class) in classes.iter().enumerate().take(end).skip(i) {
-            rows.push(Row::Frame {
+            rows.push(StackLine::Frame {
                 index: j,
                 shown: if *class == FrameClass::Noise {
                     Shown::Noise
@@ -95,8 +95,8 @@ mod tests {
             Interpreter,
         ];
         let rows = rows(&classes, Some(4));
-        let frame = |index, shown| Row::Frame { index, shown };
-        let fold = |group, count| Row::Fold { group, count };
+        let frame = |index, shown| StackLine::Frame { index, shown };
+        let fold = |group, count| StackLine::Fold { group, count };
         assert_eq!(
             rows,
             vec![
@@ -115,7 +115,7 @@ mod tests {
         );
         // The first frame shown by default is the user's.
         let first = rows.iter().find_map(|r| match r {
-            Row::Frame {
+            StackLine::Frame {
                 index,
                 shown: Shown::Always,
             } => Some(*index),
@@ -131,21 +131,21 @@ mod tests {
         assert_eq!(
             rows,
             vec![
-                Row::Fold { group: 0, count: 2 },
-                Row::Frame {
+                StackLine::Fold { group: 0, count: 2 },
+                StackLine::Frame {
                     index: 0,
                     shown: Shown::Folded(0)
                 },
-                Row::Frame {
+                StackLine::Frame {
                     index: 1,
                     shown: Shown::Folded(0)
                 },
-                Row::Frame {
+                StackLine::Frame {
                     index: 2,
                     shown: Shown::Always
                 },
-                Row::Fold { group: 1, count: 1 },
-                Row::Frame {
+                StackLine::Fold { group: 1, count: 1 },
+                StackLine::Frame {
                     index: 3,
                     shown: Shown::Folded(1)
                 },
@@ -159,15 +159,15 @@ mod tests {
         assert_eq!(
             rows,
             vec![
-                Row::Frame {
+                StackLine::Frame {
                     index: 0,
                     shown: Shown::Always
                 },
-                Row::Frame {
+                StackLine::Frame {
                     index: 1,
                     shown: Shown::Noise
                 },
-                Row::Frame {
+                StackLine::Frame {
                     index: 2,
                     shown: Shown::Always
                 },

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 use leptos::prelude::*;
 
-use super::folding::{rows, Row, Shown};
+use super::folding::{rows, StackLine, Shown};
 use super::source_button::SourceButton;
 use crate::analysis::categories::RoleReason;
 use crate::analysis::lines::SourcePlace;
@@ -83,7 +83,7 @@ pub fn folded(frames: &[FrameText], anchor: Option<usize>) -> usize {
         .filter(|r| {
             matches!(
                 r,
-                Row::Frame {
+                StackLine::Frame {
                     shown: Shown::Always,
                     ..
                 }
@@ -115,7 +115,7 @@ pub fn Stack(
     view! {
         <ol class="stack" id=list_id>
             {rows(&classes, anchor).into_iter().map(|row| match row {
-                Row::Fold { group, count } => view! {
+                StackLine::Fold { group, count } => view! {
                     <li class="fold" class:hidden=move || show_all.get() data-group=group.to_string()>
                         <button type="button" class="fold-button" aria-expanded=move || is_open(group).to_string()
                             on:click=move |_| opened.update(|o| { if !o.remove(&group) { o.insert(group); } })>
@@ -123,7 +123,7 @@ pub fn Stack(
                         </button>
                     </li>
                 }.into_any(),
-                Row::Frame { index, shown } => {
+                StackLine::Frame { index, shown } => {
                     let f = frames[index].clone();
                     let noisy = f.noise;
                     let class = format!("{:?}", f.class).to_lowercase();

@@ -5,6 +5,7 @@
 //! the row that produced it (state 0, before the first row, has no width) and lasts until the
 //! next row. Time is offered only when every row has a time and times never go backwards.
 
+use crate::model::State;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{Trace, NO_TIME};
@@ -85,9 +86,9 @@ impl<'a> Axis<'a> {
     }
 
     /// Time of the row that produced state `s` (the first row's time for state 0).
-    pub fn time_of_state(&self, s: u32) -> Option<i64> {
+    pub fn time_of_state(&self, s: State) -> Option<i64> {
         self.times
-            .map(|t| t[(s.max(1) as usize - 1).min(t.len() - 1)])
+            .map(|t| t[(s.get().max(1) as usize - 1).min(t.len() - 1)])
     }
 
     /// The state shown at `x` (`mode` units), or `None` outside the trace.

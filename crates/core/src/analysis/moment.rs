@@ -1,11 +1,13 @@
 //! A moment of a device's run, as every view names one: the allocated peak, the end, or a
 //! state (`r + 1` is after trace row `r`). Not the place for how a moment is written or read
-//! in words (`format`, the command line). Rows and states meet in [`state_after`] and
-//! [`row_before`] only.
+//! in words (`format`, the command line). What crosses the protocol is typed
+//! ([`Row`], [`State`]); the analysis's columns count both as bare `u32`, and those meet in
+//! [`state_after`] and [`row_before`] only.
 
 use serde::{Deserialize, Serialize};
 
 use super::DeviceFacts;
+use crate::model::{Row, State};
 
 /// A moment of a device's run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -16,21 +18,21 @@ pub enum Moment {
     /// After the last event.
     End,
     /// A state (`r + 1` is after event `r`).
-    State(u32),
+    State(State),
 }
 
 impl Moment {
-    /// The moment after trace row (event) `event`.
-    pub fn after_event(event: u32) -> Moment {
-        Moment::State(state_after(event))
+    /// The moment after trace row (event) `row`.
+    pub fn after_event(row: Row) -> Moment {
+        Moment::State(State::after(row))
     }
 
     /// The state this moment is on a trace of `rows` rows, clamped to its end.
-    pub fn state(self, facts: &DeviceFacts, rows: usize) -> u32 {
+    pub fn state(self, facts: &DeviceFacts, rows: usize) -> State {
         match self {
-            Moment::Peak => facts.peak_allocated.state(),
-            Moment::End => rows as u32,
-            Moment::State(s) => s.min(rows as u32),
+            Moment::Peak => State::new(facts.peak_allocated.state()),
+            Moment::End => State::end(rows),
+            Moment::State(s) => s.clamped(rows),
         }
     }
 }
@@ -62,6 +64,9 @@ mod tests {
         assert_eq!(row_before(state_after(41)), Some(41));
         // No row is alive to the end.
         assert_eq!(state_after(NO_ROW), ALIVE);
-        assert_eq!(Moment::after_event(41), Moment::State(42));
+        assert_eq!(
+            Moment::after_event(Row::new(41)),
+            Moment::State(State::new(42))
+        );
     }
 }

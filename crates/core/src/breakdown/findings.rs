@@ -15,7 +15,8 @@
 
 use crate::analysis::allocator::rules::SizeRules;
 use crate::analysis::allocator::{AllocatorHistory, SegmentPool};
-use crate::analysis::moment::{row_before, state_after};
+use crate::analysis::moment::state_after;
+use crate::model::{Row, State};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
@@ -139,7 +140,7 @@ pub enum FindingKind {
     /// free on the device; what was alive then (`live` allocations, `allocated` bytes) by
     /// role (`roles`, indexed like [`Role::ALL`]) and by call site (the most first).
     OutOfMemory {
-        row: u32,
+        row: Row,
         requested: u64,
         device_free: u64,
         allocated: u64,
@@ -161,7 +162,7 @@ pub enum FindingKind {
     /// peak; the largest is `size` bytes at row `row`.
     SuddenSpike {
         size: u64,
-        row: u32,
+        row: Row,
         stack: StackId,
         role: Role,
         peak_allocated: u64,
@@ -182,7 +183,7 @@ pub enum FindingKind {
         worst: FragmentedRequest,
         peak_reserved: u64,
         #[serde(default)]
-        peak_state: u32,
+        peak_state: State,
         #[serde(default)]
         cached_free_at_peak: u64,
         #[serde(default)]
@@ -208,7 +209,7 @@ pub enum FindingKind {
         /// `None` when the trace has no times.
         longest_in_time: Option<Wait>,
         pending_at_peak: u64,
-        peak_state: u32,
+        peak_state: State,
     },
     /// `before` allocations existed before the first recorded event: `freed_during_trace`
     /// of them (`freed_bytes`) were freed in the trace, `still_alive` (`alive_bytes`) were
@@ -249,14 +250,14 @@ pub struct StackBytes {
 /// Allocated bytes at the state where one training iteration starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Iteration {
-    pub state: u32,
+    pub state: State,
     pub allocated: u64,
 }
 
 /// Reserved and allocated bytes at one state, and what the allocator cached beyond use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Overhead {
-    pub state: u32,
+    pub state: State,
     pub reserved: u64,
     pub allocated: u64,
     /// `reserved − allocated`.
@@ -264,7 +265,7 @@ pub struct Overhead {
 }
 
 impl Overhead {
-    fn new(state: u32, reserved: u64, allocated: u64) -> Self {
+    fn new(state: State, reserved: u64, allocated: u64) -> Self {
         Overhead {
             state,
             reserved,
@@ -281,7 +282,7 @@ pub enum CacheReason {
     /// The request at trace row `row` (`requested` bytes) failed while the allocator held
     /// `at.overhead` bytes cached that it could not give it.
     AtOutOfMemory {
-        row: u32,
+        row: Row,
         requested: u64,
         at: Overhead,
     },
@@ -297,13 +298,13 @@ pub enum CacheReason {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FragmentedRequest {
     /// Its `alloc` row.
-    pub row: u32,
+    pub row: Row,
     pub requested: u64,
     /// Cached free bytes in its pool on its stream just before.
     pub cached_free: u64,
     /// The segment reserved for it, and the row that reserved it.
     pub segment: u64,
-    pub segment_row: u32,
+    pub segment_row: Row,
     /// The largest cached free block in its pool on its stream just before, as the
     /// allocator's history rebuilds it (`None` where it could not be rebuilt): smaller than
     /// the request, or the cache would have served it.
@@ -318,7 +319,7 @@ pub struct Wait {
     pub allocation: u32,
     pub size: u64,
     /// The `free_requested` row.
-    pub requested_row: u32,
+    pub requested_row: Row,
     /// Rows from the request to the completion (to the end of the trace when still waiting).
     pub rows: u32,
     /// Microseconds from the request to the completion, when both rows have times.
@@ -430,7 +431,7 @@ fn out_of_memory(
             }
             Finding::new(
                 FindingKind::OutOfMemory {
-                    row,
+                    row: Row::new(row),
                     requested: trace.size[r],
                     device_free: trace.addr[r],
                     allocated: facts.allocated_at(state),
@@ -472,7 +473,7 @@ fn leak_suspect(facts: &DeviceFacts, phases: &RowPhases) -> Option<Finding> {
     let iterations: Vec<Iteration> = iteration_starts(phases)
         .into_iter()
         .map(|state| Iteration {
-            state,
+            state: State::new(state),
             allocated: facts.allocated_at(state),
         })
         .collect();
@@ -493,15 +494,15 @@ fn leak_suspect(facts: &DeviceFacts, phases: &RowPhases) -> Option<Finding> {
     {
         return None;
     }
-    let before = stack_bytes_at(facts, first.state);
-    let mut grown = stack_bytes_at(facts, last.state);
+    let before = stack_bytes_at(facts, first.state.get());
+    let mut grown = stack_bytes_at(facts, last.state.get());
     for (stack, bytes) in grown.iter_mut() {
         *bytes = bytes.saturating_sub(before.get(stack).copied().unwrap_or(0));
     }
     let stacks = top_stacks(grown, LEAK_TOP_STACKS);
     // What was made since the very first iteration and is still alive: the leaked tensors of
     // every iteration, warm-up included.
-    let since = iterations[0].state;
+    let since = iterations[0].state.get();
     let kept = facts
         .allocations
         .iter()
@@ -509,7 +510,7 @@ fn leak_suspect(facts: &DeviceFacts, phases: &RowPhases) -> Option<Finding> {
         .filter(|(_, a)| {
             a.origin() == Origin::Trace
                 && a.alive_states().0 > since
-                && a.is_alive_at(last.state)
+                && a.is_alive_at(last.state.get())
                 && stacks.iter().any(|s| s.stack == a.stack)
         })
         .map(|(i, a)| (a.size, i as u32))
@@ -545,7 +546,7 @@ fn sudden_spike(facts: &DeviceFacts, categories: &DeviceCategories) -> Option<Fi
     Some(Finding::new(
         FindingKind::SuddenSpike {
             size: a.size,
-            row: a.alloc_row,
+            row: Row::new(a.alloc_row),
             stack: a.stack,
             role: role_of(categories, largest as usize),
             peak_allocated: peak,
@@ -662,11 +663,11 @@ fn fragmentation(snapshot: &Snapshot, device: &Device, facts: &DeviceFacts) -> O
                 let requested = trace.size[r];
                 if free >= requested as i128 && free > 0 {
                     let request = FragmentedRequest {
-                        row: r as u32,
+                        row: Row::new(r as u32),
                         requested,
                         cached_free: free as u64,
                         segment,
-                        segment_row: segment_row as u32,
+                        segment_row: Row::new(segment_row as u32),
                         largest_free_block: None,
                     };
                     candidates.push((request, pool, trace.addr[segment_row]));
@@ -702,10 +703,10 @@ fn fragmentation(snapshot: &Snapshot, device: &Device, facts: &DeviceFacts) -> O
     let at_peak: Vec<(FragmentedRequest, (u64, bool))> = candidates
         .into_iter()
         .filter(|(request, _, address)| {
-            request.segment_row <= peak_row
+            request.segment_row.get() <= peak_row
                 && released
                     .get(address)
-                    .is_none_or(|&f| f < request.segment_row)
+                    .is_none_or(|&f| f < request.segment_row.get())
         })
         .map(|(request, pool, _)| (request, pool))
         .collect();
@@ -741,7 +742,7 @@ fn fragmentation(snapshot: &Snapshot, device: &Device, facts: &DeviceFacts) -> O
     }
     worst.largest_free_block = largest_free_block(snapshot, device, facts, &worst, worst_pool);
     // The allocations those segments were reserved for.
-    let mut rows: Vec<u32> = at_peak.iter().map(|(r, _)| r.row).collect();
+    let mut rows: Vec<u32> = at_peak.iter().map(|(r, _)| r.row.get()).collect();
     rows.sort_unstable();
     let behind = facts
         .allocations
@@ -756,7 +757,9 @@ fn fragmentation(snapshot: &Snapshot, device: &Device, facts: &DeviceFacts) -> O
             reserved_for_them: at_peak.iter().map(|(r, _)| r.segment).sum(),
             worst,
             peak_reserved,
-            peak_state: peak_state.map_or(facts.peak_reserved.state(), |(state, _)| state),
+            peak_state: State::new(
+                peak_state.map_or(facts.peak_reserved.state(), |(state, _)| state),
+            ),
             cached_free_at_peak,
             wasted,
         },
@@ -779,7 +782,7 @@ fn largest_free_block(
     if history.unreconciled().total() > 0 {
         return None;
     }
-    let state = history.summary_at(facts, request.segment_row);
+    let state = history.summary_at(facts, request.segment_row.get());
     state
         .segments
         .iter()
@@ -810,11 +813,11 @@ fn cached_memory(
     let at_oom = (0..trace.len())
         .find(|&r| trace.action[r] == Action::Oom)
         .map(|r| {
-            let row = r as u32;
+            let row = Row::new(r as u32);
             let at = Overhead::new(
-                state_after(row),
-                facts.reserved_after(Some(row)),
-                facts.allocated_at(state_after(row)),
+                State::after(row),
+                facts.reserved_after(Some(row.get())),
+                facts.allocated_at(State::after(row).get()),
             );
             (at, trace.size[r], trace.addr[r])
         })
@@ -825,10 +828,10 @@ fn cached_memory(
         })
         .map(|(o, _, _)| o);
     let reason = if let Some(at) = at_oom {
-        let row = row_before(at.state).unwrap_or(0);
+        let row = at.state.row_before().unwrap_or_default();
         CacheReason::AtOutOfMemory {
             row,
-            requested: trace.size[row as usize],
+            requested: trace.size[row.index()],
             at,
         }
     } else if fragmented {
@@ -839,7 +842,11 @@ fn cached_memory(
             .into_iter()
             .map(|state| {
                 let row = state.checked_sub(1);
-                Overhead::new(state, facts.reserved_after(row), facts.allocated_at(state))
+                Overhead::new(
+                    State::new(state),
+                    facts.reserved_after(row),
+                    facts.allocated_at(state),
+                )
             })
             .collect();
         if starts.len() < LEAK_MIN_ITERATIONS {
@@ -974,7 +981,7 @@ fn long_free_waits(device: &Device, facts: &DeviceFacts) -> Option<Finding> {
         let wait = Wait {
             allocation: i as u32,
             size: a.size,
-            requested_row: requested,
+            requested_row: Row::new(requested),
             rows: end - requested,
             us,
             completed,
@@ -1002,7 +1009,7 @@ fn long_free_waits(device: &Device, facts: &DeviceFacts) -> Option<Finding> {
             longest_in_rows,
             longest_in_time,
             pending_at_peak,
-            peak_state,
+            peak_state: State::new(peak_state),
         },
         heaviest_first(waited),
     ))
@@ -1111,18 +1118,18 @@ mod tests {
 
     #[test]
     fn keys_are_the_serialized_tags() {
-        let overhead = Overhead::new(1, 10, 4);
+        let overhead = Overhead::new(crate::model::State::new(1), 10, 4);
         let wait = Wait {
             allocation: 0,
             size: 1,
-            requested_row: 0,
+            requested_row: crate::model::Row::new(0),
             rows: 2,
             us: None,
             completed: true,
         };
         let all = [
             FindingKind::OutOfMemory {
-                row: 1,
+                row: crate::model::Row::new(1),
                 requested: 2,
                 device_free: 3,
                 allocated: 4,
@@ -1133,7 +1140,7 @@ mod tests {
             },
             FindingKind::LeakSuspect {
                 iterations: vec![Iteration {
-                    state: 1,
+                    state: crate::model::State::new(1),
                     allocated: 2,
                 }],
                 growth: 1,
@@ -1142,7 +1149,7 @@ mod tests {
             },
             FindingKind::SuddenSpike {
                 size: 1,
-                row: 2,
+                row: crate::model::Row::new(2),
                 stack: NO_STACK,
                 role: Role::Activations,
                 peak_allocated: 3,
@@ -1152,21 +1159,21 @@ mod tests {
                 requests: 1,
                 reserved_for_them: 1,
                 worst: FragmentedRequest {
-                    row: 1,
+                    row: crate::model::Row::new(1),
                     requested: 1,
                     cached_free: 2,
                     segment: 2,
-                    segment_row: 0,
+                    segment_row: crate::model::Row::new(0),
                     largest_free_block: None,
                 },
                 peak_reserved: 3,
-                peak_state: 1,
+                peak_state: crate::model::State::new(1),
                 cached_free_at_peak: 1,
                 wasted: 1,
             },
             FindingKind::CachedMemory {
                 reason: CacheReason::AtOutOfMemory {
-                    row: 1,
+                    row: crate::model::Row::new(1),
                     requested: 2,
                     at: overhead,
                 },
@@ -1189,7 +1196,7 @@ mod tests {
                 longest_in_rows: wait,
                 longest_in_time: None,
                 pending_at_peak: 0,
-                peak_state: 0,
+                peak_state: crate::model::State::new(0),
             },
             FindingKind::WrappedTrace {
                 before: 1,

@@ -25,6 +25,7 @@ use crate::analysis::stacks::{allocation_stack, stack_text};
 use crate::analysis::{Analysed, DeviceFacts};
 use crate::model::Device;
 use crate::model::NO_STACK;
+use crate::model::{Row, State};
 use crate::service::{Context, Reply, Service, ViewError};
 
 /// What the breakdown view asks for: one request type per answer, each its own [`Ask`]
@@ -103,7 +104,7 @@ pub enum BreakdownAnswer {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MomentTotals {
     pub device: u32,
-    pub state: u32,
+    pub state: State,
     pub live_count: u32,
     pub live_bytes: u64,
     /// Indexed like [`Role::ALL`] and [`Component::ALL`]; each sums to `live_bytes`.
@@ -134,7 +135,7 @@ pub struct DeviceSummary {
     pub generation: u32,
     /// States of the run: `0..=states - 1`.
     pub states: u32,
-    pub peak_state: u32,
+    pub peak_state: State,
     pub peak_allocated: u64,
     /// Reserved bytes at the allocated peak.
     pub reserved_at_peak: u64,
@@ -145,7 +146,7 @@ pub struct DeviceSummary {
     pub peak_reserved: u64,
     /// Allocated bytes where reserved memory peaks (first reached).
     pub allocated_at_reserved_peak: u64,
-    pub reserved_peak_state: u32,
+    pub reserved_peak_state: State,
     /// What the run is (training, serving…), under which frameworks, with the evidence.
     #[serde(default)]
     pub workload: Workload,
@@ -203,9 +204,9 @@ pub struct TopAllocation {
 pub struct MomentBreakdown {
     pub device: u32,
     pub moment: Moment,
-    pub state: u32,
+    pub state: State,
     /// The event the state follows (`None` for state 0).
-    pub event: Option<u32>,
+    pub event: Option<Row>,
     pub time_us: Option<i64>,
     pub live_count: u32,
     pub live_bytes: u64,
@@ -309,7 +310,7 @@ impl Service for BreakdownService {
             BreakdownRequest::Totals(TotalsRequest { device, moment }) => {
                 let (position, dev, facts) = find(cx.analysed, device)?;
                 let state = moment.state(facts, dev.trace.len());
-                let totals = cx.categorised.index(position, facts).totals_at(state);
+                let totals = cx.categorised.index(position, facts).totals_at(state.get());
                 BreakdownAnswer::Totals(MomentTotals {
                     device,
                     state,
@@ -408,7 +409,7 @@ fn summary(cx: &Context<'_>, device: u32) -> Result<DeviceSummary, ViewError> {
     let (position, dev, facts) = find(cx.analysed, device)?;
     let categories = cx.categorised.device(position);
     let index = cx.categorised.index(position, facts);
-    let reserved_peak_state = facts.peak_reserved.state();
+    let reserved_peak_state = State::new(facts.peak_reserved.state());
     let findings = findings(cx.analysed, position, categories);
     let elements = AllocationElements::new(facts);
     let finding_allocations = findings
@@ -429,7 +430,7 @@ fn summary(cx: &Context<'_>, device: u32) -> Result<DeviceSummary, ViewError> {
         reserved_at_peak: facts.reserved_after(facts.peak_allocated.row),
         efficiency_at_peak_ppm: facts.efficiency_at_peak_ppm(),
         peak_reserved: facts.peak_reserved.bytes,
-        allocated_at_reserved_peak: facts.allocated_at(reserved_peak_state),
+        allocated_at_reserved_peak: facts.allocated_at(reserved_peak_state.get()),
         reserved_peak_state,
         workload: categories.workload.clone(),
         state_only: dev.trace.is_empty() && !dev.segments.is_empty(),
@@ -437,7 +438,7 @@ fn summary(cx: &Context<'_>, device: u32) -> Result<DeviceSummary, ViewError> {
         training: Some(crate::breakdown::physics::physics(
             index,
             categories,
-            Moment::Peak.state(facts, dev.trace.len()),
+            Moment::Peak.state(facts, dev.trace.len()).get(),
         )),
         cached_free: cached_free_sizes(dev),
         findings,
@@ -498,9 +499,9 @@ fn at(
     let (position, dev, facts) = find(cx.analysed, device)?;
     let categories = cx.categorised.device(position);
     let state = moment.state(facts, dev.trace.len());
-    let totals = cx.categorised.index(position, facts).totals_at(state);
+    let totals = cx.categorised.index(position, facts).totals_at(state.get());
     let only = only.filter(|c| (c.index as usize) < c.dimension.categories());
-    let alive = alive_at(facts, state, |i| {
+    let alive = alive_at(facts, state.get(), |i| {
         only.is_none_or(|c| categories.is_in(c, i))
     });
     let live = live_set(
@@ -529,7 +530,7 @@ fn at(
             }
         })
         .collect();
-    let event = state.checked_sub(1);
+    let event = state.row_before();
     let axis = axis_of(timed, dev);
     Ok(MomentBreakdown {
         device,
@@ -539,7 +540,7 @@ fn at(
         time_us: axis.time_of_state(state).filter(|_| axis.has_time()),
         live_count: totals.count,
         live_bytes: totals.live_bytes,
-        reserved: facts.reserved_after(event),
+        reserved: facts.reserved_after(event.map(Row::get)),
         roles: totals.roles,
         components: totals.components,
         inferred_roles: totals.inferred_roles,

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::analysis::categories::signals::Phase;
 use crate::analysis::categories::totals_at;
 use crate::analysis::replay::DeviceFacts;
+use crate::model::State;
 use crate::model::{Device, NO_TIME};
 use crate::overview::{self, Metric};
 use crate::service::{Context, ViewError};
@@ -67,7 +68,7 @@ pub struct Digest {
     pub unused: bool,
     /// The state the roles, components, call sites and modules are taken at: the allocated
     /// peak (first reached), or the peak within the phase asked for (`at_phase`).
-    pub peak_state: u32,
+    pub peak_state: State,
     /// The phase of training asked for, when the digest is of that phase's peak rather than
     /// the run's.
     #[serde(default)]
@@ -147,14 +148,14 @@ pub fn digest(
     let (peak_state, at_phase) = match at_phase
         .and_then(|p| crate::phases::phase_peak(dev, facts, phases, p).map(|(s, _, _)| (s, p)))
     {
-        Some((state, phase)) => (state, Some(phase)),
-        None => (facts.peak_allocated.state(), None),
+        Some((state, phase)) => (State::new(state), Some(phase)),
+        None => (State::new(facts.peak_allocated.state()), None),
     };
     let (peak_phase, peak_iteration) = peak_state
-        .checked_sub(1)
-        .and_then(|row| crate::phases::moment_of_row(dev, phases, row))
+        .row_before()
+        .and_then(|row| crate::phases::moment_of_row(dev, phases, row.get()))
         .map_or((None, None), |(p, i)| (Some(p), i));
-    let totals = totals_at(facts, categories, peak_state);
+    let totals = totals_at(facts, categories, peak_state.get());
     let (call_sites, modules) = if detail {
         let columns = DeviceColumns::new(&analysed.snapshot, dev, facts);
         let rows = Rows {
@@ -196,7 +197,7 @@ pub fn digest(
         at_phase,
         peak_phase,
         peak_iteration,
-        peak_bytes: facts.allocated_at(peak_state),
+        peak_bytes: facts.allocated_at(peak_state.get()),
         roles: totals.roles,
         inferred_roles: totals.inferred_roles,
         components: totals.components,

@@ -98,7 +98,7 @@ mod tests {
             device_kind: Default::default(),
             metrics: Vec::new(),
             unused: false,
-            peak_state: 0,
+            peak_state: crate::model::State::BEFORE_TRACE,
             at_phase: None,
             peak_phase: None,
             peak_iteration: None,

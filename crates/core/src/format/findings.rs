@@ -49,7 +49,7 @@ pub fn title(f: &Finding) -> String {
     match &f.kind {
         FindingKind::OutOfMemory { row, requested, .. } => format!(
             "Out of memory at event {}: a request of {} failed",
-            count(*row as u64),
+            count(u64::from(row.get())),
             bytes(*requested)
         ),
         FindingKind::LeakSuspect { growth, .. } => format!(
@@ -155,7 +155,7 @@ pub fn why(f: &Finding) -> String {
                 "One allocation ({}) of {} at event {} is {} of the peak allocated memory ({}): the peak depends on when it is alive, and it needs one free block that large.{more}",
                 role_label(*role),
                 bytes(*size),
-                count(*row as u64),
+                count(u64::from(row.get())),
                 percent(*size, *peak_allocated),
                 bytes(*peak_allocated),
             )
@@ -179,16 +179,16 @@ pub fn why(f: &Finding) -> String {
                 None => String::new(),
             };
             format!(
-                "{} requests made the allocator {grew} ({} in all) while the memory it had cached for their size on their stream would have held them: no cached free block was large enough. When reserved memory peaked at {} (state {}), {} sat cached and free in those pools: had it been in one piece, the peak reserve could have been {} ({}) lower, and no more. The worst, a request of {} at event {}, found {} cached{largest} and {} {}.",
+                "{} requests made the allocator {grew} ({} in all) while the memory it had cached for their size on their stream would have held them: no cached free block was large enough. When reserved memory peaked at {} ({}), {} sat cached and free in those pools: had it been in one piece, the peak reserve could have been {} ({}) lower, and no more. The worst, a request of {} at event {}, found {} cached{largest} and {} {}.",
                 count(*requests as u64),
                 bytes(*reserved_for_them),
                 bytes(*peak_reserved),
-                count(*peak_state as u64),
+                super::after_state(*peak_state),
                 bytes(*cached_free_at_peak),
                 bytes(*wasted),
                 percent(*wasted, *peak_reserved),
                 bytes(worst.requested),
-                count(worst.row as u64),
+                count(u64::from(worst.row.get())),
                 bytes(worst.cached_free),
                 if f.settings.expandable_segments { "the segment grew by" } else { "got a new segment of" },
                 bytes(worst.segment),
@@ -198,7 +198,7 @@ pub fn why(f: &Finding) -> String {
             CacheReason::AtOutOfMemory { row, requested, at } => format!(
                 "When the request of {} at event {} failed, the allocator held {} reserved and {} allocated: {} ({}) sat cached in free blocks it could neither give to the request (none was large enough, or they were on another stream) nor release (their segments held live tensors).",
                 bytes(*requested),
-                count(*row as u64),
+                count(u64::from(row.get())),
                 bytes(at.reserved),
                 bytes(at.allocated),
                 bytes(at.overhead),
@@ -394,7 +394,7 @@ mod tests {
         Wait {
             allocation: 3,
             size: 10 * MIB,
-            requested_row: 5,
+            requested_row: crate::model::Row::new(5),
             rows,
             us,
             completed: true,
@@ -407,7 +407,7 @@ mod tests {
         roles[Role::Parameters as usize] = GIB;
         roles[Role::Activations as usize] = 3 * GIB;
         let f = finding(FindingKind::OutOfMemory {
-            row: 1234,
+            row: crate::model::Row::new(1234),
             requested: 2 * GIB,
             device_free: 100 * MIB,
             allocated: 4 * GIB,
@@ -441,7 +441,7 @@ mod tests {
                 .iter()
                 .enumerate()
                 .map(|(i, &m)| Iteration {
-                    state: i as u32 * 10,
+                    state: crate::model::State::new(i as u32 * 10),
                     allocated: m * MIB,
                 })
                 .collect(),
@@ -471,15 +471,15 @@ mod tests {
             requests: 3,
             reserved_for_them: 384 * MIB,
             worst: FragmentedRequest {
-                row: 1200,
+                row: crate::model::Row::new(1200),
                 requested: 100 * MIB,
                 cached_free: 300 * MIB,
                 segment: 128 * MIB,
-                segment_row: 1199,
+                segment_row: crate::model::Row::new(1199),
                 largest_free_block: Some(60 * MIB),
             },
             peak_reserved: 4 * GIB,
-            peak_state: 1500,
+            peak_state: crate::model::State::new(1500),
             cached_free_at_peak: 200 * MIB,
             wasted: 200 * MIB,
         });
@@ -494,7 +494,7 @@ mod tests {
             "{because}"
         );
         assert!(
-            because.contains("When reserved memory peaked at 4.00 GiB (state 1,500), 200 MiB sat cached and free in those pools: had it been in one piece, the peak reserve could have been 200 MiB (4.9%) lower, and no more."),
+            because.contains("When reserved memory peaked at 4.00 GiB (after event 1,499), 200 MiB sat cached and free in those pools: had it been in one piece, the peak reserve could have been 200 MiB (4.9%) lower, and no more."),
             "{because}"
         );
         assert!(
@@ -531,14 +531,14 @@ mod tests {
         assert!(why(&f).contains("the segment grew by 128 MiB"));
 
         let at = Overhead {
-            state: 41,
+            state: crate::model::State::new(41),
             reserved: 1536 * MIB,
             allocated: 1060 * MIB,
             overhead: 476 * MIB,
         };
         let f = finding(FindingKind::CachedMemory {
             reason: CacheReason::AtOutOfMemory {
-                row: 40,
+                row: crate::model::Row::new(40),
                 requested: 600 * MIB,
                 at,
             },
@@ -557,19 +557,19 @@ mod tests {
             reason: CacheReason::Growing {
                 iterations: vec![
                     Overhead {
-                        state: 1,
+                        state: crate::model::State::new(1),
                         reserved: GIB,
                         allocated: GIB,
                         overhead: 0,
                     },
                     Overhead {
-                        state: 9,
+                        state: crate::model::State::new(9),
                         reserved: 2 * GIB,
                         allocated: GIB,
                         overhead: GIB,
                     },
                     Overhead {
-                        state: 17,
+                        state: crate::model::State::new(17),
                         reserved: 3 * GIB,
                         allocated: GIB,
                         overhead: 2 * GIB,
@@ -606,7 +606,7 @@ mod tests {
                 ..wait(3, Some(200_000))
             }),
             pending_at_peak: 0,
-            peak_state: 7,
+            peak_state: crate::model::State::new(7),
         });
         assert_eq!(title(&f), "2 frees waited on other streams");
         let because = why(&f);
@@ -622,7 +622,7 @@ mod tests {
 
         let f = finding(FindingKind::SuddenSpike {
             size: 600 * MIB,
-            row: 12,
+            row: crate::model::Row::new(12),
             stack: 0,
             role: Role::ForwardTemporaries,
             peak_allocated: 1560 * MIB,

@@ -9,6 +9,8 @@
 //! for parsing, and not for exact values: the page always keeps the exact integer next to a
 //! formatted one (`data-value`, `title`), and the command line's JSON prints it.
 
+use crate::model::State;
+
 pub mod breakdown;
 pub mod check;
 pub mod compare;
@@ -219,16 +221,16 @@ pub fn duration_us(us: u64) -> String {
 
 /// The trace event that produced `state`, as "event 1,234" or "event 1,234 (+1.2 s)", numbered
 /// like the overview (from 0; state `s` is memory after event `s - 1`).
-pub fn when(state: Option<u32>, time_us: Option<i64>, origin: Option<f64>) -> String {
-    match state {
-        None | Some(0) => "before the first event".to_string(),
-        Some(s) => match (time_us, origin) {
+pub fn when(state: Option<State>, time_us: Option<i64>, origin: Option<f64>) -> String {
+    match state.and_then(State::row_before) {
+        None => "before the first event".to_string(),
+        Some(row) => match (time_us, origin) {
             (Some(t), Some(o)) => format!(
                 "event {} (+{})",
-                count(s as u64 - 1),
+                count(u64::from(row.get())),
                 duration_us((t as f64 - o).max(0.0) as u64)
             ),
-            _ => format!("event {}", count(s as u64 - 1)),
+            _ => format!("event {}", count(u64::from(row.get()))),
         },
     }
 }
@@ -266,9 +268,9 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 /// event `s − 1`, events counted from 0 as the overview counts them), or `before the first
 /// event` (state 0). The one place a state becomes words: the page's legend, breakdown, table,
 /// links and the reports all say it so.
-pub fn after_state(state: u32) -> String {
-    match state.checked_sub(1) {
-        Some(event) => format!("after event {}", count(u64::from(event))),
+pub fn after_state(state: State) -> String {
+    match state.row_before() {
+        Some(event) => format!("after event {}", count(u64::from(event.get()))),
         None => "before the first event".to_string(),
     }
 }
@@ -310,9 +312,9 @@ mod tests {
 
     #[test]
     fn a_state_is_after_the_event_before_it() {
-        assert_eq!(after_state(0), "before the first event");
-        assert_eq!(after_state(1), "after event 0");
-        assert_eq!(after_state(1235), "after event 1,234");
+        assert_eq!(after_state(State::BEFORE_TRACE), "before the first event");
+        assert_eq!(after_state(State::new(1)), "after event 0");
+        assert_eq!(after_state(State::new(1235)), "after event 1,234");
     }
 
     #[test]
@@ -421,14 +423,23 @@ mod tests {
     #[test]
     fn a_moment_is_the_event_that_made_it_and_its_time_since_the_first() {
         assert_eq!(when(None, None, None), "before the first event");
-        assert_eq!(when(Some(0), Some(5), Some(0.0)), "before the first event");
-        assert_eq!(when(Some(1_235), None, Some(0.0)), "event 1,234");
         assert_eq!(
-            when(Some(2), Some(1_500_000), Some(300_000.0)),
+            when(Some(State::new(0)), Some(5), Some(0.0)),
+            "before the first event"
+        );
+        assert_eq!(
+            when(Some(State::new(1_235)), None, Some(0.0)),
+            "event 1,234"
+        );
+        assert_eq!(
+            when(Some(State::new(2)), Some(1_500_000), Some(300_000.0)),
             "event 1 (+1.20 s)"
         );
         // A clock that goes back says +0, not a negative time.
-        assert_eq!(when(Some(2), Some(10), Some(20.0)), "event 1 (+0 µs)");
+        assert_eq!(
+            when(Some(State::new(2)), Some(10), Some(20.0)),
+            "event 1 (+0 µs)"
+        );
     }
 
     #[test]

@@ -35,12 +35,12 @@ pub fn top_role(row: &PhaseRow) -> String {
 /// The events a row spans: `12–4,031`.
 pub fn events(row: &PhaseRow) -> String {
     if row.first_event == row.last_event {
-        count(row.first_event as u64)
+        count(u64::from(row.first_event.get()))
     } else {
         format!(
             "{}–{}",
-            count(row.first_event as u64),
-            count(row.last_event as u64)
+            count(u64::from(row.first_event.get())),
+            count(u64::from(row.last_event.get()))
         )
     }
 }

@@ -833,14 +833,14 @@ mod tests {
             device: 1,
             generation: 1,
             states: 11,
-            peak_state: 7,
+            peak_state: crate::model::State::new(7),
             peak_allocated: 12 * MIB,
             peak_reserved: 20 * MIB,
             reserved_at_peak: 20 * MIB,
             efficiency_at_peak_ppm: Some(600_000),
             allocated_at_reserved_peak: 15 * MIB,
             finding_allocations: vec![],
-            reserved_peak_state: 8,
+            reserved_peak_state: crate::model::State::new(8),
             workload: Default::default(),
             state_only: false,
             estimate: Estimate {
@@ -862,10 +862,10 @@ mod tests {
             findings: vec![Finding::new(
                 FindingKind::CachedMemory {
                     reason: CacheReason::AtOutOfMemory {
-                        row: 9,
+                        row: crate::model::Row::new(9),
                         requested: 300 * MIB,
                         at: Overhead {
-                            state: 10,
+                            state: crate::model::State::new(10),
                             reserved: 2048 * MIB,
                             allocated: 1898 * MIB,
                             overhead: 150 * MIB,
@@ -891,8 +891,8 @@ mod tests {
             device: 1,
             only: None,
             moment: Moment::Peak,
-            state: 7,
-            event: Some(6),
+            state: crate::model::State::new(7),
+            event: Some(crate::model::Row::new(6)),
             time_us: None,
             live_count: names.len() as u32,
             live_bytes: 12 * MIB,

@@ -68,6 +68,9 @@ mod tests {
         assert_eq!(change(&none, &none), "");
         assert_eq!(change(&none, &some), "+3.00 MiB");
         assert_eq!(change(&some, &none), "−3.00 MiB");
-        assert_eq!(scope_words(&Scope::State(11)), "alive after event 10");
+        assert_eq!(
+            scope_words(&Scope::State(crate::model::State::new(11))),
+            "alive after event 10"
+        );
     }
 }

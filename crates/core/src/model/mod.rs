@@ -9,11 +9,13 @@
 pub mod cut;
 mod intern;
 pub mod redact;
+mod rows;
 pub mod text;
 mod trace;
 mod value;
 
 pub use intern::{Frame, FrameId, FrameInterner, StackId, Stacks, StrId, Strings, NO_STACK};
+pub use rows::{Row, State};
 pub use trace::{Action, Trace, TraceRow, TraceStaging, NO_TIME};
 pub use value::Value;
 

@@ -12,6 +12,7 @@
 pub mod service;
 
 use crate::analysis::moment::state_after;
+use crate::model::Row;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::categories::index::Lookup;
@@ -45,8 +46,8 @@ pub struct PhaseRow {
     /// 0 for a top-level scope or phase; a scope inside another is one deeper.
     pub depth: u32,
     /// Its first and last trace events.
-    pub first_event: u32,
-    pub last_event: u32,
+    pub first_event: Row,
+    pub last_event: Row,
     /// Microseconds from the trace's first event to its first and last events.
     pub start_us: Option<u64>,
     pub end_us: Option<u64>,
@@ -61,7 +62,7 @@ pub struct PhaseRow {
     /// The highest allocated bytes after any of its events, the first event reaching it, and
     /// the reserved bytes then.
     pub peak_bytes: u64,
-    pub peak_event: u32,
+    pub peak_event: Row,
     pub reserved_at_peak_bytes: u64,
     /// The role holding the most bytes at that peak, and its bytes.
     pub top_role: Option<Role>,
@@ -233,8 +234,8 @@ impl Measure<'_> {
             phase,
             iteration,
             depth,
-            first_event: first as u32,
-            last_event: last as u32,
+            first_event: Row::new(first as u32),
+            last_event: Row::new(last as u32),
             start_us: since(first),
             end_us: since(last),
             before_bytes: before,
@@ -243,7 +244,7 @@ impl Measure<'_> {
             allocated_bytes: sums.allocated[last + 1] - sums.allocated[first],
             freed_bytes: sums.freed[last + 1] - sums.freed[first],
             peak_bytes,
-            peak_event: peak_row as u32,
+            peak_event: Row::new(peak_row as u32),
             reserved_at_peak_bytes: facts.reserved_after(Some(peak_row as u32)),
             top_role: top,
             top_role_bytes: top.map_or(0, |r| roles[r as usize]),

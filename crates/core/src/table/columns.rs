@@ -18,6 +18,7 @@ use crate::analysis::stacks::{
     CompiledNode,
 };
 use crate::analysis::{Allocation, DeviceFacts, Origin, NO_ROW};
+use crate::model::Row;
 use crate::model::{Device, Snapshot, StackId, NO_STACK, NO_TIME};
 
 /// One allocation as the table shows it.
@@ -46,10 +47,10 @@ pub struct TableRow {
     /// The phase it was made in; `None` when made before the trace.
     pub phase: Option<Phase>,
     /// The `alloc` event; `None` when allocated before the trace.
-    pub alloc_event: Option<u32>,
+    pub alloc_event: Option<Row>,
     pub alloc_time_us: Option<i64>,
     /// The `free_completed` event; `None` while alive at the end.
-    pub free_event: Option<u32>,
+    pub free_event: Option<Row>,
     pub free_time_us: Option<i64>,
     /// States from the first it is alive in to the first it is not (or to the end).
     pub lifetime_events: u32,
@@ -254,6 +255,7 @@ impl<'a> Rows<'a> {
         let free_event = (a.free_row != NO_ROW).then_some(a.free_row);
         let alloc_time_us = alloc_event.and_then(|r| self.time(r));
         let free_time_us = free_event.and_then(|r| self.time(r));
+        let (alloc_event, free_event) = (alloc_event.map(Row::new), free_event.map(Row::new));
         let (top_frame, top_frame_is_user) =
             self.columns.names[self.columns.name[i as usize] as usize].clone();
         TableRow {

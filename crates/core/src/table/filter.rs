@@ -32,7 +32,7 @@ pub fn scope_states(rows: &Rows<'_>, scope: Scope) -> ScopeStates {
     match scope {
         Scope::Peak => ScopeStates::At(rows.facts.peak_allocated.state()),
         Scope::End => ScopeStates::At(last),
-        Scope::State(s) => ScopeStates::At(s.min(last)),
+        Scope::State(s) => ScopeStates::At(s.get().min(last)),
         Scope::Window { mode, x0, x1 } => {
             let axis = Axis::known(&rows.device.trace, rows.columns.has_time);
             ScopeStates::AllocatedIn(axis.states_in(mode, x0, x1).map(|r| (r.first, r.last)))

@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::analysis::axis::AxisMode;
 use crate::analysis::categories::signals::Phase;
 use crate::analysis::categories::{Component, Role};
+use crate::model::State;
 
 /// Which allocations a table starts from, before its filters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -32,7 +33,7 @@ pub enum Scope {
     /// Alive after the last event.
     End,
     /// Alive in a state (`r + 1` is after event `r`), e.g. a moment picked on the timeline.
-    State(u32),
+    State(State),
     /// Allocated inside `[x0, x1)` of the timeline's axis (in `mode`'s units): what the
     /// timeline shows. Allocations from before the trace were not allocated in any window.
     Window { mode: AxisMode, x0: f64, x1: f64 },

@@ -17,6 +17,7 @@ use crate::analysis::allocator::{AllocatorHistory, AllocatorTotals, SegmentOrder
 use crate::analysis::axis::Axis;
 use crate::analysis::elements::AllocationElements;
 use crate::analysis::lines::{lines_of, FileBytes, Tally};
+use crate::model::{Row, State};
 use crate::service::{Context, Reply, Service, ViewError};
 
 /// Most lines one answer lists.
@@ -42,7 +43,7 @@ pub enum TableRequest {
 pub struct AllocatorRequest {
     pub device: u32,
     #[serde(default)]
-    pub state: Option<u32>,
+    pub state: Option<State>,
     #[serde(default)]
     pub first_segment: u32,
     pub segment_count: u32,
@@ -54,12 +55,12 @@ pub struct AllocatorRequest {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AllocatorView {
     pub device: u32,
-    pub state: u32,
+    pub state: State,
     /// States of the run: `0..=states - 1`.
     pub states: u32,
-    pub peak_state: u32,
+    pub peak_state: State,
     /// The event the state follows (`None` for state 0) and its time.
-    pub event: Option<u32>,
+    pub event: Option<Row>,
     pub time_us: Option<i64>,
     pub time_origin_us: Option<i64>,
     /// Over every segment.
@@ -150,7 +151,7 @@ pub struct TableView {
     /// Why nothing matched the filter (a regular expression that does not compile).
     pub problem: Option<String>,
     /// The state a moment's scope stands for.
-    pub state: Option<u32>,
+    pub state: Option<State>,
     /// The time of the trace's first event, which times are shown from.
     pub time_origin_us: Option<i64>,
     /// The file records tensors' shapes (a shape column is worth showing).
@@ -364,9 +365,11 @@ impl TableService {
             .entry(device)
             .or_insert_with(|| AllocatorHistory::new(&cx.analysed.snapshot, dev, facts));
         let build_ms = (cx.now)() - start;
-        let peak_state = facts.peak_allocated.state();
-        let state = state.unwrap_or(peak_state).min(history.last_state());
-        let mut whole = history.state_at(facts, state);
+        let peak_state = State::new(facts.peak_allocated.state());
+        let state = state
+            .unwrap_or(peak_state)
+            .min(State::new(history.last_state()));
+        let mut whole = history.state_at(facts, state.get());
         order.sort(&mut whole.segments);
         let largest_segment = whole.segments.iter().map(|s| s.size).max().unwrap_or(0);
         let segment_count_all = whole.segments.len() as u32;
@@ -385,9 +388,9 @@ impl TableService {
             state,
             states: dev.trace.len() as u32 + 1,
             peak_state,
-            event: state.checked_sub(1),
-            time_us: (state > 0).then(|| axis.time_of_state(state)).flatten(),
-            time_origin_us: axis.time_of_state(0),
+            event: state.row_before(),
+            time_us: state.row_before().and_then(|_| axis.time_of_state(state)),
+            time_origin_us: axis.time_of_state(State::BEFORE_TRACE),
             totals: whole.totals,
             unreconciled: whole.unreconciled.total(),
             segment_count: segment_count_all,
@@ -462,7 +465,7 @@ impl TableService {
         let (files, file, text) = listed(&cx.analysed.snapshot, &lines.files, path.as_deref());
         let text = text.filter(|_| !text_held);
         let state = match scope_states(&rows, scope) {
-            ScopeStates::At(s) => Some(s),
+            ScopeStates::At(s) => Some(State::new(s)),
             _ => None,
         };
         Ok(SourceView {
@@ -536,7 +539,7 @@ impl TableService {
         let mut open: Vec<Vec<String>> = open.into_iter().collect();
         open.sort();
         let state = match scope_states(&rows, query.scope) {
-            ScopeStates::At(s) => Some(s),
+            ScopeStates::At(s) => Some(State::new(s)),
             _ => None,
         };
         Ok(TableView {
@@ -551,7 +554,8 @@ impl TableService {
             revealed,
             problem: last.problem.clone(),
             state,
-            time_origin_us: Axis::known(&rows.device.trace, rows.columns.has_time).time_of_state(0),
+            time_origin_us: Axis::known(&rows.device.trace, rows.columns.has_time)
+                .time_of_state(State::BEFORE_TRACE),
             has_shapes: rows.device.trace.has_shapes(),
             has_pools: !rows.categories.pooled.pools.is_empty(),
             compute_ms: (cx.now)() - start,
@@ -705,7 +709,7 @@ mod tests {
         let f = Fixture::new();
         let mut service = TableService::default();
         let peak = f.view(&mut service, query(Scope::Peak), vec![], None);
-        assert_eq!(peak.state, Some(8));
+        assert_eq!(peak.state, Some(State::new(8)));
         assert_eq!(
             rows(&peak),
             vec![(0x5000, 5000), (0x6000, 700), (0x2000, 200), (0x4000, 200)]
@@ -717,7 +721,12 @@ mod tests {
         assert_eq!(peak.totals.size_bytes, 5120 + 1024 + 512 + 512);
         let end = f.view(&mut service, query(Scope::End), vec![], None);
         assert_eq!(end.totals.requested_bytes, 1100);
-        let at = f.view(&mut service, query(Scope::State(3)), vec![], None);
+        let at = f.view(
+            &mut service,
+            query(Scope::State(State::new(3))),
+            vec![],
+            None,
+        );
         assert_eq!(rows(&at), vec![(0x2000, 200)]);
         let all = f.view(&mut service, query(Scope::All), vec![], None);
         assert_eq!(all.totals.count, 6);

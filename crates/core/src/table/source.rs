@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::{Filter, Scope};
 use crate::analysis::lines::{carried_text, find_file, FileBytes, Tally};
 use crate::model::Snapshot;
+use crate::model::State;
 
 /// Lines of code of the allocations `scope` and `filter` choose on `device`: every file
 /// listed, and `path` line by line.
@@ -61,7 +62,7 @@ pub struct SourceView {
     pub generation: u32,
     pub scope: Scope,
     /// The state a moment's scope stands for.
-    pub state: Option<u32>,
+    pub state: Option<State>,
     /// The allocations chosen, whose lines these are.
     pub chosen: Tally,
     /// The most memory passing through first.

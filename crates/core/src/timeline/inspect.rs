@@ -4,7 +4,7 @@
 //! Reads the model; computes no layout and draws nothing. What a frame is, and which frame
 //! names an allocation, is decided by [`crate::analysis::stacks`].
 
-use crate::analysis::moment::state_after;
+use crate::model::{Row, State};
 use serde::{Deserialize, Serialize};
 
 use super::TimelineKind;
@@ -46,10 +46,10 @@ pub struct ElementDetail {
     /// (alive at the end, allocated before the window).
     pub origin: String,
     /// First state it is alive in, and the first state it is not (`None`: alive at the end).
-    pub start_state: u32,
-    pub end_state: Option<u32>,
+    pub start_state: State,
+    pub end_state: Option<State>,
     /// State of its `free_requested`, when freeing waited for streams.
-    pub free_requested_state: Option<u32>,
+    pub free_requested_state: Option<State>,
     pub alloc_time_us: Option<i64>,
     pub free_time_us: Option<i64>,
     /// What made it: the innermost frame of the user's code as `file:line:name`, else the most
@@ -93,8 +93,8 @@ fn origin_name(origin: Origin) -> &'static str {
     }
 }
 
-fn opt_state(state: u32) -> Option<u32> {
-    (state != ALIVE).then_some(state)
+fn opt_state(state: u32) -> Option<State> {
+    (state != ALIVE).then_some(State::new(state))
 }
 
 /// Details of element `index` of device `device`'s `kind` timeline, or `None` if out of range.
@@ -167,10 +167,10 @@ pub fn detail(
                 block_size: Some(block_size(a.size)),
                 stream,
                 origin: origin_name(a.origin()).into(),
-                start_state: elements.start(index),
+                start_state: State::new(elements.start(index)),
                 end_state: opt_state(elements.end(index)),
                 free_requested_state: (a.free_requested_row != NO_ROW)
-                    .then(|| state_after(a.free_requested_row)),
+                    .then(|| State::after(Row::new(a.free_requested_row))),
                 alloc_time_us: time(a.alloc_row),
                 free_time_us: time(a.free_row),
                 top_frame,
@@ -234,7 +234,7 @@ pub fn detail(
                 block_size: None,
                 stream,
                 origin: origin_name(s.origin).into(),
-                start_state: segments.start(index),
+                start_state: State::new(segments.start(index)),
                 end_state: opt_state(segments.end(index)),
                 free_requested_state: None,
                 alloc_time_us: time(s.alloc_row),
@@ -264,8 +264,8 @@ pub struct OomDetail {
     /// Which OOM of the device (0 = the first).
     pub nth: u32,
     /// Its trace row, and the state it shows in.
-    pub event: u32,
-    pub state: u32,
+    pub event: Row,
+    pub state: State,
     pub time_us: Option<i64>,
     /// Bytes of the request that failed.
     pub requested: u64,
@@ -300,7 +300,8 @@ pub fn oom_detail(
     let row = (0..trace.len())
         .filter(|&r| trace.action[r] == Action::Oom)
         .nth(nth as usize)?;
-    let state = state_after(row as u32);
+    let event = Row::new(row as u32);
+    let state = State::after(event);
     let StackText {
         top_frame,
         top_frame_is_user,
@@ -310,7 +311,7 @@ pub fn oom_detail(
     } = stack_text(snapshot, trace.stack[row], true);
     Some(OomDetail {
         nth,
-        event: row as u32,
+        event,
         state,
         time_us: (snapshot.features.time_us && trace.time_us[row] != crate::model::NO_TIME)
             .then_some(trace.time_us[row]),
@@ -328,7 +329,7 @@ pub fn oom_detail(
         top_frame_index,
         frames,
         frame_count,
-        live: live_at(snapshot, trace, facts, state, OOM_TOP),
+        live: live_at(snapshot, trace, facts, state.get(), OOM_TOP),
     })
 }
 

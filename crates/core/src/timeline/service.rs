@@ -5,7 +5,7 @@
 //! Pure logic over [`crate::timeline`], tested natively; the
 //! [`Session`](crate::session::Session) routes [`TimelineRequest`]s here.
 
-use crate::analysis::moment::state_after;
+use crate::model::{Row, State};
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
@@ -235,7 +235,7 @@ pub struct TimelineInfo {
     /// otherwise every element at least 1/4096 of the peak (at most 500,000).
     pub default_detail: u32,
     /// Where the total peaks (state and bytes) and its time.
-    pub peak_state: u32,
+    pub peak_state: State,
     pub peak_bytes: u64,
     pub peak_time_us: Option<i64>,
     /// Annotation scopes (`external_annotations`, start and end paired by name) as state ranges.
@@ -257,9 +257,9 @@ pub struct ScopeMark {
     /// phase.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<Phase>,
-    pub start_state: u32,
+    pub start_state: State,
     /// `None` when the scope never ended within the trace.
-    pub end_state: Option<u32>,
+    pub end_state: Option<State>,
     pub start_time_us: i64,
     pub end_time_us: Option<i64>,
 }
@@ -280,7 +280,7 @@ pub struct PoolMark {
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct OomMark {
-    pub state: u32,
+    pub state: State,
     pub time_us: Option<i64>,
     /// Bytes requested by the allocation that failed.
     pub requested: u64,
@@ -299,17 +299,17 @@ pub struct FrameInfo {
     /// Distinct elements painted at least one pixel tall.
     pub drawn_individually: u32,
     /// The highest total in view.
-    pub peak_state: Option<u32>,
+    pub peak_state: Option<State>,
     pub peak_bytes: u64,
-    pub first_state: Option<u32>,
-    pub last_state: Option<u32>,
+    pub first_state: Option<State>,
+    pub last_state: Option<State>,
     pub paint_ms: f64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct HitInfo {
     /// The state shown in the hovered column (`None` outside the trace).
-    pub state: Option<u32>,
+    pub state: Option<State>,
     pub time_us: Option<i64>,
     /// Total and line (reserved) bytes at that state.
     pub total: u64,
@@ -531,7 +531,7 @@ impl TimelineService {
             detail.unwrap_or(default_detail).min(elements.count()),
         );
         let axis = Axis::new(&dev.trace);
-        let peak_state = peak.state();
+        let peak_state = State::new(peak.state());
         let info = TimelineInfo {
             device,
             kind,
@@ -689,14 +689,14 @@ impl TimelineService {
         );
         let hit_ms = now() - start;
         let state = match hit {
-            Hit::Element { state, .. } | Hit::Small { state, .. } => Some(state),
+            Hit::Element { state, .. } | Hit::Small { state, .. } => Some(State::new(state)),
             Hit::Nothing => {
                 let dx = (view.x1 - view.x0) / view.width as f64;
                 let a = view.x0 + request.x as f64 * dx;
                 track
                     .axis
                     .states_in(view.mode, a, a + dx)
-                    .map(|s| track.total.argmax(s.first, s.last).0)
+                    .map(|s| State::new(track.total.argmax(s.first, s.last).0))
             }
         };
         let element = match hit {
@@ -716,8 +716,8 @@ impl TimelineService {
             time_us: state
                 .and_then(|s| track.axis.time_of_state(s))
                 .filter(|_| track.axis.has_time()),
-            total: state.map_or(0, |s| track.total.value(s)),
-            line: state.and_then(|s| track.line.map(|l| l.value(s))),
+            total: state.map_or(0, |s| track.total.value(s.get())),
+            line: state.and_then(|s| track.line.map(|l| l.value(s.get()))),
             element,
             small_bytes: match hit {
                 Hit::Small { bytes, .. } => Some(bytes),
@@ -1026,10 +1026,10 @@ fn frame_info(view: Viewport, frame: &raster::PaintedFrame, paint_ms: f64) -> Fr
         y_min: frame.y_min,
         y_max: frame.y_max,
         drawn_individually: frame.drawn_individually,
-        peak_state: frame.peak.map(|p| p.0),
+        peak_state: frame.peak.map(|p| State::new(p.0)),
         peak_bytes: frame.peak.map_or(0, |p| p.1),
-        first_state: frame.states.map(|s| s.0),
-        last_state: frame.states.map(|s| s.1),
+        first_state: frame.states.map(|s| State::new(s.0)),
+        last_state: frame.states.map(|s| State::new(s.1)),
         paint_ms,
     }
 }
@@ -1056,7 +1056,7 @@ fn scopes(analysed: &Analysed, dev: &Device, axis: &Axis<'_>) -> Vec<ScopeMark> 
     let (first, end) = axis.full_range(AxisMode::Time);
     let state_at = |t: i64| {
         let t = (t as f64).clamp(first, end - 1.0);
-        axis.state_at(AxisMode::Time, t).unwrap_or(0)
+        State::new(axis.state_at(AxisMode::Time, t).unwrap_or(0))
     };
     scope_ranges(snapshot, dev.id)
         .into_iter()
@@ -1083,8 +1083,8 @@ fn phase_bands(cx: &Context<'_>, position: usize, axis: &Axis<'_>) -> Vec<ScopeM
         let phase = phases[row];
         let end = row + phases[row..].iter().take_while(|&&p| p == phase).count();
         if phase.is_serving() || phase == Phase::Unwinding {
-            let (start_state, end_state) = (row as u32, end as u32);
-            let time = |state: u32| axis.time_of_state(state).filter(|_| axis.has_time());
+            let (start_state, end_state) = (State::new(row as u32), State::new(end as u32));
+            let time = |state: State| axis.time_of_state(state).filter(|_| axis.has_time());
             match bands.last_mut() {
                 // A phase that goes on after other rows (a decode step, then the next).
                 Some(last) if last.phase == Some(phase) => {
@@ -1111,9 +1111,9 @@ fn ooms(dev: &Device, axis: &Axis<'_>) -> Vec<OomMark> {
     (0..trace.len())
         .filter(|&r| trace.action[r] == Action::Oom)
         .map(|r| OomMark {
-            state: state_after(r as u32),
+            state: State::after(Row::new(r as u32)),
             time_us: axis
-                .time_of_state(state_after(r as u32))
+                .time_of_state(State::after(Row::new(r as u32)))
                 .filter(|_| axis.has_time()),
             requested: trace.size[r],
             device_free: trace.addr[r],
@@ -1235,7 +1235,7 @@ mod tests {
         };
         // The column holding the peak state.
         let view = request.view;
-        let x = ((info.peak_state as f64 - view.x0) / (view.x1 - view.x0) * 400.0) as u32;
+        let x = ((info.peak_state.get() as f64 - view.x0) / (view.x1 - view.x0) * 400.0) as u32;
         let hit = HitRequest {
             device: info.device,
             kind: info.kind,
@@ -1357,7 +1357,7 @@ mod tests {
             elements: 0,
             detail: 0,
             default_detail: 0,
-            peak_state: 0,
+            peak_state: State::BEFORE_TRACE,
             peak_bytes: 0,
             peak_time_us: None,
             scopes: vec![],
