@@ -30,7 +30,7 @@ const VIEWS: &[&str] = &[
 ];
 
 /// The shell: the modules that build the page out of the views. Only these name a view.
-const SHELL: &[&str] = &["app", "embed", "file_view", "rehearsal", "snapshot_view"];
+const SHELL: &[&str] = &["app", "embed", "file_view", "snapshot_view", "startup"];
 
 /// What several views share. Names no view and no part of the shell.
 const WIDGETS: &str = "widgets";

@@ -14,6 +14,7 @@ use super::embed::EmbedApp;
 use super::file_list::FileList;
 use super::file_view::FileView;
 use super::page_query::PageQuery;
+use super::startup::plan::{Opening, StartupPlan};
 use super::state::AppState;
 use super::toolbar::Toolbar;
 
@@ -28,13 +29,8 @@ pub fn App() -> impl IntoView {
         .and_then(|w| w.location().search().ok())
         .unwrap_or_default();
     let query = PageQuery::parse(&search);
-    let actions = if query.plain_startup {
-        Actions::plain(state)
-    } else if query.embed {
-        Actions::embedded(state)
-    } else {
-        Actions::new(state)
-    };
+    let plan = StartupPlan::of(Opening::of(&query));
+    let actions = Actions::new(state, plan);
     // Every component of the page reads them with `use_actions()`.
     provide_context(actions);
     let link = DeepLink::new(state, actions);
@@ -42,8 +38,8 @@ pub fn App() -> impl IntoView {
         actions.open_urls(&query.urls);
     }
     // The first file opened should not pay for compiling the views.
-    if !query.plain_startup {
-        super::rehearsal::rehearse(state, actions);
+    if plan.rehearse_first_load {
+        super::startup::rehearsal::rehearse(state, actions);
     }
     if query.embed {
         return view! { <EmbedApp state=state link=link query=query /> }.into_any();

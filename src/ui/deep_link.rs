@@ -40,7 +40,7 @@ pub struct DeepLink {
     /// The fragment last written into the address.
     pub fragment: RwSignal<String>,
     timer: StoredValue<Option<gloo_timers::callback::Timeout>, LocalStorage>,
-    /// Reads and writes no address (a rehearsal's views, `rehearsal.rs`).
+    /// Reads and writes no address (a rehearsal's views, `startup::rehearsal`).
     inert: bool,
 }
 

@@ -25,7 +25,7 @@
 //!   the estimate, findings, rules, the report), `table`, `allocator`; `files` (the files side
 //!   by side) and `compare` (two files compared); `phases` (the phase report); `source` (a
 //!   file of the code with the bytes of each line). No view imports another: the shell
-//!   (`app`, `file_view`, `snapshot_view`, `embed`, `rehearsal`) composes them, and what two
+//!   (`app`, `file_view`, `snapshot_view`, `embed`, `startup`) composes them, and what two
 //!   views share is a widget;
 //! - `widgets`: what several views share (the chart card, downloads, a stack, the source
 //!   button and listing, the folder of the user's code, digests of many files);
@@ -41,8 +41,10 @@
 //! - `redact_paths`: whether downloads redact the snapshot's paths (remembered, in context);
 //! - `kept`: the settings remembered across visits, in memory when the browser refuses
 //!   storage;
-//! - `rehearsal`: a first load rehearsed off screen once the page starts, so a user's first
-//!   file does not pay for compiling the views;
+//! - `startup`: what a page does ahead of need as it starts (`plan`: a worker started ahead,
+//!   a first frame painted with the file, a first load rehearsed off screen so a user's first
+//!   file does not pay for compiling the views) and the order a file's views mount in
+//!   (`stages`), pure and natively tested, with the rehearsal beside them;
 //! - `panic_banner`: shows a Rust panic instead of a dead page.
 //!
 //! State lives in signals created by `App`: the page state and the address are passed down,
@@ -71,8 +73,9 @@ mod plot_size;
 mod requests;
 mod row_window;
 mod state;
-// The timeline's and the widgets' pure modules are compiled everywhere, their components for
-// wasm32 only.
+// The start-up's, the timeline's and the widgets' pure modules are compiled everywhere, their
+// components for wasm32 only.
+mod startup;
 mod timeline;
 mod widgets;
 
@@ -107,7 +110,6 @@ browser_modules!(
     phases,
     plot_share,
     redact_paths,
-    rehearsal,
     remote,
     segmented,
     snapshot_view,

@@ -20,15 +20,14 @@ use super::link::Section;
 use super::overview::{OverviewPanel, OverviewStrip, Warnings};
 use super::phases::PhasesPanel;
 use super::source::SourcePanel;
+use super::startup::stages::Stage;
 use super::state::{AppState, FileId, Status};
 use super::table::TablePanel;
 use super::timeline::TimelinePanel;
 use crate::format;
 
-/// The views under the overview: the timeline, mounted as soon as the overview arrives, then
-/// the others one per frame once its first frame is on screen (breakdown, phases, table,
-/// source, allocator).
-const VIEW_STAGES: usize = 6;
+/// The views under the overview, mounted in their stages' order (`startup::stages`).
+const VIEW_STAGES: usize = Stage::ALL.len();
 
 /// Mounts the next view, and the one after it a frame later.
 fn mount_next(mounted: RwSignal<usize>) {
@@ -203,24 +202,26 @@ pub fn SnapshotView(
                     link.epoch.track();
                     let (breakdown_name, phases_name, table_name) =
                         (file_name.clone(), file_name.clone(), file_name.clone());
-                    let at = move |stage: usize, section: Section| reached[stage].get() && shows(section);
+                    let at = move |stage: Stage| {
+                        reached[stage.mounted_with() - 1].get() && stage.shown(only, has_segments)
+                    };
                     view! {
-                        {move || at(0, Section::Timeline).then(|| view! {
+                        {move || at(Stage::Timeline).then(|| view! {
                             <TimelinePanel file=id device=device dark=dark painted=timeline_painted />
                         })}
-                        {move || at(1, Section::Breakdown).then(|| view! {
+                        {move || at(Stage::Breakdown).then(|| view! {
                             <BreakdownPanel file=id device=device file_name=breakdown_name.clone() dark=dark.into() />
                         })}
-                        {move || at(2, Section::Phases).then(|| view! {
+                        {move || at(Stage::Phases).then(|| view! {
                             <PhasesPanel file=id device=device file_name=phases_name.clone() dark=dark.into() />
                         })}
-                        {move || at(3, Section::Table).then(|| view! {
+                        {move || at(Stage::Table).then(|| view! {
                             <TablePanel file=id device=device file_name=table_name.clone() />
                         })}
-                        {move || at(4, Section::Table).then(|| view! {
+                        {move || at(Stage::Source).then(|| view! {
                             <SourcePanel file=id device=device />
                         })}
-                        {move || (has_segments && at(5, Section::Allocator)).then(|| view! {
+                        {move || at(Stage::Allocator).then(|| view! {
                             <AllocatorPanel file=id device=device dark=dark.into() />
                         })}
                     }

@@ -22,6 +22,7 @@ use web_sys::{Blob, ErrorEvent, MessageEvent, Worker, WorkerOptions, WorkerType}
 
 use super::requests::{Pending, ScopeId};
 use super::state::FileId;
+use super::startup::plan::StartupPlan;
 use crate::protocol::{Answer, FileEvent, FromWorker, Request, RequestId, ToWorker, ViewError};
 use crate::session::digested::DigestedFile;
 
@@ -69,19 +70,17 @@ pub struct WorkerPool {
 }
 
 impl WorkerPool {
-    /// A pool with its spare worker already starting.
-    pub fn warm() -> Self {
-        let mut pool = WorkerPool::default();
-        pool.prepare_spare();
-        pool
-    }
-
-    /// A pool of workers that start plain, none started ahead of need.
-    pub fn plain() -> Self {
-        WorkerPool {
-            plain: true,
+    /// The pool of a page started as `plan` says: a worker started ahead (warming its
+    /// decoder) or none, workers told to start plain or not.
+    pub fn of(plan: &StartupPlan) -> Self {
+        let mut pool = WorkerPool {
+            plain: plan.plain_workers,
             ..WorkerPool::default()
+        };
+        if plan.worker_ahead {
+            pool.prepare_spare();
         }
+        pool
     }
 
     fn start_worker(&self) -> Result<Worker, String> {

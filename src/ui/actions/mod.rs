@@ -24,6 +24,7 @@ use super::plot_size::{self, PlotWidths, Window};
 use super::remote;
 use super::requests::ScopeId;
 use super::state::{AppState, Command, FileId, Showing};
+use super::startup::plan::{Opening, StartupPlan};
 use super::workers::{js_text, Answered, WorkerPool};
 use crate::protocol::{ErrorReport, FileEvent, Request, RequestId, ToWorker};
 use crate::session::digested::DigestedFile;
@@ -49,17 +50,9 @@ pub struct Actions {
     blobs: StoredValue<std::collections::HashMap<FileId, Blob>, LocalStorage>,
     /// Downloads in progress (`?url=`), to stop when their file is closed.
     downloads: StoredValue<std::collections::HashMap<FileId, AbortController>, LocalStorage>,
-    /// Acting for the rehearsal of a first load (`rehearsal.rs`): no performance marks and no
-    /// worker started ahead of need.
-    rehearsal: bool,
-    /// A worker is started ahead of the next file once a load ends. Not in an embedded
-    /// viewer: a docs page with several would hold an idle worker per frame, each with the
-    /// memory it touched ahead (72 MiB), for a second file that an embed seldom opens
-    /// (docs/decisions/0008-an-embedded-viewer-starts-no-spare-worker.md).
-    spare_after_load: bool,
-    /// A file's worker is sent the size of its first frame with the file, to paint with the
-    /// news that it is loaded (off in a plain startup: the timeline asks as usual).
-    first_frames: bool,
+    /// What is done ahead of need (`startup::plan`): workers started ahead, a first frame
+    /// painted with the file, performance marks.
+    plan: StartupPlan,
     /// The plot's width the page has laid out, shared with the rehearsal's actions, which lay
     /// one out before any file is opened.
     plot_widths: StoredValue<PlotWidths, LocalStorage>,
@@ -75,56 +68,35 @@ pub fn use_actions() -> Actions {
 }
 
 impl Actions {
-    pub fn new(state: RwSignal<AppState>) -> Self {
+    /// The actions of a page started as `plan` says.
+    pub fn new(state: RwSignal<AppState>, plan: StartupPlan) -> Self {
         let plot_widths = StoredValue::new_local(PlotWidths::default());
-        Self::with(state, WorkerPool::warm(), false, plot_widths)
+        Self::with(state, plan, plot_widths)
     }
 
-    /// The actions of a page started plain (`?startup=plain`): no worker started ahead of need
-    /// (and so none warmed up), no first frame painted with the news of a load.
-    pub fn plain(state: RwSignal<AppState>) -> Self {
-        let plot_widths = StoredValue::new_local(PlotWidths::default());
-        Actions {
-            spare_after_load: false,
-            first_frames: false,
-            ..Self::with(state, WorkerPool::plain(), false, plot_widths)
-        }
-    }
-
-    /// The actions of an embedded viewer: a worker started ahead for its first file only.
-    pub fn embedded(state: RwSignal<AppState>) -> Self {
-        Actions {
-            spare_after_load: false,
-            ..Self::new(state)
-        }
-    }
-
-    /// The actions of a rehearsal (`rehearsal.rs`): its own workers, none started ahead of
-    /// need, and no performance marks (those time what users wait for). A rehearsal laid out
-    /// as the `page`'s views are shares the plot widths it lays out with the page.
+    /// The actions of a rehearsal (`startup::rehearsal`): its own workers and its plan
+    /// (`Opening::Rehearsal`). A rehearsal laid out as the `page`'s views are shares the plot
+    /// widths it lays out with the page.
     pub fn rehearsing(state: RwSignal<AppState>, page: Option<Actions>) -> Self {
         let plot_widths = page.map_or_else(
             || StoredValue::new_local(PlotWidths::default()),
             |page| page.plot_widths,
         );
-        Self::with(state, WorkerPool::default(), true, plot_widths)
+        Self::with(state, StartupPlan::of(Opening::Rehearsal), plot_widths)
     }
 
     fn with(
         state: RwSignal<AppState>,
-        workers: WorkerPool,
-        rehearsal: bool,
+        plan: StartupPlan,
         plot_widths: StoredValue<PlotWidths, LocalStorage>,
     ) -> Self {
         Actions {
             state,
-            workers: StoredValue::new_local(workers),
+            workers: StoredValue::new_local(WorkerPool::of(&plan)),
             last_scope: StoredValue::new_local(STATE_SCOPE),
             blobs: StoredValue::new_local(Default::default()),
             downloads: StoredValue::new_local(Default::default()),
-            rehearsal,
-            spare_after_load: !rehearsal,
-            first_frames: true,
+            plan,
             plot_widths,
             first_views: StoredValue::new_local(Default::default()),
         }
@@ -143,7 +115,7 @@ impl Actions {
     /// timeline's first frame as it will be asked for, when the page expects its plot's size
     /// and will show the file alone.
     fn first_frame(self, id: FileId) -> Option<FirstFrame> {
-        if !self.first_frames {
+        if !self.plan.first_frame_with_file {
             return None;
         }
         let shown_alone = self
@@ -178,7 +150,7 @@ impl Actions {
 
     /// `performance.mark(name)` once the page has rendered what changed (none in a rehearsal).
     pub fn mark_after_render(self, name: &'static str) {
-        if !self.rehearsal {
+        if self.plan.performance_marks {
             perf::mark_after_render(name);
         }
     }
@@ -507,7 +479,7 @@ impl Actions {
     /// loading then), so its start-up competes neither with a load nor with drawing the file
     /// that just arrived.
     fn prepare_spare_when_idle(self) {
-        if !self.spare_after_load {
+        if !self.plan.spare_worker_after_load {
             return;
         }
         set_timeout(
@@ -562,7 +534,7 @@ impl Actions {
                 self.workers.try_update_value(|pool| pool.terminate(id));
             }
             Command::Mark(name) => {
-                if !self.rehearsal {
+                if self.plan.performance_marks {
                     perf::mark(name);
                 }
             }

@@ -20,13 +20,13 @@ use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{Blob, HtmlElement, ShadowRootInit, ShadowRootMode};
 
-use super::actions::Actions;
-use super::deep_link::DeepLink;
-use super::file_view::FileView;
-use super::state::{AppState, FileId};
+use crate::ui::actions::Actions;
+use crate::ui::deep_link::DeepLink;
+use crate::ui::file_view::FileView;
+use crate::ui::state::{AppState, FileId};
 
 /// The worker's own warm-up snapshot: 1,000 trace entries of a generated training run.
-const SNAPSHOT: &[u8] = include_bytes!("../worker/warmup.pickle");
+const SNAPSHOT: &[u8] = include_bytes!("../../worker/warmup.pickle");
 const NAME: &str = "rehearsal.pickle";
 
 /// How long after start-up the rehearsal begins: the page's own first render comes first.
