@@ -16,11 +16,9 @@
 
 use leptos::prelude::*;
 
-
-use super::actions::Actions;
+use super::actions::{Actions, ViewAsker};
 use super::deep_link::DeepLink;
 use super::state::FileId;
-use super::actions::ViewAsker;
 use crate::analysis::axis::AxisMode;
 use crate::analysis::categories::rules::{RuleError, Rules};
 use crate::analysis::categories::Category;

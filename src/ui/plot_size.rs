@@ -3,8 +3,8 @@
 //! ([`PlotWidths`]), so a new timeline asks for its first frame at once instead of forcing
 //! the page to lay out the views it has just built to measure them (which took 10–17 ms of
 //! a small file's load, before its first frame was even asked for). The rehearsal of a first
-//! load (`startup::rehearsal`) lays a plot out before any file is opened. Pure, unit-tested natively;
-//! not the place for measuring (the plot's `measure` in `timeline/plot.rs`).
+//! load (`startup::rehearsal`) lays a plot out before any file is opened. Pure, unit-tested
+//! natively; not the place for measuring (the plot's `measure` in `timeline/plot.rs`).
 
 /// The plot's height is kept within these CSS pixels.
 pub const PLOT_HEIGHT_RANGE: (f64, f64) = (180.0, 1400.0);

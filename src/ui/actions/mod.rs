@@ -4,11 +4,11 @@
 //! file's worker through a [`ViewAsker`] (`asker`), the only way to: answers come typed.
 //!
 //! A `Copy` handle provided in context by whoever starts a page (the app, an embedded viewer,
-//! a rehearsal) and read by components with [`use_actions`], never passed as a prop. Not the place for decisions (those are
-//! in `state` and the views) or for the transport (that is `workers`).
+//! a rehearsal) and read by components with [`use_actions`], never passed as a prop. Not the
+//! place for decisions (those are in `state` and the views) or for the transport (that is
+//! `workers`).
 
 use leptos::prelude::*;
-
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{AbortController, Blob, FileList};

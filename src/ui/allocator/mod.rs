@@ -14,7 +14,7 @@ use std::rc::Rc;
 use leptos::prelude::*;
 use web_sys::KeyboardEvent;
 
-use super::actions::use_actions;
+use super::actions::{use_actions, ViewAsker};
 use super::file_context::use_file;
 use super::charts::{self, geometry::Piece, geometry::PieceKind};
 use super::requests::Latest;
@@ -22,7 +22,6 @@ use super::state::FileId;
 use super::widgets::chart::{ChartCard, Click, Draw, Hover, WIDE_CHART_SIZE};
 use crate::model::State;
 use crate::format::when;
-use super::actions::ViewAsker;
 use crate::analysis::allocator::{BlockKind, SegmentOrder, SegmentPool, SegmentState};
 use crate::format;
 use crate::table::service::{AllocatorRequest, AllocatorView};

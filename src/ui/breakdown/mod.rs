@@ -15,7 +15,7 @@ use std::rc::Rc;
 
 use leptos::prelude::*;
 
-use super::actions::use_actions;
+use super::actions::{use_actions, ViewAsker};
 use super::categories::{categories_of, css, highlighted_colours};
 use super::file_context::{use_file, FileContext};
 use super::charts::{self, Slice};
@@ -24,7 +24,6 @@ use super::redact_paths::RedactPaths;
 use super::requests::Latest;
 use super::segmented::segmented_button;
 use super::state::FileId;
-use super::actions::ViewAsker;
 use super::widgets::download::download_text;
 use crate::model::State;
 use crate::analysis::axis::AxisMode;

@@ -17,10 +17,9 @@ use crate::format;
 use crate::format::source::{change, margin};
 use crate::table::source::{SourceRequest, SourceView};
 use crate::table::Scope;
-use crate::ui::actions::{use_actions, Actions};
+use crate::ui::actions::{use_actions, Actions, ViewAsker};
 use crate::ui::requests::Latest;
 use crate::ui::state::FileId;
-use crate::ui::actions::ViewAsker;
 use crate::ui::widgets::listing::{
     fetch_text, listing_table, scroll_when_listed, FileText, FolderInput,
 };

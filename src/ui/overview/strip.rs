@@ -10,11 +10,10 @@
 
 use leptos::prelude::*;
 
-use super::super::actions::use_actions;
+use super::super::actions::{use_actions, ViewAsker};
 use super::super::file_context::use_file;
 use super::super::requests::Latest;
 use super::super::state::FileId;
-use super::super::actions::ViewAsker;
 use crate::breakdown::findings::Finding;
 use crate::breakdown::service::SummaryRequest;
 use crate::format;

@@ -12,12 +12,11 @@
 
 use leptos::prelude::*;
 
-use super::actions::use_actions;
+use super::actions::{use_actions, ViewAsker};
 use super::file_context::use_file;
 use super::charts::{self, Slice};
 use super::requests::Latest;
 use super::state::FileId;
-use super::actions::ViewAsker;
 use super::widgets::chart::{ChartCard, Draw};
 use super::widgets::download::download_text;
 use crate::model::State;

@@ -21,12 +21,11 @@ use crate::format;
 use crate::format::source::{function_total, margin, scope_words};
 use crate::table::source::{SourceRequest, SourceView};
 use crate::table::{Filter, Scope};
-use crate::ui::actions::use_actions;
+use crate::ui::actions::{use_actions, ViewAsker};
 use crate::ui::file_context::use_file;
 use crate::ui::near_screen::near_screen;
 use crate::ui::requests::Latest;
 use crate::ui::state::FileId;
-use crate::ui::actions::ViewAsker;
 use crate::ui::widgets::listing::{
     fetch_text, listing_table, scroll_when_listed, FileText, FolderInput,
 };

@@ -16,7 +16,7 @@ mod toolbar;
 use leptos::html::Div;
 use leptos::prelude::*;
 
-use super::actions::{use_actions, Actions};
+use super::actions::{use_actions, Actions, ViewAsker};
 use super::file_context::{use_file, FileContext};
 use super::link::TableLink;
 use super::widgets::download::download;
@@ -25,7 +25,6 @@ use super::requests::Latest;
 use super::state::FileId;
 use crate::model::{Row, State};
 use crate::format::when;
-use super::actions::ViewAsker;
 use crate::analysis::axis::AxisMode;
 use crate::analysis::categories::{Component, Dimension, Role};
 use crate::export::CsvRequest;
