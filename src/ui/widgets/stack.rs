@@ -30,7 +30,7 @@ pub fn RecordedFacts(detail: ElementDetail, id: &'static str) -> impl IntoView {
             <dt>"Annotations"</dt>
             <dd><ol class="annotations" id=format!("{id}-annotations")>
                 {annotations.into_iter().map(|a| {
-                    let at = format!(" · event {}{}", format::count(u64::from(a.event)),
+                    let at = format!(" · event {}{}", format::count(u64::from(a.event.get())),
                         a.site.as_deref().map(|s| format!(", at {s}")).unwrap_or_default());
                     view! { <li data-event=a.event.to_string()><code>{a.metadata.unwrap_or_default()}</code>{at}</li> }
                 }).collect_view()}

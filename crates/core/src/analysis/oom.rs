@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::analysis::Analysed;
 use crate::model::Action;
+use crate::model::Row;
 
 /// What a device's trace says about running out of memory: the out-of-memory errors it
 /// recorded, none, or that it could not have recorded one.
@@ -51,7 +52,7 @@ pub enum Unrecordable {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OomRequest {
     /// The trace row of the `oom` entry.
-    pub event: u32,
+    pub event: Row,
     /// The bytes asked for.
     pub requested_bytes: u64,
     /// The free bytes the device reported (the entry's `device_free`).
@@ -72,7 +73,7 @@ pub fn oom_record(analysed: &Analysed, id: u32) -> Option<OomRecord> {
         return Some(OomRecord::Recorded {
             count: rows.len() as u64,
             first: Some(OomRequest {
-                event: row as u32,
+                event: Row::new(row as u32),
                 requested_bytes: trace.size[row],
                 device_free_bytes: trace.addr[row],
                 allocated_bytes: facts.allocated[row],

@@ -12,6 +12,7 @@ use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use super::keywords::KeywordSets;
+use crate::model::Row;
 use crate::model::{Frame, FrameId, Snapshot, StackId};
 
 /// One frame of a stack, as text.
@@ -223,7 +224,7 @@ pub fn innermost_compiled_node(snapshot: &Snapshot, stack: StackId) -> Option<Co
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AnnotationText {
     /// The `annotate` event.
-    pub event: u32,
+    pub event: Row,
     /// Its `user_metadata`.
     pub metadata: Option<String>,
     pub time_us: Option<i64>,
@@ -243,7 +244,7 @@ pub fn annotations_text(
         .map(|row| {
             let r = row as usize;
             AnnotationText {
-                event: row,
+                event: Row::new(row),
                 metadata: trace.user_metadata(r).map(|m| snapshot.str(m).to_string()),
                 time_us: Some(trace.time_us[r]).filter(|&t| t != crate::model::NO_TIME),
                 site: stack_text(snapshot, trace.stack[r], false).top_frame,

@@ -45,7 +45,7 @@ fn witnessed(witness: &Witness) -> String {
     match witness.event {
         Some(event) => {
             let what = if witness.made { "made" } else { "freed" };
-            format!("one {what} at event {}", count(event as u64))
+            format!("one {what} at event {}", count(u64::from(event.get())))
         }
         None => "one alive before recording, as its own frames show".to_string(),
     }

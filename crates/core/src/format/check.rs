@@ -91,7 +91,7 @@ pub fn oom_words(oom: &OomRecord) -> Option<String> {
                 Some(first) => format!(
                     "ran out of memory{times} at event {}{close}: a request of {} failed with {} \
                      free on the device ({} allocated, {} reserved)",
-                    count(u64::from(first.event)),
+                    count(u64::from(first.event.get())),
                     bytes(first.requested_bytes),
                     bytes(first.device_free_bytes),
                     bytes(first.allocated_bytes),

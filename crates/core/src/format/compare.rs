@@ -536,7 +536,11 @@ pub fn oom_cell(oom: &OomRecord) -> String {
         OomRecord::Recorded {
             count: n,
             first: Some(first),
-        } => format!("{} (event {})", count(*n), count(u64::from(first.event))),
+        } => format!(
+            "{} (event {})",
+            count(*n),
+            count(u64::from(first.event.get()))
+        ),
         OomRecord::Recorded { count: n, .. } => count(*n),
         OomRecord::NoneRecorded => "none".into(),
         OomRecord::CannotRecord { .. } => "not recorded".into(),

@@ -23,6 +23,7 @@ use super::{
 use crate::analysis::scopes::scope_ranges;
 use crate::analysis::stacks::stack_text;
 use crate::analysis::{Analysed, Origin, NO_ROW};
+use crate::model::Row;
 use crate::model::{StackId, NO_STACK, NO_TIME};
 
 /// An allocation's role and why.
@@ -180,7 +181,7 @@ pub enum Basis {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Witness {
     pub role: Role,
-    pub event: Option<u32>,
+    pub event: Option<Row>,
     /// `event` is its making (else its free).
     pub made: bool,
 }
@@ -329,7 +330,7 @@ impl<'a> Explainer<'a> {
             let event = if made { w.alloc_row } else { w.free_row };
             Witness {
                 role: categories.roles[j as usize],
-                event: (event != NO_ROW).then_some(event),
+                event: (event != NO_ROW).then_some(Row::new(event)),
                 made,
             }
         };
